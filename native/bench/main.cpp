@@ -1,0 +1,306 @@
+// jitterlab-bench: runs one technique x pairs configuration and writes a raw sample file
+// plus harness.json into --out. The Python CLI orchestrates matrices and ingests the output.
+//
+// Progress goes to stdout as "progress RECORDED TOTAL" lines; warnings to stderr.
+// SIGINT/SIGTERM stop the run at the next round and keep every sample recorded so far.
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <stdexcept>
+#include <thread>
+
+#include "../src/json.hpp"
+#include "harness.hpp"
+#include "jitterlab/clock.hpp"
+#include "jitterlab/floor.hpp"
+#include "jitterlab/runfile.hpp"
+
+#ifndef JITTERLAB_VERSION
+#define JITTERLAB_VERSION "0.0.0"
+#endif
+
+namespace jl = jitterlab;
+
+namespace {
+
+volatile std::sig_atomic_t g_signal = 0;
+extern "C" void on_signal(int sig) { g_signal = sig; }
+
+constexpr int kUsageError = 2;
+constexpr std::int64_t kStopGraceMs = 5000;
+
+[[noreturn]] void usage_error(const std::string& message) {
+    std::fprintf(stderr, "jitterlab-bench: error: %s\n", message.c_str());
+    std::exit(kUsageError);
+}
+
+std::int64_t parse_int(const std::string& flag, const std::string& text, std::int64_t lo, std::int64_t hi) {
+    try {
+        std::size_t used = 0;
+        const long long v = std::stoll(text, &used);
+        if (used != text.size() || v < lo || v > hi) throw std::out_of_range(text);
+        return v;
+    } catch (const std::logic_error&) {
+        usage_error(flag + " expects an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got '" + text + "'");
+    }
+}
+
+const char* kUsage =
+    "usage: jitterlab-bench --technique NAME --out DIR [--pairs N] [--samples N] [--warmup N]\n"
+    "  [--block-ints N] [--policy other|fifo|rr|deadline] [--priority P]\n"
+    "  [--dl-runtime NS --dl-deadline NS --dl-period NS] [--pin none|spread|compact|LIST]\n"
+    "  [--no-mlock] [--pause-ns NS] [--seed S] [--caf-scheduler stealing|sharing|detached]\n"
+    "  [--caf-threads N] [--no-record] [--floor-round-trips N]\n"
+    "  jitterlab-bench --list   (techniques, one per line: name, available, description)\n";
+
+struct Options {
+    jl::HarnessConfig config;
+    std::int64_t floor_round_trips = 20'000;
+};
+
+Options parse(int argc, char** argv) {
+    Options o;
+    auto& c = o.config;
+    std::map<std::string, std::string> seen;
+    for (int i = 1; i < argc; ++i) {
+        const std::string flag = argv[i];
+        auto value = [&]() -> std::string {
+            if (i + 1 >= argc) usage_error(flag + " needs a value");
+            return argv[++i];
+        };
+        if (flag == "--technique") c.technique = value();
+        else if (flag == "--out") c.out_dir = value();
+        else if (flag == "--pairs") c.pairs = static_cast<int>(parse_int(flag, value(), 1, 1024));
+        else if (flag == "--samples") c.samples = parse_int(flag, value(), 1, 1'000'000'000);
+        else if (flag == "--warmup") c.warmup = parse_int(flag, value(), 0, 1'000'000'000);
+        else if (flag == "--block-ints") c.block_ints = parse_int(flag, value(), 0, 1LL << 32);
+        else if (flag == "--policy") {
+            const std::string v = value();
+            if (!jl::parse_policy(v, c.policy.policy)) usage_error("--policy expects other, fifo, rr or deadline, got '" + v + "'");
+        } else if (flag == "--priority") c.policy.priority = static_cast<int>(parse_int(flag, value(), 0, 99));
+        else if (flag == "--dl-runtime") c.policy.dl_runtime_ns = static_cast<std::uint64_t>(parse_int(flag, value(), 1024, 1LL << 40));
+        else if (flag == "--dl-deadline") c.policy.dl_deadline_ns = static_cast<std::uint64_t>(parse_int(flag, value(), 1024, 1LL << 40));
+        else if (flag == "--dl-period") c.policy.dl_period_ns = static_cast<std::uint64_t>(parse_int(flag, value(), 1024, 1LL << 40));
+        else if (flag == "--pin") c.pin = value();
+        else if (flag == "--no-mlock") c.mlock = false;
+        else if (flag == "--pause-ns") c.pause_ns = parse_int(flag, value(), 0, 60'000'000'000LL);
+        else if (flag == "--seed") c.seed = static_cast<std::uint64_t>(parse_int(flag, value(), 0, INT64_MAX));
+        else if (flag == "--caf-scheduler") {
+            c.caf_scheduler = value();
+            if (c.caf_scheduler != "stealing" && c.caf_scheduler != "sharing" && c.caf_scheduler != "detached")
+                usage_error("--caf-scheduler expects stealing, sharing or detached");
+        } else if (flag == "--caf-threads") c.caf_threads = static_cast<int>(parse_int(flag, value(), 1, 1024));
+        else if (flag == "--no-record") c.record = false;
+        else if (flag == "--floor-round-trips") o.floor_round_trips = parse_int(flag, value(), 2, 100'000'000);
+        else if (flag == "--help" || flag == "-h") { std::fputs(kUsage, stdout); std::exit(0); }
+        else usage_error("unknown option '" + flag + "' (see --help)");
+    }
+    if (c.policy.policy == jl::Policy::deadline &&
+        (c.policy.dl_runtime_ns == 0 || c.policy.dl_runtime_ns > c.policy.dl_deadline_ns || c.policy.dl_deadline_ns > c.policy.dl_period_ns))
+        usage_error("--policy deadline needs 0 < --dl-runtime <= --dl-deadline <= --dl-period");
+    if ((c.policy.policy == jl::Policy::fifo || c.policy.policy == jl::Policy::rr) && c.policy.priority < 1)
+        usage_error("--policy fifo/rr needs --priority between 1 and 99");
+    try {
+        (void)jl::plan_cpus(c.pin, 1, {0});
+    } catch (const std::invalid_argument& e) {
+        usage_error(e.what());
+    }
+    return o;
+}
+
+void list_techniques() {
+    for (const auto& t : jl::thread_techniques()) std::printf("%s\tyes\t%s\n", t.name.c_str(), t.description.c_str());
+    std::printf("caf\t%s\t%s\n", jl::caf_available() ? "yes" : "no",
+                jl::caf_available() ? "CAF 0.17 actors (stealing, sharing or detached scheduler)"
+                                    : "CAF actors: not built; install the Debian package libcaf-dev and reinstall");
+    std::printf("c2c\tyes\tcore-to-core cache-line ping-pong (the machine floor on its own)\n");
+}
+
+void write_samples(const std::string& path, const jl::RunState& state, bool partial) {
+    jl::RawSampleWriter writer(path);
+    std::vector<jl::SampleRecord> chunk;
+    chunk.reserve(1 << 16);
+    for (std::size_t p = 0; p < state.recorders.size(); ++p) {
+        const auto& r = *state.recorders[p];
+        const std::int64_t n = r.recorded.load(std::memory_order_acquire);
+        for (std::int64_t i = 0; i < n; ++i) {
+            const auto& s = r.samples[static_cast<std::size_t>(i)];
+            chunk.push_back(jl::SampleRecord{static_cast<std::int32_t>(p), 0, i, s.t_send_ns, s.t_recv_ns});
+            if (chunk.size() == chunk.capacity()) { writer.write(chunk); chunk.clear(); }
+        }
+    }
+    writer.write(chunk);
+    writer.finish(partial);
+}
+
+void write_json(const std::string& path, const std::string& text) {
+    const std::string tmp = path + ".tmp";
+    {
+        std::ofstream out(tmp, std::ios::trunc);
+        out << text << '\n';
+        if (!out) throw std::runtime_error("cannot write " + tmp);
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) throw std::runtime_error("cannot rename " + tmp);
+}
+
+struct Timing {
+    std::int64_t started_realtime_ns, t_start_ns, t_end_ns;
+};
+
+std::string harness_json(const Options& o, const jl::RunState& state, const jl::ClockOverhead& clock,
+                         const jl::CoreToCore& c2c, const Timing& timing, const std::string& status,
+                         const std::string& partial_reason, const std::string& mlock_error, bool c2c_run) {
+    const auto& c = o.config;
+    jl::JsonWriter j;
+    j.begin_object();
+    j.field("harness", "native").field("harness_version", JITTERLAB_VERSION);
+    j.field("technique", c.technique).field("pairs", c.pairs).field("samples_requested", c.samples);
+    j.field("warmup", c.warmup).field("block_ints", c.block_ints).field("seed", c.seed).field("pause_ns", c.pause_ns);
+    j.field("record", c.record);
+    j.key("policy_requested").begin_object().field("policy", jl::policy_name(c.policy.policy)).field("priority", c.policy.priority);
+    if (c.policy.policy == jl::Policy::deadline)
+        j.field("runtime_ns", c.policy.dl_runtime_ns).field("deadline_ns", c.policy.dl_deadline_ns).field("period_ns", c.policy.dl_period_ns);
+    j.end_object();
+    j.field("pin_requested", c.pin);
+    j.key("mlock").begin_object().field("requested", c.mlock).field("obtained", c.mlock && mlock_error.empty()).field("error", mlock_error).end_object();
+    j.field("spin_mode", state.spin_mode == jl::SpinMode::busy ? "busy" : "yield");
+    j.field("spin_fallback_reason", state.spin_fallback_reason);
+    if (c.technique == "caf") j.key("caf").begin_object().field("scheduler", c.caf_scheduler).field("threads", c.caf_threads).end_object();
+    j.key("placements").begin_array();
+    for (const auto& p : state.placements()) {
+        j.begin_object().field("role", p.role).field("pair", p.pair).field("policy", p.policy).field("priority", p.priority);
+        j.key("cpus").values(p.cpus);
+        j.field("policy_error", p.policy_error).field("affinity_error", p.affinity_error).end_object();
+    }
+    j.end_array();
+    j.key("warnings").begin_array();
+    for (const auto& w : state.warnings()) j.value(w);
+    j.end_array();
+    j.field("status", status).field("partial_reason", partial_reason);
+    j.key("per_pair_recorded").begin_array();
+    for (const auto& r : state.recorders) j.value(r->recorded.load());
+    j.end_array();
+    j.field("samples_recorded", state.recorded_total());
+    j.field("started_realtime_ns", timing.started_realtime_ns).field("t_start_ns", timing.t_start_ns).field("t_end_ns", timing.t_end_ns);
+    j.key("floor").begin_object();
+    j.key("clock_overhead_ns").begin_object().field("reads", clock.reads).field("min", clock.min_ns).field("median", clock.median_ns)
+        .field("mean", clock.mean_ns).field("p99", clock.p99_ns).end_object();
+    j.key("c2c_one_way_ns").begin_object().field("measured", c2c.measured).field("skipped_reason", c2c.skipped_reason)
+        .field("cpu_a", c2c.cpu_a).field("cpu_b", c2c.cpu_b).field("round_trips", c2c.round_trips)
+        .field("min", c2c.one_way_min_ns).field("median", c2c.one_way_median_ns).field("p99", c2c.one_way_p99_ns).end_object();
+    j.end_object();
+    j.field("c2c_run", c2c_run);
+    j.end_object();
+    return j.str();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc == 2 && std::strcmp(argv[1], "--list") == 0) {
+        list_techniques();
+        return 0;
+    }
+    const Options o = parse(argc, argv);
+    const auto& cfg = o.config;
+    const bool c2c_run = cfg.technique == "c2c";
+    if (!c2c_run && cfg.technique != "caf" && !jl::make_channel(cfg.technique, jl::SpinMode::busy))
+        usage_error("unknown technique '" + cfg.technique + "' (see --list)");
+    if (cfg.technique == "caf" && !jl::caf_available())
+        usage_error("technique 'caf' is unavailable: CAF was not found at build time (install libcaf-dev, then reinstall jitterlab)");
+    if (::access(cfg.out_dir.c_str(), W_OK) != 0) usage_error("cannot write to --out " + cfg.out_dir + ": " + std::strerror(errno));
+
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
+
+    std::string mlock_error;
+    if (cfg.mlock) {
+        mlock_error = jl::lock_memory();
+        if (!mlock_error.empty()) std::fprintf(stderr, "jitterlab-bench: warning: mlockall refused (%s); pages may fault during the run\n", mlock_error.c_str());
+    }
+
+    // The floor: measured before the buffers are allocated, on an otherwise idle process.
+    const jl::ClockOverhead clock = jl::measure_clock_overhead(200'000);
+    std::vector<jl::SampleRecord> legs;
+    const jl::CoreToCore c2c = jl::measure_core_to_core(c2c_run ? cfg.samples + cfg.warmup : o.floor_round_trips, c2c_run ? &legs : nullptr);
+
+    jl::HarnessConfig run_cfg = cfg;
+    if (c2c_run) { run_cfg.pairs = 1; run_cfg.record = false; }
+    jl::RunState state(run_cfg);
+    Timing timing{jl::realtime_ns(), jl::now_ns(), 0};
+    std::string partial_reason;
+
+    if (c2c_run) {
+        if (!c2c.measured) usage_error("c2c cannot run here: " + c2c.skipped_reason);
+        // Keep the legs after the warmup, renumbered from 0.
+        auto& rec = *state.recorders[0];
+        rec.samples.clear();
+        for (std::size_t i = static_cast<std::size_t>(cfg.warmup); i < legs.size(); ++i)
+            rec.samples.push_back(jl::TimedSample{legs[i].t_send_ns, legs[i].t_recv_ns});
+        rec.recorded.store(static_cast<std::int64_t>(rec.samples.size()));
+        timing.t_start_ns = legs.empty() ? timing.t_start_ns : legs.front().t_send_ns;
+    } else {
+        std::jthread driver([&state] {
+            try {
+                if (state.config.technique == "caf") jl::run_caf(state);
+                else jl::run_threaded(state);
+            } catch (const std::exception& e) {
+                state.fail(e.what());
+            }
+            state.finished.store(true);
+        });
+        const std::int64_t total = static_cast<std::int64_t>(cfg.samples) * cfg.pairs;
+        std::int64_t stop_seen_at = 0;
+        const bool show_progress = cfg.record;
+        while (!state.finished.load()) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            if (show_progress) {
+                std::printf("progress %lld %lld\n", static_cast<long long>(state.recorded_total()), static_cast<long long>(total));
+                std::fflush(stdout);
+            }
+            if (g_signal != 0 && !state.stop_requested.load()) state.stop_requested.store(true);
+            if (state.stop_requested.load()) {
+                if (stop_seen_at == 0) stop_seen_at = jl::now_ns();
+                if (jl::now_ns() - stop_seen_at > kStopGraceMs * 1'000'000) {
+                    // A worker is stuck (for example a peer died mid-message): keep what was recorded.
+                    std::fprintf(stderr, "jitterlab-bench: warning: workers did not stop within %lld ms; writing the samples recorded so far\n",
+                                 static_cast<long long>(kStopGraceMs));
+                    partial_reason = state.error().empty() ? "interrupted; workers did not stop in time" : "error: " + state.error();
+                    timing.t_end_ns = jl::now_ns();
+                    const std::string dir = cfg.out_dir;
+                    write_samples(dir + "/samples.jlraw", state, true);
+                    write_json(dir + "/harness.json", harness_json(o, state, clock, c2c, timing, "partial", partial_reason, mlock_error, false));
+                    std::fflush(nullptr);
+                    std::_Exit(3);
+                }
+            }
+        }
+    }
+    timing.t_end_ns = jl::now_ns();
+    const std::string error = state.error();
+    const bool complete = state.recorded_total() == static_cast<std::int64_t>(cfg.samples) * (c2c_run ? 1 : cfg.pairs) || !cfg.record;
+    if (!error.empty()) partial_reason = "error: " + error;
+    else if (g_signal != 0) partial_reason = std::string("interrupted by ") + (g_signal == SIGINT ? "SIGINT" : "SIGTERM");
+    else if (!complete) partial_reason = "fewer samples than requested";
+    const bool partial = !partial_reason.empty();
+
+    for (const auto& w : state.warnings()) std::fprintf(stderr, "jitterlab-bench: warning: %s\n", w.c_str());
+    try {
+        write_samples(cfg.out_dir + "/samples.jlraw", state, partial);
+        write_json(cfg.out_dir + "/harness.json", harness_json(o, state, clock, c2c, timing, partial ? "partial" : "complete", partial_reason, mlock_error, c2c_run));
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "jitterlab-bench: error: %s\n", e.what());
+        return 1;
+    }
+    if (!error.empty()) {
+        std::fprintf(stderr, "jitterlab-bench: error: %s\n", error.c_str());
+        return 1;
+    }
+    return partial ? 130 : 0;
+}

@@ -1,0 +1,31 @@
+// Lock-free single-producer/single-consumer ring, cache-line padded, busy-spinning.
+#include "jitterlab/spsc_ring.hpp"
+#include "spin_wait.hpp"
+#include "techniques.hpp"
+
+namespace jitterlab {
+namespace {
+
+class SpscChannel final : public Channel {
+public:
+    explicit SpscChannel(SpinMode mode) : mode_(mode) {}
+    void send(const Message& message) override {
+        while (!ring_.try_push(message)) spin_once(mode_);
+    }
+    Message receive() override {
+        for (;;) {
+            if (auto message = ring_.try_pop()) return *message;
+            spin_once(mode_);
+        }
+    }
+
+private:
+    const SpinMode mode_;
+    SpscRing<Message, 1024> ring_;
+};
+
+}  // namespace
+
+std::unique_ptr<Channel> make_spsc_channel(SpinMode mode) { return std::make_unique<SpscChannel>(mode); }
+
+}  // namespace jitterlab

@@ -1,0 +1,123 @@
+#include "jitterlab/sched.hpp"
+
+#include <pthread.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace jitterlab {
+namespace {
+
+// glibc 2.36 has no wrapper for sched_setattr; the struct is the kernel's.
+struct SchedAttr {
+    std::uint32_t size;
+    std::uint32_t sched_policy;
+    std::uint64_t sched_flags;
+    std::int32_t sched_nice;
+    std::uint32_t sched_priority;
+    std::uint64_t sched_runtime;
+    std::uint64_t sched_deadline;
+    std::uint64_t sched_period;
+};
+
+#ifndef SCHED_DEADLINE
+constexpr int SCHED_DEADLINE = 6;
+#endif
+
+const char* kernel_policy_name(int policy) noexcept {
+    switch (policy) {
+        case SCHED_OTHER: return "other";
+        case SCHED_FIFO: return "fifo";
+        case SCHED_RR: return "rr";
+        case SCHED_BATCH: return "batch";
+        case SCHED_IDLE: return "idle";
+        case SCHED_DEADLINE: return "deadline";
+        default: return "unknown";
+    }
+}
+
+}  // namespace
+
+const char* policy_name(Policy p) noexcept {
+    switch (p) {
+        case Policy::other: return "other";
+        case Policy::fifo: return "fifo";
+        case Policy::rr: return "rr";
+        case Policy::deadline: return "deadline";
+    }
+    return "other";
+}
+
+bool parse_policy(const std::string& text, Policy& out) noexcept {
+    if (text == "other") out = Policy::other;
+    else if (text == "fifo") out = Policy::fifo;
+    else if (text == "rr") out = Policy::rr;
+    else if (text == "deadline") out = Policy::deadline;
+    else return false;
+    return true;
+}
+
+std::string apply_policy(const PolicyRequest& request) {
+    if (request.policy == Policy::deadline) {
+        SchedAttr attr{};
+        attr.size = sizeof attr;
+        attr.sched_policy = SCHED_DEADLINE;
+        attr.sched_runtime = request.dl_runtime_ns;
+        attr.sched_deadline = request.dl_deadline_ns;
+        attr.sched_period = request.dl_period_ns;
+        if (syscall(SYS_sched_setattr, 0, &attr, 0) != 0) return std::strerror(errno);
+        return "";
+    }
+    const int policy = request.policy == Policy::fifo ? SCHED_FIFO : request.policy == Policy::rr ? SCHED_RR : SCHED_OTHER;
+    sched_param param{};
+    param.sched_priority = request.policy == Policy::other ? 0 : request.priority;
+    const int rc = pthread_setschedparam(pthread_self(), policy, &param);
+    return rc == 0 ? "" : std::strerror(rc);
+}
+
+std::string apply_affinity(const std::vector<int>& cpus) {
+    if (cpus.empty()) return "";
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int cpu : cpus) CPU_SET(cpu, &set);
+    const int rc = pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    return rc == 0 ? "" : std::strerror(rc);
+}
+
+void read_back(ThreadPlacement& placement) {
+    // sched_getscheduler sees SCHED_DEADLINE too, which pthread_getschedparam may not name.
+    const int policy = sched_getscheduler(0);
+    placement.policy = policy < 0 ? "unknown" : kernel_policy_name(policy);
+    sched_param param{};
+    int ignored = 0;
+    if (pthread_getschedparam(pthread_self(), &ignored, &param) == 0) placement.priority = param.sched_priority;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    placement.cpus.clear();
+    if (pthread_getaffinity_np(pthread_self(), sizeof set, &set) == 0) {
+        for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+            if (CPU_ISSET(cpu, &set)) placement.cpus.push_back(cpu);
+    }
+}
+
+std::vector<int> allowed_cpus() {
+    std::vector<int> cpus;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+            if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+    }
+    return cpus;
+}
+
+std::string lock_memory() {
+    if (mlockall(MCL_CURRENT | MCL_FUTURE) != 0) return std::strerror(errno);
+    return "";
+}
+
+}  // namespace jitterlab

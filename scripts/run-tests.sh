@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Set up, then run every test: the native GoogleTest suite (built with AddressSanitizer
+# and UndefinedBehaviorSanitizer), lint and type checks, and the Python suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/setup.sh
+
+echo "== native tests (GoogleTest, ASan+UBSan)" >&2
+cmake -S native -B build/native-tests -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+  -DJITTERLAB_BUILD_TESTS=ON -DJITTERLAB_SANITIZE=ON >/dev/null
+cmake --build build/native-tests
+ctest --test-dir build/native-tests --output-on-failure --timeout 300
+
+echo "== ruff and mypy" >&2
+.venv/bin/ruff check src tests benchmarks
+.venv/bin/ruff format --check src tests benchmarks
+.venv/bin/mypy
+
+echo "== python tests" >&2
+.venv/bin/pytest -q "$@"

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Sets jitterlab up on a fresh Debian/Ubuntu machine: system packages, a virtual
+# environment in .venv, and the package itself (which builds the C++ core with CMake).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# What each system package is for:
+#   cmake ninja-build g++     build the native core
+#   libgtest-dev              the native test suite (GoogleTest)
+#   libcaf-dev                the CAF actor technique (C++ Actor Framework 0.17)
+#   chromium chromium-driver  the headless-browser test of the HTML report
+#   python3-venv              the virtual environment
+packages=(cmake ninja-build g++ libgtest-dev libcaf-dev chromium chromium-driver python3-venv)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
+    echo "setup: installing system packages: ${missing[*]}" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq "${missing[@]}" >/dev/null
+  else
+    echo "setup: missing system packages: ${missing[*]}" >&2
+    echo "setup: install them with: sudo apt-get install ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+
+PYTHON=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip
+# Non-editable on purpose: the native programs are installed next to the package.
+.venv/bin/python -m pip install -q ".[dev]"
+echo "setup: ready ($(.venv/bin/jitterlab --version))" >&2

@@ -1,0 +1,3 @@
+from jitterlab.cli import main
+
+raise SystemExit(main())

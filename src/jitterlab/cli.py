@@ -1,0 +1,314 @@
+"""The ``jitterlab`` command line: progress and warnings on stderr, data on stdout."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from jitterlab import bench as bench_mod
+from jitterlab._version import __version__
+from jitterlab.errors import JitterlabError
+from jitterlab.store import ResultsStore, Run, load_run
+from jitterlab.tables import render, table1
+from jitterlab.units import format_count, format_ns, parse_duration_ns
+
+EXIT_USAGE = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with the one-line error our CLI promises (no usage dump)."""
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"{self.prog}: error: {message} (see --help)\n")
+        raise SystemExit(EXIT_USAGE)
+
+
+def _int_list(text: str, low: int, high: int, what: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise JitterlabError(f"{what}: '{text}' is not a comma-separated list of integers") from None
+    if not values or any(not low <= v <= high for v in values):
+        raise JitterlabError(f"{what}: values must be between {low} and {high}, got '{text}'")
+    return values
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"'{text}' must not be negative")
+    return value
+
+
+def _store_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--store",
+        type=Path,
+        default=None,
+        help="results store folder (default ./jitterlab-results or $JITTERLAB_STORE)",
+    )
+
+
+def _add_bench(sub: Any) -> None:
+    p = sub.add_parser(
+        "bench",
+        help="measure message-passing latency (n sender/receiver pairs)",
+        description="Run the n×(1:1) harness for every technique × pairs × policy and store each run.",
+    )
+    p.add_argument(
+        "--technique",
+        default="all",
+        help="comma list of mutex,spin,spsc,futex,pipe,unix,caf,c2c or 'all' (default: all available)",
+    )
+    p.add_argument(
+        "--pairs", default="1", help="comma list of pair counts, 1..64 (a list gives a scaling series)"
+    )
+    p.add_argument("--policy", default="other", help="comma list of other,fifo,rr,deadline (default other)")
+    p.add_argument("--priority", type=int, default=None, help="priority for fifo/rr, 1..99 (default 90)")
+    p.add_argument("--dl-runtime", default=None, help="SCHED_DEADLINE runtime, e.g. 200us")
+    p.add_argument("--dl-deadline", default=None, help="SCHED_DEADLINE deadline, e.g. 1ms")
+    p.add_argument("--dl-period", default=None, help="SCHED_DEADLINE period, e.g. 1ms")
+    p.add_argument(
+        "--samples", type=_positive_int, default=1_000_000, help="recorded samples per pair (default 1000000)"
+    )
+    p.add_argument(
+        "--warmup", type=_positive_int, default=1_000, help="unrecorded samples per pair first (default 1000)"
+    )
+    p.add_argument(
+        "--block-ints",
+        type=_positive_int,
+        default=256 * 1024,
+        help="ints in the shared block (default 262144; 0 skips the memory step: pure channel latency)",
+    )
+    p.add_argument("--pin", default="none", help="none, spread, compact or a CPU list such as 0,1 or 0-3")
+    p.add_argument("--no-mlock", action="store_true", help="do not lock memory (mlockall)")
+    p.add_argument("--pause", default="0", help="sender pause between samples, e.g. 1ms (the seeds' variant)")
+    p.add_argument("--seed", type=_positive_int, default=1, help="seed of the per-thread index generators")
+    p.add_argument("--caf-scheduler", default="stealing", choices=bench_mod.CAF_SCHEDULERS)
+    p.add_argument(
+        "--caf-threads", type=_positive_int, default=0, help="CAF worker threads (default: one per CPU)"
+    )
+    p.add_argument("--json", action="store_true", help="print the stored runs' summaries as JSON")
+    _store_option(p)
+
+
+def _bench_plan(args: argparse.Namespace) -> tuple[bench_mod.BenchPlan, list[str]]:
+    techniques, warnings = bench_mod.resolve_techniques(
+        [t.strip() for t in args.technique.split(",") if t.strip()]
+    )
+    if not techniques:
+        raise JitterlabError("no technique to run")
+    policies = tuple(p.strip() for p in args.policy.split(",") if p.strip())
+    for policy in policies:
+        if policy not in bench_mod.POLICIES:
+            raise JitterlabError(f"--policy: '{policy}' is not one of {', '.join(bench_mod.POLICIES)}")
+    if args.priority is not None and not 1 <= args.priority <= 99:
+        raise JitterlabError("--priority must be between 1 and 99")
+    dl = [parse_duration_ns(v, "ns") if v else 0 for v in (args.dl_runtime, args.dl_deadline, args.dl_period)]
+    if "deadline" in policies and not (0 < dl[0] <= dl[1] <= dl[2]):
+        raise JitterlabError("--policy deadline needs 0 < --dl-runtime <= --dl-deadline <= --dl-period")
+    if args.samples < 1:
+        raise JitterlabError("--samples must be at least 1")
+    plan = bench_mod.BenchPlan(
+        techniques=tuple(techniques),
+        pairs=_int_list(args.pairs, 1, 64, "--pairs"),
+        policies=policies,
+        samples=args.samples,
+        warmup=args.warmup,
+        block_ints=args.block_ints,
+        priority=args.priority,
+        dl_runtime_ns=dl[0],
+        dl_deadline_ns=dl[1],
+        dl_period_ns=dl[2],
+        pin=bench_mod.validate_pin(args.pin),
+        mlock=not args.no_mlock,
+        pause_ns=parse_duration_ns(args.pause, "s"),
+        seed=args.seed,
+        caf_scheduler=args.caf_scheduler,
+        caf_threads=args.caf_threads,
+    )
+    return plan, warnings
+
+
+def _summary_row(run: Run) -> dict[str, Any]:
+    s = run.meta.get("summary", {}).get("latency_ns", {})
+    return {
+        "id": run.id,
+        "label": run.label,
+        "status": run.meta.get("status"),
+        "count": s.get("count"),
+        "p50_ns": s.get("p50"),
+        "p99_ns": s.get("p99"),
+        "max_ns": s.get("max"),
+    }
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    plan, warnings = _bench_plan(args)
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    store = ResultsStore(args.store)
+    store.ensure_writable()
+    points = plan.points()
+    print(
+        f"jitterlab bench: {len(points)} run(s), {format_count(plan.samples)} samples per pair, store {store.root}",
+        file=sys.stderr,
+    )
+    outcome = bench_mod.run_plan(plan, store)
+    for run in outcome.runs:
+        s = run.meta["summary"]["latency_ns"]
+        status = "" if not run.partial else f"  PARTIAL ({run.meta.get('partial_reason')})"
+        print(
+            f"stored {run.id}  p50 {format_ns(s['p50'])}  p99 {format_ns(s['p99'])}  max {format_ns(s['max'])}{status}",
+            file=sys.stderr,
+        )
+    if args.json:
+        print(json.dumps([_summary_row(r) for r in outcome.runs], indent=2))
+    elif outcome.runs:
+        print(table1(outcome.runs))
+    if outcome.interrupted:
+        print("interrupted: the samples recorded so far are stored and marked partial", file=sys.stderr)
+        return bench_mod.EXIT_INTERRUPTED
+    return 1 if outcome.failures else 0
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    runs = ResultsStore(args.store).runs()
+    if args.json:
+        print(
+            json.dumps([_summary_row(r) | {"created_utc": r.meta.get("created_utc")} for r in runs], indent=2)
+        )
+        return 0
+    rows = []
+    for r in runs:
+        s = r.meta.get("summary", {}).get("latency_ns", {})
+        c = r.config
+        rows.append(
+            [
+                r.id,
+                str(r.meta.get("created_utc", ""))[:19].replace("T", " "),
+                c.get("technique", "?"),
+                c.get("pairs", "?"),
+                policy_of(r),
+                format_count(int(s.get("count", 0))),
+                format_ns(s.get("p50")),
+                format_ns(s.get("p99")),
+                format_ns(s.get("max")),
+                "" if not r.partial else "partial",
+            ]
+        )
+    if not rows:
+        print(f"no runs in {ResultsStore(args.store).root}", file=sys.stderr)
+        return 0
+    print(
+        render(
+            ["id", "time (UTC)", "technique", "pairs", "policy", "samples", "p50", "p99", "max", ""],
+            rows,
+            "llllrrrrrl",
+        )
+    )
+    return 0
+
+
+def policy_of(run: Run) -> str:
+    c = run.config
+    p = str(c.get("policy", "other"))
+    return f"{p} {c.get('priority')}" if p in ("fifo", "rr") else p
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    run = load_run(args.run, ResultsStore(args.store))
+    latency = run.latency_ns  # reads and verifies the samples, so corruption is named here
+    from jitterlab.stats import summarize
+
+    summary = summarize(latency).to_dict()
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "id": run.id,
+                    "status": run.meta.get("status"),
+                    "partial_reason": run.meta.get("partial_reason"),
+                    "config": run.config,
+                    "summary_ns": summary,
+                    "floor": run.meta.get("floor"),
+                },
+                indent=2,
+            )
+        )
+        return 0
+    c = run.config
+    print(f"run      {run.id}")
+    print(
+        f"what     {run.label}, {format_count(int(c.get('samples_per_pair', 0)))} samples per pair"
+        f"{'  [PARTIAL: ' + str(run.meta.get('partial_reason')) + ']' if run.partial else ''}"
+    )
+    rows = [["count", f"{summary['count']:,}"]]
+    for key, name in (
+        ("min", "min"),
+        ("mean", "mean"),
+        ("p50", "median"),
+        ("p90", "p90"),
+        ("p99", "p99"),
+        ("p99_9", "p99.9"),
+        ("p99_99", "p99.99"),
+        ("max", "max"),
+        ("std", "std"),
+    ):
+        rows.append([name, format_ns(summary[key])])
+    print(render(["latency", "value"], rows))
+    floor = run.meta.get("floor") or {}
+    clock = floor.get("clock_overhead_ns") or {}
+    c2c = floor.get("c2c_one_way_ns") or {}
+    if clock:
+        c2c_text = (
+            f"core-to-core one-way p50 {format_ns(c2c.get('median'))} (CPUs {c2c.get('cpu_a')}↔{c2c.get('cpu_b')})"
+            if c2c.get("measured")
+            else f"core-to-core not measured ({c2c.get('skipped_reason')})"
+        )
+        print(f"floor    clock read {format_ns(clock.get('median'))}; {c2c_text}")
+    obtained = run.meta.get("obtained") or {}
+    if obtained.get("policies"):
+        print(f"obtained policy {', '.join(obtained['policies'])}; spin mode {obtained.get('spin_mode')}")
+    for w in obtained.get("warnings", []):
+        print(f"warning: {w}", file=sys.stderr)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="jitterlab", description="Measure, describe and simulate latency jitter.")
+    parser.add_argument("--version", action="version", version=f"jitterlab {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    _add_bench(sub)
+    p = sub.add_parser("runs", help="list stored runs")
+    p.add_argument("--json", action="store_true")
+    _store_option(p)
+    p = sub.add_parser("show", help="summary of one run")
+    p.add_argument("run", help="run id (or unique prefix) or run folder")
+    p.add_argument("--json", action="store_true")
+    _store_option(p)
+    return parser
+
+
+COMMANDS = {"bench": cmd_bench, "runs": cmd_runs, "show": cmd_show}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except JitterlabError as e:
+        print(f"jitterlab: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("jitterlab: interrupted", file=sys.stderr)
+        return bench_mod.EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return 0

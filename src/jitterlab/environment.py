@@ -1,0 +1,131 @@
+"""Facts about the machine a run was measured on (GUIDE §3), read through one root path.
+
+Every function takes ``root`` so that tests can point it at recorded /proc and /sys trees.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+import subprocess
+from pathlib import Path
+from typing import Any
+
+
+def _read(root: Path, relative: str) -> str | None:
+    try:
+        return (root / relative.lstrip("/")).read_text(errors="replace").strip()
+    except OSError:
+        return None
+
+
+def parse_cpu_list(text: str | None) -> list[int]:
+    """Parse a kernel CPU list such as ``"0-3,8,10-11"``."""
+    cpus: list[int] = []
+    for part in (text or "").split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if "-" in part:
+            lo, hi = part.split("-", 1)
+            cpus.extend(range(int(lo), int(hi) + 1))
+        else:
+            cpus.append(int(part))
+    return cpus
+
+
+def cmdline_value(cmdline: str, key: str) -> str | None:
+    """The value of ``key=...`` on a kernel command line, or None."""
+    for token in cmdline.split():
+        if token.startswith(key + "="):
+            return token.split("=", 1)[1]
+    return None
+
+
+def cpu_model(root: Path) -> str | None:
+    for line in (_read(root, "/proc/cpuinfo") or "").splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return None
+
+
+def virtualization(root: Path) -> str | None:
+    """The hypervisor, when the CPU says it runs under one (None on bare metal)."""
+    cpuinfo = _read(root, "/proc/cpuinfo") or ""
+    flags = next((line for line in cpuinfo.splitlines() if line.startswith("flags")), "")
+    if " hypervisor" not in flags:
+        return None
+    vendor = _read(root, "/sys/class/dmi/id/sys_vendor") or ""
+    product = _read(root, "/sys/class/dmi/id/product_name") or ""
+    if "QEMU" in vendor or "KVM" in product or "KVM" in vendor:
+        return "kvm"
+    return (vendor or "unknown hypervisor").lower()
+
+
+def is_preempt_rt(root: Path, kernel_version: str) -> bool:
+    return _read(root, "/sys/kernel/realtime") == "1" or "PREEMPT_RT" in kernel_version
+
+
+def governors(root: Path) -> dict[str, str]:
+    """Frequency governor per CPU, empty where cpufreq is not exposed (common in VMs)."""
+    out: dict[str, str] = {}
+    base = root / "sys/devices/system/cpu"
+    for gov in sorted(base.glob("cpu[0-9]*/cpufreq/scaling_governor")):
+        out[gov.parent.parent.name] = gov.read_text().strip()
+    return out
+
+
+def smt_active(root: Path) -> bool | None:
+    value = _read(root, "/sys/devices/system/cpu/smt/active")
+    return None if value is None else value == "1"
+
+
+def git_commit(directory: Path) -> str | None:
+    """The commit of a git checkout (with ``-dirty`` when it has changes), else None."""
+    try:
+        commit = subprocess.run(
+            ["git", "-C", str(directory), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(directory), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return commit + ("-dirty" if dirty else "")
+
+
+def collect(root: Path = Path("/")) -> dict[str, Any]:
+    """The environment block stored in every run's metadata."""
+    uname = platform.uname()
+    cmdline = _read(root, "/proc/cmdline") or ""
+    kernel_version = f"{uname.release} {uname.version}"
+    return {
+        "host": socket.gethostname(),
+        "cpu_model": cpu_model(root),
+        "logical_cpus": os.cpu_count(),
+        "allowed_cpus": sorted(os.sched_getaffinity(0)),
+        "smt_active": smt_active(root),
+        "kernel": uname.release,
+        "kernel_version": uname.version,
+        "preempt_rt": is_preempt_rt(root, kernel_version),
+        "clocksource": _read(root, "/sys/devices/system/clocksource/clocksource0/current_clocksource"),
+        "governors": governors(root),
+        "isolcpus": _read(root, "/sys/devices/system/cpu/isolated")
+        or cmdline_value(cmdline, "isolcpus")
+        or "",
+        "nohz_full": _read(root, "/sys/devices/system/cpu/nohz_full")
+        or cmdline_value(cmdline, "nohz_full")
+        or "",
+        "virtualization": virtualization(root),
+        "sched_rt_runtime_us": _read(root, "/proc/sys/kernel/sched_rt_runtime_us"),
+        "python": platform.python_version(),
+    }

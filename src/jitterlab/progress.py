@@ -1,0 +1,39 @@
+"""A progress bar on stderr, shown only on a terminal (hyperfine's habit)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TextIO
+
+from jitterlab.units import format_count
+
+
+class ProgressBar:
+    """Redraws one line on a TTY; silent elsewhere so logs and pipes stay clean."""
+
+    def __init__(self, label: str, total: int, stream: TextIO | None = None, width: int = 28) -> None:
+        self.stream = stream or sys.stderr
+        self.enabled = self.stream.isatty()
+        self.label = label
+        self.total = max(total, 1)
+        self.width = width
+        self.started = time.monotonic()
+
+    def update(self, done: int) -> None:
+        if not self.enabled:
+            return
+        fraction = min(done / self.total, 1.0)
+        filled = int(fraction * self.width)
+        elapsed = time.monotonic() - self.started
+        eta = f"{elapsed / fraction - elapsed:4.0f}s" if fraction > 0.01 else "   ?"
+        bar = "█" * filled + "·" * (self.width - filled)
+        self.stream.write(
+            f"\r{self.label:<28} {bar} {fraction:6.1%} {format_count(done):>6}/{format_count(self.total)} eta {eta}"
+        )
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
