@@ -122,10 +122,11 @@ namespace {
 
 // Decides whether spinning may busy-wait: every spinning thread needs a CPU of its own,
 // or a spinner can burn its whole time slice waiting for a peer that cannot run.
-void choose_spin_mode(RunState& state, const std::vector<TechniqueInfo>& infos) {
+// Returns how the barrier waits: like the technique (spinning techniques never sleep).
+WaitMode choose_spin_mode(RunState& state, const std::vector<TechniqueInfo>& infos) {
     const auto& cfg = state.config;
     const auto it = std::find_if(infos.begin(), infos.end(), [&](const TechniqueInfo& i) { return i.name == cfg.technique; });
-    if (it == infos.end() || !it->spins) return;
+    if (it == infos.end() || !it->spins) return WaitMode::block;
     const int threads = 2 * cfg.pairs;
     const auto cpus = allowed_cpus();
     std::string reason;
@@ -141,7 +142,9 @@ void choose_spin_mode(RunState& state, const std::vector<TechniqueInfo>& infos) 
         state.spin_mode = SpinMode::yield;
         state.spin_fallback_reason = reason;
         state.add_warning(reason + ": busy-waiting could livelock, spinning with sched_yield instead");
+        return WaitMode::yield;
     }
+    return WaitMode::spin;
 }
 
 void sender_loop(RunState& state, RoundBarrier& barrier, Channel& channel, int pair) {
@@ -183,11 +186,11 @@ void run_threaded(RunState& state) {
     const auto& cfg = state.config;
     const int threads = 2 * cfg.pairs;
     state.cpu_plan = plan_cpus(cfg.pin, threads, allowed_cpus());
-    choose_spin_mode(state, thread_techniques());
+    const WaitMode wait_mode = choose_spin_mode(state, thread_techniques());
 
     std::vector<std::unique_ptr<Channel>> channels;
     for (int p = 0; p < cfg.pairs; ++p) channels.push_back(make_channel(cfg.technique, state.spin_mode));
-    RoundBarrier barrier(static_cast<std::uint32_t>(threads), &state.stop_requested);
+    RoundBarrier barrier(static_cast<std::uint32_t>(threads), &state.stop_requested, wait_mode);
 
     std::vector<std::jthread> workers;
     for (int p = 0; p < cfg.pairs; ++p) {

@@ -218,6 +218,7 @@ int main(int argc, char** argv) {
 
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
+    std::signal(SIGPIPE, SIG_IGN);  // a closed progress pipe must not kill the run before it writes its samples
 
     std::string mlock_error;
     if (cfg.mlock) {

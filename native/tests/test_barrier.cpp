@@ -8,11 +8,13 @@
 
 using jitterlab::RoundBarrier;
 
+class EveryWaitMode : public ::testing::TestWithParam<jitterlab::WaitMode> {};
+
 // No waiter leaves round k before every participant has arrived in round k.
-TEST(RoundBarrier, NobodyPassesBeforeAllArrive) {
+TEST_P(EveryWaitMode, NobodyPassesBeforeAllArrive) {
     constexpr int kThreads = 6;
     constexpr int kRounds = 2000;
-    RoundBarrier barrier(kThreads);
+    RoundBarrier barrier(kThreads, nullptr, GetParam());
     std::vector<std::atomic<int>> arrived(kRounds);
     std::atomic<bool> violated{false};
     std::vector<std::jthread> threads;
@@ -28,6 +30,9 @@ TEST(RoundBarrier, NobodyPassesBeforeAllArrive) {
     threads.clear();
     EXPECT_FALSE(violated.load());
 }
+
+INSTANTIATE_TEST_SUITE_P(Modes, EveryWaitMode,
+                         ::testing::Values(jitterlab::WaitMode::block, jitterlab::WaitMode::yield));
 
 // Receivers arrive without waiting; the round still needs them.
 TEST(RoundBarrier, ArriveWithoutWaitingCountsTowardsTheRound) {

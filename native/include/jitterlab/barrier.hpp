@@ -1,10 +1,24 @@
 // The per-sample round barrier of the n x (1:1) protocol.
 #pragma once
 
+#include <linux/futex.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <climits>
 #include <cstdint>
 
+#include "jitterlab/clock.hpp"
+
 namespace jitterlab {
+
+/// How waiters wait: sleep in the kernel (blocking techniques), busy-spin (spinning
+/// techniques with a CPU per thread), or spin with sched_yield (spinning techniques with
+/// more threads than CPUs). A spinning technique must not sleep in the barrier: the woken
+/// thread can land on the CPU of a peer that is busy-spinning and wait for its time slice.
+enum class WaitMode { block, spin, yield };
 
 /// A reusable barrier for `participants` threads with two ways to arrive:
 ///
@@ -12,23 +26,23 @@ namespace jitterlab {
 /// - `arrive()` counts the caller in and returns at once (receivers use it after
 ///   recording, so that they are back in `receive()` before the next round starts).
 ///
-/// The last arrival of a round runs the completion check `keep_going()` exactly once and
-/// publishes its answer to every waiter, so all threads agree on whether to stop.
-/// Waiting uses C++20 atomic wait (a futex on Linux) after a short spin.
+/// The last arrival of a round decides, once, whether the run goes on (stop requested
+/// or not) and publishes that to every waiter, so all threads agree.
 class RoundBarrier {
 public:
-    /// `external_stop`, when given, is read at every round completion too (the harness's
+    /// `external_stop`, when given, is read at every round completion (the harness's
     /// interrupt flag, set by the main thread).
-    explicit RoundBarrier(std::uint32_t participants, const std::atomic<bool>* external_stop = nullptr) noexcept
-        : participants_(participants), external_stop_(external_stop), remaining_(participants) {}
+    explicit RoundBarrier(std::uint32_t participants, const std::atomic<bool>* external_stop = nullptr,
+                          WaitMode mode = WaitMode::block) noexcept
+        : participants_(participants), external_stop_(external_stop), mode_(mode), remaining_(participants) {}
 
     RoundBarrier(const RoundBarrier&) = delete;
     RoundBarrier& operator=(const RoundBarrier&) = delete;
 
-    /// Stop every thread at the next round (safe from any thread; not from a signal handler).
+    /// Stop every thread at the next round completion.
     void request_stop() noexcept { stop_.store(true, std::memory_order_relaxed); }
 
-    /// Counts the caller in without waiting. Returns the round number it arrived in.
+    /// Counts the caller in without waiting. Returns the round it arrived in.
     std::uint32_t arrive() noexcept {
         const std::uint32_t round = round_.load(std::memory_order_acquire);
         if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) complete_round(round);
@@ -39,31 +53,52 @@ public:
     /// Returns false when the run must stop.
     bool arrive_and_wait() noexcept {
         const std::uint32_t round = arrive();
-        for (int spin = 0; spin < 64; ++spin) {
-            if (round_.load(std::memory_order_acquire) != round) return !stopped_.load(std::memory_order_acquire);
+        for (int spin = 0; spin < 64 && passed(round) == false; ++spin) cpu_relax();
+        switch (mode_) {
+            case WaitMode::spin:
+                while (!passed(round)) cpu_relax();
+                break;
+            case WaitMode::yield:
+                while (!passed(round)) sched_yield();
+                break;
+            case WaitMode::block:
+                while (!passed(round)) {
+                    // Dekker-style handshake with complete_round(): either we see the new
+                    // round, or the completer sees a sleeper and wakes it.
+                    sleepers_.fetch_add(1, std::memory_order_seq_cst);
+                    if (round_.load(std::memory_order_seq_cst) == round) futex(FUTEX_WAIT_PRIVATE, round);
+                    sleepers_.fetch_sub(1, std::memory_order_seq_cst);
+                }
+                break;
         }
-        while (round_.load(std::memory_order_acquire) == round) round_.wait(round, std::memory_order_acquire);
         return !stopped_.load(std::memory_order_acquire);
     }
 
     /// Whether the last completed round decided to stop.
     bool stopped() const noexcept { return stopped_.load(std::memory_order_acquire); }
 
-    std::uint32_t participants() const noexcept { return participants_; }
-
 private:
+    bool passed(std::uint32_t round) const noexcept { return round_.load(std::memory_order_acquire) != round; }
+
     void complete_round(std::uint32_t round) noexcept {
         const bool external = external_stop_ != nullptr && external_stop_->load(std::memory_order_relaxed);
         if (external || stop_.load(std::memory_order_relaxed)) stopped_.store(true, std::memory_order_release);
         remaining_.store(participants_, std::memory_order_relaxed);
-        round_.store(round + 1, std::memory_order_release);
-        round_.notify_all();
+        round_.store(round + 1, std::memory_order_seq_cst);
+        if (sleepers_.load(std::memory_order_seq_cst) > 0) futex(FUTEX_WAKE_PRIVATE, INT_MAX);
+    }
+
+    void futex(int op, std::uint32_t value) noexcept {
+        static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
+        syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&round_), op, value, nullptr, nullptr, 0);
     }
 
     const std::uint32_t participants_;
     const std::atomic<bool>* external_stop_;
+    const WaitMode mode_;
     alignas(64) std::atomic<std::uint32_t> remaining_;
     alignas(64) std::atomic<std::uint32_t> round_{0};
+    std::atomic<std::uint32_t> sleepers_{0};
     std::atomic<bool> stop_{false};
     std::atomic<bool> stopped_{false};
 };
