@@ -294,10 +294,208 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run", help="run id (or unique prefix) or run folder")
     p.add_argument("--json", action="store_true")
     _store_option(p)
+    p = sub.add_parser("describe", help="summary, outlier categories and time windows of a run")
+    p.add_argument("run")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--window", default="1s", help="window width by send time (default 1s)")
+    p.add_argument("--baseline", help="classify with the stacked-z thresholds of this reference run")
+    p.add_argument("--test", default="stacked-z", choices=("stacked-z", "gesd", "walsh"))
+    p.add_argument("--two-sided", action="store_true", help="also flag low outliers (stacked-z)")
+    p.add_argument("--threshold", type=float, default=3.5, help="modified z-score threshold (default 3.5)")
+    p.add_argument(
+        "--alpha", type=float, default=0.05, help="significance level of the GESD test (default 0.05)"
+    )
+    _store_option(p)
+    p = sub.add_parser("report", help="write one self-contained HTML report of runs")
+    p.add_argument("runs", nargs="*", help="run ids or folders (default: every run in the store)")
+    p.add_argument("-o", "--output", default="report.html")
+    p.add_argument("--title", default="jitterlab report")
+    _store_option(p)
+    p = sub.add_parser("compare", help="compare run B against run A: verdict per percentile")
+    p.add_argument("a", help="baseline run")
+    p.add_argument("b", help="run to judge")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--noise", type=float, default=0.05, help="noise threshold as a fraction (default 0.05)")
+    p.add_argument("--fail-on-regression", action="store_true", help="exit 1 when the verdict is 'regressed'")
+    _store_option(p)
     return parser
 
 
-COMMANDS = {"bench": cmd_bench, "runs": cmd_runs, "show": cmd_show}
+def _load(ref: str, args: argparse.Namespace) -> Run:
+    return load_run(ref, ResultsStore(args.store))
+
+
+def cmd_describe(args: argparse.Namespace) -> int:
+    from jitterlab.analysis import category_name, describe_run, description_json
+
+    run = _load(args.run, args)
+    baseline = _load(args.baseline, args) if args.baseline else None
+    width = parse_duration_ns(args.window, "s")
+    if width <= 0:
+        raise JitterlabError("--window must be a positive duration such as 1s or 100ms")
+    d = describe_run(run, args.test, width, baseline, args.two_sided, args.threshold, args.alpha)
+    if args.json:
+        print(json.dumps(description_json(d), indent=2))
+        return 0
+    s = d.summary
+    print(f"run      {run.id}  ({run.label}{', PARTIAL' if run.partial else ''})")
+    print(
+        render(
+            ["count", "min", "mean", "median", "p90", "p99", "p99.9", "p99.99", "p99.999", "max", "std"],
+            [
+                [
+                    f"{s.count:,}",
+                    *(
+                        format_ns(v)
+                        for v in (
+                            s.min,
+                            s.mean,
+                            s.p50,
+                            s.p90,
+                            s.p99,
+                            s.p99_9,
+                            s.p99_99,
+                            s.p99_999,
+                            s.max,
+                            s.std,
+                        )
+                    ),
+                ]
+            ],
+            "r" * 11,
+        )
+    )
+    against = f", thresholds of baseline {d.baseline_id}" if d.baseline_id else ""
+    print(f"\noutlier categories ({d.test}{against}):")
+    rows = []
+    for c in d.categories.categories:
+        value_range = "—" if c.count == 0 else f"{format_ns(c.lower)} – {format_ns(c.upper)}"
+        rows.append([category_name(c.index), value_range, f"{c.count:,}", f"{c.share:.4%}"])
+    print(render(["category", "range", "count", "share"], rows, "lrrr"))
+    w = d.windows
+    print(f"\nwindows of {format_ns(w.width_ns)} by send time: {w.start_ns.size}")
+    show = (
+        range(w.start_ns.size)
+        if w.start_ns.size <= 20
+        else [*range(10), *range(w.start_ns.size - 10, w.start_ns.size)]
+    )
+    rows = []
+    for i in show:
+        cats = " ".join(
+            f"{category_name(c)}:{int(n)}"
+            for c, n in zip(w.categories, w.category_counts[i], strict=True)
+            if c != 0 and n
+        )
+        rows.append(
+            [
+                format_ns(w.start_ns[i]),
+                f"{int(w.count[i]):,}",
+                format_ns(w.p50[i]),
+                format_ns(w.p99[i]),
+                format_ns(w.max[i]),
+                cats or "-",
+            ]
+        )
+    print(render(["start", "samples", "p50", "p99", "max", "outliers by category"], rows, "rrrrrl"))
+    if w.start_ns.size > 20:
+        print(f"({w.start_ns.size - 20} windows in between not shown; --json has them all)")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from jitterlab.fileio import atomic_write_bytes
+    from jitterlab.report import build_report
+
+    store = ResultsStore(args.store)
+    refs = args.runs or [r.id for r in store.runs()]
+    if not refs:
+        raise JitterlabError(f"no runs to report (none given and none in {store.root})")
+    runs = [load_run(ref, store) for ref in refs]
+    out = Path(args.output)
+    try:
+        atomic_write_bytes(out, build_report(runs, args.title).encode())
+    except OSError as e:
+        raise JitterlabError(f"cannot write {out}: {e.strerror or e}") from e
+    print(f"wrote {out} ({len(runs)} run(s), {out.stat().st_size / 1e6:.1f} MB)", file=sys.stderr)
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from jitterlab.stats import compare_samples
+
+    a, b = _load(args.a, args), _load(args.b, args)
+    c = compare_samples(a.latency_ns, b.latency_ns, noise_threshold=args.noise)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "a": a.id,
+                    "b": b.id,
+                    "verdict": c.verdict,
+                    "noise_threshold": c.noise_threshold,
+                    "confidence": c.confidence,
+                    "tests": {
+                        "ks": {"statistic": c.ks_statistic, "pvalue": c.ks_pvalue},
+                        "anderson_darling": {"statistic": c.ad_statistic, "pvalue": c.ad_pvalue},
+                        "mann_whitney": {"statistic": c.mw_statistic, "pvalue": c.mw_pvalue},
+                        "samples_tested": [c.tested_a, c.tested_b],
+                    },
+                    "percentiles": [
+                        {
+                            "percentile": d.percentile,
+                            "a_ns": d.a,
+                            "b_ns": d.b,
+                            "relative": d.relative,
+                            "ci_low": d.ci_low,
+                            "ci_high": d.ci_high,
+                            "verdict": d.verdict,
+                        }
+                        for d in c.percentiles
+                    ],
+                    "qq": {
+                        "probabilities": c.qq_probabilities.tolist(),
+                        "a_ns": c.qq_a.tolist(),
+                        "b_ns": c.qq_b.tolist(),
+                    },
+                },
+                indent=2,
+            )
+        )
+    else:
+        print(f"A  {a.id}  ({a.label})\nB  {b.id}  ({b.label})")
+        rows = [
+            [
+                f"p{d.percentile:g}",
+                format_ns(d.a),
+                format_ns(d.b),
+                f"{d.relative:+.1%}",
+                f"[{d.ci_low:+.1%}, {d.ci_high:+.1%}]",
+                d.verdict,
+            ]
+            for d in c.percentiles
+        ]
+        print(render(["percentile", "A", "B", "change", f"{c.confidence:.0%} CI", "verdict"], rows, "lrrrrl"))
+        tested = (
+            ""
+            if c.tested_a == c.n_a and c.tested_b == c.n_b
+            else f" (on {c.tested_a:,} / {c.tested_b:,} samples)"
+        )
+        print(
+            f"KS D = {c.ks_statistic:.4f} (p = {c.ks_pvalue:.3g}); Anderson-Darling = {c.ad_statistic:.2f} "
+            f"(p ≈ {c.ad_pvalue:.3g}); Mann-Whitney p = {c.mw_pvalue:.3g}{tested}"
+        )
+        print(f"verdict: {c.verdict} (noise threshold ±{c.noise_threshold:.0%})")
+    return 1 if args.fail_on_regression and c.verdict == "regressed" else 0
+
+
+COMMANDS = {
+    "bench": cmd_bench,
+    "runs": cmd_runs,
+    "show": cmd_show,
+    "describe": cmd_describe,
+    "report": cmd_report,
+    "compare": cmd_compare,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

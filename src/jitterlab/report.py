@@ -1,0 +1,375 @@
+"""One self-contained offline HTML report for one or more runs.
+
+Figures are matplotlib PNGs embedded as data URIs; there is no script and nothing is
+fetched, so the file opens anywhere and can be mailed or archived with a paper. Every
+number comes from :mod:`jitterlab.analysis` and :mod:`jitterlab.stats`.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import html
+import io
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+
+from jitterlab._version import __version__
+from jitterlab.analysis import RunDescription, category_name, describe_run
+from jitterlab.stats import compare_samples, percentiles
+from jitterlab.store import Run
+from jitterlab.tables import policy_label
+from jitterlab.units import format_count, format_ns
+
+MAX_SCATTER_POINTS = 20_000  # drawn points per timeline; more are subsampled (and said so)
+CATEGORY_COLOURS = ["#4c72b0", "#dd8452", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c", "#ccb974"]
+
+CSS = """
+body{font:15px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
+main{max-width:1180px;margin:0 auto;padding:24px}
+h1{font-size:26px;margin:0 0 4px} h2{margin-top:36px;border-bottom:2px solid #d9dde5;padding-bottom:4px}
+h3{margin:18px 0 6px} .muted{color:#5b6475} .card{background:#fff;border:1px solid #e1e4ea;border-radius:8px;
+padding:16px 20px;margin:16px 0} table{border-collapse:collapse;margin:8px 0;font-variant-numeric:tabular-nums}
+th,td{padding:4px 10px;border-bottom:1px solid #e7e9ee;text-align:right} th:first-child,td:first-child{text-align:left}
+th{background:#f0f2f6;font-weight:600} .partial{color:#b23b3b;font-weight:600} img{max-width:100%;height:auto}
+.verdict-regressed{color:#b23b3b;font-weight:600} .verdict-improved{color:#2c7a3f;font-weight:600}
+.grid{display:flex;flex-wrap:wrap;gap:8px 28px} nav a{margin-right:12px} code{background:#eef0f4;padding:1px 4px;border-radius:3px}
+"""
+
+
+def _png(fig: Any) -> str:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=96)
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
+
+
+def _img(fig: Any, alt: str) -> str:
+    return f'<img src="{_png(fig)}" alt="{html.escape(alt)}">'
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]], cls: str = "") -> str:
+    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _esc(value: Any) -> str:
+    return html.escape(str(value))
+
+
+def _us(values: np.ndarray) -> np.ndarray:
+    return np.asarray(values, dtype=np.float64) / 1_000.0
+
+
+def run_figure(d: RunDescription) -> str:
+    """The four per-run plots in one figure (2 x 2)."""
+    latency = d.run.latency_ns
+    t_send = d.run.t_send_ns
+    s = d.summary
+    thresholds = d.categories.thresholds
+    fig, axes = plt.subplots(2, 2, figsize=(12, 7.2))
+
+    # Seed 000 Fig. 2: the samples above median + 2 sigma over normalised run time.
+    ax = axes[0][0]
+    span = max(int(t_send.max() - t_send.min()), 1)
+    cut = s.p50 + 2 * s.std
+    above = np.flatnonzero(latency > cut)
+    note = ""
+    if above.size > MAX_SCATTER_POINTS:
+        above = np.sort(np.random.default_rng(0).choice(above, MAX_SCATTER_POINTS, replace=False))
+        note = f" (random {format_count(MAX_SCATTER_POINTS)} of them drawn)"
+    labels = d.categories.labels(latency[above])
+    for cat in np.unique(labels):
+        sel = above[labels == cat]
+        ax.scatter(
+            (t_send[sel] - t_send.min()) / span,
+            _us(latency[sel]),
+            s=4,
+            alpha=0.6,
+            color=CATEGORY_COLOURS[int(cat) % len(CATEGORY_COLOURS)],
+            label=f"category {category_name(int(cat))}",
+        )
+    ax.axhline(s.p50 / 1000, color="#333", lw=0.8, ls="--", label="median")
+    ax.set_yscale("log")
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("normalised run time")
+    ax.set_ylabel("latency (µs)")
+    ax.set_title(f"samples above median + 2σ ({format_ns(cut)}){note}", fontsize=10)
+    if above.size:
+        ax.legend(fontsize=8, loc="upper right")
+
+    # VRST'16 Fig. 1: log-y histogram with the category separators.
+    ax = axes[0][1]
+    lo, hi = max(float(latency.min()), 1.0), max(float(latency.max()), 2.0)
+    bins = np.geomspace(lo, hi * 1.0001, 120)
+    ax.hist(_us(latency), bins=bins / 1000, color=CATEGORY_COLOURS[0], alpha=0.85)
+    for k, t in enumerate(thresholds):
+        ax.axvline(t / 1000, color=CATEGORY_COLOURS[(k + 1) % len(CATEGORY_COLOURS)], ls="--", lw=1.2)
+        ax.text(t / 1000, 1, f" {k + 1}", color="#333", fontsize=8, va="bottom")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("latency (µs)")
+    ax.set_ylabel("samples")
+    ax.set_title(f"histogram; dashed: {d.test} category separators", fontsize=10)
+
+    # Percentile spectrum on a 1/(1-p) axis (HdrHistogram style).
+    ax = axes[1][0]
+    n = latency.size
+    top = 1 - 1 / n
+    ps = 1 - np.geomspace(1, 1 / n, 200)
+    ps = np.clip(ps, 0, top)
+    values = percentiles(latency, tuple(ps * 100))
+    ax.plot(1 / (1 - ps), _us(values), color=CATEGORY_COLOURS[0])
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ticks = [p for p in (0.5, 0.9, 0.99, 0.999, 0.9999, 0.99999, 0.999999) if p <= top]
+    ax.set_xticks([1 / (1 - p) for p in ticks], [f"{p * 100:g}%" for p in ticks], fontsize=8)
+    ax.set_xlabel("percentile")
+    ax.set_ylabel("latency (µs)")
+    ax.set_title("percentile spectrum", fontsize=10)
+
+    # Category counts per window over time.
+    ax = axes[1][1]
+    w = d.windows
+    x = w.start_ns / 1e9
+    bottom = np.zeros(x.size)
+    width = w.width_ns / 1e9 * 0.9
+    drawn = False
+    for j, cat in enumerate(w.categories):
+        if cat == 0:
+            continue
+        ax.bar(
+            x,
+            w.category_counts[:, j],
+            width=width,
+            bottom=bottom,
+            align="edge",
+            color=CATEGORY_COLOURS[cat % len(CATEGORY_COLOURS)],
+            label=f"category {category_name(cat)}",
+        )
+        bottom += w.category_counts[:, j]
+        drawn = True
+    ax.set_xlabel(f"time (s), windows of {format_ns(w.width_ns)}")
+    ax.set_ylabel("outliers per window")
+    ax.set_title("outlier categories per window", fontsize=10)
+    if drawn:
+        ax.legend(fontsize=8)
+    else:
+        ax.text(0.5, 0.5, "no outliers", transform=ax.transAxes, ha="center")
+    fig.tight_layout()
+    return _img(fig, f"plots of {d.run.label}")
+
+
+def _summary_table(d: RunDescription) -> str:
+    s = d.summary
+    keys = [
+        ("count", f"{s.count:,}"),
+        ("min", format_ns(s.min)),
+        ("mean", format_ns(s.mean)),
+        ("median", format_ns(s.p50)),
+        ("p90", format_ns(s.p90)),
+        ("p99", format_ns(s.p99)),
+        ("p99.9", format_ns(s.p99_9)),
+        ("p99.99", format_ns(s.p99_99)),
+        ("p99.999", format_ns(s.p99_999)),
+        ("max", format_ns(s.max)),
+        ("std", format_ns(s.std)),
+    ]
+    return _table([k for k, _ in keys], [[v for _, v in keys]])
+
+
+def _category_table(d: RunDescription) -> str:
+    rows = []
+    for c in d.categories.categories:
+        rng = "—" if c.count == 0 else f"{format_ns(c.lower)} – {format_ns(c.upper)}"
+        rows.append([category_name(c.index), rng, f"{c.count:,}", f"{c.share:.4%}"])
+    return _table(["category", "range", "count", "share"], rows)
+
+
+def _run_section(d: RunDescription, anchor: str) -> str:
+    run = d.run
+    meta = run.meta
+    env = meta.get("environment") or {}
+    floor = meta.get("floor") or {}
+    clock = (floor.get("clock_overhead_ns") or {}).get("median")
+    c2c = floor.get("c2c_one_way_ns") or {}
+    status = (
+        f' <span class="partial">PARTIAL: {_esc(meta.get("partial_reason"))}</span>' if run.partial else ""
+    )
+    obtained = meta.get("obtained") or {}
+    facts = [
+        f"run <code>{_esc(run.id)}</code>{status}",
+        f"{_esc(env.get('cpu_model'))}, {_esc(env.get('logical_cpus'))} CPUs, kernel {_esc(env.get('kernel'))}"
+        f"{' (PREEMPT_RT)' if env.get('preempt_rt') else ''}, virtualisation: {_esc(env.get('virtualization') or 'none')}",
+        f"obtained policy {_esc(', '.join(obtained.get('policies', [])) or 'n/a')}; spin mode "
+        f"{_esc(obtained.get('spin_mode') or 'n/a')}",
+        f"floor: clock read {format_ns(clock)}; core-to-core one-way "
+        f"{format_ns(c2c.get('median')) if c2c.get('measured') else 'not measured'}",
+    ]
+    warnings = "".join(f"<li>{_esc(w)}</li>" for w in obtained.get("warnings", []))
+    baseline = (
+        f" against the thresholds of baseline run <code>{_esc(d.baseline_id)}</code>" if d.baseline_id else ""
+    )
+    return f"""<section class="card" id="{anchor}"><h3>{_esc(run.label)}</h3>
+<div class="muted">{"<br>".join(facts)}</div>{f"<ul class='muted'>{warnings}</ul>" if warnings else ""}
+{_summary_table(d)}<div class="muted">outlier categories ({_esc(d.test)}{baseline})</div>{_category_table(d)}
+{run_figure(d)}</section>"""
+
+
+def _table1(descriptions: Sequence[RunDescription]) -> str:
+    policies = list(dict.fromkeys(policy_label(d.run) for d in descriptions))
+    cells: dict[tuple[str, str], RunDescription] = {}
+    rows: list[str] = []
+    for d in descriptions:
+        c = d.run.config
+        label = f"{c.get('runtime', 'native')}/{c.get('technique', '?')} ×{c.get('pairs', '?')}"
+        if label not in rows:
+            rows.append(label)
+        cells[(label, policy_label(d.run))] = d
+    headers = [
+        "",
+        *[f"max {p}" for p in policies],
+        *[f"mean {p}" for p in policies],
+        *[f"median {p}" for p in policies],
+    ]
+    body = []
+    for label in rows:
+        row = [_esc(label)]
+        for stat in ("max", "mean", "p50"):
+            for p in policies:
+                cell = cells.get((label, p))
+                row.append(format_ns(getattr(cell.summary, stat)) if cell else "—")
+        body.append(row)
+    return _table(headers, body)
+
+
+def _qq_figure(descriptions: Sequence[RunDescription]) -> str:
+    base = descriptions[0]
+    fig, ax = plt.subplots(figsize=(6.5, 6))
+    probs = tuple(np.concatenate([np.linspace(1, 99, 99), [99.5, 99.9, 99.95, 99.99]]))
+    qa = _us(percentiles(base.run.latency_ns, probs))
+    lo, hi = qa.min(), qa.max()
+    for k, d in enumerate(descriptions[1:], start=1):
+        qb = _us(percentiles(d.run.latency_ns, probs))
+        ax.plot(qa, qb, ".", ms=4, color=CATEGORY_COLOURS[k % len(CATEGORY_COLOURS)], label=d.run.label)
+        lo, hi = min(lo, qb.min()), max(hi, qb.max())
+    ax.plot([lo, hi], [lo, hi], color="#333", lw=0.8, ls="--", label="same distribution")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(f"baseline quantiles (µs): {base.run.label}")
+    ax.set_ylabel("run quantiles (µs)")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    fig.tight_layout()
+    ax.set_title("QQ plot against the first run (1st–99.99th percentile)", fontsize=10)
+    return _img(fig, "QQ plot against the first run")
+
+
+def _scaling_figure(descriptions: Sequence[RunDescription]) -> str | None:
+    series: dict[str, list[RunDescription]] = defaultdict(list)
+    for d in descriptions:
+        c = d.run.config
+        series[f"{c.get('technique')} {policy_label(d.run)}"].append(d)
+    series = {k: v for k, v in series.items() if len({d.run.config.get("pairs") for d in v}) > 1}
+    if not series:
+        return None
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4), sharex=True)
+    for k, (name, ds) in enumerate(sorted(series.items())):
+        ds = sorted(ds, key=lambda d: int(d.run.config.get("pairs", 0)))
+        pairs = [int(d.run.config.get("pairs", 0)) for d in ds]
+        colour = CATEGORY_COLOURS[k % len(CATEGORY_COLOURS)]
+        for ax, stat in zip(axes, ("p50", "p99", "max"), strict=True):
+            ax.plot(pairs, [getattr(d.summary, stat) / 1000 for d in ds], "o-", color=colour, label=name)
+    for ax, stat in zip(axes, ("p50", "p99", "max"), strict=True):
+        ax.set_yscale("log")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("pairs")
+        ax.set_title(stat, fontsize=10)
+    axes[0].set_ylabel("latency (µs)")
+    axes[2].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    fig.tight_layout()
+    return _img(fig, "scaling: pairs against p50, p99 and max")
+
+
+def _verdicts(descriptions: Sequence[RunDescription]) -> str:
+    base = descriptions[0]
+    rows = []
+    for d in descriptions[1:]:
+        c = compare_samples(base.run.latency_ns, d.run.latency_ns)
+        diffs = {p.percentile: p for p in c.percentiles}
+        cells = [
+            f"{diffs[p].relative:+.1%} [{diffs[p].ci_low:+.1%}, {diffs[p].ci_high:+.1%}]"
+            for p in (50.0, 99.0)
+        ]
+        rows.append(
+            [
+                _esc(d.run.label),
+                *cells,
+                f"{c.ks_statistic:.3f}",
+                f'<span class="verdict-{c.verdict.split()[0]}">{c.verdict}</span>',
+            ]
+        )
+    return _table(["run", "p50 change [95 % CI]", "p99 change [95 % CI]", "KS distance", "verdict"], rows)
+
+
+UNDERSTANDING = """<h2 id="understanding">Understanding this report</h2><div class="card">
+<p><b>What was measured.</b> n sender/receiver pairs run at once. Before each sample all senders meet at a
+barrier; a sender takes a timestamp, reads a random place of a shared memory block and sends both; its receiver
+writes the value to a random place, takes a timestamp and records the difference. Timestamps are
+CLOCK_MONOTONIC nanoseconds. The <i>floor</i> is what the machine itself costs: reading the clock, and one
+cache line travelling between two cores. No result can be below it.</p>
+<p><b>Why not just the mean.</b> Latency is rarely one bump: most samples gather near a central value, then come
+clusters of larger values, then rare extreme spikes. A mean and a standard deviation blur these together; the
+percentiles and the categories keep them apart.</p>
+<p><b>Outlier categories.</b> The stacked modified z-score test (Iglewicz &amp; Hoaglin; Stauffert et al.)
+computes z = 0.6745 (x − median) / MAD and calls a sample an outlier when z &gt; 3.5. It is applied to the
+outliers again and again until none remain: the <i>main</i> cluster, then categories 1, 2, … of ever larger
+values. The dashed lines in the histogram are the cuts between them; the table gives each category's range,
+count and share. Formulas and references: <code>docs/statistics.md</code>.</p>
+<p><b>Timeline.</b> Each point is a sample above median + 2σ, placed at its send time (0 = start, 1 = end of the
+run), as in Stauffert et al. (2016) Fig. 2. Spikes at regular intervals point at periodic sources (timers,
+garbage collection); a cloud at the start at warm-up effects.</p>
+<p><b>Percentile spectrum.</b> The x axis stretches the tail: equal steps for 90 %, 99 %, 99.9 %, … so the
+rare worst cases, which decide whether a frame is missed, are as visible as the median.</p>
+<p><b>Comparisons.</b> QQ plots put each run's quantiles against the first run's: on the diagonal the
+distributions match, above it the run is slower. Verdicts compare percentiles with a bootstrap 95 % interval
+against a 5 % noise threshold: <i>regressed</i> or <i>improved</i> only when the whole interval is beyond it.
+With millions of samples every test p-value is tiny, so the verdict rests on the size of the change.</p>
+<p><b>Read with care.</b> Runs marked PARTIAL were interrupted. In a virtual machine, cross-core wake-ups and
+the hypervisor add jitter of their own; the environment line of each run says where it was measured.</p></div>"""
+
+
+def build_report(runs: Sequence[Run], title: str = "jitterlab report") -> str:
+    """The HTML of the report (a string; the caller writes it atomically)."""
+    descriptions = [describe_run(r) for r in runs]
+    nav = " ".join(f'<a href="#run{i}">{_esc(d.run.label)}</a>' for i, d in enumerate(descriptions))
+    parts = [
+        f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{_esc(title)}</title>"
+        f"<meta name='viewport' content='width=device-width, initial-scale=1'><style>{CSS}</style></head><body><main>",
+        f"<h1>{_esc(title)}</h1><div class='muted'>{len(runs)} run(s) · generated "
+        f"{dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')} by jitterlab {__version__} · "
+        "<a href='#understanding'>how to read this report</a></div>",
+    ]
+    if len(descriptions) > 1:
+        parts.append(
+            "<h2>Overview</h2><div class='card'><h3>Max, mean and median per policy (layout of Stauffert "
+            "et al. 2016, Table 1)</h3>" + _table1(descriptions)
+        )
+        scaling = _scaling_figure(descriptions)
+        if scaling:
+            parts.append("<h3>Scaling with the number of pairs</h3>" + scaling)
+        parts.append(
+            f"<h3>Against the first run ({_esc(descriptions[0].run.label)})</h3>" + _verdicts(descriptions)
+        )
+        parts.append(_qq_figure(descriptions) + "</div>")
+    parts.append(f"<h2>Runs</h2><nav class='muted'>{nav}</nav>")
+    parts.extend(_run_section(d, f"run{i}") for i, d in enumerate(descriptions))
+    parts.append(UNDERSTANDING + "</main></body></html>")
+    return "\n".join(parts)

@@ -1,0 +1,153 @@
+"""Comparison of two runs: QQ data, distribution tests, percentile differences, a verdict.
+
+- two-sample Kolmogorov-Smirnov (scipy.stats.ks_2samp), k-sample Anderson-Darling
+  (scipy.stats.anderson_ksamp) and Mann-Whitney U (scipy.stats.mannwhitneyu) on at most
+  ``max_test_samples`` values per run (a seeded random subsample above that);
+- for each percentile, the relative difference (Q_B - Q_A) / Q_A with a bootstrap
+  confidence interval: m-out-of-n resampling (m = min(n, bootstrap_size)) whose
+  deviations are rescaled by sqrt(m / n) (Bickel, Götze & van Zwet 1997), percentile
+  method;
+- verdict per percentile against the noise threshold (default 5 %): "regressed" when the
+  whole interval lies above +threshold, "improved" when it lies below -threshold, else
+  "within noise". The overall verdict is "regressed" if any percentile regressed,
+  "improved" if any improved and none regressed, else "within noise" (criterion.rs).
+
+With millions of samples every p-value is tiny; the verdict therefore rests on effect
+size (the percentile differences), not on the tests.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+from scipy import stats
+
+from jitterlab.stats.summary import percentiles
+
+COMPARE_PERCENTILES: tuple[float, ...] = (50.0, 90.0, 99.0, 99.9)
+QQ_PROBABILITIES = np.concatenate([np.linspace(0.01, 0.99, 99), [0.995, 0.999, 0.9995, 0.9999]])
+
+
+@dataclass(frozen=True)
+class PercentileDiff:
+    percentile: float
+    a: float
+    b: float
+    relative: float  # (b - a) / a
+    ci_low: float
+    ci_high: float
+    verdict: str
+
+
+@dataclass(frozen=True)
+class Comparison:
+    n_a: int
+    n_b: int
+    tested_a: int
+    tested_b: int
+    ks_statistic: float
+    ks_pvalue: float
+    ad_statistic: float
+    ad_pvalue: float
+    mw_statistic: float
+    mw_pvalue: float
+    percentiles: tuple[PercentileDiff, ...]
+    verdict: str
+    noise_threshold: float
+    confidence: float
+    qq_probabilities: np.ndarray
+    qq_a: np.ndarray
+    qq_b: np.ndarray
+
+
+def _subsample(x: np.ndarray, m: int, rng: np.random.Generator) -> np.ndarray:
+    return x if x.size <= m else x[rng.choice(x.size, size=m, replace=False)]
+
+
+def bootstrap_percentile_ratio(
+    a: np.ndarray,
+    b: np.ndarray,
+    ps: tuple[float, ...],
+    rng: np.random.Generator,
+    resamples: int,
+    size: int,
+    confidence: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Confidence bounds of (Q_b(p) - Q_a(p)) / Q_a(p) for each p (see module docs)."""
+    qa, qb = percentiles(a, ps), percentiles(b, ps)
+    point = (qb - qa) / qa
+    draws = np.empty((resamples, len(ps)))
+    ma, mb = min(a.size, size), min(b.size, size)
+    for i in range(resamples):
+        ra = percentiles(a[rng.integers(0, a.size, ma)], ps)
+        rb = percentiles(b[rng.integers(0, b.size, mb)], ps)
+        draws[i] = (rb - ra) / ra
+    # Rescale the m-out-of-n deviations to the full sample sizes.
+    scale = np.sqrt(min(ma / a.size, mb / b.size))
+    spread = point + (draws - point) * scale
+    tail = (1 - confidence) / 2 * 100
+    return np.percentile(spread, tail, axis=0), np.percentile(spread, 100 - tail, axis=0)
+
+
+def compare_samples(
+    a: npt.ArrayLike,
+    b: npt.ArrayLike,
+    noise_threshold: float = 0.05,
+    ps: tuple[float, ...] = COMPARE_PERCENTILES,
+    confidence: float = 0.95,
+    resamples: int = 100,
+    bootstrap_size: int = 50_000,
+    max_test_samples: int = 200_000,
+    seed: int = 0,
+) -> Comparison:
+    """Compare sample B (new) with sample A (baseline); see the module docs."""
+    xa = np.asarray(a, dtype=np.float64)
+    xb = np.asarray(b, dtype=np.float64)
+    if xa.size < 2 or xb.size < 2:
+        raise ValueError("each sample needs at least 2 values to compare")
+    rng = np.random.default_rng(seed)
+    ta, tb = _subsample(xa, max_test_samples, rng), _subsample(xb, max_test_samples, rng)
+    ks = stats.ks_2samp(ta, tb)
+    with warnings.catch_warnings():  # anderson_ksamp warns when its p-value is capped
+        warnings.simplefilter("ignore")
+        ad = stats.anderson_ksamp([ta, tb])
+    mw = stats.mannwhitneyu(ta, tb, alternative="two-sided")
+    lo, hi = bootstrap_percentile_ratio(xa, xb, ps, rng, resamples, bootstrap_size, confidence)
+    qa, qb = percentiles(xa, ps), percentiles(xb, ps)
+    diffs = []
+    for i, p in enumerate(ps):
+        if lo[i] > noise_threshold:
+            verdict = "regressed"
+        elif hi[i] < -noise_threshold:
+            verdict = "improved"
+        else:
+            verdict = "within noise"
+        rel = float((qb[i] - qa[i]) / qa[i])
+        diffs.append(PercentileDiff(p, float(qa[i]), float(qb[i]), rel, float(lo[i]), float(hi[i]), verdict))
+    verdicts = {d.verdict for d in diffs}
+    overall = (
+        "regressed" if "regressed" in verdicts else "improved" if "improved" in verdicts else "within noise"
+    )
+    probs = QQ_PROBABILITIES
+    return Comparison(
+        n_a=int(xa.size),
+        n_b=int(xb.size),
+        tested_a=int(ta.size),
+        tested_b=int(tb.size),
+        ks_statistic=float(ks.statistic),
+        ks_pvalue=float(ks.pvalue),
+        ad_statistic=float(ad.statistic),
+        ad_pvalue=float(ad.pvalue),
+        mw_statistic=float(mw.statistic),
+        mw_pvalue=float(mw.pvalue),
+        percentiles=tuple(diffs),
+        verdict=overall,
+        noise_threshold=noise_threshold,
+        confidence=confidence,
+        qq_probabilities=probs,
+        qq_a=percentiles(xa, tuple(probs * 100)),
+        qq_b=percentiles(xb, tuple(probs * 100)),
+    )
