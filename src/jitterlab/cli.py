@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -225,10 +226,15 @@ def policy_of(run: Run) -> str:
 
 def cmd_show(args: argparse.Namespace) -> int:
     run = load_run(args.run, ResultsStore(args.store))
-    latency = run.latency_ns  # reads and verifies the samples, so corruption is named here
     from jitterlab.stats import summarize
 
-    summary = summarize(latency).to_dict()
+    if run.histogram_only:
+        summary = dict(run.meta["summary"]["latency_ns"])
+        print(
+            "note: histogram-only run (imported); percentiles use HdrHistogram's definition", file=sys.stderr
+        )
+    else:
+        summary = summarize(run.latency_ns).to_dict()  # reads and verifies the samples
     if args.json:
         print(
             json.dumps(
@@ -318,6 +324,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--noise", type=float, default=0.05, help="noise threshold as a fraction (default 0.05)")
     p.add_argument("--fail-on-regression", action="store_true", help="exit 1 when the verdict is 'regressed'")
     _store_option(p)
+    p = sub.add_parser("export", help="write a run as HdrHistogram (hgrm, hlog), CSV or Parquet")
+    p.add_argument("run")
+    p.add_argument("--format", required=True, choices=("hgrm", "hlog", "csv", "parquet"))
+    p.add_argument("-o", "--output", help="output file (default RUN_ID.FORMAT)")
+    p.add_argument("--window", default="1s", help="interval of the hlog histograms (default 1s)")
+    _store_option(p)
+    p = sub.add_parser("import", help="store an HdrHistogram log (.hlog) or a CSV of samples as a run")
+    p.add_argument("file")
+    _store_option(p)
     return parser
 
 
@@ -329,6 +344,8 @@ def cmd_describe(args: argparse.Namespace) -> int:
     from jitterlab.analysis import category_name, describe_run, description_json
 
     run = _load(args.run, args)
+    if run.histogram_only:
+        return _describe_histogram(run, args)
     baseline = _load(args.baseline, args) if args.baseline else None
     width = parse_duration_ns(args.window, "s")
     if width <= 0:
@@ -399,6 +416,70 @@ def cmd_describe(args: argparse.Namespace) -> int:
     print(render(["start", "samples", "p50", "p99", "max", "outliers by category"], rows, "rrrrrl"))
     if w.start_ns.size > 20:
         print(f"({w.start_ns.size - 20} windows in between not shown; --json has them all)")
+    return 0
+
+
+def _describe_histogram(run: Run, args: argparse.Namespace) -> int:
+    """describe for an imported histogram: what needs no raw samples, and a word on the rest."""
+    summary = run.meta["summary"]["latency_ns"]
+    windows = run.meta["histogram"].get("windows", [])
+    missing = "outlier categories (stacked-z, GESD, Walsh) and windows by send time need raw samples"
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "id": run.id,
+                    "histogram_only": True,
+                    "summary_ns": summary,
+                    "intervals": windows,
+                    "not_available": missing,
+                },
+                indent=2,
+            )
+        )
+        return 0
+    print(f"run      {run.id}  (histogram-only import of {run.config.get('source')})")
+    keys = ["count", "min", "mean", "p50", "p90", "p99", "p99_9", "p99_99", "p99_999", "max", "std"]
+    print(render(keys, [[f"{summary['count']:,}", *(format_ns(summary[k]) for k in keys[1:])]], "r" * 11))
+    first_ms = windows[0]["start_ms"] if windows else 0
+    rows = [
+        [
+            f"{(w['start_ms'] - first_ms) / 1000:.3f} s",
+            f"{w['count']:,}",
+            format_ns(w["p50"]),
+            format_ns(w["p99"]),
+            format_ns(w["max"]),
+        ]
+        for w in windows
+    ]
+    print(f"\nintervals of the log: {len(windows)}")
+    print(render(["start", "count", "p50", "p99", "max"], rows, "rrrrr"))
+    print(f"note: {missing}; this run has none", file=sys.stderr)
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from jitterlab.interop import export_run
+
+    run = _load(args.run, args)
+    out = Path(args.output or f"{run.id}.{args.format}")
+    try:
+        export_run(run, args.format, out, parse_duration_ns(args.window, "s"))
+    except OSError as e:
+        raise JitterlabError(f"cannot write {out}: {e.strerror or e}") from e
+    print(f"wrote {out}", file=sys.stderr)
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from jitterlab.interop import import_file
+
+    store = ResultsStore(args.store)
+    store.ensure_writable()
+    run = import_file(Path(args.file), store)
+    kind = "histogram-only run" if run.histogram_only else "run"
+    print(f"stored {run.id} ({kind}, {run.meta['summary']['latency_ns']['count']:,} values)", file=sys.stderr)
+    print(run.id)
     return 0
 
 
@@ -495,6 +576,8 @@ COMMANDS = {
     "describe": cmd_describe,
     "report": cmd_report,
     "compare": cmd_compare,
+    "export": cmd_export,
+    "import": cmd_import,
 }
 
 
@@ -510,3 +593,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return bench_mod.EXIT_INTERRUPTED
     except BrokenPipeError:
         return 0
+    except Exception as e:  # a bug: one line by default, the traceback on request
+        if os.environ.get("JITTERLAB_DEBUG"):
+            raise
+        print(
+            f"jitterlab: internal error: {type(e).__name__}: {e} (set JITTERLAB_DEBUG=1 for the traceback)",
+            file=sys.stderr,
+        )
+        return 1

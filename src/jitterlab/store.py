@@ -78,6 +78,11 @@ class Run:
         return f"{c.get('technique', '?')} ×{c.get('pairs', '?')} {policy}"
 
     @property
+    def histogram_only(self) -> bool:
+        """True for imported HdrHistogram logs: percentiles but no raw samples."""
+        return self.meta.get("samples") is None and "histogram" in self.meta
+
+    @property
     def table(self) -> pa.Table:
         if self._table is None:
             self._table = _read_samples(self)
@@ -117,6 +122,8 @@ class Run:
 
 
 def _read_samples(run: Run) -> pa.Table:
+    if run.histogram_only:
+        raise JitterlabError(f"run {run.id} holds a histogram only (imported); this needs raw samples")
     info = run.meta.get("samples") or {}
     path = run.path / str(info.get("file", SAMPLES_FILE))
     if not path.is_file():
