@@ -6,9 +6,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from jitterlab.cli import main
+from jitterlab.rawfile import RECORD_DTYPE, RawSamples
+from jitterlab.store import ResultsStore, Run
 
 
 @pytest.fixture
@@ -42,3 +45,48 @@ def assert_one_line_error(err: str) -> None:
     assert len(lines) == 1, f"expected one error line, got: {err!r}"
     assert "Traceback" not in err
     assert "error" in lines[0]
+
+
+def make_run(
+    store: Path,
+    latency: np.ndarray,
+    t_send: np.ndarray | None = None,
+    technique: str = "synthetic",
+    pairs: int = 1,
+) -> Run:
+    """Store a synthetic run (real store code path, no harness) and return it."""
+    n = latency.size
+    records = np.zeros(n, dtype=RECORD_DTYPE)
+    records["pair"] = np.arange(n) % pairs
+    records["seq"] = np.arange(n) // pairs
+    records["t_send_ns"] = t_send if t_send is not None else 1_000_000_000 + np.arange(n) * 10_000
+    records["t_recv_ns"] = records["t_send_ns"] + latency
+    s = ResultsStore(store)
+    meta = {
+        "schema_version": 1,
+        "kind": "run",
+        "id": s.new_run_id(technique, f"p{pairs}"),
+        "created_utc": "2026-01-01T00:00:00.000+00:00",
+        "status": "complete",
+        "partial_reason": "",
+        "config": {
+            "runtime": "synthetic",
+            "technique": technique,
+            "pairs": pairs,
+            "policy": "other",
+            "samples_per_pair": n // pairs,
+        },
+        "timing": {"started_realtime_ns": 1_700_000_000_000_000_000},
+    }
+    return s.commit(s.staging_dir(meta["id"]), RawSamples(records, False, False, ""), meta)
+
+
+def latency_clusters(seed: int, n: int = 50_000) -> np.ndarray:
+    """A main cluster near 10 µs, a cluster near 30 µs and rare spikes near 1 ms."""
+    rng = np.random.default_rng(seed)
+    main = rng.normal(10_000, 500, n)
+    second = rng.normal(30_000, 1_000, n // 50)
+    spikes = rng.normal(1_000_000, 20_000, n // 2000)
+    x = np.concatenate([main, second, spikes]).astype(np.int64)
+    rng.shuffle(x)
+    return x

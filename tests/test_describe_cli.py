@@ -1,0 +1,78 @@
+"""describe, report, compare and export through the real CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from conftest import latency_clusters, make_run, run_cli
+
+
+def test_describe_prints_summary_categories_and_windows(tmp_path: Path) -> None:
+    store = tmp_path / "s"
+    # samples 50 µs apart: about three seconds of sending
+    latency = latency_clusters(1, 58_800)
+    run = make_run(store, latency, t_send=1_000_000_000 + np.arange(latency.size) * 50_000)
+    result = run_cli("describe", run.id, "--store", str(store))
+    assert result.returncode == 0, result.stderr
+    for word in ("p99.999", "outlier categories (stacked-z)", "main", "windows of 1 s"):
+        assert word in result.stdout
+    data = json.loads(
+        run_cli("describe", run.id, "--store", str(store), "--json", "--window", "500ms").stdout
+    )
+    assert sum(c["count"] for c in data["categories"]) == data["summary_ns"]["count"]
+    assert data["windows"]["width_ns"] == 500_000_000
+    assert len(data["windows"]["rows"]) == -(-latency.size * 50_000 // 500_000_000)
+    assert data["thresholds_ns"] == sorted(data["thresholds_ns"])
+
+
+def test_describe_with_other_tests_and_a_baseline(tmp_path: Path) -> None:
+    store = tmp_path / "s"
+    base = make_run(store, latency_clusters(1, 20_000))
+    later = make_run(store, latency_clusters(2, 20_000) + 3_000)
+    for test in ("gesd", "walsh"):
+        result = run_cli("describe", later.id, "--test", test, "--store", str(store), "--json")
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout)["test"] == test
+    with_baseline = json.loads(
+        run_cli("describe", later.id, "--baseline", base.id, "--store", str(store), "--json").stdout
+    )
+    own_base = json.loads(run_cli("describe", base.id, "--store", str(store), "--json").stdout)
+    assert with_baseline["thresholds_ns"] == own_base["thresholds_ns"]
+    assert with_baseline["baseline"] == base.id
+
+
+def test_compare_gives_a_verdict_and_fails_on_regression_when_asked(tmp_path: Path) -> None:
+    store = tmp_path / "s"
+    a = make_run(store, latency_clusters(1, 30_000))
+    b = make_run(store, (latency_clusters(2, 30_000) * 1.3).astype("int64"))
+    text = run_cli("compare", a.id, b.id, "--store", str(store))
+    assert text.returncode == 0 and "verdict: regressed" in text.stdout
+    data = json.loads(run_cli("compare", a.id, b.id, "--store", str(store), "--json").stdout)
+    assert data["verdict"] == "regressed"
+    assert {p["percentile"] for p in data["percentiles"]} == {50.0, 90.0, 99.0, 99.9}
+    assert run_cli("compare", a.id, b.id, "--store", str(store), "--fail-on-regression").returncode == 1
+    assert run_cli("compare", b.id, a.id, "--store", str(store), "--fail-on-regression").returncode == 0
+
+
+def test_export_formats_and_bad_output(tmp_path: Path) -> None:
+    store = tmp_path / "s"
+    run = make_run(store, latency_clusters(1, 3_000))
+    for fmt in ("hgrm", "hlog", "csv", "parquet"):
+        out = tmp_path / f"x.{fmt}"
+        result = run_cli("export", run.id, "--format", fmt, "-o", str(out), "--store", str(store))
+        assert result.returncode == 0, result.stderr
+        assert out.stat().st_size > 0
+    bad = run_cli(
+        "export",
+        run.id,
+        "--format",
+        "csv",
+        "-o",
+        str(tmp_path / "no" / "dir" / "x.csv"),
+        "--store",
+        str(store),
+    )
+    assert bad.returncode == 2 and "cannot write" in bad.stderr

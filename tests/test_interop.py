@@ -1,0 +1,99 @@
+"""HdrHistogram interop: files written and read by the hdrhistogram package itself."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+from hdrh.histogram import HdrHistogram
+from hdrh.log import HistogramLogReader
+
+from conftest import latency_clusters, make_run, run_cli
+from jitterlab import load_run
+from jitterlab.interop import export_run, import_file
+from jitterlab.store import ResultsStore
+
+PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99)
+
+
+def direct_histogram(values: np.ndarray) -> HdrHistogram:
+    h = HdrHistogram(1, 3_600_000_000_000, 3)
+    for v in values.tolist():
+        h.record_value(v)
+    return h
+
+
+def test_hlog_round_trip_matches_hdrhistograms_own_percentiles(tmp_path: Path) -> None:
+    latency = latency_clusters(11, 20_000)
+    run = make_run(tmp_path / "store", latency)
+    out = tmp_path / "run.hlog"
+    export_run(run, "hlog", out, window_ns=50_000_000)
+    reader = HistogramLogReader(str(out), HdrHistogram(1, 3_600_000_000_000, 3))
+    merged = HdrHistogram(1, 3_600_000_000_000, 3)
+    intervals = 0
+    while (h := reader.get_next_interval_histogram()) is not None:
+        merged.add(h)
+        intervals += 1
+    assert intervals > 1
+    reference = direct_histogram(latency)
+    assert merged.get_total_count() == latency.size
+    for p in PERCENTILES:
+        assert merged.get_value_at_percentile(p) == reference.get_value_at_percentile(p)
+    assert merged.get_max_value() == reference.get_max_value()
+
+    imported = import_file(out, ResultsStore(tmp_path / "imported"))
+    assert imported.histogram_only
+    summary = imported.meta["summary"]["latency_ns"]
+    assert summary["count"] == latency.size
+    assert summary["p99"] == reference.get_value_at_percentile(99.0)
+    assert summary["p99_9"] == reference.get_value_at_percentile(99.9)
+
+
+def test_hgrm_is_hdrhistograms_percentile_distribution(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "store", latency_clusters(2, 5_000))
+    out = tmp_path / "run.hgrm"
+    export_run(run, "hgrm", out)
+    text = out.read_text()
+    assert "Value     Percentile TotalCount 1/(1-Percentile)" in text
+    assert "#[Max" in text and "TotalCount     =     " in text
+
+
+def test_csv_and_parquet_exports_round_trip(tmp_path: Path) -> None:
+    latency = latency_clusters(3, 2_000)
+    run = make_run(tmp_path / "store", latency, pairs=2)
+    export_run(run, "parquet", tmp_path / "s.parquet")
+    assert pq.read_table(tmp_path / "s.parquet").num_rows == latency.size
+    export_run(run, "csv", tmp_path / "s.csv")
+    back = import_file(tmp_path / "s.csv", ResultsStore(tmp_path / "imported"))
+    assert np.array_equal(np.sort(back.latency_ns), np.sort(latency))
+    assert set(back.pair.tolist()) == {0, 1}
+
+
+def test_histogram_only_run_works_where_it_can_and_says_where_it_cannot(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "store", latency_clusters(4, 5_000))
+    export_run(run, "hlog", tmp_path / "x.hlog")
+    store = tmp_path / "imported"
+    result = run_cli("import", str(tmp_path / "x.hlog"), "--store", str(store))
+    assert result.returncode == 0, result.stderr
+    run_id = result.stdout.strip()
+    shown = run_cli("show", run_id, "--store", str(store))
+    assert shown.returncode == 0 and "p99" in shown.stdout
+    described = run_cli("describe", run_id, "--store", str(store))
+    assert described.returncode == 0
+    assert "need raw samples" in described.stderr
+    assert "intervals of the log" in described.stdout
+    compared = run_cli("compare", run_id, run_id, "--store", str(store))
+    assert compared.returncode == 2 and "raw samples" in compared.stderr
+    assert load_run(run_id, store=store).histogram_only
+
+
+def test_import_rejects_bad_files(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.hlog"
+    bad.write_text("this is not a histogram log\n")
+    result = run_cli("import", str(bad), "--store", str(tmp_path / "s"))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    other = tmp_path / "x.txt"
+    other.write_text("1,2,3")
+    result = run_cli("import", str(other), "--store", str(tmp_path / "s"))
+    assert result.returncode == 2 and ".hlog" in result.stderr

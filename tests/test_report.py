@@ -1,0 +1,85 @@
+"""The HTML report, opened in a real headless Chromium (Debian chromium + chromium-driver)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import latency_clusters, make_run, run_cli
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A report over two real harness runs (1 and 2 pairs) and one synthetic run."""
+    root = tmp_path_factory.mktemp("report")
+    store = root / "s"
+    bench = run_cli(
+        "bench", "--technique", "futex", "--pairs", "1,2", "--samples", "20000", "--store", str(store)
+    )
+    assert bench.returncode == 0, bench.stderr
+    make_run(store, latency_clusters(7, 20_000), technique="futex")
+    out = root / "report.html"
+    result = run_cli("report", "-o", str(out), "--store", str(store))
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+def test_report_is_self_contained(report: Path) -> None:
+    html = report.read_text()
+    assert "<script" not in html
+    assert "http://" not in html and "https://" not in html, "an offline report fetches nothing"
+    for heading in (
+        "Max, mean and median per policy",
+        "Scaling with the number of pairs",
+        "Against the first run",
+        "Understanding this report",
+        "outlier categories",
+    ):
+        assert heading in html
+    assert html.count("data:image/png;base64,") >= 5
+
+
+def test_report_renders_in_headless_chromium(report: Path, tmp_path: Path) -> None:
+    if not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()):
+        pytest.fail("chromium and chromium-driver are needed (scripts/setup.sh installs them)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--window-size=1280,3000",
+    ):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    try:
+        driver.get(report.as_uri())
+        assert driver.title == "jitterlab report"
+        images = driver.execute_script(
+            "return Array.from(document.images).map(i => [i.complete, i.naturalWidth, i.naturalHeight]);"
+        )
+        assert len(images) >= 5
+        assert all(done and w > 300 and h > 200 for done, w, h in images), images
+        errors = [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+        assert errors == [], errors
+        shot = tmp_path / "report.png"
+        driver.save_screenshot(str(shot))
+        assert shot.stat().st_size > 50_000, "the screenshot should show plots, not a blank page"
+    finally:
+        driver.quit()
