@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -97,6 +98,7 @@ def _add_bench(sub: Any) -> None:
         "--caf-threads", type=_positive_int, default=0, help="CAF worker threads (default: one per CPU)"
     )
     p.add_argument("--json", action="store_true", help="print the stored runs' summaries as JSON")
+    p.add_argument("--report", metavar="FILE", help="end by writing the HTML report of the runs just made")
     _store_option(p)
 
 
@@ -174,6 +176,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(json.dumps([_summary_row(r) for r in outcome.runs], indent=2))
     elif outcome.runs:
         print(table1(outcome.runs))
+    if args.report and outcome.runs:
+        write_report(outcome.runs, Path(args.report), f"jitterlab bench on {platform.node()}")
     if outcome.interrupted:
         print("interrupted: the samples recorded so far are stored and marked partial", file=sys.stderr)
         return bench_mod.EXIT_INTERRUPTED
@@ -483,21 +487,24 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_report(args: argparse.Namespace) -> int:
+def write_report(runs: list[Run], out: Path, title: str) -> None:
     from jitterlab.fileio import atomic_write_bytes
     from jitterlab.report import build_report
 
+    print(f"writing the report of {len(runs)} run(s)…", file=sys.stderr)
+    try:
+        atomic_write_bytes(out, build_report(runs, title).encode())
+    except OSError as e:
+        raise JitterlabError(f"cannot write {out}: {e.strerror or e}") from e
+    print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB)", file=sys.stderr)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
     store = ResultsStore(args.store)
     refs = args.runs or [r.id for r in store.runs()]
     if not refs:
         raise JitterlabError(f"no runs to report (none given and none in {store.root})")
-    runs = [load_run(ref, store) for ref in refs]
-    out = Path(args.output)
-    try:
-        atomic_write_bytes(out, build_report(runs, args.title).encode())
-    except OSError as e:
-        raise JitterlabError(f"cannot write {out}: {e.strerror or e}") from e
-    print(f"wrote {out} ({len(runs)} run(s), {out.stat().st_size / 1e6:.1f} MB)", file=sys.stderr)
+    write_report([load_run(ref, store) for ref in refs], Path(args.output), args.title)
     return 0
 
 
