@@ -23,6 +23,7 @@ from jitterlab.stats import (
     time_windows,
     walsh_test,
 )
+from jitterlab.stats.categories import build_result
 
 
 def test_modified_z_score_matches_the_direct_formula() -> None:
@@ -134,16 +135,26 @@ def test_walsh_needs_more_than_60_values() -> None:
 def test_windows_count_and_order_independence() -> None:
     t = np.array([0, 1, 2, 10, 11, 25]) * 100_000_000 + 5  # 0.1 s steps
     lat = np.array([1, 2, 3, 4, 5, 6])
-    labels = np.array([0, 0, 1, 0, 2, 0])
-    table = time_windows(t, lat, 1_000_000_000, labels)
+    cats = build_result(np.sort(lat), (2.5, 4.5), None, (), 3.5, False)  # 1, 2 | 3, 4 | 5, 6
+    table = time_windows(t, lat, 1_000_000_000, cats)
     assert table.count.tolist() == [3, 2, 1]
     assert table.max.tolist() == [3, 5, 6]
     assert table.categories == (0, 1, 2)
-    assert table.category_counts.tolist() == [[2, 1, 0], [1, 0, 1], [1, 0, 0]]
+    assert table.category_counts.tolist() == [[2, 1, 0], [0, 1, 1], [0, 0, 1]]
     shuffled = np.random.default_rng(0).permutation(6)
-    again = time_windows(t[shuffled], lat[shuffled], 1_000_000_000, labels[shuffled])
+    again = time_windows(t[shuffled], lat[shuffled], 1_000_000_000, cats)
     assert again.count.tolist() == table.count.tolist()
     assert again.category_counts.tolist() == table.category_counts.tolist()
+
+
+def test_window_category_counts_add_up_with_a_low_category() -> None:
+    x = latency_clusters(9, 20_000)
+    x[:50] = 10  # far below the main cluster
+    result = stacked_z_test(x, two_sided=True)
+    assert result.categories[0].index == -1
+    table = time_windows(np.arange(x.size) * 1_000_000, x, 1_000_000_000, result)
+    assert table.category_counts.sum(axis=0).tolist() == [c.count for c in result.categories]
+    assert table.category_counts.sum(axis=1).tolist() == table.count.tolist()
 
 
 def test_windows_keep_empty_windows() -> None:

@@ -44,10 +44,14 @@ def run_test(
     threshold: float = 3.5,
     alpha: float = 0.05,
     baseline: StackedResult | None = None,
+    ordered: np.ndarray | None = None,
 ) -> StackedResult:
-    """The outlier categories of ``latency`` under the chosen stacked test."""
+    """The outlier categories of ``latency`` under the chosen stacked test (``ordered``:
+    the sample sorted, when the caller has it)."""
     if test == "stacked-z":
-        return stacked_z_test(latency, threshold=threshold, two_sided=two_sided, baseline=baseline)
+        return stacked_z_test(
+            latency, threshold=threshold, two_sided=two_sided, baseline=baseline, ordered=ordered
+        )
     if baseline is not None:
         raise JitterlabError(
             "--baseline works with --test stacked-z (its thresholds come from median and MAD)"
@@ -83,7 +87,7 @@ def describe_run(
     if baseline is not None:
         reference = stacked_z_test(baseline.latency_ns, threshold=threshold, two_sided=two_sided)
     categories = run_test(latency, test, two_sided, threshold, alpha, reference)
-    windows = time_windows(run.t_send_ns, latency, window_ns, categories.labels(latency))
+    windows = time_windows(run.t_send_ns, latency, window_ns, categories)
     return RunDescription(
         run, summarize(latency), test, categories, windows, baseline.id if baseline else None
     )

@@ -3,38 +3,41 @@
 Every stacked test (modified z-score, generalized ESD, Walsh) ends in the same shape: a
 main cluster, then categories 1..k above thresholds t_0 < t_1 < ... < t_(k-1), where a
 value x belongs to category j when t_(j-1) < x <= t_j. Keeping only the thresholds lets a
-later run be classified with a reference run's cuts (baseline mode).
+later run be classified with a reference run's cuts (baseline mode). On a sorted sample
+every category is a slice, so counts and ranges are binary searches.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-_CHUNK = 1 << 23  # values per pass of the chunked loops (bounds temporary memory)
+_CHUNK = 1 << 23  # values per pass of the chunked labelling (bounds temporary memory)
 
 
 @dataclass(frozen=True)
 class Category:
-    """A value range of the stacked test: 0 is the main cluster, 1..k outlier categories,
+    """A value range of a stacked test: 0 is the main cluster, 1..k outlier categories,
     -1 the low-side outliers of a two-sided test."""
 
     index: int
-    lower: float  # smallest member
-    upper: float  # largest member
+    lower: float  # smallest member (NaN when empty)
+    upper: float  # largest member (NaN when empty)
     count: int
     share: float
 
 
 @dataclass(frozen=True)
 class StackedResult:
-    """Thresholds and categories of the stacked modified z-score test.
+    """Thresholds and categories of a stacked outlier test.
 
     ``thresholds[k]`` separates category k from k+1: values > thresholds[k] belong to a
-    category above k. ``levels[k]`` is the center and scale the k-th cut came from.
+    category above k. ``levels[k]`` is what the k-th cut came from (for the z-score test,
+    its center and scale).
     """
 
     thresholds: tuple[float, ...]
@@ -51,80 +54,86 @@ class StackedResult:
 def categorize(
     values: npt.ArrayLike, thresholds: tuple[float, ...], low_threshold: float | None = None
 ) -> np.ndarray:
-    """Category (0..k, or -1 below ``low_threshold``) of every value, in chunks to bound memory."""
+    """Category (0..k, or -1 below ``low_threshold``) of every value (int8).
+
+    The label is the number of thresholds below the value: one comparison per threshold,
+    added up in chunks, which beats a binary search for the handful of thresholds here.
+    """
     x = np.asarray(values)
-    out = np.empty(x.size, dtype=np.int8)
-    cuts = np.asarray(thresholds, dtype=np.float64)
+    out = np.zeros(x.size, dtype=np.int8)
     for start in range(0, x.size, _CHUNK):
         chunk = x[start : start + _CHUNK]
-        labels = np.searchsorted(cuts, chunk, side="left").astype(np.int8)
+        labels = out[start : start + _CHUNK]
+        for t in thresholds:
+            labels += chunk > t
         if low_threshold is not None:
             labels[chunk < low_threshold] = -1
-        out[start : start + _CHUNK] = labels
     return out
 
 
-def _range_counts(
-    x: np.ndarray, cuts: np.ndarray, low: float | None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Count, min and max per category in one chunked pass (slot 0 holds category -1)."""
-    k = cuts.size + 2
-    counts = np.zeros(k, dtype=np.int64)
-    mins = np.full(k, np.inf)
-    maxs = np.full(k, -np.inf)
-    for start in range(0, x.size, _CHUNK):
-        chunk = x[start : start + _CHUNK]
-        labels = np.searchsorted(cuts, chunk, side="left") + 1
-        if low is not None:
-            labels[chunk < low] = 0
-        chunk_counts = np.bincount(labels, minlength=k)
-        counts += chunk_counts
-        for label in np.flatnonzero(chunk_counts):
-            members = chunk[labels == label]
-            mins[label] = min(mins[label], float(members.min()))
-            maxs[label] = max(maxs[label], float(members.max()))
-    return counts, mins, maxs
+def search(ordered: np.ndarray, value: float, side: str) -> int:
+    """``np.searchsorted`` for a float key that never converts an integer array to float
+    (numpy would cast the whole array to compare): the key is rounded to the integer
+    bound that selects the same position."""
+    if np.issubdtype(ordered.dtype, np.integer):
+        info = np.iinfo(ordered.dtype)
+        key = math.ceil(value) if side == "left" else math.floor(value)
+        return int(np.searchsorted(ordered, min(max(key, info.min), info.max), side=side))  # type: ignore[call-overload]
+    return int(np.searchsorted(ordered, value, side=side))  # type: ignore[call-overload]
+
+
+def category_edges(ordered: np.ndarray, thresholds: tuple[float, ...], low: float | None) -> list[int]:
+    """Slice bounds of the categories (-1 first when ``low`` is set, then 0..k) in a sorted sample."""
+    edges = [0]
+    if low is not None:
+        edges.append(search(ordered, low, "left"))
+    edges += [search(ordered, t, "right") for t in thresholds]
+    edges.append(ordered.size)
+    return edges
 
 
 def build_result(
-    x: np.ndarray,
+    ordered: np.ndarray,
     thresholds: tuple[float, ...],
     low: float | None,
     levels: tuple[object, ...],
     threshold: float,
     keep_empty: bool,
 ) -> StackedResult:
-    """Count, range and share of every category of ``x`` under ``thresholds``."""
-    counts, mins, maxs = _range_counts(x, np.asarray(thresholds, dtype=np.float64), low)
+    """Count, range and share of every category of the **sorted** sample ``ordered``."""
+    n = ordered.size
+    edges = category_edges(ordered, thresholds, low)
+    first_index = -1 if low is not None else 0
     categories = []
-    for slot, count in enumerate(counts):
-        index = slot - 1
-        if index == -1 and low is None:
+    for k in range(len(edges) - 1):
+        lo, hi = edges[k], edges[k + 1]
+        count = hi - lo
+        index = first_index + k
+        if count == 0 and (not keep_empty or index == -1):
             continue
-        if count == 0 and not keep_empty:
-            continue
-        lo, hi = (float(mins[slot]), float(maxs[slot])) if count else (float("nan"), float("nan"))
-        categories.append(Category(index, lo, hi, int(count), float(count) / x.size))
+        lower, upper = (float(ordered[lo]), float(ordered[hi - 1])) if count else (float("nan"), float("nan"))
+        categories.append(Category(index, lower, upper, count, count / n))
     return StackedResult(thresholds, levels, tuple(categories), low, threshold)
 
 
 def stack(
-    x: np.ndarray, next_cut: Callable[[np.ndarray], float | None], max_levels: int = 64
+    ordered: np.ndarray, next_cut: Callable[[np.ndarray], float | None], max_levels: int = 64
 ) -> tuple[float, ...]:
-    """Thresholds of a stacked test: ``next_cut(sample)`` returns the value above which the
-    sample's outliers lie (None when there are none); it is applied to the outliers again
-    until no outlier remains."""
+    """Thresholds of a stacked test on a sorted sample: ``next_cut(sample)`` returns the
+    value above which the sample's outliers lie (None when there are none); it is applied
+    to the outliers again until no outlier remains. The outliers of a sorted sample are
+    its tail, so every level is a slice."""
     thresholds: list[float] = []
-    current = x
+    current = ordered
     for _ in range(max_levels):
         if current.size == 0:
             break
         cut = next_cut(current)
         if cut is None:
             break
-        outliers = current[current > cut]
-        if outliers.size == 0 or outliers.size == current.size:
+        start = search(current, cut, "right")
+        if start in (0, current.size):
             break
         thresholds.append(cut)
-        current = outliers
+        current = current[start:]
     return tuple(thresholds)

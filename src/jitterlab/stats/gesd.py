@@ -112,4 +112,5 @@ def stacked_gesd(
         high = result.outlier_values[result.outlier_values > np.median(sample)]
         return float(np.nextafter(high.min(), -np.inf)) if high.size else None
 
-    return build_result(x, stack(x, cut), None, (), alpha, False)
+    ordered = np.sort(x)
+    return build_result(ordered, stack(ordered, cut), None, (), alpha, False)

@@ -14,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 SUMMARY_PERCENTILES: tuple[float, ...] = (50.0, 90.0, 99.0, 99.9, 99.99, 99.999)
+_CHUNK = 1 << 22
 
 
 def percentiles(values: npt.ArrayLike, ps: tuple[float, ...] | list[float]) -> np.ndarray:
@@ -43,6 +44,18 @@ def percentiles(values: npt.ArrayLike, ps: tuple[float, ...] | list[float]) -> n
     return np.asarray(a + (h - lo) * (b - a))
 
 
+def percentiles_sorted(ordered: np.ndarray, ps: tuple[float, ...] | list[float]) -> np.ndarray:
+    """Type-7 percentiles of an already sorted sample: index arithmetic only."""
+    if ordered.size == 0:
+        return np.full(len(ps), np.nan)
+    h = (ordered.size - 1) * np.asarray(ps, dtype=np.float64) / 100.0
+    lo = np.floor(h).astype(np.int64)
+    hi = np.minimum(lo + 1, ordered.size - 1)
+    a = ordered[lo].astype(np.float64)
+    b = ordered[hi].astype(np.float64)
+    return np.asarray(a + (h - lo) * (b - a))
+
+
 @dataclass(frozen=True)
 class Summary:
     """Count, extremes, moments and tail percentiles of one sample, in its own unit."""
@@ -63,23 +76,30 @@ class Summary:
         return asdict(self)
 
 
-def summarize(values: npt.ArrayLike) -> Summary:
+def summarize(values: npt.ArrayLike, ordered: np.ndarray | None = None) -> Summary:
     """Summary of a sample; ``std`` is the population standard deviation (ddof=0).
 
-    An empty sample gives count 0 and NaN elsewhere.
+    ``ordered`` is the sample sorted, when the caller has it (one sort serves the
+    percentiles here and the stacked test). An empty sample gives count 0 and NaN
+    elsewhere.
     """
     x = np.asarray(values)
     if x.size == 0:
         nan = float("nan")
         return Summary(0, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan)
-    xf = x.astype(np.float64, copy=False)
-    mean = float(xf.mean())
-    std = float(np.sqrt(np.mean(np.square(xf - mean))))
-    p = percentiles(x, SUMMARY_PERCENTILES)
+    mean = float(x.mean(dtype=np.float64))
+    # Sum of squared deviations in chunks: no full-size temporaries for large runs.
+    squares = 0.0
+    for start in range(0, x.size, _CHUNK):
+        deviation = x[start : start + _CHUNK].astype(np.float64) - mean
+        squares += float(np.dot(deviation, deviation))
+    std = float(np.sqrt(squares / x.size))
+    s = np.sort(x) if ordered is None else ordered
+    p = percentiles_sorted(s, SUMMARY_PERCENTILES)
     return Summary(
         count=int(x.size),
-        min=float(x.min()),
-        max=float(x.max()),
+        min=float(s[0]),
+        max=float(s[-1]),
         mean=mean,
         std=std,
         p50=float(p[0]),

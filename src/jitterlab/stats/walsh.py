@@ -74,4 +74,5 @@ def stacked_walsh(values: npt.ArrayLike) -> StackedResult:
         result = walsh_test(sample)
         return None if result.threshold is None else float(np.nextafter(result.threshold, -np.inf))
 
-    return build_result(x, stack(x, cut), None, (), 0.05, False)
+    ordered = np.sort(x)
+    return build_result(ordered, stack(ordered, cut), None, (), 0.05, False)

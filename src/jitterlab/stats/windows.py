@@ -13,7 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from jitterlab.stats.summary import percentiles
+from jitterlab.stats.categories import StackedResult, category_edges
+from jitterlab.stats.summary import percentiles_sorted
 
 
 @dataclass(frozen=True)
@@ -35,48 +36,47 @@ def time_windows(
     t_send_ns: npt.ArrayLike,
     latency: npt.ArrayLike,
     width_ns: int = 1_000_000_000,
-    labels: npt.ArrayLike | None = None,
+    categories: StackedResult | None = None,
 ) -> WindowTable:
     """Split a run into windows of ``width_ns`` by send time and summarise each.
 
-    Empty windows (a stall with no sends) are kept with count 0 and NaN statistics.
+    ``categories`` (the run's outlier test) gives the thresholds whose per-window counts
+    are reported; each window is sorted once for its percentiles, so those counts are
+    binary searches. Empty windows (a stall with no sends) are kept with count 0 and NaN
+    statistics.
     """
     t = np.asarray(t_send_ns)
     x = np.asarray(latency)
-    lab = None if labels is None else np.asarray(labels)
     if width_ns <= 0:
         raise ValueError("window width must be positive")
+    indices = tuple(c.index for c in categories.categories) if categories is not None else ()
     if t.size == 0:
         empty = np.zeros(0)
-        return WindowTable(
-            width_ns, empty, empty.astype(np.int64), empty, empty, empty, empty, (), np.zeros((0, 0))
-        )
+        return WindowTable(width_ns, empty, empty.astype(np.int64), empty, empty, empty, empty, indices,
+                           np.zeros((0, len(indices)), dtype=np.int64))  # fmt: skip
     if t.size > 1 and not bool(np.all(t[1:] >= t[:-1])):
         order = np.argsort(t, kind="stable")
         t, x = t[order], x[order]
-        lab = None if lab is None else lab[order]
     t0 = int(t[0])
     n_windows = int((int(t[-1]) - t0) // width_ns) + 1
     edges = np.searchsorted(t, t0 + width_ns * np.arange(n_windows + 1), side="left")
-    categories: tuple[int, ...] = tuple(int(c) for c in np.unique(lab)) if lab is not None else ()
-    offset = min(categories) if categories else 0
     counts = np.diff(edges)
     mean = np.full(n_windows, np.nan)
     p50 = np.full(n_windows, np.nan)
     p99 = np.full(n_windows, np.nan)
     mx = np.full(n_windows, np.nan)
-    cat_counts = np.zeros((n_windows, len(categories)), dtype=np.int64)
-    for w in range(n_windows):
-        lo, hi = edges[w], edges[w + 1]
-        if hi == lo:
-            continue
-        chunk = x[lo:hi]
-        mean[w] = float(chunk.mean())
-        mx[w] = float(chunk.max())
-        p50[w], p99[w] = percentiles(chunk, (50.0, 99.0))
-        if lab is not None:
-            full = np.bincount(lab[lo:hi].astype(np.int64) - offset, minlength=max(categories) - offset + 1)
-            cat_counts[w] = full[np.asarray(categories) - offset]
+    cat_counts = np.zeros((n_windows, len(indices)), dtype=np.int64)
+    filled = np.flatnonzero(counts)
+    first = -1 if categories is not None and categories.low_threshold is not None else 0
+    slots = np.asarray(indices, dtype=np.int64) - first  # category index -> position in category_edges
+    mean[filled] = np.add.reduceat(x, edges[filled], dtype=np.float64) / counts[filled]
+    for w in filled:  # a sort of each window beats a two-point partition at these sizes
+        ordered = np.sort(x[edges[w] : edges[w + 1]])
+        p50[w], p99[w] = percentiles_sorted(ordered, (50.0, 99.0))
+        mx[w] = float(ordered[-1])
+        if categories is not None:
+            bounds = np.diff(category_edges(ordered, categories.thresholds, categories.low_threshold))
+            cat_counts[w] = bounds[slots]
     return WindowTable(
-        width_ns, width_ns * np.arange(n_windows), counts, mean, p50, p99, mx, categories, cat_counts
+        width_ns, width_ns * np.arange(n_windows), counts, mean, p50, p99, mx, indices, cat_counts
     )

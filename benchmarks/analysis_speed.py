@@ -1,0 +1,171 @@
+"""Analysis speed: jitterlab against a straightforward pandas/scipy version, in one run.
+
+On N synthetic latency samples (default 100 M: a main cluster, a cluster of larger
+values and rare spikes, 10 µs apart in send time) both contenders compute the same three
+things: the summary (count, min, max, mean, std, p50..p99.999), the stacked modified
+z-score test (categories with range and count) and 1 s windows by send time (count, mean,
+p50, p99, max and category counts). Each runs in its own process so that its peak
+memory (ru_maxrss) is its own; the input arrays are generated once and loaded by both.
+
+Prints time, peak memory and the ratios. Targets: ≥ 10× faster than the straightforward
+version, 100 M samples in ≤ 30 s, peak memory ≤ 3× the latency array.
+
+Usage: python benchmarks/analysis_speed.py [--samples N] [--skip-baseline]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from jitterlab.stats import stacked_z_test, summarize, time_windows
+
+
+def make_data(n: int, directory: Path) -> None:
+    rng = np.random.default_rng(42)
+    latency = rng.normal(10_000, 400, n)
+    k2, k3 = n // 40, n // 20_000
+    idx = rng.choice(n, k2 + k3, replace=False)
+    latency[idx[:k2]] = rng.normal(30_000, 1_500, k2)
+    latency[idx[k2:]] = rng.normal(2_000_000, 300_000, k3)
+    np.save(directory / "latency.npy", latency.astype(np.int64))
+    del latency
+    np.save(directory / "t_send.npy", 1_000_000_000 + np.arange(n, dtype=np.int64) * 10_000)
+
+
+def jitterlab_version(latency: np.ndarray, t_send: np.ndarray) -> dict[str, object]:
+    ordered = np.sort(latency)  # one sort serves the summary and the stacked test
+    summary = summarize(latency, ordered)
+    stacked = stacked_z_test(latency, ordered=ordered)
+    windows = time_windows(t_send, latency, 1_000_000_000, stacked)
+    return {
+        "p99": summary.p99,
+        "categories": [c.count for c in stacked.categories],
+        "windows": int(windows.count.size),
+    }
+
+
+def straightforward_version(latency: np.ndarray, t_send: np.ndarray) -> dict[str, object]:
+    s = pd.Series(latency)
+    summary = s.describe(percentiles=[0.5, 0.9, 0.99, 0.999, 0.9999, 0.99999])
+    # stacked modified z-score, written the obvious way
+    thresholds = []
+    current = s
+    while True:
+        median = current.median()
+        mad = stats.median_abs_deviation(current.to_numpy())
+        if mad == 0:
+            break
+        z = 0.6745 * (current - median) / mad
+        outliers = current[z > 3.5]
+        if outliers.empty:
+            break
+        thresholds.append(median + 3.5 * mad / 0.6745)
+        current = outliers
+    category = pd.cut(s, bins=[-np.inf, *thresholds, np.inf], labels=False)
+    counts = category.value_counts().sort_index()
+    frame = pd.DataFrame(
+        {"latency": s, "window": (t_send - t_send[0]) // 1_000_000_000, "category": category}
+    )
+    grouped = frame.groupby("window")["latency"]
+    table = grouped.agg(["count", "mean", "max"])
+    table["p50"] = grouped.quantile(0.5)
+    table["p99"] = grouped.quantile(0.99)
+    per_window = frame.groupby(["window", "category"]).size().unstack(fill_value=0)
+    return {
+        "p99": float(summary["99%"]),
+        "categories": counts.tolist(),
+        "windows": int(len(table) + 0 * per_window.size),
+    }
+
+
+def child(which: str, directory: Path) -> None:
+    before_load_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # libraries imported, no data yet
+    latency = np.load(directory / "latency.npy")
+    t_send = np.load(directory / "t_send.npy")
+    base_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    started = time.perf_counter()
+    result = (jitterlab_version if which == "jitterlab" else straightforward_version)(latency, t_send)
+    elapsed = time.perf_counter() - started
+    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(
+        json.dumps(
+            {
+                "seconds": elapsed,
+                "peak_bytes": peak_kb * 1024,
+                "loaded_bytes": base_kb * 1024,
+                "before_load_bytes": before_load_kb * 1024,
+                "latency_bytes": latency.nbytes,
+                "result": result,
+            }
+        )
+    )
+
+
+def run_child(which: str, directory: Path) -> dict[str, object]:
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", which, str(directory)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--samples", type=int, default=100_000_000)
+    parser.add_argument("--skip-baseline", action="store_true", help="time jitterlab only")
+    parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child[0], Path(args.child[1]))
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp)
+        print(f"generating {args.samples:,} samples…", file=sys.stderr)
+        make_data(args.samples, directory)
+        results = {"jitterlab": run_child("jitterlab", directory)}
+        if not args.skip_baseline:
+            print("running the straightforward pandas/scipy version…", file=sys.stderr)
+            results["pandas/scipy"] = run_child("straightforward", directory)
+    latency_bytes = float(results["jitterlab"]["latency_bytes"])  # type: ignore[arg-type]
+    print(f"analysis of {args.samples:,} samples: summary + stacked z-test + 1 s windows")
+    print("peak RSS is counted from after the imports: the two input arrays (latency, send times) are in it")
+    print(f"{'contender':<14}{'time':>10}{'peak RSS':>12}{'÷ latency array':>17}{'categories':>26}")
+    for name, r in results.items():
+        peak = float(r["peak_bytes"]) - float(r["before_load_bytes"])  # type: ignore[arg-type]
+        cats = r["result"]["categories"]  # type: ignore[index]
+        print(
+            f"{name:<14}{float(r['seconds']):>9.1f}s{peak / 1e9:>10.2f}GB{peak / latency_bytes:>16.2f}×{cats!s:>26}"
+        )  # type: ignore[arg-type]
+    j = results["jitterlab"]
+    seconds = float(j["seconds"])  # type: ignore[arg-type]
+    scaled = seconds * 100_000_000 / args.samples
+    print(
+        f"jitterlab time for 100 M samples (scaled): {scaled:.1f} s  target ≤ 30 s  {'ok' if scaled <= 30 else 'MISSED'}"
+    )
+    ratio_mem = (float(j["peak_bytes"]) - float(j["before_load_bytes"])) / latency_bytes  # type: ignore[arg-type]
+    print(
+        f"jitterlab peak memory ÷ latency array: {ratio_mem:.2f}  target ≤ 3  {'ok' if ratio_mem <= 3 else 'MISSED'}"
+        f"  (of which 2× are the two input arrays themselves)"
+    )
+    if "pandas/scipy" in results:
+        speedup = float(results["pandas/scipy"]["seconds"]) / seconds  # type: ignore[arg-type]
+        print(
+            f"speed-up over pandas/scipy: {speedup:.1f}×  target ≥ 10×  {'ok' if speedup >= 10 else 'MISSED'}"
+        )
+
+
+if __name__ == "__main__":
+    main()
