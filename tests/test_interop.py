@@ -97,3 +97,15 @@ def test_import_rejects_bad_files(tmp_path: Path) -> None:
     other.write_text("1,2,3")
     result = run_cli("import", str(other), "--store", str(tmp_path / "s"))
     assert result.returncode == 2 and ".hlog" in result.stderr
+
+
+def test_report_includes_a_histogram_only_run(tmp_path: Path) -> None:
+    store = tmp_path / "s"
+    run = make_run(store, latency_clusters(5, 5_000))
+    export_run(run, "hlog", tmp_path / "x.hlog")
+    import_file(tmp_path / "x.hlog", ResultsStore(store))
+    out = tmp_path / "r.html"
+    result = run_cli("report", "-o", str(out), "--store", str(store))
+    assert result.returncode == 0, result.stderr
+    html = out.read_text()
+    assert "histogram-only import" in html and "need raw samples" in html

@@ -346,10 +346,46 @@ With millions of samples every test p-value is tiny, so the verdict rests on the
 the hypervisor add jitter of their own; the environment line of each run says where it was measured.</p></div>"""
 
 
+def _histogram_section(run: Run, anchor: str) -> str:
+    """An imported histogram-only run: its percentiles and intervals, and what it lacks."""
+    s = run.meta["summary"]["latency_ns"]
+    keys = [
+        ("count", f"{int(s['count']):,}"),
+        ("min", format_ns(s["min"])),
+        ("mean", format_ns(s["mean"])),
+        ("median", format_ns(s["p50"])),
+        ("p90", format_ns(s["p90"])),
+        ("p99", format_ns(s["p99"])),
+        ("p99.9", format_ns(s["p99_9"])),
+        ("p99.99", format_ns(s["p99_99"])),
+        ("max", format_ns(s["max"])),
+    ]
+    windows = run.meta["histogram"].get("windows", [])
+    first = windows[0]["start_ms"] if windows else 0
+    rows = [
+        [
+            f"{(w['start_ms'] - first) / 1000:.3f} s",
+            f"{int(w['count']):,}",
+            format_ns(w["p50"]),
+            format_ns(w["p99"]),
+            format_ns(w["max"]),
+        ]
+        for w in windows[:50]
+    ]
+    return f"""<section class="card" id="{anchor}"><h3>{_esc(run.label)} (histogram-only import)</h3>
+<div class="muted">run <code>{_esc(run.id)}</code> from <code>{_esc(run.config.get("source"))}</code>.
+Percentiles use HdrHistogram's definition. Outlier categories, the timeline and comparisons need raw samples,
+which an HdrHistogram log does not hold, so they are not shown.</div>{_table([k for k, _ in keys], [[v for _, v in keys]])}
+<div class="muted">intervals of the log{" (first 50)" if len(windows) > 50 else ""}</div>
+{_table(["start", "count", "p50", "p99", "max"], rows)}</section>"""
+
+
 def build_report(runs: Sequence[Run], title: str = "jitterlab report") -> str:
     """The HTML of the report (a string; the caller writes it atomically)."""
-    descriptions = [describe_run(r) for r in runs]
-    nav = " ".join(f'<a href="#run{i}">{_esc(d.run.label)}</a>' for i, d in enumerate(descriptions))
+    histogram_runs = [r for r in runs if r.histogram_only]
+    descriptions = [describe_run(r) for r in runs if not r.histogram_only]
+    labels = [d.run.label for d in descriptions] + [f"{r.label} (histogram)" for r in histogram_runs]
+    nav = " ".join(f'<a href="#run{i}">{_esc(label)}</a>' for i, label in enumerate(labels))
     parts = [
         f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{_esc(title)}</title>"
         f"<meta name='viewport' content='width=device-width, initial-scale=1'><style>{CSS}</style></head><body><main>",
@@ -371,5 +407,6 @@ def build_report(runs: Sequence[Run], title: str = "jitterlab report") -> str:
         parts.append(_qq_figure(descriptions) + "</div>")
     parts.append(f"<h2>Runs</h2><nav class='muted'>{nav}</nav>")
     parts.extend(_run_section(d, f"run{i}") for i, d in enumerate(descriptions))
+    parts.extend(_histogram_section(r, f"run{len(descriptions) + i}") for i, r in enumerate(histogram_runs))
     parts.append(UNDERSTANDING + "</main></body></html>")
     return "\n".join(parts)

@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 SUMMARY_PERCENTILES: tuple[float, ...] = (50.0, 90.0, 99.0, 99.9, 99.99, 99.999)
-_CHUNK = 1 << 22
+_CHUNK = 1 << 16  # 512 KiB of float64: the deviations stay in cache
 
 
 def percentiles(values: npt.ArrayLike, ps: tuple[float, ...] | list[float]) -> np.ndarray:

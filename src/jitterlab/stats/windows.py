@@ -52,8 +52,17 @@ def time_windows(
     indices = tuple(c.index for c in categories.categories) if categories is not None else ()
     if t.size == 0:
         empty = np.zeros(0)
-        return WindowTable(width_ns, empty, empty.astype(np.int64), empty, empty, empty, empty, indices,
-                           np.zeros((0, len(indices)), dtype=np.int64))  # fmt: skip
+        return WindowTable(
+            width_ns,
+            empty,
+            empty.astype(np.int64),
+            empty,
+            empty,
+            empty,
+            empty,
+            indices,
+            np.zeros((0, len(indices)), dtype=np.int64),
+        )
     if t.size > 1 and not bool(np.all(t[1:] >= t[:-1])):
         order = np.argsort(t, kind="stable")
         t, x = t[order], x[order]
@@ -69,11 +78,11 @@ def time_windows(
     filled = np.flatnonzero(counts)
     first = -1 if categories is not None and categories.low_threshold is not None else 0
     slots = np.asarray(indices, dtype=np.int64) - first  # category index -> position in category_edges
-    mean[filled] = np.add.reduceat(x, edges[filled], dtype=np.float64) / counts[filled]
     for w in filled:  # a sort of each window beats a two-point partition at these sizes
         ordered = np.sort(x[edges[w] : edges[w + 1]])
         p50[w], p99[w] = percentiles_sorted(ordered, (50.0, 99.0))
         mx[w] = float(ordered[-1])
+        mean[w] = float(ordered.sum(dtype=np.float64)) / ordered.size  # the window is still in cache
         if categories is not None:
             bounds = np.diff(category_edges(ordered, categories.thresholds, categories.low_threshold))
             cat_counts[w] = bounds[slots]
