@@ -8,7 +8,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -292,7 +292,3 @@ def run_plan(plan: BenchPlan, store: ResultsStore, warn: Callable[[str], None] |
             outcome.interrupted = True
             break
     return outcome
-
-
-def plan_as_dict(plan: BenchPlan) -> dict[str, Any]:
-    return asdict(plan)

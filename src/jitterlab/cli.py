@@ -201,7 +201,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
                 str(r.meta.get("created_utc", ""))[:19].replace("T", " "),
                 c.get("technique", "?"),
                 c.get("pairs", "?"),
-                policy_of(r),
+                r.policy_label,
                 format_count(int(s.get("count", 0))),
                 format_ns(s.get("p50")),
                 format_ns(s.get("p99")),
@@ -220,12 +220,6 @@ def cmd_runs(args: argparse.Namespace) -> int:
         )
     )
     return 0
-
-
-def policy_of(run: Run) -> str:
-    c = run.config
-    p = str(c.get("policy", "other"))
-    return f"{p} {c.get('priority')}" if p in ("fifo", "rr") else p
 
 
 def cmd_show(args: argparse.Namespace) -> int:

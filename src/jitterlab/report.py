@@ -25,7 +25,7 @@ from jitterlab._version import __version__
 from jitterlab.analysis import RunDescription, category_name, describe_run
 from jitterlab.stats import compare_samples, percentiles
 from jitterlab.store import Run
-from jitterlab.tables import policy_label
+from jitterlab.tables import table1_layout
 from jitterlab.units import format_count, format_ns
 
 MAX_SCATTER_POINTS = 20_000  # drawn points per timeline; more are subsampled (and said so)
@@ -225,30 +225,8 @@ def _run_section(d: RunDescription, anchor: str) -> str:
 
 
 def _table1(descriptions: Sequence[RunDescription]) -> str:
-    policies = list(dict.fromkeys(policy_label(d.run) for d in descriptions))
-    cells: dict[tuple[str, str], RunDescription] = {}
-    rows: list[str] = []
-    for d in descriptions:
-        c = d.run.config
-        label = f"{c.get('runtime', 'native')}/{c.get('technique', '?')} ×{c.get('pairs', '?')}"
-        if label not in rows:
-            rows.append(label)
-        cells[(label, policy_label(d.run))] = d
-    headers = [
-        "",
-        *[f"max {p}" for p in policies],
-        *[f"mean {p}" for p in policies],
-        *[f"median {p}" for p in policies],
-    ]
-    body = []
-    for label in rows:
-        row = [_esc(label)]
-        for stat in ("max", "mean", "p50"):
-            for p in policies:
-                cell = cells.get((label, p))
-                row.append(format_ns(getattr(cell.summary, stat)) if cell else "—")
-        body.append(row)
-    return _table(headers, body)
+    headers, rows = table1_layout([d.run for d in descriptions], [d.summary.to_dict() for d in descriptions])
+    return _table(headers, [[_esc(cell) for cell in row] for row in rows])
 
 
 def _qq_figure(descriptions: Sequence[RunDescription]) -> str:
@@ -276,7 +254,7 @@ def _scaling_figure(descriptions: Sequence[RunDescription]) -> str | None:
     series: dict[str, list[RunDescription]] = defaultdict(list)
     for d in descriptions:
         c = d.run.config
-        series[f"{c.get('technique')} {policy_label(d.run)}"].append(d)
+        series[f"{c.get('technique')} {d.run.policy_label}"].append(d)
     series = {k: v for k, v in series.items() if len({d.run.config.get("pairs") for d in v}) > 1}
     if not series:
         return None

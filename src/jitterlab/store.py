@@ -69,13 +69,17 @@ class Run:
         return self.meta.get("status") == "partial"
 
     @property
+    def policy_label(self) -> str:
+        """The scheduling policy asked for, with its priority for fifo/rr ("rr 90")."""
+        c = self.config
+        policy = str(c.get("policy", "other"))
+        return f"{policy} {c['priority']}" if policy in ("fifo", "rr") and c.get("priority") else policy
+
+    @property
     def label(self) -> str:
         """Short human name: technique, pairs and policy."""
         c = self.config
-        policy = c.get("policy", "other")
-        if policy in ("fifo", "rr"):
-            policy = f"{policy} {c.get('priority', '')}".strip()
-        return f"{c.get('technique', '?')} ×{c.get('pairs', '?')} {policy}"
+        return f"{c.get('technique', '?')} ×{c.get('pairs', '?')} {self.policy_label}"
 
     @property
     def histogram_only(self) -> bool:

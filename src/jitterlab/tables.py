@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from jitterlab.store import Run
@@ -23,42 +23,35 @@ def render(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str | N
     return "\n".join(lines)
 
 
-def policy_label(run: Run) -> str:
-    c = run.config
-    policy = str(c.get("policy", "other"))
-    return f"{policy} {c['priority']}" if policy in ("fifo", "rr") and c.get("priority") else policy
-
-
-def row_label(run: Run, key: str = "technique") -> str:
-    c = run.config
-    return f"{c.get(key, '?')} ×{c.get('pairs', '?')}"
-
-
-def table1(runs: Sequence[Run], row_key: str = "technique") -> str:
-    """Seed 000, Table 1: one row per technique (× pairs), Max | Mean | Median per policy.
-
-    When several runs share a cell the newest wins (runs are given oldest first).
-    """
-    policies = list(dict.fromkeys(policy_label(r) for r in runs))
-    cells: dict[tuple[str, str], dict[str, Any]] = {}
+def table1_layout(
+    runs: Sequence[Run], summaries: Sequence[Mapping[str, float]]
+) -> tuple[list[str], list[list[str]]]:
+    """Seed 000, Table 1: one row per runtime/technique × pairs, then max, mean and median
+    for each policy. When several runs share a cell the later one wins."""
+    policies = list(dict.fromkeys(r.policy_label for r in runs))
+    cells: dict[tuple[str, str], Mapping[str, float]] = {}
     rows: list[str] = []
-    for run in runs:
-        label = row_label(run, row_key)
+    for run, summary in zip(runs, summaries, strict=True):
+        c = run.config
+        label = f"{c.get('technique', '?')} ×{c.get('pairs', '?')}"
+        if c.get("runtime", "native") != "native":
+            label = f"{c.get('runtime')}/{label}"
         if label not in rows:
             rows.append(label)
-        cells[(label, policy_label(run))] = run.meta["summary"]["latency_ns"]
-    headers = [
-        "",
-        *[f"max {p}" for p in policies],
-        *[f"mean {p}" for p in policies],
-        *[f"median {p}" for p in policies],
-    ]
+        cells[(label, run.policy_label)] = summary
+    headers = ["", *[f"{stat} {p}" for stat in ("max", "mean", "median") for p in policies]]
     body = []
     for label in rows:
-        row: list[str] = [label]
+        row = [label]
         for stat in ("max", "mean", "p50"):
             for p in policies:
-                s = cells.get((label, p))
-                row.append(format_ns(s[stat]) if s else "—")
+                cell = cells.get((label, p))
+                row.append(format_ns(cell[stat]) if cell else "—")
         body.append(row)
-    return render(headers, body)
+    return headers, body
+
+
+def table1(runs: Sequence[Run]) -> str:
+    """The Table-1 layout as text, from the summaries stored with the runs."""
+    headers, rows = table1_layout(runs, [r.meta["summary"]["latency_ns"] for r in runs])
+    return render(headers, rows)

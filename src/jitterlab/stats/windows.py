@@ -32,6 +32,15 @@ class WindowTable:
     category_counts: np.ndarray
 
 
+def is_sorted(values: np.ndarray, chunk: int = 1 << 20) -> bool:
+    """Whether ``values`` is non-decreasing, checked in chunks (no full-size temporary)."""
+    for start in range(0, max(values.size - 1, 0), chunk):
+        part = values[start : start + chunk + 1]
+        if not bool(np.all(part[1:] >= part[:-1])):
+            return False
+    return True
+
+
 def time_windows(
     t_send_ns: npt.ArrayLike,
     latency: npt.ArrayLike,
@@ -63,7 +72,7 @@ def time_windows(
             indices,
             np.zeros((0, len(indices)), dtype=np.int64),
         )
-    if t.size > 1 and not bool(np.all(t[1:] >= t[:-1])):
+    if not is_sorted(t):
         order = np.argsort(t, kind="stable")
         t, x = t[order], x[order]
     t0 = int(t[0])
