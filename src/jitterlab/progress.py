@@ -6,7 +6,13 @@ import sys
 import time
 from typing import TextIO
 
-from jitterlab.units import format_count
+
+def _compact(n: int) -> str:
+    """1234567 -> 1.23M, 25551 -> 25.6k: short and steady for a line that redraws."""
+    for suffix, scale in (("M", 1e6), ("k", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.3g}{suffix}"
+    return str(n)
 
 
 class ProgressBar:
@@ -29,7 +35,7 @@ class ProgressBar:
         eta = f"{elapsed / fraction - elapsed:4.0f}s" if fraction > 0.01 else "   ?"
         bar = "█" * filled + "·" * (self.width - filled)
         self.stream.write(
-            f"\r{self.label:<28} {bar} {fraction:6.1%} {format_count(done):>6}/{format_count(self.total)} eta {eta}"
+            f"\r{self.label:<28} {bar} {fraction:6.1%} {_compact(done):>6}/{_compact(self.total)} eta {eta}"
         )
         self.stream.flush()
 
