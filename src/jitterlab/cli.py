@@ -15,7 +15,7 @@ from jitterlab import bench as bench_mod
 from jitterlab._version import __version__
 from jitterlab.errors import JitterlabError
 from jitterlab.store import ResultsStore, Run, load_run
-from jitterlab.tables import render, table1
+from jitterlab.tables import histogram_interval_rows, render, table1
 from jitterlab.units import format_count, format_ns, parse_duration_ns
 
 EXIT_USAGE = 2
@@ -439,17 +439,7 @@ def _describe_histogram(run: Run, args: argparse.Namespace) -> int:
     print(f"run      {run.id}  (histogram-only import of {run.config.get('source')})")
     keys = ["count", "min", "mean", "p50", "p90", "p99", "p99_9", "p99_99", "p99_999", "max", "std"]
     print(render(keys, [[f"{summary['count']:,}", *(format_ns(summary[k]) for k in keys[1:])]], "r" * 11))
-    first_ms = windows[0]["start_ms"] if windows else 0
-    rows = [
-        [
-            f"{(w['start_ms'] - first_ms) / 1000:.3f} s",
-            f"{w['count']:,}",
-            format_ns(w["p50"]),
-            format_ns(w["p99"]),
-            format_ns(w["max"]),
-        ]
-        for w in windows
-    ]
+    rows = histogram_interval_rows(run)
     print(f"\nintervals of the log: {len(windows)}")
     print(render(["start", "count", "p50", "p99", "max"], rows, "rrrrr"))
     print(f"note: {missing}; this run has none", file=sys.stderr)

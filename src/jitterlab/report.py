@@ -25,7 +25,7 @@ from jitterlab._version import __version__
 from jitterlab.analysis import RunDescription, category_name, describe_run
 from jitterlab.stats import compare_samples, percentiles
 from jitterlab.store import Run
-from jitterlab.tables import table1_layout
+from jitterlab.tables import histogram_interval_rows, table1_layout
 from jitterlab.units import format_count, format_ns
 
 MAX_SCATTER_POINTS = 20_000  # drawn points per timeline; more are subsampled (and said so)
@@ -339,17 +339,7 @@ def _histogram_section(run: Run, anchor: str) -> str:
         ("max", format_ns(s["max"])),
     ]
     windows = run.meta["histogram"].get("windows", [])
-    first = windows[0]["start_ms"] if windows else 0
-    rows = [
-        [
-            f"{(w['start_ms'] - first) / 1000:.3f} s",
-            f"{int(w['count']):,}",
-            format_ns(w["p50"]),
-            format_ns(w["p99"]),
-            format_ns(w["max"]),
-        ]
-        for w in windows[:50]
-    ]
+    rows = histogram_interval_rows(run, 50)
     return f"""<section class="card" id="{anchor}"><h3>{_esc(run.label)} (histogram-only import)</h3>
 <div class="muted">run <code>{_esc(run.id)}</code> from <code>{_esc(run.config.get("source"))}</code>.
 Percentiles use HdrHistogram's definition. Outlier categories, the timeline and comparisons need raw samples,

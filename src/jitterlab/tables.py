@@ -55,3 +55,19 @@ def table1(runs: Sequence[Run]) -> str:
     """The Table-1 layout as text, from the summaries stored with the runs."""
     headers, rows = table1_layout(runs, [r.meta["summary"]["latency_ns"] for r in runs])
     return render(headers, rows)
+
+
+def histogram_interval_rows(run: Run, limit: int | None = None) -> list[list[str]]:
+    """start, count, p50, p99, max of each interval of an imported HdrHistogram log."""
+    windows = run.meta["histogram"].get("windows", [])[:limit]
+    first = windows[0]["start_ms"] if windows else 0
+    return [
+        [
+            f"{(w['start_ms'] - first) / 1000:.3f} s",
+            f"{int(w['count']):,}",
+            format_ns(w["p50"]),
+            format_ns(w["p99"]),
+            format_ns(w["max"]),
+        ]
+        for w in windows
+    ]
