@@ -58,8 +58,14 @@ def virtualization(root: Path) -> str | None:
         return None
     vendor = _read(root, "/sys/class/dmi/id/sys_vendor") or ""
     product = _read(root, "/sys/class/dmi/id/product_name") or ""
-    if "QEMU" in vendor or "KVM" in product or "KVM" in vendor:
+    clocksources = _read(root, "/sys/devices/system/clocksource/clocksource0/available_clocksource") or ""
+    # microVMs (Firecracker) have no DMI tables; the paravirtual clock still names KVM
+    if "QEMU" in vendor or "KVM" in product or "KVM" in vendor or "kvm-clock" in clocksources:
         return "kvm"
+    if "hyperv_clocksource" in clocksources or "Microsoft" in vendor:
+        return "hyper-v"
+    if "xen" in clocksources:
+        return "xen"
     return (vendor or "unknown hypervisor").lower()
 
 

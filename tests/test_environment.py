@@ -1,0 +1,50 @@
+"""Environment facts read through one root path, so recorded /proc and /sys trees work."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from jitterlab import environment
+
+
+def write(root: Path, relative: str, text: str) -> None:
+    path = root / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def test_a_kvm_microvm_without_dmi(tmp_path: Path) -> None:
+    write(
+        tmp_path, "proc/cpuinfo", "model name\t: Intel(R) Xeon(R) Processor\nflags\t\t: fpu sse2 hypervisor\n"
+    )
+    write(
+        tmp_path,
+        "sys/devices/system/clocksource/clocksource0/available_clocksource",
+        "kvm-clock tsc acpi_pm\n",
+    )
+    write(tmp_path, "sys/devices/system/clocksource/clocksource0/current_clocksource", "tsc\n")
+    write(tmp_path, "proc/cmdline", "console=ttyS0 isolcpus=1 nohz_full=1\n")
+    facts = environment.collect(tmp_path)
+    assert facts["virtualization"] == "kvm"
+    assert facts["cpu_model"] == "Intel(R) Xeon(R) Processor"
+    assert facts["clocksource"] == "tsc"
+    assert facts["isolcpus"] == "1" and facts["nohz_full"] == "1"
+    assert facts["governors"] == {}
+
+
+def test_bare_metal_with_governors_and_rt_kernel(tmp_path: Path) -> None:
+    write(tmp_path, "proc/cpuinfo", "model name\t: AMD Ryzen\nflags\t\t: fpu sse2\n")
+    write(tmp_path, "sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", "powersave\n")
+    write(tmp_path, "sys/devices/system/cpu/cpu1/cpufreq/scaling_governor", "performance\n")
+    write(tmp_path, "sys/kernel/realtime", "1\n")
+    write(tmp_path, "sys/devices/system/cpu/smt/active", "1\n")
+    facts = environment.collect(tmp_path)
+    assert facts["virtualization"] is None
+    assert facts["governors"] == {"cpu0": "powersave", "cpu1": "performance"}
+    assert facts["preempt_rt"] is True
+    assert facts["smt_active"] is True
+
+
+def test_cpu_lists() -> None:
+    assert environment.parse_cpu_list("0-3,8,10-11") == [0, 1, 2, 3, 8, 10, 11]
+    assert environment.parse_cpu_list("") == []
