@@ -125,13 +125,13 @@ def test_spinning_with_more_threads_than_cpus_falls_back_and_says_so(matrix_stor
 
 def test_load_run_by_prefix_gives_arrays_and_dataframe(matrix_store: Path) -> None:
     run = ResultsStore(matrix_store).runs()[0]
-    loaded = load_run(
-        run.id[:20] if len({r.id[:20] for r in ResultsStore(matrix_store).runs()}) > 1 else run.id,
-        store=matrix_store,
-    )
-    df = load_run(run.id, store=matrix_store).dataframe()
+    prefix = run.id.rsplit("-", 1)[0]  # without the random suffix: unique in this store
+    loaded = load_run(prefix, store=matrix_store)
+    assert loaded.id == run.id
+    df = loaded.dataframe()
     assert list(df.columns) == ["pair", "seq", "t_send_ns", "t_recv_ns", "latency_ns"]
-    assert len(df) == loaded.latency_ns.size or loaded.id != run.id
+    assert len(df) == loaded.latency_ns.size == 2 * SAMPLES
+    assert (df["latency_ns"].to_numpy() == loaded.latency_ns).all()
 
 
 def test_runs_and_show_read_the_store(matrix_store: Path) -> None:
