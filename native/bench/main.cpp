@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "../src/json.hpp"
+#include "../src/tool_util.hpp"
 #include "harness.hpp"
 #include "jitterlab/clock.hpp"
 #include "jitterlab/floor.hpp"
@@ -29,26 +30,13 @@ namespace jl = jitterlab;
 
 namespace {
 
-volatile std::sig_atomic_t g_signal = 0;
-extern "C" void on_signal(int sig) { g_signal = sig; }
-
-constexpr int kUsageError = 2;
 constexpr std::int64_t kStopGraceMs = 5000;
+constexpr const char* kTool = "jitterlab-bench";
 
-[[noreturn]] void usage_error(const std::string& message) {
-    std::fprintf(stderr, "jitterlab-bench: error: %s\n", message.c_str());
-    std::exit(kUsageError);
-}
+[[noreturn]] void usage_error(const std::string& message) { jl::tool::usage_error(kTool, message); }
 
 std::int64_t parse_int(const std::string& flag, const std::string& text, std::int64_t lo, std::int64_t hi) {
-    try {
-        std::size_t used = 0;
-        const long long v = std::stoll(text, &used);
-        if (used != text.size() || v < lo || v > hi) throw std::out_of_range(text);
-        return v;
-    } catch (const std::logic_error&) {
-        usage_error(flag + " expects an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got '" + text + "'");
-    }
+    return jl::tool::parse_int(kTool, flag, text, lo, hi);
 }
 
 const char* kUsage =
@@ -139,15 +127,7 @@ void write_samples(const std::string& path, const jl::RunState& state, bool part
     writer.finish(partial);
 }
 
-void write_json(const std::string& path, const std::string& text) {
-    const std::string tmp = path + ".tmp";
-    {
-        std::ofstream out(tmp, std::ios::trunc);
-        out << text << '\n';
-        if (!out) throw std::runtime_error("cannot write " + tmp);
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) throw std::runtime_error("cannot rename " + tmp);
-}
+void write_json(const std::string& path, const std::string& text) { jl::tool::write_file_atomically(path, text); }
 
 struct Timing {
     std::int64_t started_realtime_ns, t_start_ns, t_end_ns;
@@ -214,11 +194,8 @@ int main(int argc, char** argv) {
         usage_error("unknown technique '" + cfg.technique + "' (see --list)");
     if (cfg.technique == "caf" && !jl::caf_available())
         usage_error("technique 'caf' is unavailable: CAF was not found at build time (install libcaf-dev, then reinstall jitterlab)");
-    if (::access(cfg.out_dir.c_str(), W_OK) != 0) usage_error("cannot write to --out " + cfg.out_dir + ": " + std::strerror(errno));
-
-    std::signal(SIGINT, on_signal);
-    std::signal(SIGTERM, on_signal);
-    std::signal(SIGPIPE, SIG_IGN);  // a closed progress pipe must not kill the run before it writes its samples
+    jl::tool::require_writable_dir(kTool, cfg.out_dir);
+    jl::tool::install_signal_handlers();
 
     std::string mlock_error;
     if (cfg.mlock) {
@@ -265,7 +242,7 @@ int main(int argc, char** argv) {
                 std::printf("progress %lld %lld\n", static_cast<long long>(state.recorded_total()), static_cast<long long>(total));
                 std::fflush(stdout);
             }
-            if (g_signal != 0 && !state.stop_requested.load()) state.stop_requested.store(true);
+            if (jl::tool::g_signal != 0 && !state.stop_requested.load()) state.stop_requested.store(true);
             if (state.stop_requested.load()) {
                 if (stop_seen_at == 0) stop_seen_at = jl::now_ns();
                 if (jl::now_ns() - stop_seen_at > kStopGraceMs * 1'000'000) {
@@ -287,7 +264,7 @@ int main(int argc, char** argv) {
     const std::string error = state.error();
     const bool complete = state.recorded_total() == static_cast<std::int64_t>(cfg.samples) * (c2c_run ? 1 : cfg.pairs) || !cfg.record;
     if (!error.empty()) partial_reason = "error: " + error;
-    else if (g_signal != 0) partial_reason = std::string("interrupted by ") + (g_signal == SIGINT ? "SIGINT" : "SIGTERM");
+    else if (jl::tool::g_signal != 0) partial_reason = std::string("interrupted by ") + jl::tool::signal_name();
     else if (!complete) partial_reason = "fewer samples than requested";
     const bool partial = !partial_reason.empty();
 

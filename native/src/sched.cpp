@@ -8,6 +8,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <sstream>
+#include <stdexcept>
 
 namespace jitterlab {
 namespace {
@@ -102,6 +104,31 @@ void read_back(ThreadPlacement& placement) {
         for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
             if (CPU_ISSET(cpu, &set)) placement.cpus.push_back(cpu);
     }
+}
+
+std::vector<int> parse_cpu_list(const std::string& text) {
+    std::vector<int> cpus;
+    std::stringstream stream(text);
+    std::string item;
+    while (std::getline(stream, item, ',')) {
+        const auto dash = item.find('-');
+        try {
+            std::size_t used = 0;
+            if (dash == std::string::npos) {
+                cpus.push_back(std::stoi(item, &used));
+                if (used != item.size()) throw std::invalid_argument(item);
+            } else {
+                const int lo = std::stoi(item.substr(0, dash));
+                const int hi = std::stoi(item.substr(dash + 1));
+                if (hi < lo) throw std::invalid_argument(item);
+                for (int c = lo; c <= hi; ++c) cpus.push_back(c);
+            }
+        } catch (const std::logic_error&) {
+            throw std::invalid_argument("--pin: '" + text + "' is not none, spread, compact or a CPU list like 0,1 or 0-3");
+        }
+    }
+    if (cpus.empty()) throw std::invalid_argument("--pin: empty CPU list");
+    return cpus;
 }
 
 std::vector<int> allowed_cpus() {

@@ -14,6 +14,7 @@ from typing import Any, NoReturn
 from jitterlab import bench as bench_mod
 from jitterlab._version import __version__
 from jitterlab.errors import JitterlabError
+from jitterlab.load import parse_load, running_load
 from jitterlab.store import ResultsStore, Run, load_run
 from jitterlab.tables import histogram_interval_rows, render, table1
 from jitterlab.units import format_count, format_ns, parse_duration_ns
@@ -99,6 +100,7 @@ def _add_bench(sub: Any) -> None:
     )
     p.add_argument("--json", action="store_true", help="print the stored runs' summaries as JSON")
     p.add_argument("--report", metavar="FILE", help="end by writing the HTML report of the runs just made")
+    p.add_argument("--load", help="run stress-ng alongside: cpu, memory, io or mixed, optionally :WORKERS")
     _store_option(p)
 
 
@@ -164,7 +166,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
         f"jitterlab bench: {len(points)} run(s), {format_count(plan.samples)} samples per pair, store {store.root}",
         file=sys.stderr,
     )
-    outcome = bench_mod.run_plan(plan, store)
+    with running_load(parse_load(args.load)) as load:
+        outcome = bench_mod.run_plan(plan, store, extra_meta={"load": load} if load else None)
+    if load and not load.get("stopped_cleanly", True):
+        print("warning: stress-ng had to be killed", file=sys.stderr)
     for run in outcome.runs:
         s = run.meta["summary"]["latency_ns"]
         status = "" if not run.partial else f"  PARTIAL ({run.meta.get('partial_reason')})"
@@ -328,6 +333,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", help="output file (default RUN_ID.FORMAT)")
     p.add_argument("--window", default="1s", help="interval of the hlog histograms (default 1s)")
     _store_option(p)
+    p = sub.add_parser("doctor", help="check what on this machine shapes latency, with the fix for each")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--root", default="/", help="read /proc and /sys under this folder (a recorded tree)")
+    p = sub.add_parser(
+        "hiccup", help="per-CPU OS-noise meter: every interruption of a busy loop, stored as a run"
+    )
+    p.add_argument("--duration", default="10s", help="how long to measure (default 10s)")
+    p.add_argument("--cpus", default="all", help="CPU list such as 0,1 or 0-3 (default: every CPU)")
+    p.add_argument("--threshold", default="auto", help="smallest gap recorded, e.g. 1us, or auto (default)")
+    p.add_argument(
+        "--auto-multiple", type=int, default=10, help="auto threshold = this × the smallest gap (default 10)"
+    )
+    p.add_argument("--policy", default="other", help="other, fifo or rr")
+    p.add_argument("--priority", type=int, default=0, help="priority for fifo/rr (default 90)")
+    p.add_argument("--no-mlock", action="store_true")
+    p.add_argument("--load", help="run stress-ng alongside: cpu, memory, io or mixed, optionally :WORKERS")
+    p.add_argument("--json", action="store_true")
+    _store_option(p)
     p = sub.add_parser("import", help="store an HdrHistogram log (.hlog) or a CSV of samples as a run")
     p.add_argument("file")
     _store_option(p)
@@ -471,6 +494,82 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from jitterlab.doctor import run_checks
+
+    checks = run_checks(Path(args.root))
+    if args.json:
+        print(json.dumps([c.to_dict() for c in checks], indent=2))
+        return 0
+    marks = {"ok": "ok  ", "warn": "WARN", "info": "info"}
+    for c in checks:
+        print(f"[{marks[c.status]}] {c.name}: {c.finding}")
+        if c.fix and c.status != "ok":
+            print(f"       fix: {c.fix}")
+    warned = sum(c.status == "warn" for c in checks)
+    print(
+        f"\n{len(checks)} checks: {warned} warning(s). Every run stores these findings in run.json (doctor)."
+    )
+    return 0
+
+
+def cmd_hiccup(args: argparse.Namespace) -> int:
+    from jitterlab.hiccup import HiccupOptions, per_cpu_summary, run_hiccup
+
+    duration = parse_duration_ns(args.duration, "s")
+    if duration < 1_000_000:
+        raise JitterlabError("--duration must be at least 1ms")
+    if args.cpus != "all":
+        bench_mod.validate_pin(args.cpus)
+    threshold = 0 if args.threshold == "auto" else parse_duration_ns(args.threshold, "ns")
+    if args.policy not in ("other", "fifo", "rr"):
+        raise JitterlabError("--policy expects other, fifo or rr")
+    priority = args.priority or (bench_mod.DEFAULT_RT_PRIORITY if args.policy != "other" else 0)
+    options = HiccupOptions(
+        duration, args.cpus, threshold, args.auto_multiple, args.policy, priority, not args.no_mlock
+    )
+    store = ResultsStore(args.store)
+    store.ensure_writable()
+    with running_load(parse_load(args.load)) as load:
+        run, interrupted = run_hiccup(
+            store,
+            options,
+            lambda m: print(f"warning: {m}", file=sys.stderr),
+            {"load": load} if load else None,
+        )
+    if run is None:
+        return bench_mod.EXIT_INTERRUPTED if interrupted else 1
+    rows = per_cpu_summary(run)
+    info = run.meta["hiccup"]
+    if args.json:
+        print(json.dumps({"id": run.id, "threshold_ns": info["threshold_ns"], "per_cpu": rows}, indent=2))
+    else:
+        print(
+            f"stored {run.id}: interruptions longer than {format_ns(info['threshold_ns'])} "
+            f"({info['threshold_mode']}) over {format_ns(duration)}",
+            file=sys.stderr,
+        )
+        table = [
+            [
+                r["cpu"],
+                f"{r['interruptions']:,}",
+                f"{r['rate_per_s']:.1f}",
+                f"{r['time_lost_fraction']:.3%}",
+                format_ns(r["p50_ns"]),
+                format_ns(r["p99_ns"]),
+                format_ns(r["p99_9_ns"]),
+                format_ns(r["max_ns"]),
+            ]
+            for r in rows
+        ]
+        print(
+            render(
+                ["cpu", "interruptions", "per s", "time lost", "p50", "p99", "p99.9", "max"], table, "r" * 8
+            )
+        )
+    return bench_mod.EXIT_INTERRUPTED if interrupted else 0
+
+
 def write_report(runs: list[Run], out: Path, title: str) -> None:
     from jitterlab.fileio import atomic_write_bytes
     from jitterlab.report import build_report
@@ -569,6 +668,8 @@ COMMANDS = {
     "compare": cmd_compare,
     "export": cmd_export,
     "import": cmd_import,
+    "doctor": cmd_doctor,
+    "hiccup": cmd_hiccup,
 }
 
 

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 
-def _read(root: Path, relative: str) -> str | None:
+def read_text(root: Path, relative: str) -> str | None:
+    """The stripped text of ``root/relative``, or None when it cannot be read."""
     try:
         return (root / relative.lstrip("/")).read_text(errors="replace").strip()
     except OSError:
@@ -44,7 +45,7 @@ def cmdline_value(cmdline: str, key: str) -> str | None:
 
 
 def cpu_model(root: Path) -> str | None:
-    for line in (_read(root, "/proc/cpuinfo") or "").splitlines():
+    for line in (read_text(root, "/proc/cpuinfo") or "").splitlines():
         if line.startswith("model name"):
             return line.split(":", 1)[1].strip()
     return None
@@ -52,13 +53,13 @@ def cpu_model(root: Path) -> str | None:
 
 def virtualization(root: Path) -> str | None:
     """The hypervisor, when the CPU says it runs under one (None on bare metal)."""
-    cpuinfo = _read(root, "/proc/cpuinfo") or ""
+    cpuinfo = read_text(root, "/proc/cpuinfo") or ""
     flags = next((line for line in cpuinfo.splitlines() if line.startswith("flags")), "")
     if " hypervisor" not in flags:
         return None
-    vendor = _read(root, "/sys/class/dmi/id/sys_vendor") or ""
-    product = _read(root, "/sys/class/dmi/id/product_name") or ""
-    clocksources = _read(root, "/sys/devices/system/clocksource/clocksource0/available_clocksource") or ""
+    vendor = read_text(root, "/sys/class/dmi/id/sys_vendor") or ""
+    product = read_text(root, "/sys/class/dmi/id/product_name") or ""
+    clocksources = read_text(root, "/sys/devices/system/clocksource/clocksource0/available_clocksource") or ""
     # microVMs (Firecracker) have no DMI tables; the paravirtual clock still names KVM
     if "QEMU" in vendor or "KVM" in product or "KVM" in vendor or "kvm-clock" in clocksources:
         return "kvm"
@@ -70,7 +71,7 @@ def virtualization(root: Path) -> str | None:
 
 
 def is_preempt_rt(root: Path, kernel_version: str) -> bool:
-    return _read(root, "/sys/kernel/realtime") == "1" or "PREEMPT_RT" in kernel_version
+    return read_text(root, "/sys/kernel/realtime") == "1" or "PREEMPT_RT" in kernel_version
 
 
 def governors(root: Path) -> dict[str, str]:
@@ -83,7 +84,7 @@ def governors(root: Path) -> dict[str, str]:
 
 
 def smt_active(root: Path) -> bool | None:
-    value = _read(root, "/sys/devices/system/cpu/smt/active")
+    value = read_text(root, "/sys/devices/system/cpu/smt/active")
     return None if value is None else value == "1"
 
 
@@ -112,7 +113,7 @@ def git_commit(directory: Path) -> str | None:
 def collect(root: Path = Path("/")) -> dict[str, Any]:
     """The environment block stored in every run's metadata."""
     uname = platform.uname()
-    cmdline = _read(root, "/proc/cmdline") or ""
+    cmdline = read_text(root, "/proc/cmdline") or ""
     kernel_version = f"{uname.release} {uname.version}"
     return {
         "host": socket.gethostname(),
@@ -123,15 +124,15 @@ def collect(root: Path = Path("/")) -> dict[str, Any]:
         "kernel": uname.release,
         "kernel_version": uname.version,
         "preempt_rt": is_preempt_rt(root, kernel_version),
-        "clocksource": _read(root, "/sys/devices/system/clocksource/clocksource0/current_clocksource"),
+        "clocksource": read_text(root, "/sys/devices/system/clocksource/clocksource0/current_clocksource"),
         "governors": governors(root),
-        "isolcpus": _read(root, "/sys/devices/system/cpu/isolated")
+        "isolcpus": read_text(root, "/sys/devices/system/cpu/isolated")
         or cmdline_value(cmdline, "isolcpus")
         or "",
-        "nohz_full": _read(root, "/sys/devices/system/cpu/nohz_full")
+        "nohz_full": read_text(root, "/sys/devices/system/cpu/nohz_full")
         or cmdline_value(cmdline, "nohz_full")
         or "",
         "virtualization": virtualization(root),
-        "sched_rt_runtime_us": _read(root, "/proc/sys/kernel/sched_rt_runtime_us"),
+        "sched_rt_runtime_us": read_text(root, "/proc/sys/kernel/sched_rt_runtime_us"),
         "python": platform.python_version(),
     }

@@ -41,6 +41,9 @@ std::string apply_affinity(const std::vector<int>& cpus);
 /// Reads back the calling thread's policy, priority and affinity.
 void read_back(ThreadPlacement& placement);
 
+/// Parses "0,1" or "0-3,8"; throws std::invalid_argument with a readable message.
+std::vector<int> parse_cpu_list(const std::string& text);
+
 /// CPUs this process may run on.
 std::vector<int> allowed_cpus();
 

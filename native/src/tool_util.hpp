@@ -1,0 +1,67 @@
+// Small helpers shared by the native command-line tools (bench, hiccup, pipeline).
+#pragma once
+
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+
+namespace jitterlab::tool {
+
+inline constexpr int kUsageError = 2;
+
+/// Set by SIGINT/SIGTERM; tools poll it and stop at the next safe point.
+inline volatile std::sig_atomic_t g_signal = 0;
+extern "C" inline void on_signal(int sig) { g_signal = sig; }
+
+/// Installs the stop handlers; a closed progress pipe must not kill a run before it
+/// writes its samples, so SIGPIPE is ignored.
+inline void install_signal_handlers() {
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
+    std::signal(SIGPIPE, SIG_IGN);
+}
+
+inline const char* signal_name() { return g_signal == SIGINT ? "SIGINT" : "SIGTERM"; }
+
+[[noreturn]] inline void usage_error(const char* tool, const std::string& message) {
+    std::fprintf(stderr, "%s: error: %s\n", tool, message.c_str());
+    std::exit(kUsageError);
+}
+
+/// Parses an integer flag value in [lo, hi] or exits with a one-line usage error.
+inline std::int64_t parse_int(const char* tool, const std::string& flag, const std::string& text, std::int64_t lo,
+                              std::int64_t hi) {
+    try {
+        std::size_t used = 0;
+        const long long v = std::stoll(text, &used);
+        if (used != text.size() || v < lo || v > hi) throw std::out_of_range(text);
+        return v;
+    } catch (const std::logic_error&) {
+        usage_error(tool, flag + " expects an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got '" +
+                              text + "'");
+    }
+}
+
+/// Writes `text` to `path` through a temporary file and a rename.
+inline void write_file_atomically(const std::string& path, const std::string& text) {
+    const std::string tmp = path + ".tmp";
+    {
+        std::ofstream out(tmp, std::ios::trunc);
+        out << text << '\n';
+        if (!out) throw std::runtime_error("cannot write " + tmp);
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) throw std::runtime_error("cannot rename " + tmp);
+}
+
+/// Exits with a usage error unless `dir` is writable.
+inline void require_writable_dir(const char* tool, const std::string& dir) {
+    if (::access(dir.c_str(), W_OK) != 0) usage_error(tool, "cannot write to --out " + dir);
+}
+
+}  // namespace jitterlab::tool

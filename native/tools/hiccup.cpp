@@ -1,0 +1,251 @@
+// jitterlab-hiccup: a per-CPU OS-noise meter. One thread per CPU, pinned, reads the clock
+// in a tight loop; every gap between two reads above the threshold is an interruption
+// (an IRQ, another task, a hypervisor exit, ...) and is recorded with its start and end.
+//
+// Output in --out: samples.jlraw (pair = CPU number, t_send/t_recv = gap start/end) and
+// harness.json (per-CPU loops, smallest gap, recorded and dropped gaps, threshold).
+// Progress: "progress ELAPSED_NS DURATION_NS" lines on stdout.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../src/json.hpp"
+#include "../src/tool_util.hpp"
+#include "jitterlab/barrier.hpp"
+#include "jitterlab/clock.hpp"
+#include "jitterlab/floor.hpp"
+#include "jitterlab/runfile.hpp"
+#include "jitterlab/sched.hpp"
+
+namespace jl = jitterlab;
+
+namespace {
+
+constexpr const char* kTool = "jitterlab-hiccup";
+constexpr std::int64_t kCalibrationNs = 50'000'000;
+
+struct Options {
+    std::int64_t duration_ns = 10'000'000'000;
+    std::vector<int> cpus;        // empty: every allowed CPU
+    std::int64_t threshold_ns = 0;  // 0: automatic
+    std::int64_t auto_multiple = 10;
+    std::int64_t max_gaps = 1 << 20;  // per CPU
+    jl::PolicyRequest policy;
+    bool mlock = true;
+    std::string out_dir = ".";
+};
+
+struct Gap {
+    std::int64_t start, end;
+};
+
+/// What one CPU's thread saw. Written only by that thread until it finishes.
+struct CpuMeter {
+    int cpu = -1;
+    std::vector<Gap> gaps;
+    std::atomic<std::int64_t> recorded{0};
+    std::int64_t dropped = 0;
+    std::int64_t loops = 0;
+    std::int64_t min_gap = INT64_MAX;
+    std::int64_t t_begin = 0, t_end = 0;
+    jl::ThreadPlacement placement;
+};
+
+std::int64_t smallest_gap(std::int64_t span_ns) {
+    std::int64_t best = INT64_MAX;
+    const std::int64_t until = jl::now_ns() + span_ns;
+    std::int64_t prev = jl::now_ns();
+    while (prev < until) {
+        const std::int64_t t = jl::now_ns();
+        if (t - prev < best) best = t - prev;
+        prev = t;
+    }
+    return best;
+}
+
+Options parse(int argc, char** argv) {
+    Options o;
+    for (int i = 1; i < argc; ++i) {
+        const std::string flag = argv[i];
+        auto value = [&]() -> std::string {
+            if (i + 1 >= argc) jl::tool::usage_error(kTool, flag + " needs a value");
+            return argv[++i];
+        };
+        auto integer = [&](std::int64_t lo, std::int64_t hi) { return jl::tool::parse_int(kTool, flag, value(), lo, hi); };
+        if (flag == "--duration-ns") o.duration_ns = integer(1'000'000, 86'400'000'000'000LL);
+        else if (flag == "--cpus") {
+            const std::string list = value();
+            if (list != "all") {
+                try {
+                    o.cpus = jl::parse_cpu_list(list);
+                } catch (const std::invalid_argument& e) {
+                    jl::tool::usage_error(kTool, std::string("--cpus: ") + e.what());
+                }
+            }
+        } else if (flag == "--threshold-ns") o.threshold_ns = integer(0, 1'000'000'000'000LL);
+        else if (flag == "--auto-multiple") o.auto_multiple = integer(2, 1'000'000);
+        else if (flag == "--max-gaps") o.max_gaps = integer(1, 1LL << 30);
+        else if (flag == "--policy") {
+            const std::string v = value();
+            if (!jl::parse_policy(v, o.policy.policy) || o.policy.policy == jl::Policy::deadline)
+                jl::tool::usage_error(kTool, "--policy expects other, fifo or rr");
+        } else if (flag == "--priority") o.policy.priority = static_cast<int>(integer(1, 99));
+        else if (flag == "--no-mlock") o.mlock = false;
+        else if (flag == "--out") o.out_dir = value();
+        else jl::tool::usage_error(kTool, "unknown option '" + flag + "'");
+    }
+    if (o.policy.policy != jl::Policy::other && o.policy.priority < 1)
+        jl::tool::usage_error(kTool, "--policy fifo/rr needs --priority between 1 and 99");
+    return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Options o = parse(argc, argv);
+    jl::tool::require_writable_dir(kTool, o.out_dir);
+    jl::tool::install_signal_handlers();
+    const auto allowed = jl::allowed_cpus();
+    if (o.cpus.empty()) o.cpus = allowed;
+    for (int cpu : o.cpus) {
+        if (std::find(allowed.begin(), allowed.end(), cpu) == allowed.end())
+            jl::tool::usage_error(kTool, "CPU " + std::to_string(cpu) + " is not available to this process");
+    }
+    const std::string mlock_error = o.mlock ? jl::lock_memory() : "";
+    const jl::ClockOverhead clock = jl::measure_clock_overhead(200'000);
+
+    std::vector<std::unique_ptr<CpuMeter>> meters;
+    for (int cpu : o.cpus) {
+        auto m = std::make_unique<CpuMeter>();
+        m->cpu = cpu;
+        m->gaps.assign(static_cast<std::size_t>(o.max_gaps), Gap{0, 0});  // faulted in now, not while measuring
+        meters.push_back(std::move(m));
+    }
+    std::atomic<bool> stop{false};
+    std::atomic<std::int64_t> threshold{o.threshold_ns};
+    std::atomic<std::int64_t> min_calibration{INT64_MAX};
+    jl::RoundBarrier start(static_cast<std::uint32_t>(meters.size()), nullptr, jl::WaitMode::yield);
+    const std::int64_t started_realtime = jl::realtime_ns();
+    std::atomic<std::int64_t> t_start{0};
+
+    std::vector<std::jthread> threads;
+    for (auto& meter : meters) {
+        threads.emplace_back([&, m = meter.get()] {
+            m->placement.role = "meter";
+            m->placement.pair = m->cpu;
+            m->placement.affinity_error = jl::apply_affinity({m->cpu});
+            m->placement.policy_error = jl::apply_policy(o.policy);
+            jl::read_back(m->placement);
+            // Calibrate on this CPU; the automatic threshold uses the smallest gap of all.
+            const std::int64_t smallest = smallest_gap(kCalibrationNs);
+            std::int64_t seen = min_calibration.load();
+            while (smallest < seen && !min_calibration.compare_exchange_weak(seen, smallest)) {
+            }
+            start.arrive_and_wait();
+            if (threshold.load() == 0) {
+                std::int64_t expected = 0;
+                threshold.compare_exchange_strong(expected, std::max<std::int64_t>(min_calibration.load() * o.auto_multiple, 1));
+            }
+            start.arrive_and_wait();
+            const std::int64_t limit = threshold.load();
+            std::int64_t prev = jl::now_ns();
+            std::int64_t expected_start = 0;
+            t_start.compare_exchange_strong(expected_start, prev);
+            const std::int64_t until = t_start.load() + o.duration_ns;
+            m->t_begin = prev;
+            std::int64_t n = 0, loops = 0, min_gap = INT64_MAX;
+            const auto capacity = static_cast<std::int64_t>(m->gaps.size());
+            while (prev < until && !stop.load(std::memory_order_relaxed)) {
+                const std::int64_t t = jl::now_ns();
+                const std::int64_t gap = t - prev;
+                if (gap < min_gap) min_gap = gap;
+                if (gap > limit) {
+                    if (n < capacity) {
+                        m->gaps[static_cast<std::size_t>(n)] = Gap{prev, t};
+                        m->recorded.store(++n, std::memory_order_release);
+                    } else {
+                        ++m->dropped;
+                    }
+                }
+                prev = t;
+                ++loops;
+            }
+            m->t_end = prev;
+            m->loops = loops;
+            m->min_gap = min_gap;
+        });
+    }
+    while (true) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        const std::int64_t t0 = t_start.load();
+        const std::int64_t elapsed = t0 == 0 ? 0 : jl::now_ns() - t0;
+        std::printf("progress %lld %lld\n", static_cast<long long>(std::min(elapsed, o.duration_ns)),
+                    static_cast<long long>(o.duration_ns));
+        std::fflush(stdout);
+        if (jl::tool::g_signal != 0) stop.store(true);
+        if (stop.load() || (t0 != 0 && elapsed >= o.duration_ns)) break;
+    }
+    threads.clear();  // joins
+    const bool interrupted = jl::tool::g_signal != 0;
+
+    jl::RawSampleWriter writer(o.out_dir + "/samples.jlraw");
+    bool any_dropped = false;
+    for (const auto& m : meters) {
+        std::vector<jl::SampleRecord> records;
+        const std::int64_t n = m->recorded.load();
+        records.reserve(static_cast<std::size_t>(n));
+        for (std::int64_t i = 0; i < n; ++i) {
+            const Gap& g = m->gaps[static_cast<std::size_t>(i)];
+            records.push_back(jl::SampleRecord{m->cpu, 0, i, g.start, g.end});
+        }
+        writer.write(records);
+        any_dropped |= m->dropped > 0;
+    }
+    writer.finish(interrupted);
+
+    jl::JsonWriter j;
+    j.begin_object();
+    j.field("harness", "native").field("tool", "hiccup").field("harness_version", JITTERLAB_VERSION);
+    j.field("duration_ns", o.duration_ns).field("threshold_ns", threshold.load());
+    j.field("threshold_mode", o.threshold_ns == 0 ? "auto" : "fixed").field("auto_multiple", o.auto_multiple);
+    j.field("calibration_min_gap_ns", min_calibration.load()).field("max_gaps", o.max_gaps);
+    j.key("policy_requested").begin_object().field("policy", jl::policy_name(o.policy.policy)).field("priority", o.policy.priority).end_object();
+    j.key("mlock").begin_object().field("requested", o.mlock).field("obtained", o.mlock && mlock_error.empty()).field("error", mlock_error).end_object();
+    j.key("per_cpu").begin_array();
+    for (const auto& m : meters) {
+        j.begin_object().field("cpu", m->cpu).field("loops", m->loops).field("min_gap_ns", m->min_gap);
+        j.field("gaps_recorded", m->recorded.load()).field("gaps_dropped", m->dropped);
+        j.field("t_begin_ns", m->t_begin).field("t_end_ns", m->t_end).end_object();
+    }
+    j.end_array();
+    j.key("placements").begin_array();
+    for (const auto& m : meters) {
+        const auto& p = m->placement;
+        j.begin_object().field("role", p.role).field("pair", p.pair).field("policy", p.policy).field("priority", p.priority);
+        j.key("cpus").values(p.cpus);
+        j.field("policy_error", p.policy_error).field("affinity_error", p.affinity_error).end_object();
+    }
+    j.end_array();
+    j.key("warnings").begin_array();
+    for (const auto& m : meters) {
+        if (!m->placement.policy_error.empty())
+            j.value(std::string("scheduling policy refused (") + m->placement.policy_error + "); running as " + m->placement.policy);
+        if (!m->placement.affinity_error.empty()) j.value("CPU " + std::to_string(m->cpu) + " affinity refused (" + m->placement.affinity_error + ")");
+    }
+    if (any_dropped) j.value("the gap buffer filled up on some CPU: later gaps were counted but not recorded (raise --max-gaps)");
+    j.end_array();
+    j.field("status", interrupted ? "partial" : "complete");
+    j.field("partial_reason", interrupted ? std::string("interrupted by ") + jl::tool::signal_name() : std::string());
+    j.field("started_realtime_ns", started_realtime).field("t_start_ns", t_start.load()).field("t_end_ns", jl::now_ns());
+    j.key("floor").begin_object();
+    j.key("clock_overhead_ns").begin_object().field("reads", clock.reads).field("min", clock.min_ns).field("median", clock.median_ns)
+        .field("mean", clock.mean_ns).field("p99", clock.p99_ns).end_object();
+    j.end_object();
+    j.end_object();
+    jl::tool::write_file_atomically(o.out_dir + "/harness.json", j.str());
+    return interrupted ? 130 : 0;
+}
