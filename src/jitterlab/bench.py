@@ -84,6 +84,17 @@ def resolve_techniques(requested: list[str]) -> tuple[list[str], list[str]]:
     return list(dict.fromkeys(names)), warnings
 
 
+def single_cpu(text: str, flag: str) -> int:
+    """A CPU number for a per-thread pin (-1: not pinned)."""
+    try:
+        cpu = int(text)
+    except ValueError:
+        raise JitterlabError(f"{flag}: '{text}' is not a CPU number (or -1)") from None
+    if cpu < -1:
+        raise JitterlabError(f"{flag}: '{text}' is not a CPU number (or -1)")
+    return cpu
+
+
 def validate_pin(pin: str) -> str:
     """Check a --pin value: none, spread, compact or a CPU list such as 0,1 or 0-3."""
     if pin in ("none", "spread", "compact"):

@@ -8,12 +8,14 @@ tool version, floor, timing, load), salvaging what a dying program left behind.
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import json
 import signal
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from jitterlab import environment
@@ -21,7 +23,7 @@ from jitterlab._version import __version__, build_info
 from jitterlab.errors import JitterlabError
 from jitterlab.native import native_program
 from jitterlab.progress import ProgressBar
-from jitterlab.rawfile import read_raw_samples
+from jitterlab.rawfile import RawSamples, read_raw_samples
 from jitterlab.store import ResultsStore, Run
 
 
@@ -98,10 +100,10 @@ def common_meta(run_id: str, started: dt.datetime) -> dict[str, Any]:
     }
 
 
-def run_native_job(
+def _execute(
     store: ResultsStore, job: NativeJob, warn: Callable[[str], None]
-) -> tuple[Run | None, bool]:
-    """Run ``job`` and store its output. Returns (run or None, interrupted)."""
+) -> tuple[tuple[Path, RawSamples, dict[str, Any]] | None, bool]:
+    """Run ``job``; returns ((staging folder, samples, run metadata) or None, interrupted)."""
     run_id = store.new_run_id(*job.id_parts)
     staging = store.staging_dir(run_id)
     argv = [str(native_program(job.program)), *job.args, "--out", str(staging)]
@@ -151,6 +153,41 @@ def run_native_job(
     if job.extra_meta and harness:
         meta |= job.extra_meta(harness)
     meta |= job.meta
-    raw_path.unlink()
-    harness_json.unlink(missing_ok=True)
+    for leftover in (raw_path, harness_json, staging / "journal.bin"):
+        leftover.unlink(missing_ok=True)
+    return (staging, raw, meta), interrupted
+
+
+def run_native_job(
+    store: ResultsStore, job: NativeJob, warn: Callable[[str], None]
+) -> tuple[Run | None, bool]:
+    """Run ``job`` and store its output as one run. Returns (run or None, interrupted)."""
+    result, interrupted = _execute(store, job, warn)
+    if result is None:
+        return None, interrupted
+    staging, raw, meta = result
     return store.commit(staging, raw, meta), interrupted
+
+
+def run_native_series(
+    store: ResultsStore, job: NativeJob, series: tuple[str, ...], warn: Callable[[str], None]
+) -> tuple[list[Run], bool]:
+    """Run ``job``, whose output holds one series per ``pair`` value, and store each
+    series as a run of its own (``config.series`` names it, ``config.scenario_run``
+    links them)."""
+    result, interrupted = _execute(store, job, warn)
+    if result is None:
+        return [], interrupted
+    staging, raw, meta = result
+    runs = []
+    for index, name in enumerate(series):
+        records = raw.records[raw.records["pair"] == index].copy()
+        records["pair"] = 0
+        run_id = store.new_run_id(*job.id_parts, name)
+        part = copy.deepcopy(meta)
+        part["id"] = run_id
+        part["config"] = part["config"] | {"series": name, "pairs": 1, "scenario_run": meta["id"]}
+        part_raw = RawSamples(records, raw.partial, raw.truncated, raw.note)
+        runs.append(store.commit(store.staging_dir(run_id), part_raw, part))
+    store.discard_staging(staging)
+    return runs, interrupted
