@@ -192,7 +192,6 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
         priority=priority,
         mlock=not args.no_mlock,
     )
-    )
     store = ResultsStore(args.store)
     store.ensure_writable()
     with running_load(parse_load(args.load)) as load:
