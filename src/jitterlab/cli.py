@@ -173,24 +173,412 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     if args.policy not in ("other", "fifo", "rr"):
         raise JitterlabError("--scenario pipeline: --policy expects other, fifo or rr")
     priority = args.priority or (bench_mod.DEFAULT_RT_PRIORITY if args.policy != "other" else 0)
-    pins = [
-        bench_mod.single_cpu(v, flag)
-        for v, flag in (
-            (args.pin_producer, "--pin-producer"),
-            (args.pin_accumulator, "--pin-accumulator"),
-            (args.pin_journaller, "--pin-journaller"),
-        )
-    ]
     options = PipelineOptions(
         messages=args.samples,
         warmup=args.warmup,
         interval_ns=parse_duration_ns(args.interval, "ns"),
-        pin_producer=pins[0],
-        pin_accumulator=pins[1],
-        pin_journaller=pins[2],
+        pin_producer=bench_mod.single_cpu(args.pin_producer, "--pin-producer"),
+        pin_accumulator=bench_mod.single_cpu(args.pin_accumulator, "--pin-accumulator"),
+        pin_journaller=bench_mod.single_cpu(args.pin_journaller, "--pin-journaller"),
         policy=args.policy,
         priority=priority,
         mlock=not args.no_mlock,
+    )
+    store = ResultsStore(args.store)
+    store.ensure_writable()
+    with running_load(parse_load(args.load)) as load:
+        runs, interrupted = run_pipeline(
+            store,
+            options,
+            lambda m: print(f"warning: {m}", file=sys.stderr),
+            {"load": load} if load else None,
+        )
+    for run in runs:
+        print(f"stored {run.id}", file=sys.stderr)
+    if runs:
+        headers, rows = hdr_table(runs)
+        print(render(headers, rows, "l" + "r" * (len(headers) - 1)))
+        if args.report:
+            write_report(runs, Path(args.report), f"jitterlab pipeline on {platform.node()}")
+    if interrupted:
+        return bench_mod.EXIT_INTERRUPTED
+    return 0 if runs else 1
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    if args.scenario == "pipeline":
+        return cmd_pipeline(args)
+    plan, warnings = _bench_plan(args)
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    store = ResultsStore(args.store)
+    store.ensure_writable()
+    points = plan.points()
+    print(
+        f"jitterlab bench: {len(points)} run(s), {format_count(plan.samples)} samples per pair, store {store.root}",
+        file=sys.stderr,
+    )
+    with running_load(parse_load(args.load)) as load:
+        outcome = bench_mod.run_plan(plan, store, extra_meta={"load": load} if load else None)
+    if load and not load.get("stopped_cleanly", True):
+        print("warning: stress-ng had to be killed", file=sys.stderr)
+    for run in outcome.runs:
+        s = run.meta["summary"]["latency_ns"]
+        status = "" if not run.partial else f"  PARTIAL ({run.meta.get('partial_reason')})"
+        print(
+            f"stored {run.id}  p50 {format_ns(s['p50'])}  p99 {format_ns(s['p99'])}  max {format_ns(s['max'])}{status}",
+            file=sys.stderr,
+        )
+    if args.json:
+        print(json.dumps([_summary_row(r) for r in outcome.runs], indent=2))
+    elif outcome.runs:
+        print(table1(outcome.runs))
+    if args.report and outcome.runs:
+        write_report(outcome.runs, Path(args.report), f"jitterlab bench on {platform.node()}")
+    if outcome.interrupted:
+        print("interrupted: the samples recorded so far are stored and marked partial", file=sys.stderr)
+        return bench_mod.EXIT_INTERRUPTED
+    return 1 if outcome.failures else 0
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    runs = ResultsStore(args.store).runs()
+    if args.json:
+        print(
+            json.dumps([_summary_row(r) | {"created_utc": r.meta.get("created_utc")} for r in runs], indent=2)
+        )
+        return 0
+    rows = []
+    for r in runs:
+        s = r.meta.get("summary", {}).get("latency_ns", {})
+        c = r.config
+        rows.append(
+            [
+                r.id,
+                str(r.meta.get("created_utc", ""))[:19].replace("T", " "),
+                c.get("technique", "?"),
+                c.get("pairs", "?"),
+                r.policy_label,
+                format_count(int(s.get("count", 0))),
+                format_ns(s.get("p50")),
+                format_ns(s.get("p99")),
+                format_ns(s.get("max")),
+                "" if not r.partial else "partial",
+            ]
+        )
+    if not rows:
+        print(f"no runs in {ResultsStore(args.store).root}", file=sys.stderr)
+        return 0
+    print(
+        render(
+            ["id", "time (UTC)", "technique", "pairs", "policy", "samples", "p50", "p99", "max", ""],
+            rows,
+            "llllrrrrrl",
+        )
+    )
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    run = load_run(args.run, ResultsStore(args.store))
+    from jitterlab.stats import summarize
+
+    if run.histogram_only:
+        summary = dict(run.meta["summary"]["latency_ns"])
+        print(
+            "note: histogram-only run (imported); percentiles use HdrHistogram's definition", file=sys.stderr
+        )
+    else:
+        summary = summarize(run.latency_ns).to_dict()  # reads and verifies the samples
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "id": run.id,
+                    "status": run.meta.get("status"),
+                    "partial_reason": run.meta.get("partial_reason"),
+                    "config": run.config,
+                    "summary_ns": summary,
+                    "floor": run.meta.get("floor"),
+                },
+                indent=2,
+            )
+        )
+        return 0
+    c = run.config
+    print(f"run      {run.id}")
+    print(
+        f"what     {run.label}, {format_count(int(c.get('samples_per_pair', 0)))} samples per pair"
+        f"{'  [PARTIAL: ' + str(run.meta.get('partial_reason')) + ']' if run.partial else ''}"
+    )
+    rows = [["count", f"{summary['count']:,}"]]
+    for key, name in (
+        ("min", "min"),
+        ("mean", "mean"),
+        ("p50", "median"),
+        ("p90", "p90"),
+        ("p99", "p99"),
+        ("p99_9", "p99.9"),
+        ("p99_99", "p99.99"),
+        ("max", "max"),
+        ("std", "std"),
+    ):
+        rows.append([name, format_ns(summary[key])])
+    print(render(["latency", "value"], rows))
+    floor = run.meta.get("floor") or {}
+    clock = floor.get("clock_overhead_ns") or {}
+    c2c = floor.get("c2c_one_way_ns") or {}
+    if clock:
+        c2c_text = (
+            f"core-to-core one-way p50 {format_ns(c2c.get('median'))} (CPUs {c2c.get('cpu_a')}↔{c2c.get('cpu_b')})"
+            if c2c.get("measured")
+            else f"core-to-core not measured ({c2c.get('skipped_reason')})"
+        )
+        print(f"floor    clock read {format_ns(clock.get('median'))}; {c2c_text}")
+    obtained = run.meta.get("obtained") or {}
+    if obtained.get("policies"):
+        print(f"obtained policy {', '.join(obtained['policies'])}; spin mode {obtained.get('spin_mode')}")
+    for w in obtained.get("warnings", []):
+        print(f"warning: {w}", file=sys.stderr)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="jitterlab", description="Measure, describe and simulate latency jitter.")
+    parser.add_argument("--version", action="version", version=f"jitterlab {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    _add_bench(sub)
+    p = sub.add_parser("runs", help="list stored runs")
+    p.add_argument("--json", action="store_true")
+    _store_option(p)
+    p = sub.add_parser("show", help="summary of one run")
+    p.add_argument("run", help="run id (or unique prefix) or run folder")
+    p.add_argument("--json", action="store_true")
+    _store_option(p)
+    p = sub.add_parser("describe", help="summary, outlier categories and time windows of a run")
+    p.add_argument("run")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--window", default="1s", help="window width by send time (default 1s)")
+    p.add_argument("--baseline", help="classify with the stacked-z thresholds of this reference run")
+    p.add_argument("--test", default="stacked-z", choices=("stacked-z", "gesd", "walsh"))
+    p.add_argument("--two-sided", action="store_true", help="also flag low outliers (stacked-z)")
+    p.add_argument("--threshold", type=float, default=3.5, help="modified z-score threshold (default 3.5)")
+    p.add_argument(
+        "--alpha", type=float, default=0.05, help="significance level of the GESD test (default 0.05)"
+    )
+    _store_option(p)
+    p = sub.add_parser("report", help="write one self-contained HTML report of runs")
+    p.add_argument("runs", nargs="*", help="run ids or folders (default: every run in the store)")
+    p.add_argument("-o", "--output", default="report.html")
+    p.add_argument("--title", default="jitterlab report")
+    _store_option(p)
+    p = sub.add_parser("compare", help="compare run B against run A: verdict per percentile")
+    p.add_argument("a", help="baseline run")
+    p.add_argument("b", help="run to judge")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--noise", type=float, default=0.05, help="noise threshold as a fraction (default 0.05)")
+    p.add_argument("--fail-on-regression", action="store_true", help="exit 1 when the verdict is 'regressed'")
+    _store_option(p)
+    p = sub.add_parser("export", help="write a run as HdrHistogram (hgrm, hlog), CSV or Parquet")
+    p.add_argument("run")
+    p.add_argument("--format", required=True, choices=("hgrm", "hlog", "csv", "parquet"))
+    p.add_argument("-o", "--output", help="output file (default RUN_ID.FORMAT)")
+    p.add_argument("--window", default="1s", help="interval of the hlog histograms (default 1s)")
+    _store_option(p)
+    p = sub.add_parser("doctor", help="check what on this machine shapes latency, with the fix for each")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--root", default="/", help="read /proc and /sys under this folder (a recorded tree)")
+    p = sub.add_parser(
+        "hiccup", help="per-CPU OS-noise meter: every interruption of a busy loop, stored as a run"
+    )
+    p.add_argument("--duration", default="10s", help="how long to measure (default 10s)")
+    p.add_argument("--cpus", default="all", help="CPU list such as 0,1 or 0-3 (default: every CPU)")
+    p.add_argument("--threshold", default="auto", help="smallest gap recorded, e.g. 1us, or auto (default)")
+    p.add_argument(
+        "--auto-multiple", type=int, default=10, help="auto threshold = this × the smallest gap (default 10)"
+    )
+    p.add_argument("--policy", default="other", help="other, fifo or rr")
+    p.add_argument("--priority", type=int, default=0, help="priority for fifo/rr (default 90)")
+    p.add_argument("--no-mlock", action="store_true")
+    p.add_argument("--load", help="run stress-ng alongside: cpu, memory, io or mixed, optionally :WORKERS")
+    p.add_argument("--json", action="store_true")
+    _store_option(p)
+    p = sub.add_parser("import", help="store an HdrHistogram log (.hlog) or a CSV of samples as a run")
+    p.add_argument("file")
+    _store_option(p)
+    return parser
+
+
+def _load(ref: str, args: argparse.Namespace) -> Run:
+    return load_run(ref, ResultsStore(args.store))
+
+
+def cmd_describe(args: argparse.Namespace) -> int:
+    from jitterlab.analysis import category_name, describe_run, description_json
+
+    run = _load(args.run, args)
+    if run.histogram_only:
+        return _describe_histogram(run, args)
+    baseline = _load(args.baseline, args) if args.baseline else None
+    width = parse_duration_ns(args.window, "s")
+    if width <= 0:
+        raise JitterlabError("--window must be a positive duration such as 1s or 100ms")
+    d = describe_run(run, args.test, width, baseline, args.two_sided, args.threshold, args.alpha)
+    if args.json:
+        print(json.dumps(description_json(d), indent=2))
+        return 0
+    s = d.summary
+    print(f"run      {run.id}  ({run.label}{', PARTIAL' if run.partial else ''})")
+    print(
+        render(
+            ["count", "min", "mean", "median", "p90", "p99", "p99.9", "p99.99", "p99.999", "max", "std"],
+            [
+                [
+                    f"{s.count:,}",
+                    *(
+                        format_ns(v)
+                        for v in (
+                            s.min,
+                            s.mean,
+                            s.p50,
+                            s.p90,
+                            s.p99,
+                            s.p99_9,
+                            s.p99_99,
+                            s.p99_999,
+                            s.max,
+                            s.std,
+                        )
+                    ),
+                ]
+            ],
+            "r" * 11,
+        )
+    )
+    against = f", thresholds of baseline {d.baseline_id}" if d.baseline_id else ""
+    print(f"\noutlier categories ({d.test}{against}):")
+    rows = []
+    for c in d.categories.categories:
+        value_range = "—" if c.count == 0 else f"{format_ns(c.lower)} – {format_ns(c.upper)}"
+        rows.append([category_name(c.index), value_range, f"{c.count:,}", f"{c.share:.4%}"])
+    print(render(["category", "range", "count", "share"], rows, "lrrr"))
+    w = d.windows
+    print(f"\nwindows of {format_ns(w.width_ns)} by send time: {w.start_ns.size}")
+    show = (
+        range(w.start_ns.size)
+        if w.start_ns.size <= 20
+        else [*range(10), *range(w.start_ns.size - 10, w.start_ns.size)]
+    )
+    rows = []
+    for i in show:
+        cats = " ".join(
+            f"{category_name(c)}:{int(n)}"
+            for c, n in zip(w.categories, w.category_counts[i], strict=True)
+            if c != 0 and n
+        )
+        rows.append(
+            [
+                format_ns(w.start_ns[i]),
+                f"{int(w.count[i]):,}",
+                format_ns(w.p50[i]),
+                format_ns(w.p99[i]),
+                format_ns(w.max[i]),
+                cats or "-",
+            ]
+        )
+    print(render(["start", "samples", "p50", "p99", "max", "outliers by category"], rows, "rrrrrl"))
+    if w.start_ns.size > 20:
+        print(f"({w.start_ns.size - 20} windows in between not shown; --json has them all)")
+    return 0
+
+
+def _describe_histogram(run: Run, args: argparse.Namespace) -> int:
+    """describe for an imported histogram: what needs no raw samples, and a word on the rest."""
+    summary = run.meta["summary"]["latency_ns"]
+    windows = run.meta["histogram"].get("windows", [])
+    missing = "outlier categories (stacked-z, GESD, Walsh) and windows by send time need raw samples"
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "id": run.id,
+                    "histogram_only": True,
+                    "summary_ns": summary,
+                    "intervals": windows,
+                    "not_available": missing,
+                },
+                indent=2,
+            )
+        )
+        return 0
+    print(f"run      {run.id}  (histogram-only import of {run.config.get('source')})")
+    keys = ["count", "min", "mean", "p50", "p90", "p99", "p99_9", "p99_99", "p99_999", "max", "std"]
+    print(render(keys, [[f"{summary['count']:,}", *(format_ns(summary[k]) for k in keys[1:])]], "r" * 11))
+    rows = histogram_interval_rows(run)
+    print(f"\nintervals of the log: {len(windows)}")
+    print(render(["start", "count", "p50", "p99", "max"], rows, "rrrrr"))
+    print(f"note: {missing}; this run has none", file=sys.stderr)
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from jitterlab.interop import export_run
+
+    run = _load(args.run, args)
+    out = Path(args.output or f"{run.id}.{args.format}")
+    try:
+        export_run(run, args.format, out, parse_duration_ns(args.window, "s"))
+    except OSError as e:
+        raise JitterlabError(f"cannot write {out}: {e.strerror or e}") from e
+    print(f"wrote {out}", file=sys.stderr)
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from jitterlab.interop import import_file
+
+    store = ResultsStore(args.store)
+    store.ensure_writable()
+    run = import_file(Path(args.file), store)
+    kind = "histogram-only run" if run.histogram_only else "run"
+    print(f"stored {run.id} ({kind}, {run.meta['summary']['latency_ns']['count']:,} values)", file=sys.stderr)
+    print(run.id)
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from jitterlab.doctor import run_checks
+
+    checks = run_checks(Path(args.root))
+    if args.json:
+        print(json.dumps([c.to_dict() for c in checks], indent=2))
+        return 0
+    marks = {"ok": "ok  ", "warn": "WARN", "info": "info"}
+    for c in checks:
+        print(f"[{marks[c.status]}] {c.name}: {c.finding}")
+        if c.fix and c.status != "ok":
+            print(f"       fix: {c.fix}")
+    warned = sum(c.status == "warn" for c in checks)
+    print(
+        f"\n{len(checks)} checks: {warned} warning(s). Every run stores these findings in run.json (doctor)."
+    )
+    return 0
+
+
+def cmd_hiccup(args: argparse.Namespace) -> int:
+    from jitterlab.hiccup import HiccupOptions, per_cpu_summary, run_hiccup
+
+    duration = parse_duration_ns(args.duration, "s")
+    if duration < 1_000_000:
+        raise JitterlabError("--duration must be at least 1ms")
+    if args.cpus != "all":
+        bench_mod.validate_pin(args.cpus)
+    threshold = 0 if args.threshold == "auto" else parse_duration_ns(args.threshold, "ns")
+    if args.policy not in ("other", "fifo", "rr"):
+        raise JitterlabError("--policy expects other, fifo or rr")
+    priority = args.priority or (bench_mod.DEFAULT_RT_PRIORITY if args.policy != "other" else 0)
+    options = HiccupOptions(
+        duration, args.cpus, threshold, args.auto_multiple, args.policy, priority, not args.no_mlock
     )
     store = ResultsStore(args.store)
     store.ensure_writable()
