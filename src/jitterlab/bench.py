@@ -7,11 +7,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from jitterlab import environment
 from jitterlab.errors import JitterlabError
 from jitterlab.native import native_techniques
 from jitterlab.native_run import NativeJob, run_native_job
+from jitterlab.stats import stacked_z_test
 from jitterlab.store import ResultsStore, Run
+from jitterlab.tracing import PerfTrace, attribution_block, tracing
 
 POLICIES = ("other", "fifo", "rr", "deadline")
 CAF_SCHEDULERS = ("stealing", "sharing", "detached")
@@ -40,6 +44,7 @@ class BenchPlan:
     caf_scheduler: str = "stealing"
     caf_threads: int = 0
     record: bool = True
+    trace: bool = False
 
     def points(self) -> list[tuple[str, int, str]]:
         out = []
@@ -154,6 +159,7 @@ def run_point(
     policy: str,
     warn: Callable[[str], None],
     extra_meta: dict[str, Any] | None = None,
+    trace: PerfTrace | dict[str, Any] | None = None,
 ) -> tuple[Run | None, bool]:
     """Run one configuration and store it. Returns (run or None, interrupted)."""
     label_policy = (
@@ -190,8 +196,43 @@ def run_point(
         label=f"{technique} ×{pairs} {label_policy}",
         total=plan.samples * (1 if technique == "c2c" else pairs),
         meta=extra_meta or {},
+        finish_meta=(lambda records, meta: spike_attribution(trace, records, meta))
+        if trace is not None
+        else None,
     )
     return run_native_job(store, job, warn)
+
+
+def spike_attribution(
+    trace: PerfTrace | dict[str, Any], records: np.ndarray, meta: dict[str, Any]
+) -> dict[str, Any]:
+    """Attribute the samples above the run's main cluster to traced events on the receiver's CPU.
+
+    Only pinned runs know that CPU; otherwise the block says so.
+    """
+    receivers = {p["pair"]: p["cpus"] for p in meta["obtained"]["placements"] if p["role"] == "receiver"}
+    if not receivers or any(len(cpus) != 1 for cpus in receivers.values()):
+        if not isinstance(trace, dict):
+            trace.stop()
+        return {
+            "attribution": {
+                "available": False,
+                "reason": "receivers were not pinned to one CPU each (use --pin "
+                "spread or a CPU list): a spike's CPU is unknown",
+            }
+        }
+    latency = records["t_recv_ns"] - records["t_send_ns"]
+    cut = stacked_z_test(latency).thresholds
+    spikes = latency > cut[0] if cut else np.zeros(latency.size, dtype=bool)
+    cpu_of_pair = np.zeros(int(records["pair"].max(initial=0)) + 1, dtype=np.int64)
+    for pair, cpus in receivers.items():
+        cpu_of_pair[pair] = cpus[0]
+    return attribution_block(
+        trace,
+        cpu_of_pair[records["pair"][spikes]],
+        records["t_send_ns"][spikes],
+        records["t_recv_ns"][spikes],
+    )
 
 
 def run_plan(
@@ -210,7 +251,8 @@ def run_plan(
 
     outcome = BenchOutcome([], False, [])
     for technique, pairs, policy in plan.points():
-        run, interrupted = run_point(store, plan, technique, pairs, policy, warn_once, extra_meta)
+        with tracing(plan.trace) as trace:
+            run, interrupted = run_point(store, plan, technique, pairs, policy, warn_once, extra_meta, trace)
         if run is not None:
             outcome.runs.append(run)
         else:

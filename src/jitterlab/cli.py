@@ -17,6 +17,7 @@ from jitterlab.errors import JitterlabError
 from jitterlab.load import parse_load, running_load
 from jitterlab.store import ResultsStore, Run, load_run
 from jitterlab.tables import histogram_interval_rows, render, table1
+from jitterlab.tracing import tracing
 from jitterlab.units import format_count, format_ns, parse_duration_ns
 
 EXIT_USAGE = 2
@@ -100,6 +101,11 @@ def _add_bench(sub: Any) -> None:
     )
     p.add_argument("--json", action="store_true", help="print the stored runs' summaries as JSON")
     p.add_argument("--report", metavar="FILE", help="end by writing the HTML report of the runs just made")
+    p.add_argument(
+        "--trace",
+        action="store_true",
+        help="record scheduler/IRQ events with perf; attribute spikes (pinned runs)",
+    )
     p.add_argument("--load", help="run stress-ng alongside: cpu, memory, io or mixed, optionally :WORKERS")
     p.add_argument(
         "--scenario",
@@ -150,6 +156,7 @@ def _bench_plan(args: argparse.Namespace) -> tuple[bench_mod.BenchPlan, list[str
         seed=args.seed,
         caf_scheduler=args.caf_scheduler,
         caf_threads=args.caf_threads,
+        trace=args.trace,
     )
     return plan, warnings
 
@@ -401,6 +408,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--priority", type=int, default=0, help="priority for fifo/rr (default 90)")
     p.add_argument("--no-mlock", action="store_true")
     p.add_argument("--load", help="run stress-ng alongside: cpu, memory, io or mixed, optionally :WORKERS")
+    p.add_argument(
+        "--trace", action="store_true", help="record scheduler/IRQ events with perf and attribute each hiccup"
+    )
     p.add_argument("--json", action="store_true")
     _store_option(p)
     p = sub.add_parser("import", help="store an HdrHistogram log (.hlog) or a CSV of samples as a run")
@@ -425,7 +435,7 @@ def cmd_describe(args: argparse.Namespace) -> int:
         raise JitterlabError("--window must be a positive duration such as 1s or 100ms")
     d = describe_run(run, args.test, width, baseline, args.two_sided, args.threshold, args.alpha)
     if args.json:
-        print(json.dumps(description_json(d), indent=2))
+        print(json.dumps(description_json(d) | {"attribution": run.meta.get("attribution")}, indent=2))
         return 0
     s = d.summary
     print(f"run      {run.id}  ({run.label}{', PARTIAL' if run.partial else ''})")
@@ -489,6 +499,7 @@ def cmd_describe(args: argparse.Namespace) -> int:
     print(render(["start", "samples", "p50", "p99", "max", "outliers by category"], rows, "rrrrrl"))
     if w.start_ns.size > 20:
         print(f"({w.start_ns.size - 20} windows in between not shown; --json has them all)")
+    print_attribution(run)
     return 0
 
 
@@ -565,6 +576,25 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return 0
 
 
+def print_attribution(run: Run) -> None:
+    """The spike-cause table of a traced run, or why there is none."""
+    block = run.meta.get("attribution")
+    if block is None:
+        return
+    if not block.get("available"):
+        print(f"spike attribution: unavailable ({block.get('reason')})", file=sys.stderr)
+        return
+    print(
+        f"\nspike causes (perf tracepoints on the spike's CPU; {block['attributed']:,} of {block['spikes']:,} "
+        "spikes overlap a guest event):"
+    )
+    rows = [
+        [c["cause"], f"{c['spikes']:,}", f"{c['share']:.1%}", format_ns(c["time_ns"])]
+        for c in block["causes"]
+    ]
+    print(render(["cause", "spikes", "share", "time in them"], rows, "lrrr"))
+
+
 def cmd_hiccup(args: argparse.Namespace) -> int:
     from jitterlab.hiccup import HiccupOptions, per_cpu_summary, run_hiccup
 
@@ -582,12 +612,13 @@ def cmd_hiccup(args: argparse.Namespace) -> int:
     )
     store = ResultsStore(args.store)
     store.ensure_writable()
-    with running_load(parse_load(args.load)) as load:
+    with running_load(parse_load(args.load)) as load, tracing(args.trace) as trace:
         run, interrupted = run_hiccup(
             store,
             options,
             lambda m: print(f"warning: {m}", file=sys.stderr),
             {"load": load} if load else None,
+            trace,
         )
     if run is None:
         return bench_mod.EXIT_INTERRUPTED if interrupted else 1
@@ -619,6 +650,7 @@ def cmd_hiccup(args: argparse.Namespace) -> int:
                 ["cpu", "interruptions", "per s", "time lost", "p50", "p99", "p99.9", "max"], table, "r" * 8
             )
         )
+        print_attribution(run)
     return bench_mod.EXIT_INTERRUPTED if interrupted else 0
 
 

@@ -17,6 +17,7 @@ import numpy as np
 from jitterlab.native_run import NativeJob, run_native_job
 from jitterlab.stats import summarize
 from jitterlab.store import ResultsStore, Run
+from jitterlab.tracing import PerfTrace, attribution_block
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,11 @@ class HiccupOptions:
     mlock: bool = True
 
 
-def hiccup_job(o: HiccupOptions, extra_meta: dict[str, Any] | None = None) -> NativeJob:
+def hiccup_job(
+    o: HiccupOptions,
+    extra_meta: dict[str, Any] | None = None,
+    trace: PerfTrace | dict[str, Any] | None = None,
+) -> NativeJob:
     args = [
         "--duration-ns",
         str(o.duration_ns),
@@ -87,6 +92,9 @@ def hiccup_job(o: HiccupOptions, extra_meta: dict[str, Any] | None = None) -> Na
         progress_unit="s",
         extra_meta=extra,
         meta=extra_meta or {},
+        finish_meta=lambda records, _: attribution_block(
+            trace, records["pair"], records["t_send_ns"], records["t_recv_ns"]
+        ),
     )
 
 
@@ -95,8 +103,9 @@ def run_hiccup(
     o: HiccupOptions,
     warn: Callable[[str], None],
     extra_meta: dict[str, Any] | None = None,
+    trace: PerfTrace | dict[str, Any] | None = None,
 ) -> tuple[Run | None, bool]:
-    return run_native_job(store, hiccup_job(o, extra_meta), warn)
+    return run_native_job(store, hiccup_job(o, extra_meta, trace), warn)
 
 
 def per_cpu_summary(run: Run) -> list[dict[str, Any]]:

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from jitterlab import environment
 from jitterlab._version import __version__, build_info
 from jitterlab.errors import JitterlabError
@@ -42,6 +44,9 @@ class NativeJob:
         None  # harness.json -> extra run.json blocks
     )
     meta: dict[str, Any] = field(default_factory=dict)  # further blocks (for example the load)
+    finish_meta: Callable[[np.ndarray, dict[str, Any]], dict[str, Any]] | None = (
+        None  # (records, meta) -> blocks
+    )
 
 
 def _run(argv: list[str], progress: ProgressBar) -> tuple[int, str, bool]:
@@ -153,6 +158,8 @@ def _execute(
     if job.extra_meta and harness:
         meta |= job.extra_meta(harness)
     meta |= job.meta
+    if job.finish_meta is not None:  # after the tool ended: for example stop tracing and attribute spikes
+        meta |= job.finish_meta(raw.records, meta)
     for leftover in (raw_path, harness_json, staging / "journal.bin"):
         leftover.unlink(missing_ok=True)
     return (staging, raw, meta), interrupted

@@ -194,6 +194,24 @@ def _category_table(d: RunDescription) -> str:
     return _table(["category", "range", "count", "share"], rows)
 
 
+def _attribution(run: Run) -> str:
+    """The spike-cause table of a traced run, or a line saying why there is none."""
+    block = run.meta.get("attribution")
+    if block is None:
+        return ""
+    if not block.get("available"):
+        return f"<div class='muted'>spike attribution unavailable: {_esc(block.get('reason'))}</div>"
+    rows = [
+        [_esc(c["cause"]), f"{c['spikes']:,}", f"{c['share']:.1%}", format_ns(c["time_ns"])]
+        for c in block["causes"]
+    ]
+    return (
+        f"<div class='muted'>spike causes: perf tracepoints on the spike's CPU during the spike "
+        f"({block['attributed']:,} of {block['spikes']:,} spikes overlap a guest event)</div>"
+        + _table(["cause", "spikes", "share", "time in them"], rows)
+    )
+
+
 def _run_section(d: RunDescription, anchor: str) -> str:
     run = d.run
     meta = run.meta
@@ -220,7 +238,7 @@ def _run_section(d: RunDescription, anchor: str) -> str:
     )
     return f"""<section class="card" id="{anchor}"><h3>{_esc(run.label)}</h3>
 <div class="muted">{"<br>".join(facts)}</div>{f"<ul class='muted'>{warnings}</ul>" if warnings else ""}
-{_summary_table(d)}<div class="muted">outlier categories ({_esc(d.test)}{baseline})</div>{_category_table(d)}
+{_summary_table(d)}{_attribution(run)}<div class="muted">outlier categories ({_esc(d.test)}{baseline})</div>{_category_table(d)}
 {run_figure(d)}</section>"""
 
 
