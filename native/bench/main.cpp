@@ -15,7 +15,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "../src/json.hpp"
+#include "../src/harness_json.hpp"
 #include "../src/tool_util.hpp"
 #include "harness.hpp"
 #include "jitterlab/clock.hpp"
@@ -152,13 +152,7 @@ std::string harness_json(const Options& o, const jl::RunState& state, const jl::
     j.field("spin_mode", state.spin_mode == jl::SpinMode::busy ? "busy" : "yield");
     j.field("spin_fallback_reason", state.spin_fallback_reason);
     if (c.technique == "caf") j.key("caf").begin_object().field("scheduler", c.caf_scheduler).field("threads", c.caf_threads).end_object();
-    j.key("placements").begin_array();
-    for (const auto& p : state.placements()) {
-        j.begin_object().field("role", p.role).field("pair", p.pair).field("policy", p.policy).field("priority", p.priority);
-        j.key("cpus").values(p.cpus);
-        j.field("policy_error", p.policy_error).field("affinity_error", p.affinity_error).end_object();
-    }
-    j.end_array();
+    jl::write_placements(j, state.placements());
     j.key("warnings").begin_array();
     for (const auto& w : state.warnings()) j.value(w);
     j.end_array();
@@ -169,8 +163,7 @@ std::string harness_json(const Options& o, const jl::RunState& state, const jl::
     j.field("samples_recorded", state.recorded_total());
     j.field("started_realtime_ns", timing.started_realtime_ns).field("t_start_ns", timing.t_start_ns).field("t_end_ns", timing.t_end_ns);
     j.key("floor").begin_object();
-    j.key("clock_overhead_ns").begin_object().field("reads", clock.reads).field("min", clock.min_ns).field("median", clock.median_ns)
-        .field("mean", clock.mean_ns).field("p99", clock.p99_ns).end_object();
+    jl::write_clock_overhead(j, clock);
     j.key("c2c_one_way_ns").begin_object().field("measured", c2c.measured).field("skipped_reason", c2c.skipped_reason)
         .field("cpu_a", c2c.cpu_a).field("cpu_b", c2c.cpu_b).field("round_trips", c2c.round_trips)
         .field("min", c2c.one_way_min_ns).field("median", c2c.one_way_median_ns).field("p99", c2c.one_way_p99_ns).end_object();

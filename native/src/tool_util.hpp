@@ -11,6 +11,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "jitterlab/sched.hpp"
+
 namespace jitterlab::tool {
 
 inline constexpr int kUsageError = 2;
@@ -46,6 +48,57 @@ inline std::int64_t parse_int(const char* tool, const std::string& flag, const s
         usage_error(tool, flag + " expects an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got '" +
                               text + "'");
     }
+}
+
+/// Walks argv: `next()` gives each flag, `value()` its argument, `integer()` a checked number.
+class ArgReader {
+public:
+    ArgReader(const char* tool, int argc, char** argv) : tool_(tool), argc_(argc), argv_(argv) {}
+    bool next() {
+        if (++i_ >= argc_) return false;
+        flag_ = argv_[i_];
+        return true;
+    }
+    const std::string& flag() const { return flag_; }
+    std::string value() {
+        if (i_ + 1 >= argc_) usage_error(tool_, flag_ + " needs a value");
+        return argv_[++i_];
+    }
+    std::int64_t integer(std::int64_t lo, std::int64_t hi) { return parse_int(tool_, flag_, value(), lo, hi); }
+
+private:
+    const char* tool_;
+    int argc_;
+    char** argv_;
+    int i_ = 0;
+    std::string flag_;
+};
+
+/// The flags every measuring tool shares: --policy other|fifo|rr, --priority, --no-mlock,
+/// --out. Returns false when `flag` is none of them; `value` reads the flag's argument.
+template <typename ValueFn>
+bool parse_common_flag(const char* tool, const std::string& flag, ValueFn&& value, PolicyRequest& policy, bool& mlock,
+                       std::string& out_dir) {
+    if (flag == "--policy") {
+        const std::string v = value();
+        if (!parse_policy(v, policy.policy) || policy.policy == Policy::deadline)
+            usage_error(tool, "--policy expects other, fifo or rr");
+    } else if (flag == "--priority") {
+        policy.priority = static_cast<int>(parse_int(tool, flag, value(), 1, 99));
+    } else if (flag == "--no-mlock") {
+        mlock = false;
+    } else if (flag == "--out") {
+        out_dir = value();
+    } else {
+        return false;
+    }
+    return true;
+}
+
+/// A real-time policy needs a priority.
+inline void check_policy(const char* tool, const PolicyRequest& policy) {
+    if (policy.policy != Policy::other && policy.priority < 1)
+        usage_error(tool, "--policy fifo/rr needs --priority between 1 and 99");
 }
 
 /// Writes `text` to `path` through a temporary file and a rename.

@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "../src/json.hpp"
+#include "../src/harness_json.hpp"
 #include "../src/tool_util.hpp"
 #include "jitterlab/barrier.hpp"
 #include "jitterlab/clock.hpp"
@@ -69,13 +69,11 @@ std::int64_t smallest_gap(std::int64_t span_ns) {
 
 Options parse(int argc, char** argv) {
     Options o;
-    for (int i = 1; i < argc; ++i) {
-        const std::string flag = argv[i];
-        auto value = [&]() -> std::string {
-            if (i + 1 >= argc) jl::tool::usage_error(kTool, flag + " needs a value");
-            return argv[++i];
-        };
-        auto integer = [&](std::int64_t lo, std::int64_t hi) { return jl::tool::parse_int(kTool, flag, value(), lo, hi); };
+    jl::tool::ArgReader args(kTool, argc, argv);
+    auto value = [&] { return args.value(); };
+    auto integer = [&](std::int64_t lo, std::int64_t hi) { return args.integer(lo, hi); };
+    while (args.next()) {
+        const std::string& flag = args.flag();
         if (flag == "--duration-ns") o.duration_ns = integer(1'000'000, 86'400'000'000'000LL);
         else if (flag == "--cpus") {
             const std::string list = value();
@@ -89,17 +87,10 @@ Options parse(int argc, char** argv) {
         } else if (flag == "--threshold-ns") o.threshold_ns = integer(0, 1'000'000'000'000LL);
         else if (flag == "--auto-multiple") o.auto_multiple = integer(2, 1'000'000);
         else if (flag == "--max-gaps") o.max_gaps = integer(1, 1LL << 30);
-        else if (flag == "--policy") {
-            const std::string v = value();
-            if (!jl::parse_policy(v, o.policy.policy) || o.policy.policy == jl::Policy::deadline)
-                jl::tool::usage_error(kTool, "--policy expects other, fifo or rr");
-        } else if (flag == "--priority") o.policy.priority = static_cast<int>(integer(1, 99));
-        else if (flag == "--no-mlock") o.mlock = false;
-        else if (flag == "--out") o.out_dir = value();
-        else jl::tool::usage_error(kTool, "unknown option '" + flag + "'");
+        else if (!jl::tool::parse_common_flag(kTool, flag, value, o.policy, o.mlock, o.out_dir))
+            jl::tool::usage_error(kTool, "unknown option '" + flag + "'");
     }
-    if (o.policy.policy != jl::Policy::other && o.policy.priority < 1)
-        jl::tool::usage_error(kTool, "--policy fifo/rr needs --priority between 1 and 99");
+    jl::tool::check_policy(kTool, o.policy);
     return o;
 }
 
@@ -222,14 +213,9 @@ int main(int argc, char** argv) {
         j.field("t_begin_ns", m->t_begin).field("t_end_ns", m->t_end).end_object();
     }
     j.end_array();
-    j.key("placements").begin_array();
-    for (const auto& m : meters) {
-        const auto& p = m->placement;
-        j.begin_object().field("role", p.role).field("pair", p.pair).field("policy", p.policy).field("priority", p.priority);
-        j.key("cpus").values(p.cpus);
-        j.field("policy_error", p.policy_error).field("affinity_error", p.affinity_error).end_object();
-    }
-    j.end_array();
+    std::vector<jl::ThreadPlacement> placements;
+    for (const auto& m : meters) placements.push_back(m->placement);
+    jl::write_placements(j, placements);
     j.key("warnings").begin_array();
     for (const auto& m : meters) {
         if (!m->placement.policy_error.empty())
@@ -242,8 +228,7 @@ int main(int argc, char** argv) {
     j.field("partial_reason", interrupted ? std::string("interrupted by ") + jl::tool::signal_name() : std::string());
     j.field("started_realtime_ns", started_realtime).field("t_start_ns", t_start.load()).field("t_end_ns", jl::now_ns());
     j.key("floor").begin_object();
-    j.key("clock_overhead_ns").begin_object().field("reads", clock.reads).field("min", clock.min_ns).field("median", clock.median_ns)
-        .field("mean", clock.mean_ns).field("p99", clock.p99_ns).end_object();
+    jl::write_clock_overhead(j, clock);
     j.end_object();
     j.end_object();
     jl::tool::write_file_atomically(o.out_dir + "/harness.json", j.str());

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jitterlab.environment import cmdline_value, parse_cpu_list, read_text
+from jitterlab.environment import isolation, parse_cpu_list, read_text
 
 CAP_IPC_LOCK = 14
 CAP_SYS_NICE = 23
@@ -124,16 +124,7 @@ def check_smt(root: Path) -> Check:
 
 
 def check_isolation(root: Path) -> Check:
-    cmdline = read_text(root, "/proc/cmdline") or ""
-    evidence = {
-        "isolcpus": read_text(root, "/sys/devices/system/cpu/isolated")
-        or cmdline_value(cmdline, "isolcpus")
-        or "",
-        "nohz_full": read_text(root, "/sys/devices/system/cpu/nohz_full")
-        or cmdline_value(cmdline, "nohz_full")
-        or "",
-        "rcu_nocbs": cmdline_value(cmdline, "rcu_nocbs") or "",
-    }
+    evidence = isolation(root)
     if evidence["isolcpus"] and evidence["nohz_full"] and evidence["rcu_nocbs"]:
         return Check(
             "cpu isolation",

@@ -110,10 +110,23 @@ def git_commit(directory: Path) -> str | None:
     return commit + ("-dirty" if dirty else "")
 
 
+def isolation(root: Path) -> dict[str, str]:
+    """isolcpus, nohz_full and rcu_nocbs: what the kernel reports, else the command line."""
+    cmdline = read_text(root, "/proc/cmdline") or ""
+    return {
+        "isolcpus": read_text(root, "/sys/devices/system/cpu/isolated")
+        or cmdline_value(cmdline, "isolcpus")
+        or "",
+        "nohz_full": read_text(root, "/sys/devices/system/cpu/nohz_full")
+        or cmdline_value(cmdline, "nohz_full")
+        or "",
+        "rcu_nocbs": cmdline_value(cmdline, "rcu_nocbs") or "",
+    }
+
+
 def collect(root: Path = Path("/")) -> dict[str, Any]:
     """The environment block stored in every run's metadata."""
     uname = platform.uname()
-    cmdline = read_text(root, "/proc/cmdline") or ""
     kernel_version = f"{uname.release} {uname.version}"
     return {
         "host": socket.gethostname(),
@@ -126,12 +139,7 @@ def collect(root: Path = Path("/")) -> dict[str, Any]:
         "preempt_rt": is_preempt_rt(root, kernel_version),
         "clocksource": read_text(root, "/sys/devices/system/clocksource/clocksource0/current_clocksource"),
         "governors": governors(root),
-        "isolcpus": read_text(root, "/sys/devices/system/cpu/isolated")
-        or cmdline_value(cmdline, "isolcpus")
-        or "",
-        "nohz_full": read_text(root, "/sys/devices/system/cpu/nohz_full")
-        or cmdline_value(cmdline, "nohz_full")
-        or "",
+        **isolation(root),
         "virtualization": virtualization(root),
         "sched_rt_runtime_us": read_text(root, "/proc/sys/kernel/sched_rt_runtime_us"),
         "python": platform.python_version(),

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from jitterlab.native_run import NativeJob, run_native_job
+from jitterlab.native_run import NativeJob, policy_args, run_native_job
 from jitterlab.stats import summarize
 from jitterlab.store import ResultsStore, Run
 from jitterlab.tracing import PerfTrace, attribution_block
@@ -45,13 +45,8 @@ def hiccup_job(
         str(o.threshold_ns),
         "--auto-multiple",
         str(o.auto_multiple),
-        "--policy",
-        o.policy,
+        *policy_args(o.policy, o.priority, o.mlock),
     ]
-    if o.policy in ("fifo", "rr"):
-        args += ["--priority", str(o.priority)]
-    if not o.mlock:
-        args.append("--no-mlock")
     config = {
         "runtime": "native",
         "technique": "hiccup",

@@ -49,6 +49,16 @@ class NativeJob:
     )
 
 
+def policy_args(policy: str, priority: int, mlock: bool) -> list[str]:
+    """The --policy/--priority/--no-mlock arguments every measuring tool takes."""
+    args = ["--policy", policy]
+    if policy in ("fifo", "rr"):
+        args += ["--priority", str(priority)]
+    if not mlock:
+        args.append("--no-mlock")
+    return args
+
+
 def _run(argv: list[str], progress: ProgressBar) -> tuple[int, str, bool]:
     """Run the tool, feeding the progress bar. Returns (exit code, stderr, interrupted)."""
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from jitterlab.native_run import NativeJob, run_native_series
+from jitterlab.native_run import NativeJob, policy_args, run_native_series
 from jitterlab.stats.summary import percentiles
 from jitterlab.store import ResultsStore, Run
 from jitterlab.units import format_ns
@@ -57,13 +57,8 @@ def run_pipeline(
         str(o.pin_accumulator),
         "--pin-journaller",
         str(o.pin_journaller),
-        "--policy",
-        o.policy,
+        *policy_args(o.policy, o.priority, o.mlock),
     ]
-    if o.policy in ("fifo", "rr"):
-        args += ["--priority", str(o.priority)]
-    if not o.mlock:
-        args.append("--no-mlock")
     config = {
         "runtime": "native",
         "technique": "pipeline",
