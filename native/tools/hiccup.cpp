@@ -171,7 +171,8 @@ int main(int argc, char** argv) {
         });
     }
     while (true) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        // The meter's own main thread interrupts a measuring CPU when it wakes: once a second.
+        std::this_thread::sleep_for(std::chrono::seconds(1));
         const std::int64_t t0 = t_start.load();
         const std::int64_t elapsed = t0 == 0 ? 0 : jl::now_ns() - t0;
         std::printf("progress %lld %lld\n", static_cast<long long>(std::min(elapsed, o.duration_ns)),
