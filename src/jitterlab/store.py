@@ -79,7 +79,8 @@ class Run:
     def label(self) -> str:
         """Short human name: technique, pairs and policy."""
         c = self.config
-        return f"{c.get('technique', '?')} ×{c.get('pairs', '?')} {self.policy_label}"
+        what = f"{c['technique']}/{c['series']}" if c.get("series") else str(c.get("technique", "?"))
+        return f"{what} ×{c.get('pairs', '?')} {self.policy_label}"
 
     @property
     def histogram_only(self) -> bool:
