@@ -202,3 +202,10 @@ def test_hiccup_with_tracing_attributes_every_spike(store: Path) -> None:
     assert block["available"] and block["spikes"] == run.latency_ns.size
     assert sum(c["spikes"] for c in block["causes"]) >= block["spikes"]  # a spike can have several causes
     assert "spike causes" in result.stdout
+
+
+def test_isolation_fix_names_the_upper_half_of_the_cpus() -> None:
+    laptop = {c.name: c for c in run_checks(FIXTURES / "laptop-powersave")}["cpu isolation"]
+    assert "isolcpus=4-7 " in laptop.fix
+    vm = {c.name: c for c in run_checks(FIXTURES / "kvm-vm")}["cpu isolation"]
+    assert "isolcpus=1 " in vm.fix

@@ -133,7 +133,7 @@ def check_isolation(root: Path) -> Check:
             evidence=evidence,
         )
     n = _cpu_count(root)
-    spare = f"{n // 2}-{n - 1}" if n > 1 else "0"
+    spare = f"{n // 2}-{n - 1}" if n // 2 < n - 1 else str(n - 1)  # the upper half of the CPUs
     missing = [k for k, v in evidence.items() if not v]
     return Check(
         "cpu isolation",
