@@ -159,15 +159,17 @@ class PerfTrace:
         self.tracepoints = [*TRACEPOINTS, *available_tracepoints(OPTIONAL_TRACEPOINTS)]
         for tp in self.tracepoints:
             args += ["-e", tp]
-        self.proc = subprocess.Popen(
-            args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
-        )
+        # perf's messages go to a file: a pipe nobody reads while it records could fill and stall it
+        self.log = Path(self.dir.name) / "perf.log"
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
         time.sleep(0.5)  # perf sets up its buffers before the measurement starts
         self.error = ""
         if self.proc.poll() is not None:
+            message = self.log.read_text(errors="replace").strip()
             self.error = (
-                self.proc.stderr.read().decode(errors="replace").strip() if self.proc.stderr else ""
-            ) or (f"perf record exited with {self.proc.returncode}")
+                message.splitlines()[-1] if message else f"perf record exited with {self.proc.returncode}"
+            )
 
     def stop(self) -> TraceEvents | None:
         """Stop recording and read the events (None when perf failed)."""
