@@ -25,8 +25,17 @@ def statuses(tree: str) -> dict[str, str]:
 
 def test_doctor_on_a_laptop_in_powersave() -> None:
     s = statuses("laptop-powersave")
-    for name in ("cpu frequency", "idle states", "smt", "irq affinity", "transparent huge pages", "swap",
-                 "rt throttling", "sched_fifo permission", "mlock permission"):  # fmt: skip
+    for name in (
+        "cpu frequency",
+        "idle states",
+        "smt",
+        "irq affinity",
+        "transparent huge pages",
+        "swap",
+        "rt throttling",
+        "sched_fifo permission",
+        "mlock permission",
+    ):
         assert s[name] == "warn", name
     assert s["virtualization"] == "ok"
     assert s["preempt_rt"] == "info"
@@ -34,8 +43,19 @@ def test_doctor_on_a_laptop_in_powersave() -> None:
 
 def test_doctor_on_an_rt_kernel() -> None:
     s = statuses("rt-kernel")
-    for name in ("cpu frequency", "idle states", "smt", "cpu isolation", "transparent huge pages", "swap", "preempt_rt",
-                 "clocksource", "sched_fifo permission", "mlock permission", "virtualization"):  # fmt: skip
+    for name in (
+        "cpu frequency",
+        "idle states",
+        "smt",
+        "cpu isolation",
+        "transparent huge pages",
+        "swap",
+        "preempt_rt",
+        "clocksource",
+        "sched_fifo permission",
+        "mlock permission",
+        "virtualization",
+    ):
         assert s[name] == "ok", name
     assert s["rt throttling"] == "info"  # switched off: said, with its risk
 

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+import numpy as np
+
 from jitterlab import bench as bench_mod
 from jitterlab._version import __version__
 from jitterlab.errors import JitterlabError
@@ -413,6 +415,43 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", action="store_true")
     _store_option(p)
+    p = sub.add_parser("model", help="latency models: build from a run, design from parameters, show, sample")
+    models = p.add_subparsers(dest="model_command", required=True, parser_class=_Parser)
+    q = models.add_parser("build", help="a model from a measured run (stacked z-test categories)")
+    q.add_argument("run")
+    q.add_argument("-o", "--output", required=True)
+    q.add_argument(
+        "--points", type=int, default=256, help="points of each sampled quantile function (default 256)"
+    )
+    q.add_argument(
+        "--kde", action="store_true", help="smooth each distribution with a log-space Gaussian KDE"
+    )
+    q.add_argument(
+        "--min-category", type=int, default=2, help="leave out categories with fewer spikes (default 2)"
+    )
+    q.add_argument(
+        "--scale", type=float, default=1.0, help="multiply spike durations (a more pathogenic system)"
+    )
+    _store_option(q)
+    q = models.add_parser("make", help="a model from parameters, for designing conditions without a run")
+    q.add_argument("-o", "--output", required=True)
+    q.add_argument("--constant", help="constant delay, e.g. 20ms")
+    q.add_argument("--normal", help="MEAN,SD, e.g. 20ms,2ms (clipped at 0)")
+    q.add_argument("--uniform", help="LOW,HIGH, e.g. 10ms,30ms")
+    q.add_argument("--sine", help="MEAN,AMPLITUDE,PERIOD, e.g. 50ms,20ms,1s (St. Pierre et al.)")
+    q.add_argument(
+        "--spikes", action="append", help="DURATION@RATE_HZ Poisson spikes, e.g. 40ms@0.5 (repeatable)"
+    )
+    q.add_argument("--points", type=int, default=256)
+    q = models.add_parser("show", help="categories, rates and quantiles of a model")
+    q.add_argument("model")
+    q.add_argument("--json", action="store_true")
+    q = models.add_parser("sample", help="seeded per-item delays (ns, one a line) the injector would add")
+    q.add_argument("model")
+    q.add_argument("-n", type=int, default=1000, help="items (default 1000)")
+    q.add_argument("--rate", type=float, default=1000.0, help="item arrival rate in Hz (default 1000)")
+    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--reorder", action="store_true", help="independent delays instead of the in-order queue")
     p = sub.add_parser("import", help="store an HdrHistogram log (.hlog) or a CSV of samples as a run")
     p.add_argument("file")
     _store_option(p)
@@ -654,6 +693,101 @@ def cmd_hiccup(args: argparse.Namespace) -> int:
     return bench_mod.EXIT_INTERRUPTED if interrupted else 0
 
 
+def _durations(text: str, count: int, flag: str) -> tuple[float, ...]:
+    parts = [p for p in text.split(",") if p.strip()]
+    if len(parts) != count:
+        raise JitterlabError(f"{flag} expects {count} comma-separated durations, got '{text}'")
+    return tuple(float(parse_duration_ns(p.strip(), "ms")) for p in parts)
+
+
+def _spike(text: str) -> tuple[float, float]:
+    duration, _, rate = text.partition("@")
+    try:
+        return float(parse_duration_ns(duration, "ms")), float(rate)
+    except ValueError:
+        raise JitterlabError(f"--spikes expects DURATION@RATE_HZ such as 20ms@0.5, got '{text}'") from None
+
+
+def cmd_model(args: argparse.Namespace) -> int:
+    from jitterlab import model as m
+    from jitterlab.fileio import atomic_write_json
+
+    if args.model_command in ("build", "make"):
+        if args.points < 2:
+            raise JitterlabError("--points must be at least 2")
+        if args.model_command == "build":
+            if args.scale <= 0:
+                raise JitterlabError("--scale must be positive")
+            built = m.build_model(_load(args.run, args), args.points, args.kde, args.min_category, args.scale)
+        else:
+            built = m.parametric_model(
+                constant_ns=parse_duration_ns(args.constant, "ms") if args.constant else None,
+                normal=_durations(args.normal, 2, "--normal") if args.normal else None,  # type: ignore[arg-type]
+                uniform=_durations(args.uniform, 2, "--uniform") if args.uniform else None,  # type: ignore[arg-type]
+                sine=_durations(args.sine, 3, "--sine") if args.sine else None,  # type: ignore[arg-type]
+                spikes=[_spike(x) for x in args.spikes or []],
+                points=args.points,
+            )
+        out = Path(args.output)
+        try:
+            atomic_write_json(out, m.model_to_json(built))
+        except OSError as e:
+            raise JitterlabError(f"cannot write {out}: {e.strerror or e}") from e
+        print(f"wrote {out}: {len(built.categories)} spike categories", file=sys.stderr)
+        return 0
+    loaded = m.load_model(Path(args.model))
+    if args.model_command == "show":
+        if args.json:
+            print(json.dumps(m.model_to_json(loaded), indent=2))
+            return 0
+        if loaded.sine is not None:
+            mean, amplitude, period = loaded.sine
+            print(
+                f"base: sine, mean {format_ns(mean)}, amplitude {format_ns(amplitude)}, period {format_ns(period)}"
+            )
+        else:
+            assert loaded.base is not None
+            q = loaded.base.values
+            print(
+                f"base: {q.size} quantiles, min {format_ns(q[0])}, median {format_ns(float(np.median(q)))}, "
+                f"max {format_ns(q[-1])}"
+            )
+        rows = []
+        for c in loaded.categories:
+            d, g = c.duration.values, c.interarrival.values
+            rows.append(
+                [
+                    c.index,
+                    f"{c.rate_hz:.3g}",
+                    format_ns(float(np.median(d))),
+                    format_ns(d[-1]),
+                    format_ns(float(np.median(g))),
+                    f"{c.count:,}",
+                ]
+            )
+        print(
+            render(
+                ["category", "rate (Hz)", "duration p50", "duration max", "inter-arrival p50", "spikes"],
+                rows,
+                "rrrrrr",
+            )
+        )
+        source = loaded.source
+        if "run" in source:
+            print(
+                f"built from run {source['run']} ({source.get('label')}), scale {source.get('scale')}, "
+                f"kde {source.get('kde')}",
+                file=sys.stderr,
+            )
+        return 0
+    if args.n < 1 or args.rate <= 0:
+        raise JitterlabError("sample needs -n ≥ 1 and --rate > 0")
+    arrivals = np.arange(args.n) * (1e9 / args.rate)
+    for delay in m.simulate_delays(loaded, arrivals, args.seed, args.reorder):
+        print(round(delay))
+    return 0
+
+
 def write_report(runs: list[Run], out: Path, title: str) -> None:
     from jitterlab.fileio import atomic_write_bytes
     from jitterlab.report import build_report
@@ -754,6 +888,7 @@ COMMANDS = {
     "import": cmd_import,
     "doctor": cmd_doctor,
     "hiccup": cmd_hiccup,
+    "model": cmd_model,
 }
 
 
