@@ -26,8 +26,8 @@ enum class WaitMode { block, spin, yield };
 /// - `arrive()` counts the caller in and returns at once (receivers use it after
 ///   recording, so that they are back in `receive()` before the next round starts).
 ///
-/// The last arrival of a round decides, once, whether the run goes on (stop requested
-/// or not) and publishes that to every waiter, so all threads agree.
+/// The last arrival of a round reads the stop flag once and publishes the answer to every
+/// waiter, so all threads agree on whether the run goes on.
 class RoundBarrier {
 public:
     /// `external_stop`, when given, is read at every round completion (the harness's
@@ -38,9 +38,6 @@ public:
 
     RoundBarrier(const RoundBarrier&) = delete;
     RoundBarrier& operator=(const RoundBarrier&) = delete;
-
-    /// Stop every thread at the next round completion.
-    void request_stop() noexcept { stop_.store(true, std::memory_order_relaxed); }
 
     /// Counts the caller in without waiting. Returns the round it arrived in.
     std::uint32_t arrive() noexcept {
@@ -74,15 +71,12 @@ public:
         return !stopped_.load(std::memory_order_acquire);
     }
 
-    /// Whether the last completed round decided to stop.
-    bool stopped() const noexcept { return stopped_.load(std::memory_order_acquire); }
-
 private:
     bool passed(std::uint32_t round) const noexcept { return round_.load(std::memory_order_acquire) != round; }
 
     void complete_round(std::uint32_t round) noexcept {
-        const bool external = external_stop_ != nullptr && external_stop_->load(std::memory_order_relaxed);
-        if (external || stop_.load(std::memory_order_relaxed)) stopped_.store(true, std::memory_order_release);
+        if (external_stop_ != nullptr && external_stop_->load(std::memory_order_relaxed))
+            stopped_.store(true, std::memory_order_release);
         remaining_.store(participants_, std::memory_order_relaxed);
         round_.store(round + 1, std::memory_order_seq_cst);
         if (sleepers_.load(std::memory_order_seq_cst) > 0) futex(FUTEX_WAKE_PRIVATE, INT_MAX);
@@ -99,7 +93,6 @@ private:
     alignas(64) std::atomic<std::uint32_t> remaining_;
     alignas(64) std::atomic<std::uint32_t> round_{0};
     std::atomic<std::uint32_t> sleepers_{0};
-    std::atomic<bool> stop_{false};
     std::atomic<bool> stopped_{false};
 };
 
