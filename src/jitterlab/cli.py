@@ -452,6 +452,40 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--rate", type=float, default=1000.0, help="item arrival rate in Hz (default 1000)")
     q.add_argument("--seed", type=int, default=0)
     q.add_argument("--reorder", action="store_true", help="independent delays instead of the in-order queue")
+    p = sub.add_parser(
+        "inject",
+        help="delay a live UDP/TCP stream with a model (proxy), or 'inject validate' the proxy against it",
+    )
+    p.add_argument(
+        "action", nargs="?", choices=("validate",), help="validate: measure the proxy against the model"
+    )
+    p.add_argument("--model", help="latency model file (jitterlab model build/make)")
+    p.add_argument("--zero", action="store_true", help="proxy: no model, a pass-through stage")
+    p.add_argument("--listen", help="proxy: [HOST:]PORT to receive on (a bare PORT binds 127.0.0.1)")
+    p.add_argument("--forward", help="proxy: HOST:PORT to forward to")
+    p.add_argument(
+        "--tcp", action="store_true", help="proxy: one TCP stream at a time instead of UDP datagrams"
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of the injector's draws (default 0)")
+    p.add_argument("--reorder", action="store_true", help="independent delays instead of the in-order queue")
+    p.add_argument(
+        "--busy-poll", action="store_true", help="never sleep: µs-accurate for µs-scale models, costs a core"
+    )
+    p.add_argument(
+        "--queue-limit", type=_positive_int, default=65_536, help="proxy: most items held (default 65536)"
+    )
+    p.add_argument(
+        "--stats-interval", default="10s", help="proxy: print statistics this often (0: only at exit)"
+    )
+    p.add_argument("--duration", default="0", help="proxy: stop after this long (default: until Ctrl-C)")
+    p.add_argument("--count", type=_positive_int, default=10_000, help="validate: datagrams per setting")
+    p.add_argument(
+        "--rate", type=_positive_int, default=1_000, help="validate: datagrams per second (default 1000)"
+    )
+    p.add_argument("--size", type=_positive_int, default=64, help="validate: datagram bytes (default 64)")
+    p.add_argument("--report", help="validate: write an HTML report with the QQ plots here")
+    p.add_argument("--json", action="store_true")
+    _store_option(p)
     p = sub.add_parser("import", help="store an HdrHistogram log (.hlog) or a CSV of samples as a run")
     p.add_argument("file")
     _store_option(p)
@@ -788,6 +822,98 @@ def cmd_model(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_inject(args: argparse.Namespace) -> int:
+    from jitterlab import inject
+    from jitterlab.model import load_model
+
+    if args.model is None and not args.zero:
+        raise JitterlabError("inject needs --model FILE (or --zero for a pass-through proxy)")
+    if args.model is not None:
+        load_model(Path(args.model))  # a bad model is a one-line error before anything starts
+    if args.seed < 0:
+        raise JitterlabError("--seed must be ≥ 0")
+    if args.action == "validate":
+        return _inject_validate(args)
+    if not args.listen or not args.forward:
+        raise JitterlabError("inject needs --listen [HOST:]PORT and --forward HOST:PORT")
+    extra = ["--queue-limit", str(args.queue_limit)] + (["--busy-poll"] if args.busy_poll else [])
+    extra += ["--stats-interval", str(round(parse_duration_ns(args.stats_interval, "s") / 1e9))]
+    extra += ["--duration", str(round(parse_duration_ns(args.duration, "s") / 1e9))]
+    argv = inject.proxy_argv(
+        Path(args.model) if args.model else None,
+        args.listen,
+        args.forward,
+        args.tcp,
+        args.seed,
+        args.reorder,
+        extra,
+    )
+    import subprocess
+
+    proc = subprocess.Popen(argv)  # Ctrl-C reaches it too (same process group); it prints its summary
+    while True:
+        try:
+            return proc.wait()
+        except KeyboardInterrupt:
+            continue
+
+
+def _inject_validate(args: argparse.Namespace) -> int:
+    from jitterlab import inject
+    from jitterlab.fileio import atomic_write_bytes
+    from jitterlab.report import build_report
+
+    if args.model is None:
+        raise JitterlabError("inject validate needs --model FILE")
+    store = ResultsStore(args.store)
+    store.ensure_writable()
+    options = inject.ValidateOptions(
+        Path(args.model), args.count, args.rate, args.size, args.seed, args.reorder, args.busy_poll
+    )
+    results, v = inject.validate(store, options, lambda m: print(f"warning: {m}", file=sys.stderr))
+    if args.json:
+        doc = {
+            "runs": {k: r.run.id for k, r in results.items()},
+            "injected_runs": {k: r.injected.id for k, r in results.items() if r.injected},
+            "ks_injected": v.ks,
+            "ks_end_to_end": v.ks_end_to_end,
+            "quantile_error_ns": v.quantile_error_ns,
+            "proxy": {k: r.proxy_stats for k, r in results.items() if r.proxy_stats},
+        }
+        print(json.dumps(doc, indent=2))
+    else:
+        rows = []
+        for setting, r in results.items():
+            x = r.run.latency_ns
+            rows.append(
+                [
+                    setting,
+                    r.run.id,
+                    f"{x.size:,}",
+                    format_ns(float(np.median(x))),
+                    format_ns(float(np.percentile(x, 99))),
+                    format_ns(float(x.max())),
+                ]
+            )
+        print(render(["setting", "run", "datagrams", "p50", "p99", "max"], rows, "llrrrr"))
+        errors = ", ".join(f"{k} {format_ns(e)}" for k, e in v.quantile_error_ns.items())
+        print(f"KS distance, injected delay (proxy's record) vs the model: {v.ks:.4f}; error {errors}")
+        print(f"KS distance end to end, vs the model + the pass-through floor: {v.ks_end_to_end:.4f}")
+    if args.report:
+        out = Path(args.report)
+        page = build_report(
+            [r.run for r in results.values()],
+            "jitterlab injection validation",
+            inject.validation_html(results, v, Path(args.model)),
+        )
+        try:
+            atomic_write_bytes(out, page.encode())
+        except OSError as e:
+            raise JitterlabError(f"cannot write {out}: {e.strerror or e}") from e
+        print(f"wrote {out}", file=sys.stderr)
+    return 0
+
+
 def write_report(runs: list[Run], out: Path, title: str) -> None:
     from jitterlab.fileio import atomic_write_bytes
     from jitterlab.report import build_report
@@ -889,6 +1015,7 @@ COMMANDS = {
     "doctor": cmd_doctor,
     "hiccup": cmd_hiccup,
     "model": cmd_model,
+    "inject": cmd_inject,
 }
 
 

@@ -198,29 +198,41 @@ def parametric_model(
     return model
 
 
+class ReferenceSchedule:
+    """The reference availability queue, one item at a time (see module docs): call
+    ``available_at`` with each item's arrival time, in arrival order."""
+
+    def __init__(self, model: LatencyModel, seed: int = 0, reorder: bool = False) -> None:
+        self.model = model
+        self.rng = np.random.default_rng(seed)
+        self.reorder = reorder
+        self.next_spike: list[float] | None = None
+        self.previous = -math.inf
+
+    def available_at(self, now: float) -> float:
+        if self.next_spike is None:  # the first spike of each category: one drawn gap after the first item
+            self.next_spike = [now + float(c.interarrival.draw(self.rng)) for c in self.model.categories]
+        delay = self.model.base_delay(now, self.rng)
+        for k, category in enumerate(self.model.categories):
+            if now >= self.next_spike[k]:
+                delay += float(category.duration.draw(self.rng))
+                self.next_spike[k] = now + float(category.interarrival.draw(self.rng))
+        available = now + delay
+        if not self.reorder:
+            available = max(
+                available, self.previous
+            )  # in-order drain: a spike holds back what queues behind it
+        self.previous = available
+        return available
+
+
 def simulate_delays(
     model: LatencyModel, arrivals_ns: npt.ArrayLike, seed: int = 0, reorder: bool = False
 ) -> np.ndarray:
     """Delay the injector adds to each item arriving at ``arrivals_ns`` (see module docs)."""
     t = np.asarray(arrivals_ns, dtype=np.float64)
-    rng = np.random.default_rng(seed)
-    delays = np.empty(t.size)
-    if t.size == 0:
-        return delays
-    next_spike = [t[0] + float(c.interarrival.draw(rng)) for c in model.categories]
-    previous = -math.inf
-    for i, now in enumerate(t.tolist()):
-        delay = model.base_delay(now, rng)
-        for k, category in enumerate(model.categories):
-            if now >= next_spike[k]:
-                delay += float(category.duration.draw(rng))
-                next_spike[k] = now + float(category.interarrival.draw(rng))
-        available = now + delay
-        if not reorder:
-            available = max(available, previous)  # in-order drain: a spike holds back what queues behind it
-        previous = available
-        delays[i] = available - now
-    return delays
+    schedule = ReferenceSchedule(model, seed, reorder)
+    return np.array([schedule.available_at(now) - now for now in t.tolist()], dtype=np.float64)
 
 
 def model_to_json(model: LatencyModel) -> dict[str, Any]:

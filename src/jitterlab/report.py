@@ -51,11 +51,11 @@ def _png(fig: Any) -> str:
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
 
 
-def _img(fig: Any, alt: str) -> str:
+def figure_img(fig: Any, alt: str) -> str:
     return f'<img src="{_png(fig)}" alt="{html.escape(alt)}">'
 
 
-def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]], cls: str = "") -> str:
+def html_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], cls: str = "") -> str:
     head = "".join(f"<th>{html.escape(str(h))}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
     return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
@@ -165,7 +165,7 @@ def run_figure(d: RunDescription) -> str:
     else:
         ax.text(0.5, 0.5, "no outliers", transform=ax.transAxes, ha="center")
     fig.tight_layout()
-    return _img(fig, f"plots of {d.run.label}")
+    return figure_img(fig, f"plots of {d.run.label}")
 
 
 def _summary_table(d: RunDescription) -> str:
@@ -183,7 +183,7 @@ def _summary_table(d: RunDescription) -> str:
         ("max", format_ns(s.max)),
         ("std", format_ns(s.std)),
     ]
-    return _table([k for k, _ in keys], [[v for _, v in keys]])
+    return html_table([k for k, _ in keys], [[v for _, v in keys]])
 
 
 def _category_table(d: RunDescription) -> str:
@@ -191,7 +191,7 @@ def _category_table(d: RunDescription) -> str:
     for c in d.categories.categories:
         rng = "—" if c.count == 0 else f"{format_ns(c.lower)} – {format_ns(c.upper)}"
         rows.append([category_name(c.index), rng, f"{c.count:,}", f"{c.share:.4%}"])
-    return _table(["category", "range", "count", "share"], rows)
+    return html_table(["category", "range", "count", "share"], rows)
 
 
 def _attribution(run: Run) -> str:
@@ -208,7 +208,7 @@ def _attribution(run: Run) -> str:
     return (
         f"<div class='muted'>spike causes: perf tracepoints on the spike's CPU during the spike "
         f"({block['attributed']:,} of {block['spikes']:,} spikes overlap a guest event)</div>"
-        + _table(["cause", "spikes", "share", "time in them"], rows)
+        + html_table(["cause", "spikes", "share", "time in them"], rows)
     )
 
 
@@ -244,7 +244,7 @@ def _run_section(d: RunDescription, anchor: str) -> str:
 
 def _table1(descriptions: Sequence[RunDescription]) -> str:
     headers, rows = table1_layout([d.run for d in descriptions], [d.summary.to_dict() for d in descriptions])
-    return _table(headers, [[_esc(cell) for cell in row] for row in rows])
+    return html_table(headers, [[_esc(cell) for cell in row] for row in rows])
 
 
 def _qq_figure(descriptions: Sequence[RunDescription]) -> str:
@@ -265,7 +265,7 @@ def _qq_figure(descriptions: Sequence[RunDescription]) -> str:
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     fig.tight_layout()
     ax.set_title("QQ plot against the first run (1st–99.99th percentile)", fontsize=10)
-    return _img(fig, "QQ plot against the first run")
+    return figure_img(fig, "QQ plot against the first run")
 
 
 def _scaling_figure(descriptions: Sequence[RunDescription]) -> str | None:
@@ -291,7 +291,7 @@ def _scaling_figure(descriptions: Sequence[RunDescription]) -> str | None:
     axes[0].set_ylabel("latency (µs)")
     axes[2].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     fig.tight_layout()
-    return _img(fig, "scaling: pairs against p50, p99 and max")
+    return figure_img(fig, "scaling: pairs against p50, p99 and max")
 
 
 def _verdicts(descriptions: Sequence[RunDescription]) -> str:
@@ -312,7 +312,7 @@ def _verdicts(descriptions: Sequence[RunDescription]) -> str:
                 f'<span class="verdict-{c.verdict.split()[0]}">{c.verdict}</span>',
             ]
         )
-    return _table(["run", "p50 change [95 % CI]", "p99 change [95 % CI]", "KS distance", "verdict"], rows)
+    return html_table(["run", "p50 change [95 % CI]", "p99 change [95 % CI]", "KS distance", "verdict"], rows)
 
 
 UNDERSTANDING = """<h2 id="understanding">Understanding this report</h2><div class="card">
@@ -361,13 +361,14 @@ def _histogram_section(run: Run, anchor: str) -> str:
     return f"""<section class="card" id="{anchor}"><h3>{_esc(run.label)} (histogram-only import)</h3>
 <div class="muted">run <code>{_esc(run.id)}</code> from <code>{_esc(run.config.get("source"))}</code>.
 Percentiles use HdrHistogram's definition. Outlier categories, the timeline and comparisons need raw samples,
-which an HdrHistogram log does not hold, so they are not shown.</div>{_table([k for k, _ in keys], [[v for _, v in keys]])}
+which an HdrHistogram log does not hold, so they are not shown.</div>{html_table([k for k, _ in keys], [[v for _, v in keys]])}
 <div class="muted">intervals of the log{" (first 50)" if len(windows) > 50 else ""}</div>
-{_table(["start", "count", "p50", "p99", "max"], rows)}</section>"""
+{html_table(["start", "count", "p50", "p99", "max"], rows)}</section>"""
 
 
-def build_report(runs: Sequence[Run], title: str = "jitterlab report") -> str:
-    """The HTML of the report (a string; the caller writes it atomically)."""
+def build_report(runs: Sequence[Run], title: str = "jitterlab report", preface_html: str = "") -> str:
+    """The HTML of the report (a string; the caller writes it atomically). ``preface_html``
+    goes first, before the overview (for example the validation of an injector)."""
     histogram_runs = [r for r in runs if r.histogram_only]
     descriptions = [describe_run(r) for r in runs if not r.histogram_only]
     labels = [d.run.label for d in descriptions] + [f"{r.label} (histogram)" for r in histogram_runs]
@@ -379,6 +380,7 @@ def build_report(runs: Sequence[Run], title: str = "jitterlab report") -> str:
         f"{dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')} by jitterlab {__version__} · "
         "<a href='#understanding'>how to read this report</a></div>",
     ]
+    parts.append(preface_html)
     if len(descriptions) > 1:
         parts.append(
             "<h2>Overview</h2><div class='card'><h3>Max, mean and median per policy (layout of Stauffert "
