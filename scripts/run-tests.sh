@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up, then run every test: the native GoogleTest suite (built with AddressSanitizer
-# and UndefinedBehaviorSanitizer), lint and type checks, and the Python suite.
+# and UndefinedBehaviorSanitizer), the JVM harness's JUnit suite, lint and type checks,
+# and the Python suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -10,6 +11,9 @@ cmake -S native -B build/native-tests -G Ninja -DCMAKE_BUILD_TYPE=Debug \
   -DJITTERLAB_BUILD_TESTS=ON -DJITTERLAB_SANITIZE=ON >/dev/null
 cmake --build build/native-tests
 ctest --test-dir build/native-tests --output-on-failure --timeout 300
+
+echo "== JVM harness tests (JUnit, Maven)" >&2
+mvn -q -B -f jvm/pom.xml test
 
 echo "== ruff and mypy" >&2
 .venv/bin/ruff check src tests benchmarks

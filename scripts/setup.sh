@@ -9,13 +9,14 @@ cd "$(dirname "$0")/.."
 #   libgtest-dev              the native test suite (GoogleTest)
 #   libcaf-dev                the CAF actor technique (C++ Actor Framework 0.17)
 #   nlohmann-json3-dev        reading latency model files in the native injection engine
+#   maven                     building the JVM harness (jvm/) once, on first use
 #   chromium chromium-driver  the headless-browser test of the HTML report
 #   stress-ng                 load conditions (--load)
 #   rt-tests                  oslat and cyclictest, the peers of the OS-noise benchmark
 #   linux-perf                scheduler/IRQ tracepoints for spike attribution (--trace)
 #   util-linux                setpriv, to test a refused real-time policy as root
 #   python3-venv              the virtual environment
-packages=(cmake ninja-build g++ libgtest-dev libcaf-dev nlohmann-json3-dev chromium chromium-driver stress-ng rt-tests linux-perf
+packages=(cmake ninja-build g++ libgtest-dev libcaf-dev nlohmann-json3-dev maven chromium chromium-driver stress-ng rt-tests linux-perf
           util-linux python3-venv)
 
 missing=()

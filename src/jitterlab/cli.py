@@ -121,6 +121,25 @@ def _add_bench(sub: Any) -> None:
     p.add_argument("--pin-producer", default="-1", help="pipeline: CPU of the producer (-1: not pinned)")
     p.add_argument("--pin-accumulator", default="-1", help="pipeline: CPU of the accumulator")
     p.add_argument("--pin-journaller", default="-1", help="pipeline: CPU of the journaller")
+    p.add_argument(
+        "--runtime",
+        choices=("native", "jvm"),
+        default="native",
+        help="native (C++) or jvm (jvm/ Maven harness)",
+    )
+    p.add_argument(
+        "--gc",
+        default="g1",
+        help="jvm: comma list of serial,parallel,g1,zgc,zgc-gen,shenandoah,epsilon (one JVM each; default g1)",
+    )
+    p.add_argument("--jdk", default="auto", help="jvm: a JDK home, or auto (the newest under /usr/lib/jvm)")
+    p.add_argument(
+        "--wait-strategy",
+        default="blocking",
+        choices=("blocking", "yielding", "busy-spin"),
+        help="jvm: disruptor",
+    )
+    p.add_argument("--heap", default="1g", help="jvm: -Xms/-Xmx (default 1g)")
     _store_option(p)
 
 
@@ -217,6 +236,8 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     if args.scenario == "pipeline":
         return cmd_pipeline(args)
+    if args.runtime == "jvm":
+        return cmd_bench_jvm(args)
     plan, warnings = _bench_plan(args)
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
@@ -248,6 +269,62 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print("interrupted: the samples recorded so far are stored and marked partial", file=sys.stderr)
         return bench_mod.EXIT_INTERRUPTED
     return 1 if outcome.failures else 0
+
+
+def cmd_bench_jvm(args: argparse.Namespace) -> int:
+    from jitterlab import jvm
+
+    techniques = (
+        jvm.TECHNIQUES if args.technique == "all" else tuple(t.strip() for t in args.technique.split(","))
+    )
+    if args.technique == "all" and jvm.choose_jdk(args.jdk).feature < 21:
+        techniques = tuple(t for t in techniques if t != "java-vthread")
+    policies = tuple(p.strip() for p in args.policy.split(",") if p.strip())
+    for policy in policies:
+        if policy not in ("other", "fifo", "rr"):
+            raise JitterlabError(f"--policy for --runtime jvm expects other, fifo or rr; got '{policy}'")
+    if args.priority is not None and not 1 <= args.priority <= 99:
+        raise JitterlabError("--priority must be between 1 and 99")
+    collectors = tuple(g.strip() for g in args.gc.split(",") if g.strip())
+    for gc in collectors:
+        if gc not in jvm.COLLECTORS:
+            raise JitterlabError(f"--gc expects a comma list of {', '.join(jvm.COLLECTORS)}; got '{gc}'")
+    plan = jvm.JvmPlan(
+        techniques=techniques,
+        collectors=collectors,
+        pairs=_int_list(args.pairs, 1, 64, "--pairs"),
+        policies=policies,
+        priority=args.priority or bench_mod.DEFAULT_RT_PRIORITY,
+        samples=args.samples,
+        warmup=args.warmup,
+        block_ints=args.block_ints,
+        seed=args.seed,
+        wait_strategy=args.wait_strategy,
+        jdk=args.jdk,
+        heap=args.heap,
+    )
+    store = ResultsStore(args.store)
+    store.ensure_writable()
+    with running_load(parse_load(args.load)) as load:
+        runs, interrupted = jvm.run_jvm_plan(
+            plan, store, lambda m: print(f"warning: {m}", file=sys.stderr), {"load": load} if load else None
+        )
+    for run in runs:
+        s = run.meta["summary"]["latency_ns"]
+        pauses = run.meta.get("jvm", {}).get("pauses", {})
+        gc_pauses = pauses.get("gc-pause", {})
+        print(
+            f"stored {run.id}  p50 {format_ns(s['p50'])}  p99 {format_ns(s['p99'])}  max {format_ns(s['max'])}  "
+            f"GC pauses {gc_pauses.get('count', 0)} (max {format_ns(gc_pauses.get('max_ns', 0.0))})",
+            file=sys.stderr,
+        )
+    if args.json:
+        print(json.dumps([_summary_row(r) for r in runs], indent=2))
+    elif runs:
+        print(table1(runs))
+    if args.report and runs:
+        write_report(runs, Path(args.report), f"jitterlab bench (JVM) on {platform.node()}")
+    return bench_mod.EXIT_INTERRUPTED if interrupted else (0 if runs else 1)
 
 
 def cmd_runs(args: argparse.Namespace) -> int:

@@ -47,6 +47,9 @@ class NativeJob:
     finish_meta: Callable[[np.ndarray, dict[str, Any]], dict[str, Any]] | None = (
         None  # (records, meta) -> blocks
     )
+    command: Callable[[Path], list[str]] | None = (
+        None  # staging folder -> argv prefix, for programs that are not native (the JVM harness)
+    )
 
 
 def policy_args(policy: str, priority: int, mlock: bool) -> list[str]:
@@ -121,7 +124,8 @@ def _execute(
     """Run ``job``; returns ((staging folder, samples, run metadata) or None, interrupted)."""
     run_id = store.new_run_id(*job.id_parts)
     staging = store.staging_dir(run_id)
-    argv = [str(native_program(job.program)), *job.args, "--out", str(staging)]
+    prefix = job.command(staging) if job.command else [str(native_program(job.program))]
+    argv = [*prefix, *job.args, "--out", str(staging)]
     started = dt.datetime.now(dt.timezone.utc)
     scale, unit = (1e9, "s") if job.progress_unit == "s" else (1.0, "")
     code, stderr, interrupted = _run(argv, ProgressBar(job.label, job.total, scale=scale, unit=unit))

@@ -80,6 +80,8 @@ class Run:
         """Short human name: technique, pairs and policy."""
         c = self.config
         what = f"{c['technique']}/{c['series']}" if c.get("series") else str(c.get("technique", "?"))
+        if c.get("gc"):
+            what += f"[{c['gc']}]"
         return f"{what} ×{c.get('pairs', '?')} {self.policy_label}"
 
     @property

@@ -1,0 +1,80 @@
+package dev.jitterlab.jvm;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.zip.CRC32;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+class HarnessTest {
+    @ParameterizedTest
+    @ValueSource(strings = {"java-monitor", "java-lock", "disruptor"})
+    void everyPairRecordsEverySampleInOrderWithReceiveAfterSend(String technique) throws Exception {
+        Main.Options o = new Main.Options(technique, 3, 500, 50, 1024, "blocking", 1, Path.of("."));
+        Harness h = new Harness(3, 500, 50, 1024, 1, Main.channels(o), false);
+        assertTrue(h.run());
+        for (Harness.PairRecord r : h.records()) {
+            assertEquals(500, r.count);
+            for (int i = 0; i < r.count; i++) {
+                assertTrue(r.tRecv[i] >= r.tSend[i], "receive before send at " + i);
+                if (i > 0) assertTrue(r.tSend[i] > r.tRecv[i - 1] - 1, "rounds overlap at " + i);
+            }
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"yielding", "busy-spin"})
+    void disruptorWaitStrategiesDeliver(String wait) throws Exception {
+        Main.Options o = new Main.Options("disruptor", 1, 200, 0, 16, wait, 1, Path.of("."));
+        Harness h = new Harness(1, 200, 0, 16, 1, Main.channels(o), false);
+        assertTrue(h.run());
+        assertEquals(200, h.records()[0].count);
+    }
+
+    @Test
+    void aStopKeepsWhatWasRecorded() throws Exception {
+        Main.Options o = new Main.Options("java-lock", 2, 50_000_000, 0, 16, "blocking", 1, Path.of("."));
+        Harness h = new Harness(2, 1_000_000, 0, 16, 1, Main.channels(o), false);
+        Thread stopper = new Thread(() -> {
+            while (h.recorded() < 1000) Thread.onSpinWait();
+            h.requestStop();
+        });
+        stopper.start();
+        assertTrue(!h.run());
+        stopper.join();
+        assertTrue(h.recorded() >= 1000);
+    }
+
+    @Test
+    void rawFileMatchesTheDocumentedLayout(@TempDir Path dir) throws Exception {
+        Path file = dir.resolve("samples.jlraw");
+        try (RawSampleWriter w = new RawSampleWriter(file)) {
+            w.write(0, 0, 100, 250);
+            w.write(1, 7, -5, Long.MAX_VALUE);
+            w.finish(true);
+        }
+        ByteBuffer b = ByteBuffer.wrap(Files.readAllBytes(file)).order(ByteOrder.LITTLE_ENDIAN);
+        assertEquals(64 + 2 * 32 + 32, b.capacity());
+        assertEquals("JLSAMPLE", new String(b.array(), 0, 8, "US-ASCII"));
+        assertEquals(1, b.getInt(8));
+        assertEquals(32, b.getInt(12));
+        assertEquals(1, b.getInt(64 + 32));
+        assertEquals(7L, b.getLong(64 + 32 + 8));
+        assertEquals(Long.MAX_VALUE, b.getLong(64 + 32 + 24));
+        int footer = 64 + 64;
+        assertEquals("JLFOOTER", new String(b.array(), footer, 8, "US-ASCII"));
+        assertEquals(2L, b.getLong(footer + 8));
+        CRC32 crc = new CRC32();
+        crc.update(b.array(), 64, 64);
+        assertEquals((int) crc.getValue(), b.getInt(footer + 16));
+        assertEquals(1L, b.getLong(footer + 24));
+        assertTrue(!Files.exists(dir.resolve("samples.jlraw.tmp")));
+    }
+}
