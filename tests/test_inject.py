@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from scipy import stats
-from tests.conftest import assert_one_line_error, run_cli
+from conftest import assert_one_line_error, run_cli
 
 from jitterlab import Injector
 from jitterlab.errors import JitterlabError

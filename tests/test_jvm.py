@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.conftest import assert_one_line_error, run_cli
+from conftest import assert_one_line_error, run_cli
 
 from jitterlab import jvm
 from jitterlab.store import ResultsStore
