@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from scipy import stats
-from conftest import assert_one_line_error, run_cli
 
+from conftest import assert_one_line_error, run_cli
 from jitterlab import Injector
 from jitterlab.errors import JitterlabError
 from jitterlab.inject import free_udp_port, proxy_argv, running_proxy

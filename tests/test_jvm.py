@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import assert_one_line_error, run_cli
 
+from conftest import assert_one_line_error, run_cli
 from jitterlab import jvm
 from jitterlab.store import ResultsStore
 
