@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -143,7 +144,7 @@ def harness_jar() -> Path:
     build = cache.with_name(cache.name + ".build")
     shutil.rmtree(build, ignore_errors=True)
     shutil.copytree(sources, build, ignore=shutil.ignore_patterns("target"))
-    print("building the JVM harness with Maven (once)…", file=__import__("sys").stderr)
+    print("building the JVM harness with Maven (once)…", file=sys.stderr)
     done = subprocess.run(
         [mvn, "-q", "-B", "package", "-DskipTests"], cwd=build, capture_output=True, text=True
     )
