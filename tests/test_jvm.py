@@ -5,11 +5,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import matplotlib.pyplot as plt
+import numpy as np
 import pytest
 
-from conftest import assert_one_line_error, run_cli
+from conftest import assert_one_line_error, latency_clusters, make_run, run_cli
 from jitterlab import jvm
+from jitterlab.report import mark_pauses, pauses_in_run
 from jitterlab.store import ResultsStore
+from jitterlab.tables import collector_table, table1
 
 # Captured from this machine: OpenJDK 17 with G1, and Temurin 25 with ZGC (note the padded tag).
 JDK17_LINES = """\
@@ -45,8 +49,10 @@ needs_jdk = pytest.mark.skipif(not jvm.find_jdks(), reason="no JDK under /usr/li
 
 
 @needs_jdk
-def test_every_jvm_technique_and_two_collectors_make_runs_that_read_like_native_ones(store: Path) -> None:
-    techniques = "java-monitor,java-lock,disruptor" + (
+def test_every_jvm_technique_and_two_collectors_make_runs_that_read_like_native_ones(
+    store: Path, tmp_path: Path
+) -> None:
+    techniques = "java-monitor,java-lock,disruptor,pekko" + (
         ",java-vthread" if jvm.find_jdks()[0].feature >= 21 else ""
     )
     result = run_cli(
@@ -55,6 +61,8 @@ def test_every_jvm_technique_and_two_collectors_make_runs_that_read_like_native_
         "jvm",
         "--technique",
         techniques,
+        "--dispatcher",
+        "default,pinned",
         "--gc",
         "serial,g1",
         "--samples",
@@ -70,15 +78,99 @@ def test_every_jvm_technique_and_two_collectors_make_runs_that_read_like_native_
     )
     assert result.returncode == 0, result.stderr
     rows = json.loads(result.stdout)
-    assert len(rows) == 2 * len(techniques.split(","))
-    for run in ResultsStore(store).runs():
+    assert len(rows) == 2 * (len(techniques.split(",")) + 1)  # pekko twice: two dispatchers
+    runs = ResultsStore(store).runs()
+    for run in runs:
         assert run.meta["config"]["runtime"] == "jvm"
         assert run.latency_ns.size == 3000 and (run.latency_ns >= 0).all()
         assert run.meta["jvm"]["gc"] in ("serial", "g1")
         assert "pause_events" in run.meta["jvm"]
         assert run.meta["java"]["gc_beans"]
-    one = ResultsStore(store).runs()[0].id
+        roles = {(p["role"], p["pair"]) for p in run.meta["obtained"]["placements"]}
+        assert {("sender", 0), ("receiver", 0)} <= roles, run.label
+        assert run.meta["obtained"]["policies"] == ["other"]
+    labels = {run.technique_label for run in runs}
+    assert {"pekko/default[g1]", "pekko/pinned[serial]", "disruptor/blocking[g1]"} <= labels
+    # Tables 2–3: one row per technique × collector × scheduler; Table 1 keeps collectors apart.
+    assert len(collector_table(runs).splitlines()) == 2 + len(runs)
+    assert len(table1(runs).splitlines()) == 2 + len(runs)
+    one = runs[0].id
     assert run_cli("describe", one, "--store", str(store)).returncode == 0
+    report = tmp_path / "r.html"
+    assert (
+        run_cli("report", *[r.id for r in runs[:4]], "-o", str(report), "--store", str(store)).returncode == 0
+    )
+    text = report.read_text()
+    assert "Tables 2–3" in text and "collector serial" in text
+
+
+@needs_jdk
+def test_gc_pauses_sit_where_no_java_thread_could_take_a_timestamp(store: Path) -> None:
+    """A stop-the-world pause stops every Java thread, so no sample's send or receive time
+    can fall inside one if the log's tn clock is the samples' clock (shrunk by 1 µs for the
+    log's rounding of durations to 1 µs)."""
+    result = run_cli(
+        "bench",
+        "--technique",
+        "pekko",
+        "--gc",
+        "serial",
+        "--heap",
+        "16m",
+        "--samples",
+        "60000",
+        "--store",
+        str(store),
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr
+    (run,) = ResultsStore(store).runs()
+    pauses = [e for e in pauses_in_run(run) if e["kind"] == "gc-pause"]
+    assert pauses, "a 16 MB heap and 60 000 Pekko messages should need a young collection"
+    stamps = np.sort(np.concatenate([run.t_send_ns, run.t_recv_ns]))
+    for e in pauses:
+        lo, hi = np.searchsorted(stamps, [e["start_ns"] + 1_000, e["end_ns"] - 1_000])
+        assert hi == lo, f"{hi - lo} timestamps inside {e}"
+
+
+def test_pause_marks_land_at_the_pauses_normalised_start(store: Path) -> None:
+    latency = latency_clusters(3)
+    run = make_run(store, latency, t_send=1_000_000_000 + np.arange(latency.size, dtype=np.int64) * 10_000)
+    first, span = int(run.t_send_ns.min()), int(run.t_send_ns.max() - run.t_send_ns.min())
+    run.meta["jvm"] = {
+        "pause_events": [
+            {"kind": "gc-pause", "start_ns": first + span // 4, "end_ns": first + span // 4 + 2_000_000},
+            {"kind": "safepoint", "start_ns": first + span // 2, "end_ns": first + span // 2 + 30_000},
+            {"kind": "gc-pause", "start_ns": first - 10**9, "end_ns": first - 10**9 + 1_000},  # before
+        ]
+    }
+    assert len(pauses_in_run(run)) == 2
+    fig, ax = plt.subplots()
+    mark_pauses(ax, run, first, span)
+    drawn = {c.get_label(): [seg[0][0] for seg in c.get_segments()] for c in ax.collections}
+    plt.close(fig)
+    assert drawn["gc pause (1)"] == pytest.approx([0.25], abs=1e-6)
+    assert drawn["safepoint (1)"] == pytest.approx([0.5], abs=1e-6)
+
+
+@needs_jdk
+def test_one_command_runs_native_and_jvm_techniques_into_one_table(store: Path) -> None:
+    result = run_cli(
+        "bench",
+        "--technique",
+        "mutex,java-lock",
+        "--samples",
+        "2000",
+        "--store",
+        str(store),
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr
+    assert {r.meta["config"]["runtime"] for r in ResultsStore(store).runs()} == {"native", "jvm"}
+    assert "mutex ×1" in result.stdout and "jvm/java-lock[g1] ×1" in result.stdout
+    wrong = run_cli("bench", "--runtime", "native", "--technique", "pekko", "--store", str(store))
+    assert wrong.returncode == 2
+    assert_one_line_error(wrong.stderr)
 
 
 @needs_jdk

@@ -14,11 +14,18 @@ from typing import Any, NoReturn
 import numpy as np
 
 from jitterlab import bench as bench_mod
+from jitterlab import jvm
 from jitterlab._version import __version__
 from jitterlab.errors import JitterlabError
 from jitterlab.load import parse_load, running_load
 from jitterlab.store import ResultsStore, Run, load_run
-from jitterlab.tables import histogram_interval_rows, render, table1
+from jitterlab.tables import (
+    collector_table,
+    covers_several_collectors,
+    histogram_interval_rows,
+    render,
+    table1,
+)
 from jitterlab.tracing import tracing
 from jitterlab.units import format_count, format_ns, parse_duration_ns
 
@@ -71,7 +78,8 @@ def _add_bench(sub: Any) -> None:
     p.add_argument(
         "--technique",
         default="all",
-        help="comma list of mutex,spin,spsc,futex,pipe,unix,caf,c2c or 'all' (default: all available)",
+        help="comma list of native (mutex,spin,spsc,futex,pipe,unix,caf,c2c) and JVM "
+        "(java-monitor,java-lock,disruptor,java-vthread,pekko) techniques, or 'all' (default: all of --runtime)",
     )
     p.add_argument(
         "--pairs", default="1", help="comma list of pair counts, 1..64 (a list gives a scaling series)"
@@ -123,9 +131,10 @@ def _add_bench(sub: Any) -> None:
     p.add_argument("--pin-journaller", default="-1", help="pipeline: CPU of the journaller")
     p.add_argument(
         "--runtime",
-        choices=("native", "jvm"),
-        default="native",
-        help="native (C++) or jvm (jvm/ Maven harness)",
+        choices=("auto", "native", "jvm"),
+        default="auto",
+        help="auto: each technique on its own runtime, 'all' meaning the native ones (default); "
+        "native (C++); jvm (jvm/ Maven harness)",
     )
     p.add_argument(
         "--gc",
@@ -136,17 +145,39 @@ def _add_bench(sub: Any) -> None:
     p.add_argument(
         "--wait-strategy",
         default="blocking",
-        choices=("blocking", "yielding", "busy-spin"),
-        help="jvm: disruptor",
+        help="jvm disruptor: comma list of blocking,yielding,busy-spin (default blocking)",
+    )
+    p.add_argument(
+        "--dispatcher",
+        default="default",
+        help="jvm pekko: comma list of default (fork-join, throughput 5), throughput-1, pinned, affinity",
     )
     p.add_argument("--heap", default="1g", help="jvm: -Xms/-Xmx (default 1g)")
     _store_option(p)
 
 
-def _bench_plan(args: argparse.Namespace) -> tuple[bench_mod.BenchPlan, list[str]]:
-    techniques, warnings = bench_mod.resolve_techniques(
-        [t.strip() for t in args.technique.split(",") if t.strip()]
-    )
+def _split_techniques(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    """(native, jvm) techniques of --technique under --runtime."""
+    requested = [t.strip() for t in args.technique.split(",") if t.strip()]
+    if not requested:
+        raise JitterlabError("no technique to run")
+    if args.runtime == "jvm":
+        if requested == ["all"]:
+            return [], list(jvm.TECHNIQUES)
+        wrong = [t for t in requested if t not in jvm.TECHNIQUES]
+        if wrong:
+            raise JitterlabError(f"--runtime jvm: '{wrong[0]}' is not one of {', '.join(jvm.TECHNIQUES)}")
+        return [], requested
+    on_jvm = [t for t in requested if t in jvm.TECHNIQUES]
+    if on_jvm and args.runtime == "native":
+        raise JitterlabError(
+            f"--runtime native: '{on_jvm[0]}' is a JVM technique (use --runtime auto or jvm)"
+        )
+    return [t for t in requested if t not in jvm.TECHNIQUES], on_jvm
+
+
+def _bench_plan(args: argparse.Namespace, requested: list[str]) -> tuple[bench_mod.BenchPlan, list[str]]:
+    techniques, warnings = bench_mod.resolve_techniques(requested)
     if not techniques:
         raise JitterlabError("no technique to run")
     policies = tuple(p.strip() for p in args.policy.split(",") if p.strip())
@@ -236,62 +267,89 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     if args.scenario == "pipeline":
         return cmd_pipeline(args)
-    if args.runtime == "jvm":
-        return cmd_bench_jvm(args)
-    plan, warnings = _bench_plan(args)
-    for w in warnings:
-        print(f"warning: {w}", file=sys.stderr)
+    native_techniques, jvm_techniques = _split_techniques(args)
+    native_plan = _bench_plan(args, native_techniques) if native_techniques else None
+    jvm_plan = _jvm_plan(args, jvm_techniques) if jvm_techniques else None
     store = ResultsStore(args.store)
     store.ensure_writable()
-    points = plan.points()
-    print(
-        f"jitterlab bench: {len(points)} run(s), {format_count(plan.samples)} samples per pair, store {store.root}",
-        file=sys.stderr,
-    )
+    runs: list[Run] = []
+    interrupted = failed = False
     with running_load(parse_load(args.load)) as load:
-        outcome = bench_mod.run_plan(plan, store, extra_meta={"load": load} if load else None)
+        extra = {"load": load} if load else None
+        if native_plan is not None:
+            plan, warnings = native_plan
+            for w in warnings:
+                print(f"warning: {w}", file=sys.stderr)
+            print(
+                f"jitterlab bench: {len(plan.points())} native run(s), {format_count(plan.samples)} samples "
+                f"per pair, store {store.root}",
+                file=sys.stderr,
+            )
+            outcome = bench_mod.run_plan(plan, store, extra_meta=extra)
+            runs += outcome.runs
+            interrupted, failed = outcome.interrupted, bool(outcome.failures)
+        if jvm_plan is not None and not interrupted:
+            jvm_runs, interrupted = jvm.run_jvm_plan(
+                jvm_plan, store, lambda m: print(f"warning: {m}", file=sys.stderr), extra
+            )
+            runs += jvm_runs
+            failed = failed or not jvm_runs
     if load and not load.get("stopped_cleanly", True):
         print("warning: stress-ng had to be killed", file=sys.stderr)
-    for run in outcome.runs:
-        s = run.meta["summary"]["latency_ns"]
-        status = "" if not run.partial else f"  PARTIAL ({run.meta.get('partial_reason')})"
-        print(
-            f"stored {run.id}  p50 {format_ns(s['p50'])}  p99 {format_ns(s['p99'])}  max {format_ns(s['max'])}{status}",
-            file=sys.stderr,
-        )
+    for run in runs:
+        print(f"stored {run.id}  {_stored_line(run)}", file=sys.stderr)
     if args.json:
-        print(json.dumps([_summary_row(r) for r in outcome.runs], indent=2))
-    elif outcome.runs:
-        print(table1(outcome.runs))
-    if args.report and outcome.runs:
-        write_report(outcome.runs, Path(args.report), f"jitterlab bench on {platform.node()}")
-    if outcome.interrupted:
+        print(json.dumps([_summary_row(r) for r in runs], indent=2))
+    elif runs:
+        print(table1(runs))
+        if covers_several_collectors(runs):
+            print("\ngarbage collector × scheduler (Stauffert et al. 2016, Tables 2–3)")
+            print(collector_table(runs))
+    if args.report and runs:
+        write_report(runs, Path(args.report), f"jitterlab bench on {platform.node()}")
+    if interrupted:
         print("interrupted: the samples recorded so far are stored and marked partial", file=sys.stderr)
         return bench_mod.EXIT_INTERRUPTED
-    return 1 if outcome.failures else 0
+    return 1 if failed else 0
 
 
-def cmd_bench_jvm(args: argparse.Namespace) -> int:
-    from jitterlab import jvm
+def _stored_line(run: Run) -> str:
+    s = run.meta["summary"]["latency_ns"]
+    line = f"p50 {format_ns(s['p50'])}  p99 {format_ns(s['p99'])}  max {format_ns(s['max'])}"
+    if "jvm" in run.meta:
+        gc_pauses = run.meta["jvm"].get("pauses", {}).get("gc-pause", {})
+        line += f"  GC pauses {gc_pauses.get('count', 0)} (max {format_ns(gc_pauses.get('max_ns', 0.0))})"
+    if run.partial:
+        line += f"  PARTIAL ({run.meta.get('partial_reason')})"
+    return line
 
-    techniques = (
-        jvm.TECHNIQUES if args.technique == "all" else tuple(t.strip() for t in args.technique.split(","))
-    )
-    if args.technique == "all" and jvm.choose_jdk(args.jdk).feature < 21:
-        techniques = tuple(t for t in techniques if t != "java-vthread")
+
+def _comma_choices(text: str, choices: tuple[str, ...], flag: str) -> tuple[str, ...]:
+    items = tuple(dict.fromkeys(v.strip() for v in text.split(",") if v.strip()))
+    for item in items:
+        if item not in choices:
+            raise JitterlabError(f"{flag} expects a comma list of {', '.join(choices)}; got '{item}'")
+    if not items:
+        raise JitterlabError(f"{flag} is empty")
+    return items
+
+
+def _jvm_plan(args: argparse.Namespace, techniques: list[str]) -> jvm.JvmPlan:
+    if (
+        techniques == list(jvm.TECHNIQUES)
+        and args.technique == "all"
+        and jvm.choose_jdk(args.jdk).feature < 21
+    ):
+        techniques = [t for t in techniques if t != "java-vthread"]
     policies = tuple(p.strip() for p in args.policy.split(",") if p.strip())
     for policy in policies:
         if policy not in ("other", "fifo", "rr"):
-            raise JitterlabError(f"--policy for --runtime jvm expects other, fifo or rr; got '{policy}'")
+            raise JitterlabError(f"--policy for JVM techniques expects other, fifo or rr; got '{policy}'")
     if args.priority is not None and not 1 <= args.priority <= 99:
         raise JitterlabError("--priority must be between 1 and 99")
-    collectors = tuple(g.strip() for g in args.gc.split(",") if g.strip())
-    for gc in collectors:
-        if gc not in jvm.COLLECTORS:
-            raise JitterlabError(f"--gc expects a comma list of {', '.join(jvm.COLLECTORS)}; got '{gc}'")
-    plan = jvm.JvmPlan(
-        techniques=techniques,
-        collectors=collectors,
+    return jvm.JvmPlan(
+        techniques=tuple(techniques),
+        collectors=_comma_choices(args.gc, tuple(jvm.COLLECTORS), "--gc"),
         pairs=_int_list(args.pairs, 1, 64, "--pairs"),
         policies=policies,
         priority=args.priority or bench_mod.DEFAULT_RT_PRIORITY,
@@ -299,32 +357,11 @@ def cmd_bench_jvm(args: argparse.Namespace) -> int:
         warmup=args.warmup,
         block_ints=args.block_ints,
         seed=args.seed,
-        wait_strategy=args.wait_strategy,
+        wait_strategies=_comma_choices(args.wait_strategy, jvm.WAIT_STRATEGIES, "--wait-strategy"),
+        dispatchers=_comma_choices(args.dispatcher, jvm.DISPATCHERS, "--dispatcher"),
         jdk=args.jdk,
         heap=args.heap,
     )
-    store = ResultsStore(args.store)
-    store.ensure_writable()
-    with running_load(parse_load(args.load)) as load:
-        runs, interrupted = jvm.run_jvm_plan(
-            plan, store, lambda m: print(f"warning: {m}", file=sys.stderr), {"load": load} if load else None
-        )
-    for run in runs:
-        s = run.meta["summary"]["latency_ns"]
-        pauses = run.meta.get("jvm", {}).get("pauses", {})
-        gc_pauses = pauses.get("gc-pause", {})
-        print(
-            f"stored {run.id}  p50 {format_ns(s['p50'])}  p99 {format_ns(s['p99'])}  max {format_ns(s['max'])}  "
-            f"GC pauses {gc_pauses.get('count', 0)} (max {format_ns(gc_pauses.get('max_ns', 0.0))})",
-            file=sys.stderr,
-        )
-    if args.json:
-        print(json.dumps([_summary_row(r) for r in runs], indent=2))
-    elif runs:
-        print(table1(runs))
-    if args.report and runs:
-        write_report(runs, Path(args.report), f"jitterlab bench (JVM) on {platform.node()}")
-    return bench_mod.EXIT_INTERRUPTED if interrupted else (0 if runs else 1)
 
 
 def cmd_runs(args: argparse.Namespace) -> int:

@@ -27,7 +27,9 @@ from jitterlab.errors import JitterlabError
 from jitterlab.native_run import NativeJob, run_native_job
 from jitterlab.store import ResultsStore, Run
 
-TECHNIQUES = ("java-monitor", "java-lock", "disruptor", "java-vthread")
+TECHNIQUES = ("java-monitor", "java-lock", "disruptor", "java-vthread", "pekko")
+WAIT_STRATEGIES = ("blocking", "yielding", "busy-spin")
+DISPATCHERS = ("default", "throughput-1", "pinned", "affinity")
 COLLECTORS: dict[str, list[str]] = {
     "serial": ["-XX:+UseSerialGC"],
     "parallel": ["-XX:+UseParallelGC"],
@@ -226,15 +228,25 @@ class JvmPlan:
     warmup: int
     block_ints: int
     seed: int
-    wait_strategy: str
+    wait_strategies: tuple[str, ...] = ("blocking",)
+    dispatchers: tuple[str, ...] = ("default",)
     jdk: str = "auto"
     heap: str = "1g"
+
+    def variants(self, technique: str) -> tuple[str | None, ...]:
+        """The settings a technique is run under: wait strategies for the Disruptor,
+        dispatchers for Pekko, none for the others."""
+        if technique == "disruptor":
+            return self.wait_strategies
+        if technique == "pekko":
+            return self.dispatchers
+        return (None,)
 
 
 def run_jvm_plan(
     plan: JvmPlan, store: ResultsStore, warn: Callable[[str], None], extra_meta: dict[str, Any] | None = None
 ) -> tuple[list[Run], bool]:
-    """One JVM per technique × collector × pairs × policy; returns (runs, interrupted)."""
+    """One JVM per technique × variant × collector × pairs × policy; returns (runs, interrupted)."""
     for technique in plan.techniques:
         if technique not in TECHNIQUES:
             raise JitterlabError(
@@ -252,17 +264,22 @@ def run_jvm_plan(
             usable.append((gc, flags))
     jar = harness_jar()
     runs: list[Run] = []
-    for technique in plan.techniques:
-        for gc, flags in usable:
-            for pairs in plan.pairs:
-                for policy in plan.policies:
-                    run, interrupted = _run_one(
-                        plan, store, warn, jdk, jar, technique, gc, flags, pairs, policy, extra_meta
-                    )
-                    if run is not None:
-                        runs.append(run)
-                    if interrupted:
-                        return runs, True
+    points = [
+        (technique, variant, gc, flags, pairs, policy)
+        for technique in plan.techniques
+        for variant in plan.variants(technique)
+        for gc, flags in usable
+        for pairs in plan.pairs
+        for policy in plan.policies
+    ]
+    for technique, variant, gc, flags, pairs, policy in points:
+        run, interrupted = _run_one(
+            plan, store, warn, jdk, jar, (technique, variant), (gc, flags), pairs, policy, extra_meta
+        )
+        if run is not None:
+            runs.append(run)
+        if interrupted:
+            return runs, True
     return runs, False
 
 
@@ -272,13 +289,14 @@ def _run_one(
     warn: Callable[[str], None],
     jdk: Jdk,
     jar: Path,
-    technique: str,
-    gc: str,
-    flags: list[str],
+    technique_variant: tuple[str, str | None],
+    collector: tuple[str, list[str]],
     pairs: int,
     policy: str,
     extra_meta: dict[str, Any] | None,
 ) -> tuple[Run | None, bool]:
+    technique, variant = technique_variant
+    gc, flags = collector
     staging_holder: dict[str, Path] = {}
 
     def command(staging: Path) -> list[str]:
@@ -317,18 +335,24 @@ def _run_one(
         "policy": policy,
         "priority": plan.priority if policy in ("fifo", "rr") else 0,
         "seed": plan.seed,
-        "wait_strategy": plan.wait_strategy if technique == "disruptor" else None,
+        "wait_strategy": variant if technique == "disruptor" else None,
+        "dispatcher": variant if technique == "pekko" else None,
+        "variant": variant,
         "heap": plan.heap,
     }
     args = ["--technique", technique, "--pairs", str(pairs), "--samples", str(plan.samples)]
     args += ["--warmup", str(plan.warmup), "--block-ints", str(plan.block_ints), "--seed", str(plan.seed)]
-    args += ["--wait-strategy", plan.wait_strategy]
+    if technique == "disruptor":
+        args += ["--wait-strategy", str(variant)]
+    if technique == "pekko":
+        args += ["--dispatcher", str(variant)]
+    name = f"{technique}/{variant}" if variant else technique
     job = NativeJob(
         program="jitterlab-jvm",
         args=args,
         config=config,
-        id_parts=(technique, gc, f"p{pairs}", policy),
-        label=f"{technique} {gc} ×{pairs} {policy}",
+        id_parts=(technique, *([variant] if variant else []), gc, f"p{pairs}", policy),
+        label=f"{name} {gc} ×{pairs} {policy}",
         total=plan.samples,
         extra_meta=extra,
         meta=extra_meta or {},

@@ -25,11 +25,17 @@ from jitterlab._version import __version__
 from jitterlab.analysis import RunDescription, category_name, describe_run
 from jitterlab.stats import compare_samples, percentiles
 from jitterlab.store import Run
-from jitterlab.tables import histogram_interval_rows, table1_layout
+from jitterlab.tables import (
+    collector_table_layout,
+    covers_several_collectors,
+    histogram_interval_rows,
+    table1_layout,
+)
 from jitterlab.units import format_count, format_ns
 
 MAX_SCATTER_POINTS = 20_000  # drawn points per timeline; more are subsampled (and said so)
 CATEGORY_COLOURS = ["#4c72b0", "#dd8452", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c", "#ccb974"]
+PAUSE_COLOURS = {"gc-pause": "#d62728", "safepoint": "#7f7f7f"}
 
 CSS = """
 body{font:15px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
@@ -98,13 +104,15 @@ def run_figure(d: RunDescription) -> str:
             label=f"category {category_name(int(cat))}",
         )
     ax.axhline(s.p50 / 1000, color="#333", lw=0.8, ls="--", label="median")
+    mark_pauses(ax, d.run, int(t_send.min()), span)
     ax.set_yscale("log")
     ax.set_xlim(0, 1)
     ax.set_xlabel("normalised run time")
     ax.set_ylabel("latency (µs)")
     ax.set_title(f"samples above median + 2σ ({format_ns(cut)}){note}", fontsize=10)
-    if above.size:
-        ax.legend(fontsize=8, loc="upper right")
+    if above.size or pauses_in_run(d.run):
+        # Below the median + 2σ cut no point is drawn, so the legend sits there, not on spikes.
+        ax.legend(fontsize=7, loc="lower center", ncol=3, framealpha=0.85)
 
     # VRST'16 Fig. 1: log-y histogram with the category separators.
     ax = axes[0][1]
@@ -166,6 +174,61 @@ def run_figure(d: RunDescription) -> str:
         ax.text(0.5, 0.5, "no outliers", transform=ax.transAxes, ha="center")
     fig.tight_layout()
     return figure_img(fig, f"plots of {d.run.label}")
+
+
+def pauses_in_run(run: Run) -> list[dict[str, Any]]:
+    """The JVM's GC and safepoint pauses that overlap the run's samples (send time span)."""
+    events = (run.meta.get("jvm") or {}).get("pause_events") or []
+    if not events:
+        return []
+    t_send = run.t_send_ns
+    first, last = int(t_send.min()), int(t_send.max())
+    return [e for e in events if e["end_ns"] >= first and e["start_ns"] <= last]
+
+
+def mark_pauses(ax: Any, run: Run, origin_ns: int, span_ns: int) -> None:
+    """Seed 000 Figs. 3–4: where the collector stopped the JVM, as vertical lines on the
+    timeline (safepoints grey beneath, GC pauses red on top), placed at each pause's start."""
+    events = pauses_in_run(run)
+    for kind in ("safepoint", "gc-pause"):
+        starts = np.array([e["start_ns"] for e in events if e["kind"] == kind], dtype=np.float64)
+        if starts.size == 0:
+            continue
+        ax.vlines(
+            (starts - origin_ns) / span_ns,
+            0,
+            1,
+            transform=ax.get_xaxis_transform(),
+            colors=PAUSE_COLOURS[kind],
+            lw=0.8 if kind == "gc-pause" else 0.5,
+            alpha=0.7 if kind == "gc-pause" else 0.35,
+            label=f"{kind.replace('-', ' ')} ({starts.size:,})",
+            zorder=0,
+        )
+
+
+def _jvm_facts(run: Run) -> list[str]:
+    block = run.meta.get("jvm")
+    if not block:
+        return []
+    c = run.config
+    java = run.meta.get("java") or {}
+    events = pauses_in_run(run)
+    facts = [
+        f"JVM {_esc(java.get('vm_name') or '')} {_esc(java.get('version') or block.get('jdk_feature'))}, "
+        f"collector {_esc(block.get('gc'))} ({_esc(' '.join(block.get('gc_flags', [])))}), heap {_esc(c.get('heap'))}"
+        + (f", variant {_esc(c['variant'])}" if c.get("variant") else "")
+    ]
+    for kind in ("gc-pause", "safepoint"):
+        d = np.array([e["end_ns"] - e["start_ns"] for e in events if e["kind"] == kind], dtype=np.float64)
+        if d.size:
+            facts.append(
+                f"{kind.replace('-', ' ')}s during the samples: {d.size:,}, longest {format_ns(float(d.max()))}, "
+                f"total {format_ns(float(d.sum()))} (from <code>{_esc(block.get('gc_log'))}</code>)"
+            )
+        else:
+            facts.append(f"no {kind.replace('-', ' ')} during the samples")
+    return facts
 
 
 def _summary_table(d: RunDescription) -> str:
@@ -231,6 +294,7 @@ def _run_section(d: RunDescription, anchor: str) -> str:
         f"{_esc(obtained.get('spin_mode') or 'n/a')}",
         f"floor: clock read {format_ns(clock)}; core-to-core one-way "
         f"{format_ns(c2c.get('median')) if c2c.get('measured') else 'not measured'}",
+        *_jvm_facts(run),
     ]
     warnings = "".join(f"<li>{_esc(w)}</li>" for w in obtained.get("warnings", []))
     baseline = (
@@ -244,6 +308,13 @@ def _run_section(d: RunDescription, anchor: str) -> str:
 
 def _table1(descriptions: Sequence[RunDescription]) -> str:
     headers, rows = table1_layout([d.run for d in descriptions], [d.summary.to_dict() for d in descriptions])
+    return html_table(headers, [[_esc(cell) for cell in row] for row in rows])
+
+
+def _collector_table(descriptions: Sequence[RunDescription]) -> str:
+    headers, rows = collector_table_layout(
+        [d.run for d in descriptions], [d.summary.to_dict() for d in descriptions]
+    )
     return html_table(headers, [[_esc(cell) for cell in row] for row in rows])
 
 
@@ -272,7 +343,8 @@ def _scaling_figure(descriptions: Sequence[RunDescription]) -> str | None:
     series: dict[str, list[RunDescription]] = defaultdict(list)
     for d in descriptions:
         c = d.run.config
-        series[f"{c.get('technique')} {d.run.policy_label}"].append(d)
+        runtime = "" if c.get("runtime", "native") == "native" else f"{c.get('runtime')}/"
+        series[f"{runtime}{d.run.technique_label} {d.run.policy_label}"].append(d)
     series = {k: v for k, v in series.items() if len({d.run.config.get("pairs") for d in v}) > 1}
     if not series:
         return None
@@ -331,7 +403,9 @@ values. The dashed lines in the histogram are the cuts between them; the table g
 count and share. Formulas and references: <code>docs/statistics.md</code>.</p>
 <p><b>Timeline.</b> Each point is a sample above median + 2σ, placed at its send time (0 = start, 1 = end of the
 run), as in Stauffert et al. (2016) Fig. 2. Spikes at regular intervals point at periodic sources (timers,
-garbage collection); a cloud at the start at warm-up effects.</p>
+garbage collection); a cloud at the start at warm-up effects. On JVM runs, red vertical lines mark where a
+garbage-collection pause began and grey ones other safepoints, read from the JVM's own log on the samples'
+clock (Figs. 3–4 of the same paper); a spike on a red line was the collector's doing.</p>
 <p><b>Percentile spectrum.</b> The x axis stretches the tail: equal steps for 90 %, 99 %, 99.9 %, … so the
 rare worst cases, which decide whether a frame is missed, are as visible as the median.</p>
 <p><b>Comparisons.</b> QQ plots put each run's quantiles against the first run's: on the diagonal the
@@ -386,6 +460,11 @@ def build_report(runs: Sequence[Run], title: str = "jitterlab report", preface_h
             "<h2>Overview</h2><div class='card'><h3>Max, mean and median per policy (layout of Stauffert "
             "et al. 2016, Table 1)</h3>" + _table1(descriptions)
         )
+        if covers_several_collectors([d.run for d in descriptions]):
+            parts.append(
+                "<h3>Garbage collector × scheduler (layout of Stauffert et al. 2016, Tables 2–3)</h3>"
+                + _collector_table(descriptions)
+            )
         scaling = _scaling_figure(descriptions)
         if scaling:
             parts.append("<h3>Scaling with the number of pairs</h3>" + scaling)

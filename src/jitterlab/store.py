@@ -78,11 +78,19 @@ class Run:
     @property
     def label(self) -> str:
         """Short human name: technique, pairs and policy."""
+        return f"{self.technique_label} ×{self.config.get('pairs', '?')} {self.policy_label}"
+
+    @property
+    def technique_label(self) -> str:
+        """The technique with its series or variant (wait strategy, dispatcher) and collector,
+        e.g. ``pekko/throughput-1[g1]``."""
         c = self.config
-        what = f"{c['technique']}/{c['series']}" if c.get("series") else str(c.get("technique", "?"))
+        what = str(c.get("technique", "?"))
+        if c.get("series") or c.get("variant"):
+            what += f"/{c.get('series') or c.get('variant')}"
         if c.get("gc"):
             what += f"[{c['gc']}]"
-        return f"{what} ×{c.get('pairs', '?')} {self.policy_label}"
+        return what
 
     @property
     def histogram_only(self) -> bool:

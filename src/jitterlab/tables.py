@@ -33,7 +33,7 @@ def table1_layout(
     rows: list[str] = []
     for run, summary in zip(runs, summaries, strict=True):
         c = run.config
-        label = f"{c.get('technique', '?')} ×{c.get('pairs', '?')}"
+        label = f"{run.technique_label} ×{c.get('pairs', '?')}"
         if c.get("runtime", "native") != "native":
             label = f"{c.get('runtime')}/{label}"
         if label not in rows:
@@ -49,6 +49,40 @@ def table1_layout(
                 row.append(format_ns(cell[stat]) if cell else "—")
         body.append(row)
     return headers, body
+
+
+def covers_several_collectors(runs: Sequence[Run]) -> bool:
+    return len({r.config["gc"] for r in runs if r.config.get("gc")}) > 1
+
+
+def collector_table_layout(
+    runs: Sequence[Run], summaries: Sequence[Mapping[str, float]]
+) -> tuple[list[str], list[list[str]]]:
+    """Seed 000, Tables 2–3: for each JVM technique × pairs, one row per collector ×
+    scheduler with max, mean and median. Runs without a collector are left out; when
+    several runs share a row the later one wins."""
+    cells: dict[tuple[str, str, str], Mapping[str, float]] = {}
+    for run, summary in zip(runs, summaries, strict=True):
+        c = run.config
+        if not c.get("gc"):
+            continue
+        what = str(c.get("technique", "?")) + (f"/{c['variant']}" if c.get("variant") else "")
+        cells[(f"{what} ×{c.get('pairs', '?')}", str(c["gc"]), run.policy_label)] = summary
+    body: list[list[str]] = []
+    shown: set[str] = set()
+    for (group, gc, policy), cell in sorted(cells.items()):
+        first = group not in shown
+        shown.add(group)
+        body.append(
+            [group if first else "", gc, policy, *(format_ns(cell[stat]) for stat in ("max", "mean", "p50"))]
+        )
+    return ["", "GC", "scheduler", "max", "mean", "median"], body
+
+
+def collector_table(runs: Sequence[Run]) -> str:
+    """The Tables 2–3 layout as text, from the summaries stored with the runs."""
+    headers, rows = collector_table_layout(runs, [r.meta["summary"]["latency_ns"] for r in runs])
+    return render(headers, rows, "lll" + "r" * 3)
 
 
 def table1(runs: Sequence[Run]) -> str:

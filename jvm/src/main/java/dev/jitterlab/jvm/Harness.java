@@ -11,19 +11,7 @@ import java.util.function.Supplier;
  * Receivers only arrive at the barrier (they do not wait), so they are back in receive()
  * before the next round starts: one message in flight per pair, no queue build-up.
  */
-final class Harness {
-    /** Per-pair samples, preallocated so recording allocates nothing. */
-    static final class PairRecord {
-        final long[] tSend;
-        final long[] tRecv;
-        volatile int count;
-
-        PairRecord(int samples) {
-            tSend = new long[samples];
-            tRecv = new long[samples];
-        }
-    }
-
+final class Harness implements Benchmark {
     private final int pairs;
     private final int samples;
     private final int warmup;
@@ -33,6 +21,7 @@ final class Harness {
     private final PairRecord[] records;
     private final Phaser round;
     private final boolean virtualThreads;
+    private final Placements placements = new Placements();
     private volatile boolean stop;
 
     Harness(int pairs, int samples, int warmup, int blockInts, long seed, Supplier<Channel> channels,
@@ -49,25 +38,24 @@ final class Harness {
         this.round = new Phaser(2 * pairs);
     }
 
-    PairRecord[] records() {
+    @Override
+    public PairRecord[] records() {
         return records;
     }
 
-    /** Samples recorded so far, over all pairs. */
-    long recorded() {
-        long n = 0;
-        for (PairRecord r : records) n += r.count;
-        return n;
+    @Override
+    public Placements placements() {
+        return placements;
     }
 
-    /** Stops at the next round; what was recorded stays. */
-    void requestStop() {
+    @Override
+    public void requestStop() {
         stop = true;
         round.forceTermination();
     }
 
-    /** Runs every pair to the end (or to a stop); returns false when stopped early. */
-    boolean run() throws InterruptedException {
+    @Override
+    public boolean run() throws InterruptedException {
         final int rounds = warmup + samples;
         Thread[] threads = new Thread[2 * pairs];
         Channel[] open = new Channel[pairs];
@@ -110,6 +98,7 @@ final class Harness {
 
     private void sender(int pair, Channel channel, int rounds) {
         SplittableRandom random = new SplittableRandom(seed * 7919 + pair);
+        placements.note("sender", pair);
         try {
             for (int r = 0; r < rounds && !stop; r++) {
                 if (round.arriveAndAwaitAdvance() < 0) return;  // terminated by a stop
@@ -125,18 +114,14 @@ final class Harness {
     private void receiver(int pair, Channel channel, int rounds) {
         SplittableRandom random = new SplittableRandom(seed * 104729 + pair);
         PairRecord rec = records[pair];
+        placements.note("receiver", pair);
         round.arrive();
         try {
             for (int r = 0; r < rounds; r++) {
                 Message m = channel.receive();
                 block[random.nextInt(block.length)] = m.value;
                 long t = System.nanoTime();
-                if (r >= warmup) {
-                    int i = r - warmup;
-                    rec.tSend[i] = m.tSendNs;
-                    rec.tRecv[i] = t;
-                    rec.count = i + 1;
-                }
+                if (r >= warmup) rec.record(r - warmup, m.tSendNs, t);
                 if (r + 1 < rounds) round.arrive();
             }
         } catch (InterruptedException e) {

@@ -22,10 +22,10 @@ import java.util.function.Supplier;
 public final class Main {
     static final String TOOL = "jitterlab-jvm";
     static final String VERSION = "0.1.0";
-    static final List<String> TECHNIQUES = List.of("java-monitor", "java-lock", "disruptor", "java-vthread");
+    static final List<String> TECHNIQUES = List.of("java-monitor", "java-lock", "disruptor", "java-vthread", "pekko");
 
     record Options(String technique, int pairs, int samples, int warmup, int blockInts, String waitStrategy,
-                   long seed, Path out) {}
+                   String dispatcher, long seed, Path out) {}
 
     static final class UsageError extends RuntimeException {
         UsageError(String message) {
@@ -46,7 +46,7 @@ public final class Main {
     }
 
     static Options parse(String[] args) {
-        String technique = null, wait = "blocking";
+        String technique = null, wait = "blocking", dispatcher = "default";
         int pairs = 1, samples = 100_000, warmup = 1_000, blockInts = 256 * 1024;
         long seed = 1;
         Path out = Path.of(".");
@@ -65,6 +65,7 @@ public final class Main {
                 case "--warmup" -> warmup = integer(flag, v, 0, 200_000_000);
                 case "--block-ints" -> blockInts = integer(flag, v, 0, 1 << 28);
                 case "--wait-strategy" -> wait = v;
+                case "--dispatcher" -> dispatcher = v;
                 case "--seed" -> seed = integer(flag, v, 0, Integer.MAX_VALUE);
                 case "--out" -> out = Path.of(v);
                 default -> throw new UsageError("unknown option '" + flag + "'");
@@ -76,8 +77,10 @@ public final class Main {
             throw new UsageError(technique + " needs JDK 21 or later (this is " + Runtime.version().feature() + ")");
         if (!List.of("blocking", "yielding", "busy-spin").contains(wait))
             throw new UsageError("--wait-strategy expects blocking, yielding or busy-spin");
+        if (!PekkoHarness.DISPATCHERS.contains(dispatcher))
+            throw new UsageError("--dispatcher expects " + String.join(", ", PekkoHarness.DISPATCHERS));
         if (!Files.isDirectory(out) || !Files.isWritable(out)) throw new UsageError("cannot write to --out " + out);
-        return new Options(technique, pairs, samples, warmup, blockInts, wait, seed, out);
+        return new Options(technique, pairs, samples, warmup, blockInts, wait, dispatcher, seed, out);
     }
 
     static boolean available(String technique) {
@@ -103,11 +106,17 @@ public final class Main {
         };
     }
 
+    static Benchmark benchmark(Options o) {
+        if (o.technique().equals("pekko"))
+            return new PekkoHarness(o.pairs(), o.samples(), o.warmup(), o.blockInts(), o.seed(), o.dispatcher());
+        return new Harness(o.pairs(), o.samples(), o.warmup(), o.blockInts(), o.seed(), channels(o),
+                o.technique().equals("java-vthread"));
+    }
+
     static int run(Options o) throws Exception {
         long startedRealtime = System.currentTimeMillis() * 1_000_000L;
         long tStart = System.nanoTime();
-        Harness harness = new Harness(o.pairs(), o.samples(), o.warmup(), o.blockInts(), o.seed(), channels(o),
-                o.technique().equals("java-vthread"));
+        Benchmark harness = benchmark(o);
         CountDownLatch written = new CountDownLatch(1);
         Thread hook = new Thread(() -> {
             harness.requestStop();
@@ -136,52 +145,40 @@ public final class Main {
         progress.interrupt();
         long tEnd = System.nanoTime();
         try (RawSampleWriter writer = new RawSampleWriter(o.out().resolve("samples.jlraw"))) {
-            Harness.PairRecord[] records = harness.records();
+            PairRecord[] records = harness.records();
             for (int p = 0; p < records.length; p++) {
-                Harness.PairRecord r = records[p];
+                PairRecord r = records[p];
                 for (int i = 0; i < r.count; i++) writer.write(p, i, r.tSend[i], r.tRecv[i]);
             }
             writer.finish(!complete);
         }
-        writeHarnessJson(o, complete, startedRealtime, tStart, tEnd);
+        writeHarnessJson(o, harness.placements(), complete, startedRealtime, tStart, tEnd);
         written.countDown();
         if (complete) Runtime.getRuntime().removeShutdownHook(hook);
         return complete ? 0 : 130;
     }
 
-    /** The scheduling policy and priority of this process's main thread, from /proc (fields 41 and 40). */
-    static String[] obtainedPolicy() {
-        try {
-            String stat = Files.readString(Path.of("/proc/thread-self/stat"));
-            String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-            int priority = Integer.parseInt(f[37]);
-            String policy = switch (Integer.parseInt(f[38])) {
-                case 1 -> "fifo";
-                case 2 -> "rr";
-                case 6 -> "deadline";
-                default -> "other";
-            };
-            return new String[] {policy, Integer.toString(priority)};
-        } catch (IOException | RuntimeException e) {
-            return new String[] {"unknown", "0"};
-        }
-    }
-
-    static void writeHarnessJson(Options o, boolean complete, long startedRealtime, long tStart, long tEnd)
-            throws IOException {
+    static void writeHarnessJson(Options o, Placements placements, boolean complete, long startedRealtime,
+                                 long tStart, long tEnd) throws IOException {
         List<String> gcs = new ArrayList<>();
         for (GarbageCollectorMXBean gc : ManagementFactory.getGarbageCollectorMXBeans()) gcs.add(gc.getName());
-        String[] policy = obtainedPolicy();
+        String[] policy = Placements.obtainedPolicy();
         Json j = new Json();
         j.begin().field("harness", "jvm").field("tool", "jvm-bench").field("harness_version", VERSION);
         j.field("technique", o.technique()).field("pairs", o.pairs()).field("samples", o.samples());
         j.field("warmup", o.warmup()).field("block_ints", o.blockInts()).field("wait_strategy", o.waitStrategy());
+        j.field("dispatcher", o.dispatcher());
         j.key("java").begin().field("version", System.getProperty("java.version"))
                 .field("feature", Runtime.version().feature()).field("vm_name", System.getProperty("java.vm.name"))
                 .field("vm_version", System.getProperty("java.vm.version")).strings("gc_beans", gcs)
                 .strings("input_arguments", ManagementFactory.getRuntimeMXBean().getInputArguments()).end();
-        j.key("placements").array().begin().field("role", "jvm").field("pair", -1).field("policy", policy[0])
-                .field("priority", Integer.parseInt(policy[1])).end().endArray();
+        j.key("placements").array().begin().field("role", "jvm").field("pair", -1).field("thread", "main")
+                .field("policy", policy[0]).field("priority", Integer.parseInt(policy[1])).end();
+        for (Placements.Entry e : placements.entries()) {
+            j.begin().field("role", e.role()).field("pair", e.pair()).field("thread", e.thread())
+                    .field("policy", e.policy()).field("priority", e.priority()).end();
+        }
+        j.endArray();
         j.strings("warnings", List.of());
         j.field("status", complete ? "complete" : "partial");
         j.field("partial_reason", complete ? "" : "interrupted by a signal");

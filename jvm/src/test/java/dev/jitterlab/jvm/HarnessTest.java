@@ -1,12 +1,14 @@
 package dev.jitterlab.jvm;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.zip.CRC32;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -17,10 +19,10 @@ class HarnessTest {
     @ParameterizedTest
     @ValueSource(strings = {"java-monitor", "java-lock", "disruptor"})
     void everyPairRecordsEverySampleInOrderWithReceiveAfterSend(String technique) throws Exception {
-        Main.Options o = new Main.Options(technique, 3, 500, 50, 1024, "blocking", 1, Path.of("."));
+        Main.Options o = new Main.Options(technique, 3, 500, 50, 1024, "blocking", "default", 1, Path.of("."));
         Harness h = new Harness(3, 500, 50, 1024, 1, Main.channels(o), false);
         assertTrue(h.run());
-        for (Harness.PairRecord r : h.records()) {
+        for (PairRecord r : h.records()) {
             assertEquals(500, r.count);
             for (int i = 0; i < r.count; i++) {
                 assertTrue(r.tRecv[i] >= r.tSend[i], "receive before send at " + i);
@@ -32,7 +34,7 @@ class HarnessTest {
     @ParameterizedTest
     @ValueSource(strings = {"yielding", "busy-spin"})
     void disruptorWaitStrategiesDeliver(String wait) throws Exception {
-        Main.Options o = new Main.Options("disruptor", 1, 200, 0, 16, wait, 1, Path.of("."));
+        Main.Options o = new Main.Options("disruptor", 1, 200, 0, 16, wait, "default", 1, Path.of("."));
         Harness h = new Harness(1, 200, 0, 16, 1, Main.channels(o), false);
         assertTrue(h.run());
         assertEquals(200, h.records()[0].count);
@@ -40,7 +42,7 @@ class HarnessTest {
 
     @Test
     void aStopKeepsWhatWasRecorded() throws Exception {
-        Main.Options o = new Main.Options("java-lock", 2, 50_000_000, 0, 16, "blocking", 1, Path.of("."));
+        Main.Options o = new Main.Options("java-lock", 2, 50_000_000, 0, 16, "blocking", "default", 1, Path.of("."));
         Harness h = new Harness(2, 1_000_000, 0, 16, 1, Main.channels(o), false);
         Thread stopper = new Thread(() -> {
             while (h.recorded() < 1000) Thread.onSpinWait();
@@ -50,6 +52,48 @@ class HarnessTest {
         assertTrue(!h.run());
         stopper.join();
         assertTrue(h.recorded() >= 1000);
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"default", "throughput-1", "pinned", "affinity"})
+    void pekkoDispatchersDeliverEverySampleOnceInOrder(String dispatcher) throws Exception {
+        PekkoHarness h = new PekkoHarness(3, 400, 20, 1024, 1, dispatcher);
+        assertTrue(h.run());
+        for (PairRecord r : h.records()) {
+            assertEquals(400, r.count);
+            for (int i = 0; i < r.count; i++) {
+                assertTrue(r.tRecv[i] >= r.tSend[i], "receive before send at " + i);
+                if (i > 0) assertTrue(r.tSend[i] >= r.tRecv[i - 1], "rounds overlap at " + i);
+            }
+        }
+        List<Placements.Entry> placed = h.placements().entries();
+        assertEquals(6, placed.size(), placed.toString());
+        for (Placements.Entry e : placed) assertTrue(List.of("other", "fifo", "rr").contains(e.policy()), e.toString());
+    }
+
+    @Test
+    void aPekkoStopKeepsWhatWasRecorded() throws Exception {
+        PekkoHarness h = new PekkoHarness(2, 10_000_000, 0, 16, 1, "default");
+        Thread stopper = new Thread(() -> {
+            while (h.recorded() < 1000) Thread.onSpinWait();
+            h.requestStop();
+        });
+        stopper.start();
+        assertFalse(h.run());
+        stopper.join();
+        assertTrue(h.recorded() >= 1000);
+    }
+
+    @Test
+    void harnessJsonNamesEverySenderAndReceiverThread(@TempDir Path dir) throws Exception {
+        Main.Options o = new Main.Options("java-lock", 2, 100, 0, 16, "blocking", "default", 1, dir);
+        Benchmark h = Main.benchmark(o);
+        assertTrue(h.run());
+        Main.writeHarnessJson(o, h.placements(), true, 0, 1, 2);
+        String json = Files.readString(dir.resolve("harness.json"));
+        for (String thread : List.of("main", "sender-0", "receiver-0", "sender-1", "receiver-1"))
+            assertTrue(json.contains("\"thread\":\"" + thread + "\""), thread + " missing in " + json);
+        assertTrue(json.contains("\"dispatcher\":\"default\""), json);
     }
 
     @Test
