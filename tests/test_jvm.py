@@ -86,6 +86,7 @@ def test_every_jvm_technique_and_two_collectors_make_runs_that_read_like_native_
         assert run.meta["jvm"]["gc"] in ("serial", "g1")
         assert "pause_events" in run.meta["jvm"]
         assert run.meta["java"]["gc_beans"]
+        assert run.meta["floor"]["clock_overhead_ns"]["median"] > 0
         roles = {(p["role"], p["pair"]) for p in run.meta["obtained"]["placements"]}
         assert {("sender", 0), ("receiver", 0)} <= roles, run.label
         assert run.meta["obtained"]["policies"] == ["other"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from conftest import latency_clusters, make_run, run_cli
@@ -83,3 +84,20 @@ def test_report_renders_in_headless_chromium(report: Path, tmp_path: Path) -> No
         assert shot.stat().st_size > 50_000, "the screenshot should show plots, not a blank page"
     finally:
         driver.quit()
+
+
+def test_a_verdict_names_the_percentiles_behind_it(tmp_path: Path) -> None:
+    """A faster body with a slower far tail is 'regressed', and the table says where."""
+    from jitterlab.report import build_report
+
+    base = latency_clusters(11)
+    rng = np.random.default_rng(11)
+    faster_body_worse_tail = base // 2
+    tail = np.argsort(faster_body_worse_tail)[-base.size // 500 :]  # the top 0.2 %
+    faster_body_worse_tail[tail] = rng.normal(5_000_000, 100_000, tail.size).astype(np.int64)
+    a = make_run(tmp_path, base, technique="a")
+    b = make_run(tmp_path, faster_body_worse_tail, technique="b")
+    html = build_report([a, b])
+    verdict = html[html.index('class="verdict-') :][:120]
+    assert verdict.startswith('class="verdict-regressed">regressed</span>'), verdict
+    assert "(p99.9)" in verdict, verdict

@@ -379,7 +379,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
             [
                 r.id,
                 str(r.meta.get("created_utc", ""))[:19].replace("T", " "),
-                c.get("technique", "?"),
+                r.technique_label,
                 c.get("pairs", "?"),
                 r.policy_label,
                 format_count(int(s.get("count", 0))),

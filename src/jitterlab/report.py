@@ -46,6 +46,7 @@ padding:16px 20px;margin:16px 0} table{border-collapse:collapse;margin:8px 0;fon
 th,td{padding:4px 10px;border-bottom:1px solid #e7e9ee;text-align:right} th:first-child,td:first-child{text-align:left}
 th{background:#f0f2f6;font-weight:600} .partial{color:#b23b3b;font-weight:600} img{max-width:100%;height:auto}
 .verdict-regressed{color:#b23b3b;font-weight:600} .verdict-improved{color:#2c7a3f;font-weight:600}
+.three-text-columns td:nth-child(-n+3),.three-text-columns th:nth-child(-n+3){text-align:left}
 .grid{display:flex;flex-wrap:wrap;gap:8px 28px} nav a{margin-right:12px} code{background:#eef0f4;padding:1px 4px;border-radius:3px}
 """
 
@@ -315,7 +316,7 @@ def _collector_table(descriptions: Sequence[RunDescription]) -> str:
     headers, rows = collector_table_layout(
         [d.run for d in descriptions], [d.summary.to_dict() for d in descriptions]
     )
-    return html_table(headers, [[_esc(cell) for cell in row] for row in rows])
+    return html_table(headers, [[_esc(cell) for cell in row] for row in rows], cls="three-text-columns")
 
 
 def _qq_figure(descriptions: Sequence[RunDescription]) -> str:
@@ -376,12 +377,17 @@ def _verdicts(descriptions: Sequence[RunDescription]) -> str:
             f"{diffs[p].relative:+.1%} [{diffs[p].ci_low:+.1%}, {diffs[p].ci_high:+.1%}]"
             for p in (50.0, 99.0)
         ]
+        # Name the percentiles behind a verdict: one regressed far-tail percentile makes the
+        # whole run "regressed" even when p50 and p99, shown here, improved.
+        behind = [f"p{p.percentile:g}" for p in c.percentiles if p.verdict == c.verdict]
+        reason = f" ({', '.join(behind)})" if c.verdict != "within noise" else ""
         rows.append(
             [
                 _esc(d.run.label),
                 *cells,
                 f"{c.ks_statistic:.3f}",
-                f'<span class="verdict-{c.verdict.split()[0]}">{c.verdict}</span>',
+                f'<span class="verdict-{c.verdict.split()[0]}">{c.verdict}</span>'
+                f"<span class='muted'>{_esc(reason)}</span>",
             ]
         )
     return html_table(["run", "p50 change [95 % CI]", "p99 change [95 % CI]", "KS distance", "verdict"], rows)

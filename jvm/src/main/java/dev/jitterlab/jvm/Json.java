@@ -47,6 +47,20 @@ final class Json {
         return this;
     }
 
+    Json field(String name, boolean value) {
+        key(name);
+        out.append(value);
+        first = false;
+        return this;
+    }
+
+    Json field(String name, double value) {
+        key(name);
+        out.append(Double.isFinite(value) ? Double.toString(value) : "null");
+        first = false;
+        return this;
+    }
+
     Json field(String name, long value) {
         key(name);
         first = false;

@@ -8,6 +8,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -115,6 +116,7 @@ public final class Main {
 
     static int run(Options o) throws Exception {
         long startedRealtime = System.currentTimeMillis() * 1_000_000L;
+        long[] clockReads = clockReadsNs(100_000);
         long tStart = System.nanoTime();
         Benchmark harness = benchmark(o);
         CountDownLatch written = new CountDownLatch(1);
@@ -152,14 +154,27 @@ public final class Main {
             }
             writer.finish(!complete);
         }
-        writeHarnessJson(o, harness.placements(), complete, startedRealtime, tStart, tEnd);
+        writeHarnessJson(o, harness.placements(), clockReads, complete, startedRealtime, tStart, tEnd);
         written.countDown();
         if (complete) Runtime.getRuntime().removeShutdownHook(hook);
         return complete ? 0 : 130;
     }
 
-    static void writeHarnessJson(Options o, Placements placements, boolean complete, long startedRealtime,
-                                 long tStart, long tEnd) throws IOException {
+    /** Sorted differences of back-to-back System.nanoTime() reads: what one timestamp costs. */
+    static long[] clockReadsNs(int n) {
+        long[] d = new long[n];
+        long previous = System.nanoTime();
+        for (int i = 0; i < n; i++) {
+            long t = System.nanoTime();
+            d[i] = t - previous;
+            previous = t;
+        }
+        Arrays.sort(d);
+        return d;
+    }
+
+    static void writeHarnessJson(Options o, Placements placements, long[] clockReads, boolean complete,
+                                 long startedRealtime, long tStart, long tEnd) throws IOException {
         List<String> gcs = new ArrayList<>();
         for (GarbageCollectorMXBean gc : ManagementFactory.getGarbageCollectorMXBeans()) gcs.add(gc.getName());
         String[] policy = Placements.obtainedPolicy();
@@ -179,6 +194,12 @@ public final class Main {
                     .field("policy", e.policy()).field("priority", e.priority()).end();
         }
         j.endArray();
+        double mean = Arrays.stream(clockReads).average().orElse(Double.NaN);
+        j.key("floor").begin().key("clock_overhead_ns").begin().field("min", clockReads[0])
+                .field("median", clockReads[clockReads.length / 2]).field("mean", mean)
+                .field("p99", clockReads[(int) (clockReads.length * 0.99)]).end();
+        j.key("c2c_one_way_ns").begin().field("measured", false)
+                .field("skipped_reason", "the JVM harness does not pin threads").end().end();
         j.strings("warnings", List.of());
         j.field("status", complete ? "complete" : "partial");
         j.field("partial_reason", complete ? "" : "interrupted by a signal");

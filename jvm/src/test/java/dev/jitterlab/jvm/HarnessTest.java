@@ -89,11 +89,12 @@ class HarnessTest {
         Main.Options o = new Main.Options("java-lock", 2, 100, 0, 16, "blocking", "default", 1, dir);
         Benchmark h = Main.benchmark(o);
         assertTrue(h.run());
-        Main.writeHarnessJson(o, h.placements(), true, 0, 1, 2);
+        Main.writeHarnessJson(o, h.placements(), Main.clockReadsNs(1000), true, 0, 1, 2);
         String json = Files.readString(dir.resolve("harness.json"));
         for (String thread : List.of("main", "sender-0", "receiver-0", "sender-1", "receiver-1"))
             assertTrue(json.contains("\"thread\":\"" + thread + "\""), thread + " missing in " + json);
         assertTrue(json.contains("\"dispatcher\":\"default\""), json);
+        assertTrue(json.contains("\"floor\":{\"clock_overhead_ns\":{\"min\":"), json);
     }
 
     @Test
