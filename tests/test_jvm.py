@@ -11,7 +11,8 @@ import pytest
 
 from conftest import assert_one_line_error, latency_clusters, make_run, run_cli
 from jitterlab import jvm
-from jitterlab.report import mark_pauses, pauses_in_run
+from jitterlab.jvm import pauses_in_run
+from jitterlab.report import mark_pauses
 from jitterlab.store import ResultsStore
 from jitterlab.tables import collector_table, table1
 

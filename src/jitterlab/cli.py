@@ -317,8 +317,8 @@ def _stored_line(run: Run) -> str:
     s = run.meta["summary"]["latency_ns"]
     line = f"p50 {format_ns(s['p50'])}  p99 {format_ns(s['p99'])}  max {format_ns(s['max'])}"
     if "jvm" in run.meta:
-        gc_pauses = run.meta["jvm"].get("pauses", {}).get("gc-pause", {})
-        line += f"  GC pauses {gc_pauses.get('count', 0)} (max {format_ns(gc_pauses.get('max_ns', 0.0))})"
+        gc = [e["end_ns"] - e["start_ns"] for e in jvm.pauses_in_run(run) if e["kind"] == "gc-pause"]
+        line += f"  GC pauses during the samples {len(gc)}" + (f" (max {format_ns(max(gc))})" if gc else "")
     if run.partial:
         line += f"  PARTIAL ({run.meta.get('partial_reason')})"
     return line
@@ -341,6 +341,19 @@ def _jvm_plan(args: argparse.Namespace, techniques: list[str]) -> jvm.JvmPlan:
         and jvm.choose_jdk(args.jdk).feature < 21
     ):
         techniques = [t for t in techniques if t != "java-vthread"]
+    ignored = [
+        flag
+        for flag, unset in (
+            ("--pin", args.pin == "none"),
+            ("--pause", parse_duration_ns(args.pause, "s") == 0),
+            ("--trace", not args.trace),
+            ("--no-mlock", not args.no_mlock),
+            ("--caf-scheduler", args.caf_scheduler == "stealing"),
+        )
+        if not unset
+    ]
+    if ignored:
+        print(f"warning: the JVM harness ignores {', '.join(ignored)}", file=sys.stderr)
     policies = tuple(p.strip() for p in args.policy.split(",") if p.strip())
     for policy in policies:
         if policy not in ("other", "fifo", "rr"):

@@ -214,6 +214,16 @@ def pause_summary(events: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def pauses_in_run(run: Run) -> list[dict[str, Any]]:
+    """The JVM's GC and safepoint pauses that overlap the run's samples (send time span)."""
+    events = (run.meta.get("jvm") or {}).get("pause_events") or []
+    if not events:
+        return []
+    t_send = run.t_send_ns
+    first, last = int(t_send.min()), int(t_send.max())
+    return [e for e in events if e["end_ns"] >= first and e["start_ns"] <= last]
+
+
 # ---------------------------------------------------------------- running
 
 

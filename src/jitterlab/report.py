@@ -23,6 +23,7 @@ import numpy as np
 
 from jitterlab._version import __version__
 from jitterlab.analysis import RunDescription, category_name, describe_run
+from jitterlab.jvm import pauses_in_run
 from jitterlab.stats import compare_samples, percentiles
 from jitterlab.store import Run
 from jitterlab.tables import (
@@ -175,16 +176,6 @@ def run_figure(d: RunDescription) -> str:
         ax.text(0.5, 0.5, "no outliers", transform=ax.transAxes, ha="center")
     fig.tight_layout()
     return figure_img(fig, f"plots of {d.run.label}")
-
-
-def pauses_in_run(run: Run) -> list[dict[str, Any]]:
-    """The JVM's GC and safepoint pauses that overlap the run's samples (send time span)."""
-    events = (run.meta.get("jvm") or {}).get("pause_events") or []
-    if not events:
-        return []
-    t_send = run.t_send_ns
-    first, last = int(t_send.min()), int(t_send.max())
-    return [e for e in events if e["end_ns"] >= first and e["start_ns"] <= last]
 
 
 def mark_pauses(ax: Any, run: Run, origin_ns: int, span_ns: int) -> None:
