@@ -11,51 +11,27 @@ import java.util.function.Supplier;
  * Receivers only arrive at the barrier (they do not wait), so they are back in receive()
  * before the next round starts: one message in flight per pair, no queue build-up.
  */
-final class Harness implements Benchmark {
-    private final int pairs;
-    private final int samples;
-    private final int warmup;
-    private final int[] block;
-    private final long seed;
+final class Harness extends Benchmark {
     private final Supplier<Channel> channels;
-    private final PairRecord[] records;
     private final Phaser round;
     private final boolean virtualThreads;
-    private final Placements placements = new Placements();
-    private volatile boolean stop;
 
     Harness(int pairs, int samples, int warmup, int blockInts, long seed, Supplier<Channel> channels,
             boolean virtualThreads) {
-        this.virtualThreads = virtualThreads;
-        this.pairs = pairs;
-        this.samples = samples;
-        this.warmup = warmup;
-        this.block = new int[Math.max(blockInts, 1)];
-        this.seed = seed;
+        super(pairs, samples, warmup, blockInts, seed);
         this.channels = channels;
-        this.records = new PairRecord[pairs];
-        for (int p = 0; p < pairs; p++) records[p] = new PairRecord(samples);
+        this.virtualThreads = virtualThreads;
         this.round = new Phaser(2 * pairs);
     }
 
     @Override
-    public PairRecord[] records() {
-        return records;
-    }
-
-    @Override
-    public Placements placements() {
-        return placements;
-    }
-
-    @Override
-    public void requestStop() {
-        stop = true;
+    void requestStop() {
+        super.requestStop();
         round.forceTermination();
     }
 
     @Override
-    public boolean run() throws InterruptedException {
+    boolean run() throws InterruptedException {
         final int rounds = warmup + samples;
         Thread[] threads = new Thread[2 * pairs];
         Channel[] open = new Channel[pairs];
@@ -98,7 +74,7 @@ final class Harness implements Benchmark {
 
     private void sender(int pair, Channel channel, int rounds) {
         SplittableRandom random = new SplittableRandom(seed * 7919 + pair);
-        placements.note("sender", pair);
+        placements().note("sender", pair);
         try {
             for (int r = 0; r < rounds && !stop; r++) {
                 if (round.arriveAndAwaitAdvance() < 0) return;  // terminated by a stop
@@ -113,8 +89,8 @@ final class Harness implements Benchmark {
 
     private void receiver(int pair, Channel channel, int rounds) {
         SplittableRandom random = new SplittableRandom(seed * 104729 + pair);
-        PairRecord rec = records[pair];
-        placements.note("receiver", pair);
+        PairRecord rec = records()[pair];
+        placements().note("receiver", pair);
         round.arrive();
         try {
             for (int r = 0; r < rounds; r++) {

@@ -19,7 +19,7 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
  * tells its receiver; the receiver writes the int elsewhere, reads the time and records the
  * sample. Senders and receivers run on the chosen dispatcher; every message is a new object.
  */
-final class PekkoHarness implements Benchmark {
+final class PekkoHarness extends Benchmark {
     static final List<String> DISPATCHERS = List.of("default", "throughput-1", "pinned", "affinity");
 
     /** The dispatcher variants beside Pekko's default (fork-join pool, throughput 5). */
@@ -38,48 +38,19 @@ final class PekkoHarness implements Benchmark {
 
     record Go(int round) {}
 
-    private final int pairs;
-    private final int samples;
-    private final int warmup;
-    private final int[] block;
-    private final long seed;
     private final String dispatcher;
-    private final PairRecord[] records;
-    private final Placements placements = new Placements();
     private final CountDownLatch finished = new CountDownLatch(1);
-    private volatile boolean stop;
     private volatile boolean completed;
 
     PekkoHarness(int pairs, int samples, int warmup, int blockInts, long seed, String dispatcher) {
+        super(pairs, samples, warmup, blockInts, seed);
         if (!DISPATCHERS.contains(dispatcher))
             throw new IllegalArgumentException("dispatcher expects one of " + String.join(", ", DISPATCHERS));
-        this.pairs = pairs;
-        this.samples = samples;
-        this.warmup = warmup;
-        this.block = new int[Math.max(blockInts, 1)];
-        this.seed = seed;
         this.dispatcher = dispatcher;
-        this.records = new PairRecord[pairs];
-        for (int p = 0; p < pairs; p++) records[p] = new PairRecord(samples);
     }
 
     @Override
-    public PairRecord[] records() {
-        return records;
-    }
-
-    @Override
-    public Placements placements() {
-        return placements;
-    }
-
-    @Override
-    public void requestStop() {
-        stop = true;
-    }
-
-    @Override
-    public boolean run() throws InterruptedException {
+    boolean run() throws InterruptedException {
         Config config = ConfigFactory.parseString(DISPATCHER_CONFIG).withFallback(ConfigFactory.load());
         ActorSystem<Signal> system = ActorSystem.create(coordinator(), "jitterlab", config);
         try {
@@ -136,7 +107,7 @@ final class PekkoHarness implements Benchmark {
 
     private Behavior<Message> receiver(int pair, ActorRef<Signal> coordinator) {
         SplittableRandom random = new SplittableRandom(seed * 104729 + pair);
-        PairRecord rec = records[pair];
+        PairRecord rec = records()[pair];
         boolean[] noted = {false};
         return Behaviors.receiveMessage(m -> {
             block[random.nextInt(block.length)] = m.value;
@@ -150,7 +121,7 @@ final class PekkoHarness implements Benchmark {
 
     /** Records the policy of the dispatcher thread that runs an actor's first message. */
     private boolean note(String role, int pair) {
-        placements.note(role, pair);
+        placements().note(role, pair);
         return true;
     }
 }
