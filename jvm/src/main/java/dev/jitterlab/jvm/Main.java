@@ -29,6 +29,8 @@ public final class Main {
                    String dispatcher, long seed, Path out) {}
 
     static final class UsageError extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
         UsageError(String message) {
             super(message);
         }

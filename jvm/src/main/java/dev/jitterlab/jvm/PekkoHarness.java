@@ -2,6 +2,7 @@ package dev.jitterlab.jvm;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.CountDownLatch;
@@ -71,11 +72,10 @@ final class PekkoHarness extends Benchmark {
 
     private Behavior<Signal> coordinator() {
         return Behaviors.setup(context -> {
-            @SuppressWarnings("unchecked")
-            ActorRef<Go>[] senders = new ActorRef[pairs];
+            List<ActorRef<Go>> senders = new ArrayList<>(pairs);
             for (int p = 0; p < pairs; p++) {
                 ActorRef<Message> receiver = context.spawn(receiver(p, context.getSelf()), "receiver-" + p, selector());
-                senders[p] = context.spawn(sender(p, receiver), "sender-" + p, selector());
+                senders.add(context.spawn(sender(p, receiver), "sender-" + p, selector()));
             }
             int[] state = {0, 0};  // next round, receivers done in this round
             return Behaviors.receiveMessage(signal -> {
