@@ -106,13 +106,13 @@ def run_figure(d: RunDescription) -> str:
             label=f"category {category_name(int(cat))}",
         )
     ax.axhline(s.p50 / 1000, color="#333", lw=0.8, ls="--", label="median")
-    mark_pauses(ax, d.run, int(t_send.min()), span)
+    marked = mark_pauses(ax, d.run, int(t_send.min()), span)
     ax.set_yscale("log")
     ax.set_xlim(0, 1)
     ax.set_xlabel("normalised run time")
     ax.set_ylabel("latency (µs)")
     ax.set_title(f"samples above median + 2σ ({format_ns(cut)}){note}", fontsize=10)
-    if above.size or pauses_in_run(d.run):
+    if above.size or marked:
         # Below the median + 2σ cut no point is drawn, so the legend sits there, not on spikes.
         ax.legend(fontsize=7, loc="lower center", ncol=3, framealpha=0.85)
 
@@ -178,9 +178,10 @@ def run_figure(d: RunDescription) -> str:
     return figure_img(fig, f"plots of {d.run.label}")
 
 
-def mark_pauses(ax: Any, run: Run, origin_ns: int, span_ns: int) -> None:
+def mark_pauses(ax: Any, run: Run, origin_ns: int, span_ns: int) -> bool:
     """Seed 000 Figs. 3–4: where the collector stopped the JVM, as vertical lines on the
-    timeline (safepoints grey beneath, GC pauses red on top), placed at each pause's start."""
+    timeline (safepoints grey beneath, GC pauses red on top), placed at each pause's start.
+    Returns whether any pause was drawn."""
     events = pauses_in_run(run)
     for kind in ("safepoint", "gc-pause"):
         starts = np.array([e["start_ns"] for e in events if e["kind"] == kind], dtype=np.float64)
@@ -197,6 +198,7 @@ def mark_pauses(ax: Any, run: Run, origin_ns: int, span_ns: int) -> None:
             label=f"{kind.replace('-', ' ')} ({starts.size:,})",
             zorder=0,
         )
+    return bool(events)
 
 
 def _jvm_facts(run: Run) -> list[str]:
