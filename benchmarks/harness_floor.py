@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from jitterlab.native import native_program
-from jitterlab.rawfile import read_raw_samples
+from jitterlab.core.programs import native_program
+from jitterlab.store.rawfile import read_raw_samples
 
 
 def run_harness(*args: str) -> tuple[dict[str, Any], np.ndarray]:

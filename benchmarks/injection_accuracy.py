@@ -49,8 +49,8 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from jitterlab.inject import free_udp_port, proxy_argv, running_proxy
-from jitterlab.model import (
+from jitterlab.core.programs import native_program
+from jitterlab.simulate.model import (
     LatencyModel,
     ReferenceSchedule,
     build_model,
@@ -58,9 +58,9 @@ from jitterlab.model import (
     model_to_json,
     simulate_delays,
 )
-from jitterlab.native import native_program
-from jitterlab.rawfile import read_raw_samples
+from jitterlab.simulate.proxy import free_udp_port, proxy_argv, running_proxy
 from jitterlab.store import ResultsStore, load_run
+from jitterlab.store.rawfile import read_raw_samples
 
 FRAME_HZ = 90.0
 TOXIPROXY_VERSION = "v2.12.0"
@@ -360,7 +360,7 @@ def main() -> None:
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
 
-    from jitterlab.units import format_ns
+    from jitterlab.core.units import format_ns
 
     with tempfile.TemporaryDirectory(prefix="jitterlab-bench-inject-") as tmp:
         model_path, model, source = model_for(args, Path(tmp))

@@ -42,8 +42,8 @@ from pathlib import Path
 
 import numpy as np
 
-from jitterlab.native import native_program
-from jitterlab.rawfile import read_raw_samples
+from jitterlab.core.programs import native_program
+from jitterlab.store.rawfile import read_raw_samples
 
 RATE_THRESHOLD_US = 20  # above the dense band of timer-tick handling (about 5-15 µs on this VM)
 

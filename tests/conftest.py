@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from jitterlab.cli import main
-from jitterlab.rawfile import RECORD_DTYPE, RawSamples
 from jitterlab.store import ResultsStore, Run
+from jitterlab.store.rawfile import RECORD_DTYPE, RawSamples
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from conftest import latency_clusters, make_run, run_cli
+from jitterlab.stats import stacked_gesd, stacked_walsh
 
 
 def test_describe_prints_summary_categories_and_windows(tmp_path: Path) -> None:
@@ -32,10 +33,18 @@ def test_describe_with_other_tests_and_a_baseline(tmp_path: Path) -> None:
     store = tmp_path / "s"
     base = make_run(store, latency_clusters(1, 20_000))
     later = make_run(store, latency_clusters(2, 20_000) + 3_000)
-    for test in ("gesd", "walsh"):
+    latency = later.latency_ns
+    expected = {"gesd": stacked_gesd(latency), "walsh": stacked_walsh(latency)}
+    for test, reference in expected.items():
         result = run_cli("describe", later.id, "--test", test, "--store", str(store), "--json")
         assert result.returncode == 0, result.stderr
-        assert json.loads(result.stdout)["test"] == test
+        data = json.loads(result.stdout)
+        assert data["test"] == test
+        # the CLI's categories are the test's own, not the default stacked-z ones
+        assert data["thresholds_ns"] == list(reference.thresholds)
+        assert [c["count"] for c in data["categories"]] == [c.count for c in reference.categories]
+    stacked = json.loads(run_cli("describe", later.id, "--store", str(store), "--json").stdout)
+    assert stacked["thresholds_ns"] != list(expected["gesd"].thresholds)
     with_baseline = json.loads(
         run_cli("describe", later.id, "--baseline", base.id, "--store", str(store), "--json").stdout
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jitterlab import environment
+from jitterlab.measure import environment
 
 
 def write(root: Path, relative: str, text: str) -> None:

@@ -19,9 +19,9 @@ from scipy import stats
 
 from conftest import assert_one_line_error, run_cli
 from jitterlab import Injector
-from jitterlab.errors import JitterlabError
-from jitterlab.inject import free_udp_port, proxy_argv, running_proxy
-from jitterlab.model import load_model, model_to_json, parametric_model, simulate_delays
+from jitterlab.core.errors import JitterlabError
+from jitterlab.simulate.model import load_model, model_to_json, parametric_model, simulate_delays
+from jitterlab.simulate.proxy import free_udp_port, proxy_argv, running_proxy
 
 MS = 1_000_000
 

@@ -11,8 +11,9 @@ from hdrh.log import HistogramLogReader
 
 from conftest import latency_clusters, make_run, run_cli
 from jitterlab import load_run
-from jitterlab.interop import export_run, import_file
+from jitterlab.describe.export import export_run
 from jitterlab.store import ResultsStore
+from jitterlab.store.ingest import import_file
 
 PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99)
 

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from conftest import assert_one_line_error, latency_clusters, make_run, run_cli
-from jitterlab import jvm
-from jitterlab.jvm import pauses_in_run
-from jitterlab.report import mark_pauses
+from jitterlab.describe.analysis import pauses_in_run
+from jitterlab.describe.report import mark_pauses
+from jitterlab.describe.tables import collector_table, table1
+from jitterlab.measure import jvm
 from jitterlab.store import ResultsStore
-from jitterlab.tables import collector_table, table1
 
 # Captured from this machine: OpenJDK 17 with G1, and Temurin 25 with ZGC (note the padded tag).
 JDK17_LINES = """\

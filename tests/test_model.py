@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from conftest import assert_one_line_error, make_run, run_cli, run_main
-from jitterlab.model import (
+from jitterlab.simulate.model import (
     LatencyModel,
     QuantileFunction,
     SpikeCategory,

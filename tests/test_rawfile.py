@@ -8,8 +8,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jitterlab.errors import CorruptRunError
-from jitterlab.rawfile import FOOTER_BYTES, HEADER_BYTES, RECORD_DTYPE, read_raw_samples, write_raw_samples
+from jitterlab.core.errors import CorruptRunError
+from jitterlab.store.rawfile import (
+    FOOTER_BYTES,
+    HEADER_BYTES,
+    RECORD_DTYPE,
+    read_raw_samples,
+    write_raw_samples,
+)
 
 
 def records(n: int) -> np.ndarray:

@@ -88,7 +88,7 @@ def test_report_renders_in_headless_chromium(report: Path, tmp_path: Path) -> No
 
 def test_a_verdict_names_the_percentiles_behind_it(tmp_path: Path) -> None:
     """A faster body with a slower far tail is 'regressed', and the table says where."""
-    from jitterlab.report import build_report
+    from jitterlab.describe.report import build_report
 
     base = latency_clusters(11)
     rng = np.random.default_rng(11)

@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 from conftest import assert_one_line_error, run_cli, run_main
-from jitterlab import tracing
-from jitterlab.doctor import run_checks
-from jitterlab.load import LoadSpec, parse_load, running_load
+from jitterlab.describe import attribution
+from jitterlab.measure import tracing
+from jitterlab.measure.doctor import run_checks
+from jitterlab.measure.load import LoadSpec, parse_load, running_load
 from jitterlab.store import ResultsStore
 
 FIXTURES = Path(__file__).parent / "fixtures" / "doctor"
@@ -71,9 +72,10 @@ def test_doctor_on_the_recorded_kvm_guest() -> None:
 
 def test_every_warning_names_its_fix() -> None:
     for tree in ("laptop-powersave", "rt-kernel", "kvm-vm"):
-        for check in run_checks(FIXTURES / tree):
-            if check.status == "warn":
-                assert check.fix, f"{tree}: {check.name} warns without a fix"
+        warned = [c for c in run_checks(FIXTURES / tree) if c.status == "warn"]
+        # the laptop and the VM are recorded untuned machines: they must trip some checks
+        assert warned or tree == "rt-kernel", f"{tree}: the fixture is meant to trip some checks, none warned"
+        assert [c.name for c in warned if not c.fix] == [], f"{tree}: warnings without a fix"
 
 
 def test_doctor_cli_json(capsys: pytest.CaptureFixture[str]) -> None:
@@ -188,7 +190,7 @@ def test_perf_lines_become_causes() -> None:
     assert events.causes[1] == ["task kworker"]  # only the switch away from our thread counts
     assert events.causes[0] == ["irq virtio0", "softirq TIMER", "timer tick"]
     t0 = 3537 * 1_000_000_000
-    result = tracing.attribute(
+    result = attribution.attribute(
         events,
         cpus=np.array([1, 0, 0]),
         starts=np.array([t0 + 445_890_000, t0 + 446_990_000, t0 + 449_000_000]),
@@ -218,7 +220,8 @@ def test_hiccup_with_tracing_attributes_every_spike(store: Path) -> None:
     result = run_cli("hiccup", "--duration", "1s", "--threshold", "5us", "--trace", "--store", str(store))
     assert result.returncode == 0, result.stderr
     (run,) = ResultsStore(store).runs()
-    block = run.meta["attribution"]
+    block = attribution.spike_attribution(run)
+    assert block is not None
     assert block["available"] and block["spikes"] == run.latency_ns.size
     assert sum(c["spikes"] for c in block["causes"]) >= block["spikes"]  # a spike can have several causes
     assert "spike causes" in result.stdout

@@ -3,10 +3,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from jitterlab.errors import JitterlabError
+from jitterlab.core.errors import JitterlabError
+from jitterlab.core.render import render
+from jitterlab.core.units import format_count, format_ns, parse_duration_ns
 from jitterlab.stats import percentiles, summarize
-from jitterlab.tables import render
-from jitterlab.units import format_count, format_ns, parse_duration_ns
 
 
 @pytest.mark.parametrize(

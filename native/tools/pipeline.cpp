@@ -233,7 +233,7 @@ int main(int argc, char** argv) {
     jl::JsonWriter j;
     j.begin_object();
     j.field("harness", "native").field("tool", "pipeline").field("harness_version", JITTERLAB_VERSION);
-    j.field("messages", o.messages).field("warmup", o.warmup).field("interval_ns", o.interval_ns);
+    j.field("samples_requested", o.messages).field("warmup", o.warmup).field("interval_ns", o.interval_ns);
     j.key("series").begin_array().value("accumulator-transit").value("accumulator-inter-message")
         .value("journaller-transit").value("journaller-inter-message").end_array();
     j.field("journal_file", journal_path).field("journal_bytes", journal_bytes.load()).field("journal_error", journal_error);

@@ -1,7 +1,7 @@
 """jitterlab: measure, describe and simulate latency jitter."""
 
-from jitterlab._version import __version__
-from jitterlab.injector import Injector
+from jitterlab.core.version import __version__
+from jitterlab.simulate.injector import Injector
 from jitterlab.store import ResultsStore, Run, load_run
 
 __all__ = ["Injector", "ResultsStore", "Run", "__version__", "load_run"]

@@ -182,7 +182,7 @@ public final class Main {
         String[] policy = Placements.obtainedPolicy();
         Json j = new Json();
         j.begin().field("harness", "jvm").field("tool", "jvm-bench").field("harness_version", VERSION);
-        j.field("technique", o.technique()).field("pairs", o.pairs()).field("samples", o.samples());
+        j.field("technique", o.technique()).field("pairs", o.pairs()).field("samples_requested", o.samples());
         j.field("warmup", o.warmup()).field("block_ints", o.blockInts()).field("wait_strategy", o.waitStrategy());
         j.field("dispatcher", o.dispatcher());
         j.key("java").begin().field("version", System.getProperty("java.version"))

@@ -1,0 +1,206 @@
+"""``jitterlab bench``: parse, build the plans (measure room), run them, print the tables."""
+
+from __future__ import annotations
+
+import argparse
+import platform
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+from jitterlab.cli.common import (
+    EXIT_INTERRUPTED,
+    non_negative_int,
+    note,
+    print_json,
+    store_option,
+    warn,
+    writable_store,
+)
+from jitterlab.core.render import render
+from jitterlab.core.units import format_count
+from jitterlab.describe.report import write_report
+from jitterlab.describe.tables import (
+    collector_table,
+    covers_several_collectors,
+    pipeline_table,
+    summary_row,
+    table1,
+)
+from jitterlab.describe.text import stored_line
+from jitterlab.measure import jvm, plans
+from jitterlab.measure.bench import CAF_SCHEDULERS, run_plan
+from jitterlab.measure.load import parse_load, running_load
+from jitterlab.measure.pipeline import run_pipeline
+from jitterlab.store import Run
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "bench",
+        help="measure message-passing latency (n sender/receiver pairs)",
+        description="Run the n×(1:1) harness for every technique × pairs × policy and store each run.",
+    )
+    p.add_argument(
+        "--technique",
+        default="all",
+        help="comma list of native (mutex,spin,spsc,futex,pipe,unix,caf,c2c) and JVM "
+        "(java-monitor,java-lock,disruptor,java-vthread,pekko) techniques, or 'all' (default: all of --runtime)",
+    )
+    p.add_argument(
+        "--pairs", default="1", help="comma list of pair counts, 1..64 (a list gives a scaling series)"
+    )
+    p.add_argument("--policy", default="other", help="comma list of other,fifo,rr,deadline (default other)")
+    p.add_argument("--priority", type=int, default=None, help="priority for fifo/rr, 1..99 (default 90)")
+    p.add_argument("--dl-runtime", default=None, help="SCHED_DEADLINE runtime, e.g. 200us")
+    p.add_argument("--dl-deadline", default=None, help="SCHED_DEADLINE deadline, e.g. 1ms")
+    p.add_argument("--dl-period", default=None, help="SCHED_DEADLINE period, e.g. 1ms")
+    p.add_argument(
+        "--samples",
+        type=non_negative_int,
+        default=1_000_000,
+        help="recorded samples per pair (default 1000000)",
+    )
+    p.add_argument(
+        "--warmup",
+        type=non_negative_int,
+        default=1_000,
+        help="unrecorded samples per pair first (default 1000)",
+    )
+    p.add_argument(
+        "--block-ints",
+        type=non_negative_int,
+        default=256 * 1024,
+        help="ints in the shared block (default 262144; 0 skips the memory step: pure channel latency)",
+    )
+    p.add_argument("--pin", default="none", help="none, spread, compact or a CPU list such as 0,1 or 0-3")
+    p.add_argument("--no-mlock", action="store_true", help="do not lock memory (mlockall)")
+    p.add_argument("--pause", default="0", help="sender pause between samples, e.g. 1ms (the seeds' variant)")
+    p.add_argument("--seed", type=non_negative_int, default=1, help="seed of the per-thread index generators")
+    p.add_argument("--caf-scheduler", default="stealing", choices=CAF_SCHEDULERS)
+    p.add_argument(
+        "--caf-threads", type=non_negative_int, default=0, help="CAF worker threads (default: one per CPU)"
+    )
+    p.add_argument("--json", action="store_true", help="print the stored runs' summaries as JSON")
+    p.add_argument("--report", metavar="FILE", help="end by writing the HTML report of the runs just made")
+    p.add_argument(
+        "--trace",
+        action="store_true",
+        help="record scheduler/IRQ events with perf; attribute spikes (pinned runs)",
+    )
+    p.add_argument("--load", help="run stress-ng alongside: cpu, memory, io or mixed, optionally :WORKERS")
+    p.add_argument(
+        "--scenario",
+        choices=("pairs", "pipeline"),
+        default="pairs",
+        help="pairs: the n×(1:1) matrix (default); pipeline: producer → accumulator + journaller (seed 002)",
+    )
+    p.add_argument(
+        "--interval", default="10us", help="pipeline: producer busy-spin between publications (10us)"
+    )
+    p.add_argument("--pin-producer", default="-1", help="pipeline: CPU of the producer (-1: not pinned)")
+    p.add_argument("--pin-accumulator", default="-1", help="pipeline: CPU of the accumulator")
+    p.add_argument("--pin-journaller", default="-1", help="pipeline: CPU of the journaller")
+    p.add_argument(
+        "--runtime",
+        choices=("auto", "native", "jvm"),
+        default="auto",
+        help="auto: each technique on its own runtime, 'all' meaning the native ones (default); "
+        "native (C++); jvm (jvm/ Maven harness)",
+    )
+    p.add_argument(
+        "--gc",
+        default="g1",
+        help="jvm: comma list of serial,parallel,g1,zgc,zgc-gen,shenandoah,epsilon (one JVM each; default g1)",
+    )
+    p.add_argument("--jdk", default="auto", help="jvm: a JDK home, or auto (the newest under /usr/lib/jvm)")
+    p.add_argument(
+        "--wait-strategy",
+        default="blocking",
+        help="jvm disruptor: comma list of blocking,yielding,busy-spin (default blocking)",
+    )
+    p.add_argument(
+        "--dispatcher",
+        default="default",
+        help="jvm pekko: comma list of default (fork-join, throughput 5), throughput-1, pinned, affinity",
+    )
+    p.add_argument("--heap", default="1g", help="jvm: -Xms/-Xmx (default 1g)")
+    store_option(p)
+
+
+def request(args: argparse.Namespace) -> plans.BenchRequest:
+    return plans.BenchRequest(**{f.name: getattr(args, f.name) for f in fields(plans.BenchRequest)})
+
+
+def report(runs: list[Run], out: str | None, title: str) -> None:
+    if out and runs:
+        note(f"writing the report of {len(runs)} run(s)…")
+        size = write_report(runs, Path(out), title)
+        note(f"wrote {out} ({size / 1e6:.1f} MB)")
+
+
+def cmd_pipeline(args: argparse.Namespace) -> int:
+    options = plans.pipeline_options(request(args))
+    store = writable_store(args)
+    with running_load(parse_load(args.load)) as load:
+        runs, interrupted = run_pipeline(store, options, warn, {"load": load} if load else None)
+    for run in runs:
+        note(f"stored {run.id}")
+    if runs:
+        headers, rows = pipeline_table(runs)
+        print(render(headers, rows, "l" + "r" * (len(headers) - 1)))
+        report(runs, args.report, f"jitterlab pipeline on {platform.node()}")
+    if interrupted:
+        return EXIT_INTERRUPTED
+    return 0 if runs else 1
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    if args.scenario == "pipeline":
+        return cmd_pipeline(args)
+    r = request(args)
+    native_techniques, jvm_techniques = plans.split_techniques(r)
+    native_plan = plans.native_plan(r, native_techniques) if native_techniques else None
+    jvm_plan = plans.jvm_plan(r, jvm_techniques) if jvm_techniques else None
+    store = writable_store(args)
+    runs: list[Run] = []
+    interrupted = failed = False
+    with running_load(parse_load(args.load)) as load:
+        extra = {"load": load} if load else None
+        if native_plan is not None:
+            plan, warnings = native_plan
+            for w in warnings:
+                warn(w)
+            note(
+                f"jitterlab bench: {len(plan.points())} native run(s), {format_count(plan.samples)} samples "
+                f"per pair, store {store.root}"
+            )
+            outcome = run_plan(plan, store, extra_meta=extra)
+            runs += outcome.runs
+            interrupted, failed = outcome.interrupted, bool(outcome.failures)
+        if jvm_plan is not None and not interrupted:
+            plan_jvm, warnings = jvm_plan
+            for w in warnings:
+                warn(w)
+            jvm_runs, interrupted = jvm.run_jvm_plan(plan_jvm, store, warn, extra)
+            runs += jvm_runs
+            failed = failed or not jvm_runs
+    if load and not load.get("stopped_cleanly", True):
+        warn("stress-ng had to be killed")
+    for run in runs:
+        note(f"stored {run.id}  {stored_line(run)}")
+    if args.json:
+        print_json([summary_row(r) for r in runs])
+    elif runs:
+        print(table1(runs))
+        if covers_several_collectors(runs):
+            print("\ngarbage collector × scheduler (Stauffert et al. 2016, Tables 2–3)")
+            print(collector_table(runs))
+    report(runs, args.report, f"jitterlab bench on {platform.node()}")
+    if interrupted:
+        note("interrupted: the samples recorded so far are stored and marked partial")
+        return EXIT_INTERRUPTED
+    return 1 if failed else 0
+
+
+COMMANDS = {"bench": cmd_bench}

@@ -1,0 +1,65 @@
+"""What every command module shares: the one-line-error parser, option helpers, and the
+way warnings and errors are printed (progress and warnings on stderr, data on stdout)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+from jitterlab.store import ResultsStore, Run, load_run
+
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # like a shell after SIGINT
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with the one-line error our CLI promises (no usage dump)."""
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"{self.prog}: error: {message} (see --help)\n")
+        raise SystemExit(EXIT_USAGE)
+
+
+def non_negative_int(text: str) -> int:
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"'{text}' must not be negative")
+    return value
+
+
+def store_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--store",
+        type=Path,
+        default=None,
+        help="results store folder (default ./jitterlab-results or $JITTERLAB_STORE)",
+    )
+
+
+def warn(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr)
+
+
+def note(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+def print_json(document: Any) -> None:
+    print(json.dumps(document, indent=2))
+
+
+def load(ref: str, args: argparse.Namespace) -> Run:
+    return load_run(ref, ResultsStore(args.store))
+
+
+def writable_store(args: argparse.Namespace) -> ResultsStore:
+    """The store of ``--store``, checked writable before any work."""
+    store = ResultsStore(args.store)
+    store.ensure_writable()
+    return store

@@ -1,0 +1,61 @@
+"""``jitterlab describe``: summary, outlier categories, windows and spike causes of a run."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from jitterlab.cli.common import load, note, print_json, store_option
+from jitterlab.core.errors import JitterlabError
+from jitterlab.core.units import parse_duration_ns
+from jitterlab.describe.analysis import TESTS, describe_run, description_json
+from jitterlab.describe.context import context_block
+from jitterlab.describe.text import (
+    HISTOGRAM_ONLY,
+    attribution_text,
+    describe_text,
+    histogram_json,
+    histogram_text,
+)
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("describe", help="summary, outlier categories and time windows of a run")
+    p.add_argument("run")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--window", default="1s", help="window width by send time (default 1s)")
+    p.add_argument("--baseline", help="classify with the stacked-z thresholds of this reference run")
+    p.add_argument("--test", default="stacked-z", choices=TESTS)
+    p.add_argument("--two-sided", action="store_true", help="also flag low outliers (stacked-z)")
+    p.add_argument("--threshold", type=float, default=3.5, help="modified z-score threshold (default 3.5)")
+    p.add_argument(
+        "--alpha", type=float, default=0.05, help="significance level of the GESD test (default 0.05)"
+    )
+    store_option(p)
+
+
+def cmd_describe(args: argparse.Namespace) -> int:
+    run = load(args.run, args)
+    if run.histogram_only:
+        if args.json:
+            print_json(histogram_json(run) | {"context": context_block(run)})
+        else:
+            print(histogram_text(run))
+            note(f"note: {HISTOGRAM_ONLY}; this run has none")
+        return 0
+    baseline = load(args.baseline, args) if args.baseline else None
+    width = parse_duration_ns(args.window, "s")
+    if width <= 0:
+        raise JitterlabError("--window must be a positive duration such as 1s or 100ms")
+    d = describe_run(run, args.test, width, baseline, args.two_sided, args.threshold, args.alpha)
+    if args.json:
+        print_json({"context": context_block(run)} | description_json(d))
+        return 0
+    print(describe_text(d))
+    _, unavailable = attribution_text(d.attribution)
+    if unavailable:
+        note(unavailable)
+    return 0
+
+
+COMMANDS = {"describe": cmd_describe}

@@ -1,0 +1,120 @@
+"""``jitterlab inject``: the delaying proxy, and ``inject validate`` of it against its model."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from jitterlab.cli.common import non_negative_int, note, print_json, store_option, warn, writable_store
+from jitterlab.core.errors import JitterlabError
+from jitterlab.core.render import render
+from jitterlab.core.units import format_ns, parse_duration_ns
+from jitterlab.describe.report import write_report
+from jitterlab.describe.validation import SETTINGS_HEADERS, settings_rows, validation_html
+from jitterlab.simulate import proxy
+from jitterlab.simulate.model import load_model
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "inject",
+        help="delay a live UDP/TCP stream with a model (proxy), or 'inject validate' the proxy against it",
+    )
+    p.add_argument(
+        "action", nargs="?", choices=("validate",), help="validate: measure the proxy against the model"
+    )
+    p.add_argument("--model", help="latency model file (jitterlab model build/make)")
+    p.add_argument("--zero", action="store_true", help="proxy: no model, a pass-through stage")
+    p.add_argument("--listen", help="proxy: [HOST:]PORT to receive on (a bare PORT binds 127.0.0.1)")
+    p.add_argument("--forward", help="proxy: HOST:PORT to forward to")
+    p.add_argument(
+        "--tcp", action="store_true", help="proxy: one TCP stream at a time instead of UDP datagrams"
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of the injector's draws (default 0)")
+    p.add_argument("--reorder", action="store_true", help="independent delays instead of the in-order queue")
+    p.add_argument(
+        "--busy-poll", action="store_true", help="never sleep: µs-accurate for µs-scale models, costs a core"
+    )
+    p.add_argument(
+        "--queue-limit", type=non_negative_int, default=65_536, help="proxy: most items held (default 65536)"
+    )
+    p.add_argument(
+        "--stats-interval", default="10s", help="proxy: print statistics this often (0: only at exit)"
+    )
+    p.add_argument("--duration", default="0", help="proxy: stop after this long (default: until Ctrl-C)")
+    p.add_argument("--count", type=non_negative_int, default=10_000, help="validate: datagrams per setting")
+    p.add_argument(
+        "--rate", type=non_negative_int, default=1_000, help="validate: datagrams per second (default 1000)"
+    )
+    p.add_argument("--size", type=non_negative_int, default=64, help="validate: datagram bytes (default 64)")
+    p.add_argument("--report", help="validate: write an HTML report with the QQ plots here")
+    p.add_argument("--json", action="store_true")
+    store_option(p)
+
+
+def cmd_inject(args: argparse.Namespace) -> int:
+    if args.model is None and not args.zero:
+        raise JitterlabError("inject needs --model FILE (or --zero for a pass-through proxy)")
+    if args.model is not None:
+        load_model(Path(args.model))  # a bad model is a one-line error before anything starts
+    if args.seed < 0:
+        raise JitterlabError("--seed must be ≥ 0")
+    if args.action == "validate":
+        return _validate(args)
+    if not args.listen or not args.forward:
+        raise JitterlabError("inject needs --listen [HOST:]PORT and --forward HOST:PORT")
+    extra = ["--queue-limit", str(args.queue_limit)] + (["--busy-poll"] if args.busy_poll else [])
+    extra += ["--stats-interval", str(round(parse_duration_ns(args.stats_interval, "s") / 1e9))]
+    extra += ["--duration", str(round(parse_duration_ns(args.duration, "s") / 1e9))]
+    argv = proxy.proxy_argv(
+        Path(args.model) if args.model else None,
+        args.listen,
+        args.forward,
+        args.tcp,
+        args.seed,
+        args.reorder,
+        extra,
+    )
+    child = subprocess.Popen(argv)  # Ctrl-C reaches it too (same process group); it prints its summary
+    while True:
+        try:
+            return child.wait()
+        except KeyboardInterrupt:
+            continue
+
+
+def _validate(args: argparse.Namespace) -> int:
+    if args.model is None:
+        raise JitterlabError("inject validate needs --model FILE")
+    store = writable_store(args)
+    options = proxy.ValidateOptions(
+        Path(args.model), args.count, args.rate, args.size, args.seed, args.reorder, args.busy_poll
+    )
+    results, v = proxy.validate(store, options, warn)
+    runs = {k: r.run for k, r in results.items()}
+    if args.json:
+        print_json(
+            {
+                "runs": {k: r.id for k, r in runs.items()},
+                "injected_runs": {k: r.injected.id for k, r in results.items() if r.injected},
+                "ks_injected": v.ks,
+                "ks_end_to_end": v.ks_end_to_end,
+                "quantile_error_ns": v.quantile_error_ns,
+                "proxy": {k: r.proxy_stats for k, r in results.items() if r.proxy_stats},
+            }
+        )
+    else:
+        print(render(SETTINGS_HEADERS, settings_rows(runs), "llrrrr"))
+        errors = ", ".join(f"{k} {format_ns(e)}" for k, e in v.quantile_error_ns.items())
+        print(f"KS distance, injected delay (proxy's record) vs the model: {v.ks:.4f}; error {errors}")
+        print(f"KS distance end to end, vs the model + the pass-through floor: {v.ks_end_to_end:.4f}")
+    if args.report:
+        preface = validation_html(runs, {k: r.proxy_stats for k, r in results.items()}, v, Path(args.model))
+        write_report(list(runs.values()), Path(args.report), "jitterlab injection validation", preface)
+        note(f"wrote {args.report}")
+    return 0
+
+
+COMMANDS = {"inject": cmd_inject}

@@ -1,0 +1,109 @@
+"""``jitterlab model``: build a latency model from a run or from parameters, show, sample."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from jitterlab.cli.common import Parser, load, note, print_json, store_option
+from jitterlab.core.errors import JitterlabError
+from jitterlab.core.fileio import atomic_write_json
+from jitterlab.core.render import render
+from jitterlab.core.units import parse_duration_ns
+from jitterlab.simulate import model as m
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("model", help="latency models: build from a run, design from parameters, show, sample")
+    models = p.add_subparsers(dest="model_command", required=True, parser_class=Parser)
+    q = models.add_parser("build", help="a model from a measured run (stacked z-test categories)")
+    q.add_argument("run")
+    q.add_argument("-o", "--output", required=True)
+    q.add_argument(
+        "--points", type=int, default=256, help="points of each sampled quantile function (default 256)"
+    )
+    q.add_argument(
+        "--kde", action="store_true", help="smooth each distribution with a log-space Gaussian KDE"
+    )
+    q.add_argument(
+        "--min-category", type=int, default=2, help="leave out categories with fewer spikes (default 2)"
+    )
+    q.add_argument(
+        "--scale", type=float, default=1.0, help="multiply spike durations (a more pathogenic system)"
+    )
+    store_option(q)
+    q = models.add_parser("make", help="a model from parameters, for designing conditions without a run")
+    q.add_argument("-o", "--output", required=True)
+    q.add_argument("--constant", help="constant delay, e.g. 20ms")
+    q.add_argument("--normal", help="MEAN,SD, e.g. 20ms,2ms (clipped at 0)")
+    q.add_argument("--uniform", help="LOW,HIGH, e.g. 10ms,30ms")
+    q.add_argument("--sine", help="MEAN,AMPLITUDE,PERIOD, e.g. 50ms,20ms,1s (St. Pierre et al.)")
+    q.add_argument(
+        "--spikes", action="append", help="DURATION@RATE_HZ Poisson spikes, e.g. 40ms@0.5 (repeatable)"
+    )
+    q.add_argument("--points", type=int, default=256)
+    q = models.add_parser("show", help="categories, rates and quantiles of a model")
+    q.add_argument("model")
+    q.add_argument("--json", action="store_true")
+    q = models.add_parser("sample", help="seeded per-item delays (ns, one a line) the injector would add")
+    q.add_argument("model")
+    q.add_argument("-n", type=int, default=1000, help="items (default 1000)")
+    q.add_argument("--rate", type=float, default=1000.0, help="item arrival rate in Hz (default 1000)")
+    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--reorder", action="store_true", help="independent delays instead of the in-order queue")
+
+
+def cmd_model(args: argparse.Namespace) -> int:
+    if args.model_command in ("build", "make"):
+        return _write_model(args)
+    loaded = m.load_model(Path(args.model))
+    if args.model_command == "show":
+        if args.json:
+            print_json(m.model_to_json(loaded))
+            return 0
+        print(m.base_line(loaded))
+        print(render(m.MODEL_HEADERS, m.category_rows(loaded), "rrrrrr"))
+        source = loaded.source
+        if "run" in source:
+            note(
+                f"built from run {source['run']} ({source.get('label')}), scale {source.get('scale')}, "
+                f"kde {source.get('kde')}"
+            )
+        return 0
+    if args.n < 1 or args.rate <= 0:
+        raise JitterlabError("sample needs -n ≥ 1 and --rate > 0")
+    arrivals = np.arange(args.n) * (1e9 / args.rate)
+    for delay in m.simulate_delays(loaded, arrivals, args.seed, args.reorder):
+        print(round(delay))
+    return 0
+
+
+def _write_model(args: argparse.Namespace) -> int:
+    if args.points < 2:
+        raise JitterlabError("--points must be at least 2")
+    if args.model_command == "build":
+        if args.scale <= 0:
+            raise JitterlabError("--scale must be positive")
+        built = m.build_model(load(args.run, args), args.points, args.kde, args.min_category, args.scale)
+    else:
+        built = m.parametric_model(
+            constant_ns=parse_duration_ns(args.constant, "ms") if args.constant else None,
+            normal=m.parse_durations(args.normal, 2, "--normal") if args.normal else None,  # type: ignore[arg-type]
+            uniform=m.parse_durations(args.uniform, 2, "--uniform") if args.uniform else None,  # type: ignore[arg-type]
+            sine=m.parse_durations(args.sine, 3, "--sine") if args.sine else None,  # type: ignore[arg-type]
+            spikes=[m.parse_spike(x) for x in args.spikes or []],
+            points=args.points,
+        )
+    out = Path(args.output)
+    try:
+        atomic_write_json(out, m.model_to_json(built))
+    except OSError as e:
+        raise JitterlabError(f"cannot write {out}: {e.strerror or e}") from e
+    note(f"wrote {out}: {len(built.categories)} spike categories")
+    return 0
+
+
+COMMANDS = {"model": cmd_model}

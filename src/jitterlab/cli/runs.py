@@ -1,0 +1,147 @@
+"""The commands over stored runs: ``runs``, ``show``, ``compare``, ``report``, ``export``,
+``import``."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from jitterlab.cli.common import load, note, print_json, store_option, warn, writable_store
+from jitterlab.core.errors import JitterlabError
+from jitterlab.core.render import render
+from jitterlab.core.units import parse_duration_ns
+from jitterlab.describe.analysis import run_summary
+from jitterlab.describe.compare import HEADERS, compare_runs, comparison_json, comparison_rows, tests_line
+from jitterlab.describe.context import context_block, context_header
+from jitterlab.describe.export import FORMATS, export_run
+from jitterlab.describe.report import write_report
+from jitterlab.describe.tables import runs_table, summary_row
+from jitterlab.describe.text import show_text
+from jitterlab.store import ResultsStore, load_run
+from jitterlab.store.ingest import import_file
+
+
+def add_parsers(sub: Any) -> None:
+    p = sub.add_parser("runs", help="list stored runs")
+    p.add_argument("--json", action="store_true")
+    store_option(p)
+    p = sub.add_parser("show", help="summary of one run")
+    p.add_argument("run", help="run id (or unique prefix) or run folder")
+    p.add_argument("--json", action="store_true")
+    store_option(p)
+    p = sub.add_parser("report", help="write one self-contained HTML report of runs")
+    p.add_argument("runs", nargs="*", help="run ids or folders (default: every run in the store)")
+    p.add_argument("-o", "--output", default="report.html")
+    p.add_argument("--title", default="jitterlab report")
+    store_option(p)
+    p = sub.add_parser("compare", help="compare run B against run A: verdict per percentile")
+    p.add_argument("a", help="baseline run")
+    p.add_argument("b", help="run to judge")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--noise", type=float, default=0.05, help="noise threshold as a fraction (default 0.05)")
+    p.add_argument("--fail-on-regression", action="store_true", help="exit 1 when the verdict is 'regressed'")
+    store_option(p)
+    p = sub.add_parser("export", help="write a run as HdrHistogram (hgrm, hlog), CSV or Parquet")
+    p.add_argument("run")
+    p.add_argument("--format", required=True, choices=FORMATS)
+    p.add_argument("-o", "--output", help="output file (default RUN_ID.FORMAT)")
+    p.add_argument("--window", default="1s", help="interval of the hlog histograms (default 1s)")
+    store_option(p)
+    p = sub.add_parser("import", help="store an HdrHistogram log (.hlog) or a CSV of samples as a run")
+    p.add_argument("file")
+    store_option(p)
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    store = ResultsStore(args.store)
+    runs = store.runs()
+    if args.json:
+        print_json([summary_row(r) for r in runs])
+    elif runs:
+        print(runs_table(runs))
+    else:
+        note(f"no runs in {store.root}")
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    run = load(args.run, args)
+    if run.histogram_only:
+        note("note: histogram-only run (imported); percentiles use HdrHistogram's definition")
+    summary = run_summary(run)  # reads and verifies the samples
+    if args.json:
+        print_json(
+            {
+                "id": run.id,
+                "status": run.meta.get("status"),
+                "partial_reason": run.meta.get("partial_reason"),
+                "context": context_block(run),
+                "config": run.config,
+                "summary_ns": summary,
+                "floor": run.meta.get("floor"),
+            }
+        )
+        return 0
+    print(show_text(run, summary))
+    for w in (run.meta.get("obtained") or {}).get("warnings", []):
+        warn(w["detail"] if isinstance(w, dict) else w)
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    store = ResultsStore(args.store)
+    refs = args.runs or [r.id for r in store.runs()]
+    if not refs:
+        raise JitterlabError(f"no runs to report (none given and none in {store.root})")
+    runs = [load_run(ref, store) for ref in refs]
+    note(f"writing the report of {len(runs)} run(s)…")
+    size = write_report(runs, Path(args.output), args.title)
+    note(f"wrote {args.output} ({size / 1e6:.1f} MB)")
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    rc = compare_runs(load(args.a, args), load(args.b, args), args.noise)
+    for w in rc.warnings:
+        warn(w)
+    c = rc.result
+    if args.json:
+        print_json(comparison_json(rc))
+    else:
+        print(context_header([rc.a, rc.b]))
+        print(f"A  {rc.a.id}  ({rc.a.label})\nB  {rc.b.id}  ({rc.b.label})")
+        headers = [*HEADERS[:4], f"{c.confidence:.0%} CI", HEADERS[5]]
+        print(render(headers, comparison_rows(c), "lrrrrl"))
+        print(tests_line(c))
+        print(f"verdict: {c.verdict} (noise threshold ±{c.noise_threshold:.0%})")
+    return 1 if args.fail_on_regression and c.verdict == "regressed" else 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    run = load(args.run, args)
+    out = Path(args.output or f"{run.id}.{args.format}")
+    try:
+        export_run(run, args.format, out, parse_duration_ns(args.window, "s"))
+    except OSError as e:
+        raise JitterlabError(f"cannot write {out}: {e.strerror or e}") from e
+    note(f"wrote {out}")
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    run = import_file(Path(args.file), writable_store(args))
+    kind = "histogram-only run" if run.histogram_only else "run"
+    note(f"stored {run.id} ({kind}, {run.meta['summary']['latency_ns']['count']:,} values)")
+    print(run.id)
+    return 0
+
+
+COMMANDS = {
+    "runs": cmd_runs,
+    "show": cmd_show,
+    "report": cmd_report,
+    "compare": cmd_compare,
+    "export": cmd_export,
+    "import": cmd_import,
+}

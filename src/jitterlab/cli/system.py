@@ -1,0 +1,98 @@
+"""System jitter: ``jitterlab doctor`` and ``jitterlab hiccup``."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from jitterlab.cli.common import EXIT_INTERRUPTED, note, print_json, store_option, warn, writable_store
+from jitterlab.core.errors import JitterlabError
+from jitterlab.core.render import render
+from jitterlab.core.units import format_ns, parse_duration_ns
+from jitterlab.describe.attribution import spike_attribution
+from jitterlab.describe.tables import HICCUP_HEADERS, hiccup_per_cpu, hiccup_rows
+from jitterlab.describe.text import attribution_text
+from jitterlab.measure.doctor import run_checks
+from jitterlab.measure.hiccup import HiccupOptions, run_hiccup
+from jitterlab.measure.load import parse_load, running_load
+from jitterlab.measure.plans import check_pin, single_policy
+from jitterlab.measure.tracing import tracing
+
+
+def add_parsers(sub: Any) -> None:
+    p = sub.add_parser("doctor", help="check what on this machine shapes latency, with the fix for each")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--root", default="/", help="read /proc and /sys under this folder (a recorded tree)")
+    p = sub.add_parser(
+        "hiccup", help="per-CPU OS-noise meter: every interruption of a busy loop, stored as a run"
+    )
+    p.add_argument("--duration", default="10s", help="how long to measure (default 10s)")
+    p.add_argument("--cpus", default="all", help="CPU list such as 0,1 or 0-3 (default: every CPU)")
+    p.add_argument("--threshold", default="auto", help="smallest gap recorded, e.g. 1us, or auto (default)")
+    p.add_argument(
+        "--auto-multiple", type=int, default=10, help="auto threshold = this × the smallest gap (default 10)"
+    )
+    p.add_argument("--policy", default="other", help="other, fifo or rr")
+    p.add_argument("--priority", type=int, default=0, help="priority for fifo/rr (default 90)")
+    p.add_argument("--no-mlock", action="store_true")
+    p.add_argument("--load", help="run stress-ng alongside: cpu, memory, io or mixed, optionally :WORKERS")
+    p.add_argument(
+        "--trace", action="store_true", help="record scheduler/IRQ events with perf and attribute each hiccup"
+    )
+    p.add_argument("--json", action="store_true")
+    store_option(p)
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    checks = run_checks(Path(args.root))
+    if args.json:
+        print_json([c.to_dict() for c in checks])
+        return 0
+    marks = {"ok": "ok  ", "warn": "WARN", "info": "info"}
+    for c in checks:
+        print(f"[{marks[c.status]}] {c.name}: {c.finding}")
+        if c.fix and c.status != "ok":
+            print(f"       fix: {c.fix}")
+    warned = sum(c.status == "warn" for c in checks)
+    print(
+        f"\n{len(checks)} checks: {warned} warning(s). Every run stores these findings in run.json (doctor)."
+    )
+    return 0
+
+
+def cmd_hiccup(args: argparse.Namespace) -> int:
+    duration = parse_duration_ns(args.duration, "s")
+    if duration < 1_000_000:
+        raise JitterlabError("--duration must be at least 1ms")
+    if args.cpus != "all":
+        check_pin(args.cpus, "--cpus")
+    threshold = 0 if args.threshold == "auto" else parse_duration_ns(args.threshold, "ns")
+    policy, priority = single_policy(args.policy, args.priority or None)
+    options = HiccupOptions(
+        duration, args.cpus, threshold, args.auto_multiple, policy, priority, not args.no_mlock
+    )
+    store = writable_store(args)
+    with running_load(parse_load(args.load)) as load, tracing(args.trace) as trace:
+        run, interrupted = run_hiccup(store, options, warn, {"load": load} if load else None, trace)
+    if run is None:
+        return EXIT_INTERRUPTED if interrupted else 1
+    per_cpu = hiccup_per_cpu(run)
+    info = run.meta["hiccup"]
+    if args.json:
+        print_json({"id": run.id, "threshold_ns": info["threshold_ns"], "per_cpu": per_cpu})
+    else:
+        note(
+            f"stored {run.id}: interruptions longer than {format_ns(info['threshold_ns'])} "
+            f"({info['threshold_mode']}) over {format_ns(duration)}"
+        )
+        print(render(HICCUP_HEADERS, hiccup_rows(per_cpu), "r" * len(HICCUP_HEADERS)))
+        out, unavailable = attribution_text(spike_attribution(run))
+        if out:
+            print(out)
+        if unavailable:
+            note(unavailable)
+    return EXIT_INTERRUPTED if interrupted else 0
+
+
+COMMANDS = {"doctor": cmd_doctor, "hiccup": cmd_hiccup}

@@ -1,0 +1,165 @@
+"""What `describe` and `report` compute for a run: the statistics, gathered in one place.
+
+Both commands call :func:`describe_run`, so the report never recomputes a statistic in a
+different way from the terminal output.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from jitterlab.core.errors import JitterlabError
+from jitterlab.describe.attribution import spike_attribution
+from jitterlab.stats import (
+    StackedResult,
+    Summary,
+    WindowTable,
+    stacked_gesd,
+    stacked_walsh,
+    stacked_z_test,
+    summarize,
+    time_windows,
+)
+from jitterlab.store import Run
+
+TESTS = ("stacked-z", "gesd", "walsh")
+
+
+@dataclass(frozen=True)
+class RunDescription:
+    run: Run
+    summary: Summary
+    test: str
+    categories: StackedResult
+    windows: WindowTable
+    baseline_id: str | None
+    attribution: dict[str, Any] | None  # spike causes under this test (traced runs), else None
+
+
+def run_test(
+    latency: np.ndarray,
+    test: str,
+    two_sided: bool = False,
+    threshold: float = 3.5,
+    alpha: float = 0.05,
+    baseline: StackedResult | None = None,
+    ordered: np.ndarray | None = None,
+) -> StackedResult:
+    """The outlier categories of ``latency`` under the chosen stacked test (``ordered``:
+    the sample sorted, when the caller has it)."""
+    if test == "stacked-z":
+        return stacked_z_test(
+            latency, threshold=threshold, two_sided=two_sided, baseline=baseline, ordered=ordered
+        )
+    if baseline is not None:
+        raise JitterlabError(
+            "--baseline works with --test stacked-z (its thresholds come from median and MAD)"
+        )
+    if test == "gesd":
+        return stacked_gesd(latency, alpha=alpha)
+    if test == "walsh":
+        if latency.size <= 60:
+            raise JitterlabError(f"the Walsh test needs more than 60 samples (this run has {latency.size})")
+        return stacked_walsh(latency)
+    raise JitterlabError(f"unknown test '{test}' (choose from {', '.join(TESTS)})")
+
+
+def describe_run(
+    run: Run,
+    test: str = "stacked-z",
+    window_ns: int = 1_000_000_000,
+    baseline: Run | None = None,
+    two_sided: bool = False,
+    threshold: float = 3.5,
+    alpha: float = 0.05,
+) -> RunDescription:
+    """Summary, outlier categories and time windows of one run."""
+    if run.meta.get("samples") is None:
+        raise JitterlabError(
+            f"run {run.id} holds a histogram only: outlier tests and windows by sample need raw "
+            "samples (show and export work on it)"
+        )
+    latency = run.latency_ns
+    if latency.size == 0:
+        raise JitterlabError(f"run {run.id} has no samples")
+    reference = None
+    if baseline is not None:
+        reference = stacked_z_test(baseline.latency_ns, threshold=threshold, two_sided=two_sided)
+    categories = run_test(latency, test, two_sided, threshold, alpha, reference)
+    windows = time_windows(run.t_send_ns, latency, window_ns, categories)
+    return RunDescription(
+        run,
+        summarize(latency),
+        test,
+        categories,
+        windows,
+        baseline.id if baseline else None,
+        spike_attribution(run, categories),
+    )
+
+
+def run_summary(run: Run) -> dict[str, Any]:
+    """The summary of a run: from its samples (read and verified), or the stored one of a
+    histogram-only import (HdrHistogram's percentile definition)."""
+    if run.histogram_only:
+        return dict(run.meta["summary"]["latency_ns"])
+    return summarize(run.latency_ns).to_dict()
+
+
+def description_json(d: RunDescription) -> dict[str, Any]:
+    w = d.windows
+    return {
+        "id": d.run.id,
+        "label": d.run.label,
+        "status": d.run.meta.get("status"),
+        "summary_ns": d.summary.to_dict(),
+        "test": d.test,
+        "baseline": d.baseline_id,
+        "thresholds_ns": list(d.categories.thresholds),
+        "attribution": d.attribution,
+        "low_threshold_ns": d.categories.low_threshold,
+        "categories": [
+            {
+                "category": c.index,
+                "lower_ns": c.lower,
+                "upper_ns": c.upper,
+                "count": c.count,
+                "share": c.share,
+            }
+            for c in d.categories.categories
+        ],
+        "windows": {
+            "width_ns": w.width_ns,
+            "categories": list(w.categories),
+            "rows": [
+                {
+                    "start_ns": int(w.start_ns[i]),
+                    "count": int(w.count[i]),
+                    "mean_ns": _num(w.mean[i]),
+                    "p50_ns": _num(w.p50[i]),
+                    "p99_ns": _num(w.p99[i]),
+                    "max_ns": _num(w.max[i]),
+                    "category_counts": [int(v) for v in w.category_counts[i]],
+                }
+                for i in range(w.start_ns.size)
+            ],
+        },
+    }
+
+
+def _num(v: float) -> float | None:
+    return None if not np.isfinite(v) else float(v)
+
+
+def pauses_in_run(run: Run) -> list[dict[str, Any]]:
+    """The JVM's GC and safepoint pauses stored with the run (``jvm.pause_events``) that
+    overlap its samples (send time span)."""
+    events = (run.meta.get("jvm") or {}).get("pause_events") or []
+    if not events:
+        return []
+    t_send = run.t_send_ns
+    first, last = int(t_send.min()), int(t_send.max())
+    return [e for e in events if e["end_ns"] >= first and e["start_ns"] <= last]

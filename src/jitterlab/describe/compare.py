@@ -1,0 +1,103 @@
+"""``compare``: run B judged against run A, as JSON for machines and rows for people.
+
+The statistics are :func:`jitterlab.stats.compare_samples`; this module adds the runs'
+context and warns when A and B were measured on different machines or kernels.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from jitterlab.core.errors import JitterlabError
+from jitterlab.core.units import format_ns
+from jitterlab.describe.context import context_block, differences
+from jitterlab.stats import Comparison, compare_samples
+from jitterlab.store import Run
+
+HEADERS = ["percentile", "A", "B", "change", "CI", "verdict"]
+
+
+@dataclass(frozen=True)
+class RunComparison:
+    a: Run
+    b: Run
+    result: Comparison
+    warnings: list[str]
+
+
+def compare_runs(a: Run, b: Run, noise: float = 0.05) -> RunComparison:
+    """B against A, with the warnings a reader needs before trusting the verdict."""
+    for run in (a, b):
+        if run.histogram_only:
+            raise JitterlabError(f"run {run.id} holds a histogram only: compare needs raw samples")
+        if run.latency_ns.size == 0:
+            raise JitterlabError(f"run {run.id} has no samples to compare")
+    warnings = []
+    differ = differences(a, b)
+    if differ:
+        warnings.append("A and B were measured on different machines or kernels (" + "; ".join(differ) + ")")
+    result = compare_samples(a.latency_ns, b.latency_ns, noise_threshold=noise)
+    return RunComparison(a, b, result, warnings)
+
+
+def comparison_json(rc: RunComparison) -> dict[str, Any]:
+    c = rc.result
+    return {
+        "a": rc.a.id,
+        "b": rc.b.id,
+        "context": {"a": context_block(rc.a), "b": context_block(rc.b)},
+        "warnings": rc.warnings,
+        "verdict": c.verdict,
+        "noise_threshold": c.noise_threshold,
+        "confidence": c.confidence,
+        "tests": {
+            "ks": {"statistic": c.ks_statistic, "pvalue": c.ks_pvalue},
+            "anderson_darling": {"statistic": c.ad_statistic, "pvalue": c.ad_pvalue},
+            "mann_whitney": {"statistic": c.mw_statistic, "pvalue": c.mw_pvalue},
+            "samples_tested": [c.tested_a, c.tested_b],
+        },
+        "percentiles": [
+            {
+                "percentile": d.percentile,
+                "a_ns": d.a,
+                "b_ns": d.b,
+                "relative": d.relative,
+                "ci_low": d.ci_low,
+                "ci_high": d.ci_high,
+                "verdict": d.verdict,
+            }
+            for d in c.percentiles
+        ],
+        "qq": {
+            "probabilities": c.qq_probabilities.tolist(),
+            "a_ns": c.qq_a.tolist(),
+            "b_ns": c.qq_b.tolist(),
+        },
+    }
+
+
+def comparison_rows(c: Comparison) -> list[list[str]]:
+    return [
+        [
+            f"p{d.percentile:g}",
+            format_ns(d.a),
+            format_ns(d.b),
+            f"{d.relative:+.1%}",
+            f"[{d.ci_low:+.1%}, {d.ci_high:+.1%}]",
+            d.verdict,
+        ]
+        for d in c.percentiles
+    ]
+
+
+def tests_line(c: Comparison) -> str:
+    tested = (
+        ""
+        if c.tested_a == c.n_a and c.tested_b == c.n_b
+        else f" (on {c.tested_a:,} / {c.tested_b:,} samples)"
+    )
+    return (
+        f"KS D = {c.ks_statistic:.4f} (p = {c.ks_pvalue:.3g}); Anderson-Darling = {c.ad_statistic:.2f} "
+        f"(p ≈ {c.ad_pvalue:.3g}); Mann-Whitney p = {c.mw_pvalue:.3g}{tested}"
+    )

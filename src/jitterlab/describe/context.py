@@ -1,0 +1,84 @@
+"""The context block (google/benchmark's habit): the machine a run was measured on, its
+kernel and the doctor's warnings, heading the text, the JSON and the HTML alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from jitterlab.store import Run
+
+# Facts that make two runs' latencies hard to compare when they differ.
+COMPARABILITY_KEYS = ("host", "cpu_model", "kernel", "preempt_rt", "virtualization", "clocksource")
+
+
+def context_block(run: Run) -> dict[str, Any]:
+    """Where and with what ``run`` was measured (an import says where it came from)."""
+    env = run.meta.get("environment")
+    tool = run.meta.get("tool") or {}
+    if env is None:
+        return {
+            "measured_here": False,
+            "source": run.config.get("source"),
+            "source_format": run.config.get("source_format"),
+            "tool_version": tool.get("version"),
+        }
+    governors = sorted(set((env.get("governors") or {}).values()))
+    return {
+        "measured_here": True,
+        "host": env.get("host"),
+        "cpu_model": env.get("cpu_model"),
+        "logical_cpus": env.get("logical_cpus"),
+        "smt_active": env.get("smt_active"),
+        "kernel": env.get("kernel"),
+        "preempt_rt": env.get("preempt_rt"),
+        "clocksource": env.get("clocksource"),
+        "governors": governors,
+        "isolcpus": env.get("isolcpus"),
+        "virtualization": env.get("virtualization"),
+        "doctor_warnings": [d["check"] for d in run.meta.get("doctor") or [] if d.get("status") == "warn"],
+        "tool_version": tool.get("version"),
+        "git_commit": tool.get("git_commit"),
+    }
+
+
+def contexts(runs: Sequence[Run]) -> list[dict[str, Any]]:
+    """The distinct context blocks of ``runs``, in order of first appearance."""
+    seen: list[dict[str, Any]] = []
+    for run in runs:
+        block = context_block(run)
+        if block not in seen:
+            seen.append(block)
+    return seen
+
+
+def context_lines(block: dict[str, Any]) -> list[str]:
+    """The block as two short lines of text."""
+    if not block.get("measured_here"):
+        return [f"imported from {block.get('source')} ({block.get('source_format')}); not measured here"]
+    cpus = f"{block.get('logical_cpus')} CPUs" + (", SMT" if block.get("smt_active") else "")
+    rt = "PREEMPT_RT" if block.get("preempt_rt") else "not PREEMPT_RT"
+    governors = ",".join(block.get("governors") or []) or "no governor"
+    vm = f", {block['virtualization']} guest" if block.get("virtualization") else ""
+    first = f"{block.get('host')}: {block.get('cpu_model')} ({cpus}{vm})"
+    second = (
+        f"kernel {block.get('kernel')} ({rt}), clocksource {block.get('clocksource')}, governor {governors}"
+    )
+    warned = block.get("doctor_warnings") or []
+    if warned:
+        second += f"; doctor warned about {', '.join(warned)}"
+    return [first, second]
+
+
+def context_header(runs: Sequence[Run]) -> str:
+    """The heading of a command's text output: one block per distinct machine."""
+    return "\n".join(f"context  {line}" for block in contexts(runs) for line in context_lines(block))
+
+
+def differences(a: Run, b: Run) -> list[str]:
+    """The facts in which two runs' machines differ, as "key: A vs B"."""
+    ea, eb = a.meta.get("environment") or {}, b.meta.get("environment") or {}
+    if not ea or not eb:
+        return []
+    return [f"{k}: {ea.get(k)} vs {eb.get(k)}" for k in COMPARABILITY_KEYS if ea.get(k) != eb.get(k)]

@@ -1,0 +1,471 @@
+"""One self-contained offline HTML report for one or more runs.
+
+Figures are matplotlib PNGs embedded as data URIs; there is no script and nothing is
+fetched, so the file opens anywhere and can be mailed or archived with a paper. Every
+number comes from :mod:`jitterlab.describe.analysis` and :mod:`jitterlab.stats`.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import html
+import io
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+
+from jitterlab.core.errors import JitterlabError
+from jitterlab.core.fileio import atomic_write_bytes
+from jitterlab.core.units import format_count, format_ns
+from jitterlab.core.version import __version__
+from jitterlab.describe.analysis import RunDescription, describe_run, pauses_in_run
+from jitterlab.describe.context import context_lines, contexts
+from jitterlab.describe.tables import (
+    ATTRIBUTION_HEADERS,
+    CATEGORY_HEADERS,
+    attribution_caption,
+    attribution_rows,
+    category_name,
+    category_rows,
+    collector_table_layout,
+    covers_several_collectors,
+    histogram_interval_rows,
+    summary_cells,
+    table1_layout,
+)
+from jitterlab.stats import compare_samples, percentiles
+from jitterlab.store import Run
+
+MAX_SCATTER_POINTS = 20_000  # drawn points per timeline; more are subsampled (and said so)
+CATEGORY_COLOURS = ["#4c72b0", "#dd8452", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c", "#ccb974"]
+PAUSE_COLOURS = {"gc-pause": "#d62728", "safepoint": "#7f7f7f"}
+
+CSS = """
+body{font:15px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
+main{max-width:1180px;margin:0 auto;padding:24px}
+h1{font-size:26px;margin:0 0 4px} h2{margin-top:36px;border-bottom:2px solid #d9dde5;padding-bottom:4px}
+h3{margin:18px 0 6px} .muted{color:#5b6475} .card{background:#fff;border:1px solid #e1e4ea;border-radius:8px;
+padding:16px 20px;margin:16px 0} table{border-collapse:collapse;margin:8px 0;font-variant-numeric:tabular-nums}
+th,td{padding:4px 10px;border-bottom:1px solid #e7e9ee;text-align:right} th:first-child,td:first-child{text-align:left}
+th{background:#f0f2f6;font-weight:600} .partial{color:#b23b3b;font-weight:600} img{max-width:100%;height:auto}
+.verdict-regressed{color:#b23b3b;font-weight:600} .verdict-improved{color:#2c7a3f;font-weight:600}
+.three-text-columns td:nth-child(-n+3),.three-text-columns th:nth-child(-n+3){text-align:left}
+.grid{display:flex;flex-wrap:wrap;gap:8px 28px} nav a{margin-right:12px} code{background:#eef0f4;padding:1px 4px;border-radius:3px}
+"""
+
+
+def _png(fig: Any) -> str:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=96)
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
+
+
+def figure_img(fig: Any, alt: str) -> str:
+    return f'<img src="{_png(fig)}" alt="{html.escape(alt)}">'
+
+
+def html_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], cls: str = "") -> str:
+    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _esc(value: Any) -> str:
+    return html.escape(str(value))
+
+
+def _us(values: np.ndarray) -> np.ndarray:
+    return np.asarray(values, dtype=np.float64) / 1_000.0
+
+
+def run_figure(d: RunDescription) -> str:
+    """The four per-run plots in one figure (2 x 2)."""
+    latency = d.run.latency_ns
+    t_send = d.run.t_send_ns
+    s = d.summary
+    thresholds = d.categories.thresholds
+    fig, axes = plt.subplots(2, 2, figsize=(12, 7.2))
+
+    # Seed 000 Fig. 2: the samples above median + 2 sigma over normalised run time.
+    ax = axes[0][0]
+    span = max(int(t_send.max() - t_send.min()), 1)
+    cut = s.p50 + 2 * s.std
+    above = np.flatnonzero(latency > cut)
+    note = ""
+    if above.size > MAX_SCATTER_POINTS:
+        above = np.sort(np.random.default_rng(0).choice(above, MAX_SCATTER_POINTS, replace=False))
+        note = f" (random {format_count(MAX_SCATTER_POINTS)} of them drawn)"
+    labels = d.categories.labels(latency[above])
+    for cat in np.unique(labels):
+        sel = above[labels == cat]
+        ax.scatter(
+            (t_send[sel] - t_send.min()) / span,
+            _us(latency[sel]),
+            s=4,
+            alpha=0.6,
+            color=CATEGORY_COLOURS[int(cat) % len(CATEGORY_COLOURS)],
+            label=f"category {category_name(int(cat))}",
+        )
+    ax.axhline(s.p50 / 1000, color="#333", lw=0.8, ls="--", label="median")
+    marked = mark_pauses(ax, d.run, int(t_send.min()), span)
+    ax.set_yscale("log")
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("normalised run time")
+    ax.set_ylabel("latency (µs)")
+    ax.set_title(f"samples above median + 2σ ({format_ns(cut)}){note}", fontsize=10)
+    if above.size or marked:
+        # Below the median + 2σ cut no point is drawn, so the legend sits there, not on spikes.
+        ax.legend(fontsize=7, loc="lower center", ncol=3, framealpha=0.85)
+
+    # VRST'16 Fig. 1: log-y histogram with the category separators.
+    ax = axes[0][1]
+    lo, hi = max(float(latency.min()), 1.0), max(float(latency.max()), 2.0)
+    bins = np.geomspace(lo, hi * 1.0001, 120)
+    ax.hist(_us(latency), bins=bins / 1000, color=CATEGORY_COLOURS[0], alpha=0.85)
+    for k, t in enumerate(thresholds):
+        ax.axvline(t / 1000, color=CATEGORY_COLOURS[(k + 1) % len(CATEGORY_COLOURS)], ls="--", lw=1.2)
+        ax.text(t / 1000, 1, f" {k + 1}", color="#333", fontsize=8, va="bottom")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("latency (µs)")
+    ax.set_ylabel("samples")
+    ax.set_title(f"histogram; dashed: {d.test} category separators", fontsize=10)
+
+    # Percentile spectrum on a 1/(1-p) axis (HdrHistogram style).
+    ax = axes[1][0]
+    n = latency.size
+    top = 1 - 1 / n
+    ps = 1 - np.geomspace(1, 1 / n, 200)
+    ps = np.clip(ps, 0, top)
+    values = percentiles(latency, tuple(ps * 100))
+    ax.plot(1 / (1 - ps), _us(values), color=CATEGORY_COLOURS[0])
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ticks = [p for p in (0.5, 0.9, 0.99, 0.999, 0.9999, 0.99999, 0.999999) if p <= top]
+    ax.set_xticks([1 / (1 - p) for p in ticks], [f"{p * 100:g}%" for p in ticks], fontsize=8)
+    ax.set_xlabel("percentile")
+    ax.set_ylabel("latency (µs)")
+    ax.set_title("percentile spectrum", fontsize=10)
+
+    # Category counts per window over time.
+    ax = axes[1][1]
+    w = d.windows
+    x = w.start_ns / 1e9
+    bottom = np.zeros(x.size)
+    width = w.width_ns / 1e9 * 0.9
+    drawn = False
+    for j, cat in enumerate(w.categories):
+        if cat == 0:
+            continue
+        ax.bar(
+            x,
+            w.category_counts[:, j],
+            width=width,
+            bottom=bottom,
+            align="edge",
+            color=CATEGORY_COLOURS[cat % len(CATEGORY_COLOURS)],
+            label=f"category {category_name(cat)}",
+        )
+        bottom += w.category_counts[:, j]
+        drawn = True
+    ax.set_xlabel(f"time (s), windows of {format_ns(w.width_ns)}")
+    ax.set_ylabel("outliers per window")
+    ax.set_title("outlier categories per window", fontsize=10)
+    if drawn:
+        ax.legend(fontsize=8)
+    else:
+        ax.text(0.5, 0.5, "no outliers", transform=ax.transAxes, ha="center")
+    fig.tight_layout()
+    return figure_img(fig, f"plots of {d.run.label}")
+
+
+def mark_pauses(ax: Any, run: Run, origin_ns: int, span_ns: int) -> bool:
+    """Seed 000 Figs. 3–4: where the collector stopped the JVM, as vertical lines on the
+    timeline (safepoints grey beneath, GC pauses red on top), placed at each pause's start.
+    Returns whether any pause was drawn."""
+    events = pauses_in_run(run)
+    for kind in ("safepoint", "gc-pause"):
+        starts = np.array([e["start_ns"] for e in events if e["kind"] == kind], dtype=np.float64)
+        if starts.size == 0:
+            continue
+        ax.vlines(
+            (starts - origin_ns) / span_ns,
+            0,
+            1,
+            transform=ax.get_xaxis_transform(),
+            colors=PAUSE_COLOURS[kind],
+            lw=0.8 if kind == "gc-pause" else 0.5,
+            alpha=0.7 if kind == "gc-pause" else 0.35,
+            label=f"{kind.replace('-', ' ')} ({starts.size:,})",
+            zorder=0,
+        )
+    return bool(events)
+
+
+def _jvm_facts(run: Run) -> list[str]:
+    block = run.meta.get("jvm")
+    if not block:
+        return []
+    c = run.config
+    java = run.meta.get("java") or {}
+    events = pauses_in_run(run)
+    facts = [
+        f"JVM {_esc(java.get('vm_name') or '')} {_esc(java.get('version') or block.get('jdk_feature'))}, "
+        f"collector {_esc(block.get('gc'))} ({_esc(' '.join(block.get('gc_flags', [])))}), heap {_esc(c.get('heap'))}"
+        + (f", variant {_esc(c['variant'])}" if c.get("variant") else "")
+    ]
+    for kind in ("gc-pause", "safepoint"):
+        d = np.array([e["end_ns"] - e["start_ns"] for e in events if e["kind"] == kind], dtype=np.float64)
+        if d.size:
+            facts.append(
+                f"{kind.replace('-', ' ')}s during the samples: {d.size:,}, longest {format_ns(float(d.max()))}, "
+                f"total {format_ns(float(d.sum()))} (from <code>{_esc(block.get('gc_log'))}</code>)"
+            )
+        else:
+            facts.append(f"no {kind.replace('-', ' ')} during the samples")
+    return facts
+
+
+def _summary_table(d: RunDescription) -> str:
+    headers, values = summary_cells(d.summary.to_dict())
+    return html_table(headers, [values])
+
+
+def _category_table(d: RunDescription) -> str:
+    return html_table(CATEGORY_HEADERS, category_rows(d.categories))
+
+
+def _attribution(block: dict[str, Any] | None) -> str:
+    """The spike-cause table of a traced run, or a line saying why there is none."""
+    if block is None:
+        return ""
+    if not block.get("available"):
+        return f"<div class='muted'>spike attribution unavailable: {_esc(block.get('reason'))}</div>"
+    rows = [[_esc(cell) for cell in row] for row in attribution_rows(block)]
+    return f"<div class='muted'>{_esc(attribution_caption(block))}</div>" + html_table(
+        ATTRIBUTION_HEADERS, rows
+    )
+
+
+def _run_section(d: RunDescription, anchor: str) -> str:
+    run = d.run
+    meta = run.meta
+    env = meta.get("environment") or {}
+    floor = meta.get("floor") or {}
+    clock = (floor.get("clock_overhead_ns") or {}).get("median")
+    c2c = floor.get("c2c_one_way_ns") or {}
+    status = (
+        f' <span class="partial">PARTIAL: {_esc(meta.get("partial_reason"))}</span>' if run.partial else ""
+    )
+    obtained = meta.get("obtained") or {}
+    facts = [
+        f"run <code>{_esc(run.id)}</code>{status}",
+        f"{_esc(env.get('cpu_model'))}, {_esc(env.get('logical_cpus'))} CPUs, kernel {_esc(env.get('kernel'))}"
+        f"{' (PREEMPT_RT)' if env.get('preempt_rt') else ''}, virtualisation: {_esc(env.get('virtualization') or 'none')}",
+        f"obtained policy {_esc(', '.join(obtained.get('policies', [])) or 'n/a')}; spin mode "
+        f"{_esc(obtained.get('spin_mode') or 'n/a')}",
+        f"floor: clock read {format_ns(clock)}; core-to-core one-way "
+        f"{format_ns(c2c.get('median')) if c2c.get('measured') else 'not measured'}",
+        *_jvm_facts(run),
+    ]
+    warnings = "".join(f"<li>{_esc(w)}</li>" for w in obtained.get("warnings", []))
+    baseline = (
+        f" against the thresholds of baseline run <code>{_esc(d.baseline_id)}</code>" if d.baseline_id else ""
+    )
+    return f"""<section class="card" id="{anchor}"><h3>{_esc(run.label)}</h3>
+<div class="muted">{"<br>".join(facts)}</div>{f"<ul class='muted'>{warnings}</ul>" if warnings else ""}
+{_summary_table(d)}{_attribution(d.attribution)}<div class="muted">outlier categories ({_esc(d.test)}{baseline})</div>{_category_table(d)}
+{run_figure(d)}</section>"""
+
+
+def _table1(descriptions: Sequence[RunDescription]) -> str:
+    headers, rows = table1_layout([d.run for d in descriptions], [d.summary.to_dict() for d in descriptions])
+    return html_table(headers, [[_esc(cell) for cell in row] for row in rows])
+
+
+def _collector_table(descriptions: Sequence[RunDescription]) -> str:
+    headers, rows = collector_table_layout(
+        [d.run for d in descriptions], [d.summary.to_dict() for d in descriptions]
+    )
+    return html_table(headers, [[_esc(cell) for cell in row] for row in rows], cls="three-text-columns")
+
+
+def _qq_figure(descriptions: Sequence[RunDescription]) -> str:
+    base = descriptions[0]
+    fig, ax = plt.subplots(figsize=(6.5, 6))
+    probs = tuple(np.concatenate([np.linspace(1, 99, 99), [99.5, 99.9, 99.95, 99.99]]))
+    qa = _us(percentiles(base.run.latency_ns, probs))
+    lo, hi = qa.min(), qa.max()
+    for k, d in enumerate(descriptions[1:], start=1):
+        qb = _us(percentiles(d.run.latency_ns, probs))
+        ax.plot(qa, qb, ".", ms=4, color=CATEGORY_COLOURS[k % len(CATEGORY_COLOURS)], label=d.run.label)
+        lo, hi = min(lo, qb.min()), max(hi, qb.max())
+    ax.plot([lo, hi], [lo, hi], color="#333", lw=0.8, ls="--", label="same distribution")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(f"baseline quantiles (µs): {base.run.label}")
+    ax.set_ylabel("run quantiles (µs)")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    fig.tight_layout()
+    ax.set_title("QQ plot against the first run (1st–99.99th percentile)", fontsize=10)
+    return figure_img(fig, "QQ plot against the first run")
+
+
+def _scaling_figure(descriptions: Sequence[RunDescription]) -> str | None:
+    series: dict[str, list[RunDescription]] = defaultdict(list)
+    for d in descriptions:
+        c = d.run.config
+        runtime = "" if c.get("runtime", "native") == "native" else f"{c.get('runtime')}/"
+        series[f"{runtime}{d.run.technique_label} {d.run.policy_label}"].append(d)
+    series = {k: v for k, v in series.items() if len({d.run.config.get("pairs") for d in v}) > 1}
+    if not series:
+        return None
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4), sharex=True)
+    for k, (name, ds) in enumerate(sorted(series.items())):
+        ds = sorted(ds, key=lambda d: int(d.run.config.get("pairs", 0)))
+        pairs = [int(d.run.config.get("pairs", 0)) for d in ds]
+        colour = CATEGORY_COLOURS[k % len(CATEGORY_COLOURS)]
+        for ax, stat in zip(axes, ("p50", "p99", "max"), strict=True):
+            ax.plot(pairs, [getattr(d.summary, stat) / 1000 for d in ds], "o-", color=colour, label=name)
+    for ax, stat in zip(axes, ("p50", "p99", "max"), strict=True):
+        ax.set_yscale("log")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("pairs")
+        ax.set_title(stat, fontsize=10)
+    axes[0].set_ylabel("latency (µs)")
+    axes[2].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    fig.tight_layout()
+    return figure_img(fig, "scaling: pairs against p50, p99 and max")
+
+
+def _verdicts(descriptions: Sequence[RunDescription]) -> str:
+    base = descriptions[0]
+    rows = []
+    for d in descriptions[1:]:
+        c = compare_samples(base.run.latency_ns, d.run.latency_ns)
+        diffs = {p.percentile: p for p in c.percentiles}
+        cells = [
+            f"{diffs[p].relative:+.1%} [{diffs[p].ci_low:+.1%}, {diffs[p].ci_high:+.1%}]"
+            for p in (50.0, 99.0)
+        ]
+        # Name the percentiles behind a verdict: one regressed far-tail percentile makes the
+        # whole run "regressed" even when p50 and p99, shown here, improved.
+        behind = [f"p{p.percentile:g}" for p in c.percentiles if p.verdict == c.verdict]
+        reason = f" ({', '.join(behind)})" if c.verdict != "within noise" else ""
+        rows.append(
+            [
+                _esc(d.run.label),
+                *cells,
+                f"{c.ks_statistic:.3f}",
+                f'<span class="verdict-{c.verdict.split()[0]}">{c.verdict}</span>'
+                f"<span class='muted'>{_esc(reason)}</span>",
+            ]
+        )
+    return html_table(["run", "p50 change [95 % CI]", "p99 change [95 % CI]", "KS distance", "verdict"], rows)
+
+
+UNDERSTANDING = """<h2 id="understanding">Understanding this report</h2><div class="card">
+<p><b>What was measured.</b> n sender/receiver pairs run at once. Before each sample all senders meet at a
+barrier; a sender takes a timestamp, reads a random place of a shared memory block and sends both; its receiver
+writes the value to a random place, takes a timestamp and records the difference. Timestamps are
+CLOCK_MONOTONIC nanoseconds. The <i>floor</i> is what the machine itself costs: reading the clock, and one
+cache line travelling between two cores. No result can be below it.</p>
+<p><b>Why not just the mean.</b> Latency is rarely one bump: most samples gather near a central value, then come
+clusters of larger values, then rare extreme spikes. A mean and a standard deviation blur these together; the
+percentiles and the categories keep them apart.</p>
+<p><b>Outlier categories.</b> The stacked modified z-score test (Iglewicz &amp; Hoaglin; Stauffert et al.)
+computes z = 0.6745 (x − median) / MAD and calls a sample an outlier when z &gt; 3.5. It is applied to the
+outliers again and again until none remain: the <i>main</i> cluster, then categories 1, 2, … of ever larger
+values. The dashed lines in the histogram are the cuts between them; the table gives each category's range,
+count and share. Formulas and references: <code>docs/statistics.md</code>.</p>
+<p><b>Timeline.</b> Each point is a sample above median + 2σ, placed at its send time (0 = start, 1 = end of the
+run), as in Stauffert et al. (2016) Fig. 2. Spikes at regular intervals point at periodic sources (timers,
+garbage collection); a cloud at the start at warm-up effects. On JVM runs, red vertical lines mark where a
+garbage-collection pause began and grey ones other safepoints, read from the JVM's own log on the samples'
+clock (Figs. 3–4 of the same paper); a spike on a red line was the collector's doing.</p>
+<p><b>Percentile spectrum.</b> The x axis stretches the tail: equal steps for 90 %, 99 %, 99.9 %, … so the
+rare worst cases, which decide whether a frame is missed, are as visible as the median.</p>
+<p><b>Comparisons.</b> QQ plots put each run's quantiles against the first run's: on the diagonal the
+distributions match, above it the run is slower. Verdicts compare percentiles with a bootstrap 95 % interval
+against a 5 % noise threshold: <i>regressed</i> or <i>improved</i> only when the whole interval is beyond it.
+With millions of samples every test p-value is tiny, so the verdict rests on the size of the change.</p>
+<p><b>Read with care.</b> Runs marked PARTIAL were interrupted. In a virtual machine, cross-core wake-ups and
+the hypervisor add jitter of their own; the environment line of each run says where it was measured.</p></div>"""
+
+
+def _histogram_section(run: Run, anchor: str) -> str:
+    """An imported histogram-only run: its percentiles and intervals, and what it lacks."""
+    headers, values = summary_cells(run.meta["summary"]["latency_ns"])
+    windows = run.meta["histogram"].get("windows", [])
+    rows = histogram_interval_rows(run, 50)
+    return f"""<section class="card" id="{anchor}"><h3>{_esc(run.label)} (histogram-only import)</h3>
+<div class="muted">run <code>{_esc(run.id)}</code> from <code>{_esc(run.config.get("source"))}</code>.
+Percentiles use HdrHistogram's definition. Outlier categories, the timeline and comparisons need raw samples,
+which an HdrHistogram log does not hold, so they are not shown.</div>{html_table(headers, [values])}
+<div class="muted">intervals of the log{" (first 50)" if len(windows) > 50 else ""}</div>
+{html_table(["start", "count", "p50", "p99", "max"], rows)}</section>"""
+
+
+def build_report(runs: Sequence[Run], title: str = "jitterlab report", preface_html: str = "") -> str:
+    """The HTML of the report (a string; the caller writes it atomically). ``preface_html``
+    goes first, before the overview (for example the validation of an injector)."""
+    histogram_runs = [r for r in runs if r.histogram_only]
+    descriptions = [describe_run(r) for r in runs if not r.histogram_only]
+    labels = [d.run.label for d in descriptions] + [f"{r.label} (histogram)" for r in histogram_runs]
+    nav = " ".join(f'<a href="#run{i}">{_esc(label)}</a>' for i, label in enumerate(labels))
+    parts = [
+        f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{_esc(title)}</title>"
+        f"<meta name='viewport' content='width=device-width, initial-scale=1'><style>{CSS}</style></head><body><main>",
+        f"<h1>{_esc(title)}</h1><div class='muted'>{len(runs)} run(s) · generated "
+        f"{dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')} by jitterlab {__version__} · "
+        "<a href='#understanding'>how to read this report</a></div>",
+        _context_html(runs),
+    ]
+    parts.append(preface_html)
+    if len(descriptions) > 1:
+        parts.append(
+            "<h2>Overview</h2><div class='card'><h3>Max, mean and median per policy (layout of Stauffert "
+            "et al. 2016, Table 1)</h3>" + _table1(descriptions)
+        )
+        if covers_several_collectors([d.run for d in descriptions]):
+            parts.append(
+                "<h3>Garbage collector × scheduler (layout of Stauffert et al. 2016, Tables 2–3)</h3>"
+                + _collector_table(descriptions)
+            )
+        scaling = _scaling_figure(descriptions)
+        if scaling:
+            parts.append("<h3>Scaling with the number of pairs</h3>" + scaling)
+        parts.append(
+            f"<h3>Against the first run ({_esc(descriptions[0].run.label)})</h3>" + _verdicts(descriptions)
+        )
+        parts.append(_qq_figure(descriptions) + "</div>")
+    parts.append(f"<h2>Runs</h2><nav class='muted'>{nav}</nav>")
+    parts.extend(_run_section(d, f"run{i}") for i, d in enumerate(descriptions))
+    parts.extend(_histogram_section(r, f"run{len(descriptions) + i}") for i, r in enumerate(histogram_runs))
+    parts.append(UNDERSTANDING + "</main></body></html>")
+    return "\n".join(parts)
+
+
+def _context_html(runs: Sequence[Run]) -> str:
+    """The context block heading the report: each distinct machine the runs came from."""
+    lines = [" · ".join(_esc(line) for line in context_lines(block)) for block in contexts(runs)]
+    return "<div class='muted'>" + "<br>".join(f"context: {line}" for line in lines) + "</div>"
+
+
+def write_report(runs: Sequence[Run], out: Path, title: str, preface_html: str = "") -> int:
+    """Build the report and write it to ``out`` atomically; returns its size in bytes."""
+    page = build_report(runs, title, preface_html).encode()
+    try:
+        atomic_write_bytes(out, page)
+    except OSError as e:
+        raise JitterlabError(f"cannot write {out}: {e.strerror or e}") from e
+    return len(page)

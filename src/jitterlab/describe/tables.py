@@ -1,0 +1,270 @@
+"""The tables of runs, each row layout defined once: text for the terminal, the same rows for
+the HTML report and JSON for machines."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from jitterlab.core.render import render
+from jitterlab.core.units import format_count, format_ns
+from jitterlab.stats import StackedResult, percentiles, summarize
+from jitterlab.store import Run
+
+
+def table1_layout(
+    runs: Sequence[Run], summaries: Sequence[Mapping[str, float]]
+) -> tuple[list[str], list[list[str]]]:
+    """Seed 000, Table 1: one row per runtime/technique × pairs, then max, mean and median
+    for each policy. When several runs share a cell the later one wins."""
+    policies = list(dict.fromkeys(r.policy_label for r in runs))
+    cells: dict[tuple[str, str], Mapping[str, float]] = {}
+    rows: list[str] = []
+    for run, summary in zip(runs, summaries, strict=True):
+        c = run.config
+        label = f"{run.technique_label} ×{c.get('pairs', '?')}"
+        if c.get("runtime", "native") != "native":
+            label = f"{c.get('runtime')}/{label}"
+        if label not in rows:
+            rows.append(label)
+        cells[(label, run.policy_label)] = summary
+    headers = ["", *[f"{stat} {p}" for stat in ("max", "mean", "median") for p in policies]]
+    body = []
+    for label in rows:
+        row = [label]
+        for stat in ("max", "mean", "p50"):
+            for p in policies:
+                cell = cells.get((label, p))
+                row.append(format_ns(cell[stat]) if cell else "—")
+        body.append(row)
+    return headers, body
+
+
+def covers_several_collectors(runs: Sequence[Run]) -> bool:
+    return len({r.config["gc"] for r in runs if r.config.get("gc")}) > 1
+
+
+def collector_table_layout(
+    runs: Sequence[Run], summaries: Sequence[Mapping[str, float]]
+) -> tuple[list[str], list[list[str]]]:
+    """Seed 000, Tables 2–3: for each JVM technique × pairs, one row per collector ×
+    scheduler with max, mean and median. Runs without a collector are left out; when
+    several runs share a row the later one wins."""
+    cells: dict[tuple[str, str, str], Mapping[str, float]] = {}
+    for run, summary in zip(runs, summaries, strict=True):
+        c = run.config
+        if not c.get("gc"):
+            continue
+        what = str(c.get("technique", "?")) + (f"/{c['variant']}" if c.get("variant") else "")
+        cells[(f"{what} ×{c.get('pairs', '?')}", str(c["gc"]), run.policy_label)] = summary
+    body: list[list[str]] = []
+    shown: set[str] = set()
+    for (group, gc, policy), cell in sorted(cells.items()):
+        first = group not in shown
+        shown.add(group)
+        body.append(
+            [group if first else "", gc, policy, *(format_ns(cell[stat]) for stat in ("max", "mean", "p50"))]
+        )
+    return ["", "GC", "scheduler", "max", "mean", "median"], body
+
+
+def collector_table(runs: Sequence[Run]) -> str:
+    """The Tables 2–3 layout as text, from the summaries stored with the runs."""
+    headers, rows = collector_table_layout(runs, [r.meta["summary"]["latency_ns"] for r in runs])
+    return render(headers, rows, "lll" + "r" * 3)
+
+
+def table1(runs: Sequence[Run]) -> str:
+    """The Table-1 layout as text, from the summaries stored with the runs."""
+    headers, rows = table1_layout(runs, [r.meta["summary"]["latency_ns"] for r in runs])
+    return render(headers, rows)
+
+
+def histogram_interval_rows(run: Run, limit: int | None = None) -> list[list[str]]:
+    """start, count, p50, p99, max of each interval of an imported HdrHistogram log."""
+    windows = run.meta["histogram"].get("windows", [])[:limit]
+    first = windows[0]["start_ms"] if windows else 0
+    return [
+        [
+            f"{(w['start_ms'] - first) / 1000:.3f} s",
+            f"{int(w['count']):,}",
+            format_ns(w["p50"]),
+            format_ns(w["p99"]),
+            format_ns(w["max"]),
+        ]
+        for w in windows
+    ]
+
+
+def summary_row(run: Run) -> dict[str, Any]:
+    """A run in one JSON row: id, label, status and the stored summary's headline figures."""
+    s = run.meta.get("summary", {}).get("latency_ns", {})
+    return {
+        "id": run.id,
+        "label": run.label,
+        "status": run.meta.get("status"),
+        "created_utc": run.meta.get("created_utc"),
+        "count": s.get("count"),
+        "p50_ns": s.get("p50"),
+        "p99_ns": s.get("p99"),
+        "max_ns": s.get("max"),
+    }
+
+
+RUNS_HEADERS = ["id", "time (UTC)", "technique", "pairs", "policy", "samples", "p50", "p99", "max", "status"]
+
+
+def runs_rows(runs: Sequence[Run]) -> list[list[str]]:
+    """``jitterlab runs``: one row per run, one format per column."""
+    rows = []
+    for r in runs:
+        s = r.meta.get("summary", {}).get("latency_ns", {})
+        rows.append(
+            [
+                r.id,
+                str(r.meta.get("created_utc", ""))[:19].replace("T", " "),
+                r.technique_label,
+                str(r.config.get("pairs", "?")),
+                r.policy_label,
+                format_count(int(s.get("count") or 0)),
+                format_ns(s.get("p50")),
+                format_ns(s.get("p99")),
+                format_ns(s.get("max")),
+                str(r.meta.get("status", "")),
+            ]
+        )
+    return rows
+
+
+def runs_table(runs: Sequence[Run]) -> str:
+    return render(RUNS_HEADERS, runs_rows(runs), "llllrrrrrl")
+
+
+# --- category, attribution and summary rows: the text and the HTML show these same rows ---
+
+
+def category_name(index: int) -> str:
+    return "main" if index == 0 else "low" if index == -1 else str(index)
+
+
+def category_rows(categories: StackedResult) -> list[list[str]]:
+    rows = []
+    for c in categories.categories:
+        value_range = "—" if c.count == 0 else f"{format_ns(c.lower)} – {format_ns(c.upper)}"
+        rows.append([category_name(c.index), value_range, f"{c.count:,}", f"{c.share:.4%}"])
+    return rows
+
+
+CATEGORY_HEADERS = ["category", "range", "count", "share"]
+ATTRIBUTION_HEADERS = ["cause", "spikes", "share", "time in them"]
+
+
+def attribution_rows(block: dict[str, Any]) -> list[list[str]]:
+    return [
+        [c["cause"], f"{c['spikes']:,}", f"{c['share']:.1%}", format_ns(c["time_ns"])]
+        for c in block["causes"]
+    ]
+
+
+def attribution_caption(block: dict[str, Any]) -> str:
+    return (
+        f"spike causes (perf tracepoints on the spike's CPU during the spike; {block['attributed']:,} of "
+        f"{block['spikes']:,} spikes overlap a guest event)"
+    )
+
+
+SUMMARY_FIELDS = (
+    ("count", "count"),
+    ("min", "min"),
+    ("mean", "mean"),
+    ("p50", "median"),
+    ("p90", "p90"),
+    ("p99", "p99"),
+    ("p99_9", "p99.9"),
+    ("p99_99", "p99.99"),
+    ("p99_999", "p99.999"),
+    ("max", "max"),
+    ("std", "std"),
+)
+
+
+def summary_cells(summary: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """Headers and formatted values of a summary (``Summary.to_dict()`` or a stored one)."""
+    headers, values = [], []
+    for key, name in SUMMARY_FIELDS:
+        value = summary.get(key)
+        headers.append(name)
+        values.append(f"{int(value):,}" if key == "count" and value is not None else format_ns(value))
+    return headers, values
+
+
+HDR_PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99, 99.999, 99.9999)
+
+
+def pipeline_table(runs: Sequence[Run]) -> tuple[list[str], list[list[str]]]:
+    """The HdrHistogram-style table of the seed: mean, min, 50 … 99.9999 %, max, count."""
+    headers = ["series", "mean", "min", *[f"{p:g}%" for p in HDR_PERCENTILES], "max", "count"]
+    rows = []
+    for run in runs:
+        x = run.latency_ns
+        p = percentiles(x, HDR_PERCENTILES)
+        rows.append(
+            [
+                str(run.config.get("series")),
+                format_ns(float(x.mean())),
+                format_ns(float(x.min())),
+                *[format_ns(float(v)) for v in p],
+                format_ns(float(x.max())),
+                f"{x.size:,}",
+            ]
+        )
+    return headers, rows
+
+
+HICCUP_HEADERS = ["cpu", "interruptions", "per s", "time lost", "p50", "p99", "p99.9", "max"]
+
+
+def hiccup_per_cpu(run: Run) -> list[dict[str, Any]]:
+    """Interruptions, rate, share of time lost, gap percentiles and max for each CPU."""
+    info = run.meta.get("hiccup") or {}
+    gaps = run.latency_ns
+    cpus = run.pair
+    rows = []
+    for cpu_info in info.get("per_cpu", []):
+        cpu = int(cpu_info["cpu"])
+        mine = gaps[cpus == cpu]
+        span = max(int(cpu_info["t_end_ns"]) - int(cpu_info["t_begin_ns"]), 1)
+        s = summarize(mine)
+        rows.append(
+            {
+                "cpu": cpu,
+                "interruptions": int(mine.size) + int(cpu_info.get("gaps_dropped", 0)),
+                "rate_per_s": (mine.size + int(cpu_info.get("gaps_dropped", 0))) / (span / 1e9),
+                "time_lost_fraction": float(np.sum(mine)) / span,
+                "p50_ns": s.p50,
+                "p99_ns": s.p99,
+                "p99_9_ns": s.p99_9,
+                "max_ns": s.max,
+                "min_gap_ns": cpu_info.get("min_gap_ns"),
+                "loops": cpu_info.get("loops"),
+            }
+        )
+    return rows
+
+
+def hiccup_rows(per_cpu: list[dict[str, Any]]) -> list[list[str]]:
+    return [
+        [
+            str(r["cpu"]),
+            f"{r['interruptions']:,}",
+            f"{r['rate_per_s']:.1f}",
+            f"{r['time_lost_fraction']:.3%}",
+            format_ns(r["p50_ns"]),
+            format_ns(r["p99_ns"]),
+            format_ns(r["p99_9_ns"]),
+            format_ns(r["max_ns"]),
+        ]
+        for r in per_cpu
+    ]

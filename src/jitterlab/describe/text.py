@@ -1,0 +1,146 @@
+"""Text for the terminal: what ``show``, ``describe``, ``hiccup`` and ``bench`` print,
+built from the rows of :mod:`jitterlab.describe.tables` (the report shows the same rows).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jitterlab.core.render import render
+from jitterlab.core.units import format_count, format_ns
+from jitterlab.describe.analysis import RunDescription, pauses_in_run
+from jitterlab.describe.context import context_header
+from jitterlab.describe.tables import (
+    ATTRIBUTION_HEADERS,
+    CATEGORY_HEADERS,
+    attribution_caption,
+    attribution_rows,
+    category_name,
+    category_rows,
+    histogram_interval_rows,
+    summary_cells,
+)
+from jitterlab.store import Run
+
+
+def stored_line(run: Run) -> str:
+    """The one line ``bench`` prints as each run is stored."""
+    s = run.meta["summary"]["latency_ns"]
+    line = f"p50 {format_ns(s['p50'])}  p99 {format_ns(s['p99'])}  max {format_ns(s['max'])}"
+    if "jvm" in run.meta:
+        gc = [e["end_ns"] - e["start_ns"] for e in pauses_in_run(run) if e["kind"] == "gc-pause"]
+        line += f"  GC pauses during the samples {len(gc)}" + (f" (max {format_ns(max(gc))})" if gc else "")
+    if run.partial:
+        line += f"  PARTIAL ({run.meta.get('partial_reason')})"
+    return line
+
+
+def show_text(run: Run, summary: dict[str, Any]) -> str:
+    """``jitterlab show``: what the run is, its summary, its floor and obtained policy."""
+    c = run.config
+    partial = f"  [PARTIAL: {run.meta.get('partial_reason')}]" if run.partial else ""
+    lines = [
+        context_header([run]),
+        f"run      {run.id}",
+        f"what     {run.label}, {format_count(int(c.get('samples_per_pair') or 0))} samples per pair{partial}",
+    ]
+    headers, values = summary_cells(summary)
+    lines.append(render(["latency", "value"], [list(pair) for pair in zip(headers, values, strict=True)]))
+    floor = run.meta.get("floor") or {}
+    clock = floor.get("clock_overhead_ns") or {}
+    c2c = floor.get("c2c_one_way_ns") or {}
+    if clock:
+        c2c_text = (
+            f"core-to-core one-way p50 {format_ns(c2c.get('median'))} (CPUs {c2c.get('cpu_a')}↔{c2c.get('cpu_b')})"
+            if c2c.get("measured")
+            else f"core-to-core not measured ({c2c.get('skipped_reason')})"
+        )
+        lines.append(f"floor    clock read {format_ns(clock.get('median'))}; {c2c_text}")
+    obtained = run.meta.get("obtained") or {}
+    if obtained.get("policies"):
+        lines.append(
+            f"obtained policy {', '.join(obtained['policies'])}; spin mode {obtained.get('spin_mode')}"
+        )
+    return "\n".join(lines)
+
+
+def attribution_text(block: dict[str, Any] | None) -> tuple[str, str]:
+    """(stdout, stderr) text of a spike-attribution block; empty strings when there is none."""
+    if block is None:
+        return "", ""
+    if not block.get("available"):
+        return "", f"spike attribution: unavailable ({block.get('reason')})"
+    return f"\n{attribution_caption(block)}:\n" + render(
+        ATTRIBUTION_HEADERS, attribution_rows(block), "lrrr"
+    ), ""
+
+
+def describe_text(d: RunDescription) -> str:
+    """``jitterlab describe``: summary, outlier categories and windows of one run."""
+    run = d.run
+    headers, values = summary_cells(d.summary.to_dict())
+    lines = [
+        context_header([run]),
+        f"run      {run.id}  ({run.label}{', PARTIAL' if run.partial else ''})",
+        render(headers, [values], "r" * len(headers)),
+    ]
+    against = f", thresholds of baseline {d.baseline_id}" if d.baseline_id else ""
+    lines.append(f"\noutlier categories ({d.test}{against}):")
+    lines.append(render(CATEGORY_HEADERS, category_rows(d.categories), "lrrr"))
+    w = d.windows
+    lines.append(f"\nwindows of {format_ns(w.width_ns)} by send time: {w.start_ns.size}")
+    n = w.start_ns.size
+    shown = range(n) if n <= 20 else [*range(10), *range(n - 10, n)]
+    rows = []
+    for i in shown:
+        cats = " ".join(
+            f"{category_name(c)}:{int(k)}"
+            for c, k in zip(w.categories, w.category_counts[i], strict=True)
+            if c != 0 and k
+        )
+        rows.append(
+            [
+                format_ns(w.start_ns[i]),
+                f"{int(w.count[i]):,}",
+                format_ns(w.p50[i]),
+                format_ns(w.p99[i]),
+                format_ns(w.max[i]),
+                cats or "-",
+            ]
+        )
+    lines.append(render(["start", "samples", "p50", "p99", "max", "outliers by category"], rows, "rrrrrl"))
+    if n > 20:
+        lines.append(f"({n - 20} windows in between not shown; --json has them all)")
+    out, _ = attribution_text(d.attribution)
+    if out:
+        lines.append(out)
+    return "\n".join(lines)
+
+
+HISTOGRAM_ONLY = "outlier categories (stacked-z, GESD, Walsh) and windows by send time need raw samples"
+
+
+def histogram_json(run: Run) -> dict[str, Any]:
+    """``describe --json`` of an imported histogram: what needs no raw samples."""
+    return {
+        "id": run.id,
+        "histogram_only": True,
+        "summary_ns": run.meta["summary"]["latency_ns"],
+        "intervals": run.meta["histogram"].get("windows", []),
+        "not_available": HISTOGRAM_ONLY,
+    }
+
+
+def histogram_text(run: Run) -> str:
+    """``describe`` of an imported histogram: its summary and its intervals."""
+    windows = run.meta["histogram"].get("windows", [])
+    headers, values = summary_cells(run.meta["summary"]["latency_ns"])
+    return "\n".join(
+        [
+            context_header([run]),
+            f"run      {run.id}  (histogram-only import of {run.config.get('source')})",
+            render(headers, [values], "r" * len(headers)),
+            f"\nintervals of the log: {len(windows)}",
+            render(["start", "count", "p50", "p99", "max"], histogram_interval_rows(run), "rrrrr"),
+        ]
+    )

@@ -1,0 +1,201 @@
+"""Runs a native tool into a staging folder and stores what it wrote as a run.
+
+Every native program (bench, hiccup, pipeline) writes the same two files: the raw sample
+file and harness.json. This module runs one, shows its progress, forwards Ctrl-C, and
+turns the output into a stored run with the common metadata (environment, doctor facts,
+tool version, floor, timing, load), salvaging what a dying program left behind.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import json
+import signal
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from jitterlab.core.errors import JitterlabError
+from jitterlab.core.programs import native_program
+from jitterlab.core.progress import ProgressBar
+from jitterlab.measure import environment
+from jitterlab.measure.doctor import doctor_facts
+from jitterlab.measure.policy import is_realtime
+from jitterlab.store import ResultsStore, Run
+from jitterlab.store.rawfile import RawSamples, read_raw_samples
+from jitterlab.store.schema import run_meta
+
+
+@dataclass
+class NativeJob:
+    """One invocation of a native tool and what to record about it."""
+
+    program: str
+    args: list[str]
+    config: dict[str, Any]
+    id_parts: tuple[str, ...]
+    label: str
+    total: int  # progress units the tool reports (samples, or nanoseconds with unit "s")
+    progress_unit: str = ""
+    extra_meta: Callable[[dict[str, Any]], dict[str, Any]] | None = (
+        None  # harness.json -> extra run.json blocks
+    )
+    meta: dict[str, Any] = field(default_factory=dict)  # further blocks (for example the load)
+    finish_meta: Callable[[np.ndarray, dict[str, Any], Path], dict[str, Any]] | None = (
+        None  # (records, meta, staging folder) -> blocks; files it leaves in staging join the run
+    )
+    command: Callable[[Path], list[str]] | None = (
+        None  # staging folder -> argv prefix, for programs that are not native (the JVM harness)
+    )
+
+
+def policy_args(policy: str, priority: int, mlock: bool) -> list[str]:
+    """The --policy/--priority/--no-mlock arguments every measuring tool takes."""
+    args = ["--policy", policy]
+    if is_realtime(policy):
+        args += ["--priority", str(priority)]
+    if not mlock:
+        args.append("--no-mlock")
+    return args
+
+
+def _run(argv: list[str], progress: ProgressBar) -> tuple[int, str, bool]:
+    """Run the tool, feeding the progress bar. Returns (exit code, stderr, interrupted)."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    interrupted = False
+    assert proc.stdout is not None and proc.stderr is not None
+    try:
+        for line in proc.stdout:
+            if line.startswith("progress "):
+                progress.update(int(line.split()[1]))
+    except KeyboardInterrupt:
+        interrupted = True
+        proc.send_signal(signal.SIGINT)  # it may not share our terminal's process group
+    while True:
+        try:
+            proc.wait()
+            break
+        except KeyboardInterrupt:
+            interrupted = True
+    progress.close()
+    return proc.returncode, proc.stderr.read(), interrupted
+
+
+def obtained(harness: dict[str, Any]) -> dict[str, Any]:
+    """What the kernel granted, as the tool read it back."""
+    placements = harness.get("placements", [])
+    return {
+        "policies": sorted({p["policy"] for p in placements}),
+        "placements": placements,
+        "spin_mode": harness.get("spin_mode"),
+        "spin_fallback_reason": harness.get("spin_fallback_reason", ""),
+        "mlock": harness.get("mlock"),
+        "warnings": harness.get("warnings", []),
+    }
+
+
+def common_meta(run_id: str, started: dt.datetime) -> dict[str, Any]:
+    """The blocks every measured run carries: the store's common ones plus the machine's
+    environment and the doctor's findings, read now."""
+    return run_meta(run_id, started, environment=environment.collect(), doctor=doctor_facts())
+
+
+def _execute(
+    store: ResultsStore, job: NativeJob, warn: Callable[[str], None]
+) -> tuple[tuple[Path, RawSamples, dict[str, Any]] | None, bool]:
+    """Run ``job``; returns ((staging folder, samples, run metadata) or None, interrupted)."""
+    run_id = store.new_run_id(*job.id_parts)
+    staging = store.staging_dir(run_id)
+    prefix = job.command(staging) if job.command else [str(native_program(job.program))]
+    argv = [*prefix, *job.args, "--out", str(staging)]
+    started = dt.datetime.now(dt.timezone.utc)
+    scale, unit = (1e9, "s") if job.progress_unit == "s" else (1.0, "")
+    code, stderr, interrupted = _run(argv, ProgressBar(job.label, job.total, scale=scale, unit=unit))
+    raw_path = staging / "samples.jlraw"
+    if not raw_path.exists() and (staging / "samples.jlraw.tmp").exists():
+        raw_path = staging / "samples.jlraw.tmp"  # the tool died before its footer
+    harness_json = staging / "harness.json"
+    if not raw_path.exists():
+        store.discard_staging(staging)
+        last = (stderr.strip().splitlines() or [f"exit code {code}"])[-1]
+        if code == 2:
+            raise JitterlabError(last.split(": error: ", 1)[-1])
+        if not interrupted:
+            warn(f"{job.label}: {job.program} failed before writing samples: {last}")
+        return None, interrupted
+    raw = read_raw_samples(raw_path)
+    harness: dict[str, Any] = json.loads(harness_json.read_text()) if harness_json.exists() else {}
+    for w in harness.get("warnings", []):
+        warn(w)
+    reasons = [r for r in (harness.get("partial_reason"), raw.note) if r]
+    if not harness:
+        reasons.append("harness.json missing (the tool died)")
+    if interrupted and not reasons:
+        reasons.append("interrupted")
+    partial = raw.partial or bool(reasons) or harness.get("status") == "partial"
+    meta = common_meta(run_id, started) | {
+        "status": "partial" if partial else "complete",
+        "partial_reason": "; ".join(reasons),
+        "config": job.config,
+        "obtained": obtained(harness),
+        "floor": harness.get("floor", {}),
+        "timing": {
+            "started_realtime_ns": harness.get("started_realtime_ns"),
+            "t_start_ns": harness.get("t_start_ns"),
+            "t_end_ns": harness.get("t_end_ns"),
+        },
+        "harness": {
+            "program": job.program,
+            "argv": argv[1:],
+            "exit_code": code,
+            "version": harness.get("harness_version"),
+        },
+    }
+    if job.extra_meta and harness:
+        meta |= job.extra_meta(harness)
+    meta |= job.meta
+    if job.finish_meta is not None:  # after the tool ended: for example stop tracing, keep its events
+        meta |= job.finish_meta(raw.records, meta, staging)
+    for leftover in (raw_path, harness_json, staging / "journal.bin"):
+        leftover.unlink(missing_ok=True)
+    return (staging, raw, meta), interrupted
+
+
+def run_native_job(
+    store: ResultsStore, job: NativeJob, warn: Callable[[str], None]
+) -> tuple[Run | None, bool]:
+    """Run ``job`` and store its output as one run. Returns (run or None, interrupted)."""
+    result, interrupted = _execute(store, job, warn)
+    if result is None:
+        return None, interrupted
+    staging, raw, meta = result
+    return store.commit(staging, raw, meta), interrupted
+
+
+def run_native_series(
+    store: ResultsStore, job: NativeJob, series: tuple[str, ...], warn: Callable[[str], None]
+) -> tuple[list[Run], bool]:
+    """Run ``job``, whose output holds one series per ``pair`` value, and store each
+    series as a run of its own (``config.series`` names it, ``config.scenario_run``
+    links them)."""
+    result, interrupted = _execute(store, job, warn)
+    if result is None:
+        return [], interrupted
+    staging, raw, meta = result
+    runs = []
+    for index, name in enumerate(series):
+        records = raw.records[raw.records["pair"] == index].copy()
+        records["pair"] = 0
+        run_id = store.new_run_id(*job.id_parts, name)
+        part = copy.deepcopy(meta)
+        part["id"] = run_id
+        part["config"] = part["config"] | {"series": name, "pairs": 1, "scenario_run": meta["id"]}
+        part_raw = RawSamples(records, raw.partial, raw.truncated, raw.note)
+        runs.append(store.commit(store.staging_dir(run_id), part_raw, part))
+    store.discard_staging(staging)
+    return runs, interrupted

@@ -1,0 +1,86 @@
+"""`jitterlab bench --scenario pipeline`: the System Jitter Utility pipeline (seed 002).
+
+A producer busy-spins between publications into one shared ring; an accumulator and a
+journaller (which writes every transit latency to a journal file) consume every message.
+Four series are stored as four runs: transit and inter-message time for each consumer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from jitterlab.measure.jobs import NativeJob, policy_args, run_native_series
+from jitterlab.store import ResultsStore, Run
+
+SERIES = (
+    "accumulator-transit",
+    "accumulator-inter-message",
+    "journaller-transit",
+    "journaller-inter-message",
+)
+
+
+@dataclass(frozen=True)
+class PipelineOptions:
+    messages: int = 500_000
+    warmup: int = 1_000
+    interval_ns: int = 10_000
+    pin_producer: int = -1
+    pin_accumulator: int = -1
+    pin_journaller: int = -1
+    policy: str = "other"
+    priority: int = 0
+    mlock: bool = True
+
+
+def run_pipeline(
+    store: ResultsStore,
+    o: PipelineOptions,
+    warn: Callable[[str], None],
+    extra_meta: dict[str, Any] | None = None,
+) -> tuple[list[Run], bool]:
+    args = [
+        "--messages",
+        str(o.messages),
+        "--warmup",
+        str(o.warmup),
+        "--interval-ns",
+        str(o.interval_ns),
+        "--pin-producer",
+        str(o.pin_producer),
+        "--pin-accumulator",
+        str(o.pin_accumulator),
+        "--pin-journaller",
+        str(o.pin_journaller),
+        *policy_args(o.policy, o.priority, o.mlock),
+    ]
+    config = {
+        "runtime": "native",
+        "technique": "pipeline",
+        "pairs": 1,
+        "samples_per_pair": o.messages,
+        "warmup": o.warmup,
+        "interval_ns": o.interval_ns,
+        "policy": o.policy,
+        "priority": o.priority,
+        "pin": {"producer": o.pin_producer, "accumulator": o.pin_accumulator, "journaller": o.pin_journaller},
+        "mlock": o.mlock,
+    }
+
+    def extra(harness: dict[str, Any]) -> dict[str, Any]:
+        keys = ("interval_ns", "journal_bytes", "journal_error", "series")
+        return {"pipeline": {k: harness.get(k) for k in keys}}
+
+    job = NativeJob(
+        program="jitterlab-pipeline",
+        args=args,
+        config=config,
+        id_parts=("pipeline", o.policy),
+        label="pipeline",
+        total=o.messages,
+        extra_meta=extra,
+        meta=extra_meta or {},
+    )
+    return run_native_series(store, job, SERIES, warn)

@@ -1,0 +1,395 @@
+"""Latency models (thesis ch. 6 §3.1) and the reference simulation of injecting them.
+
+A model is a time-invariant base delay plus time-variant spikes. Built from a run, the
+base is the main cluster of the stacked z-test and every outlier category contributes
+spikes: an empirical distribution of spike *duration* and one of the *inter-arrival time*
+between that category's spikes (by send time), each stored as a sampled quantile function.
+
+Spike duration is defined as the excess of a spike sample over the main cluster's median:
+the injector adds it on top of the base delay it already applies, so base + duration
+reproduces the measured spike latency without counting the typical delay twice.
+
+``simulate_delays`` is the reference semantics of the injector (§7.1's availability
+queue): each item's availability is its arrival plus a base delay, plus a spike duration
+when a spike of some category is due (the next one is then scheduled from that
+category's inter-arrival distribution); items leave in order, so a spike also delays the
+items queued behind it. With ``reorder`` every item keeps its own delay.
+
+Format: docs/model-format.md (schema_version 1).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from scipy import stats
+
+from jitterlab.core.errors import JitterlabError
+from jitterlab.core.units import format_ns, parse_duration_ns
+from jitterlab.stats import stacked_z_test
+from jitterlab.store import Run
+
+SCHEMA_VERSION = 1
+KIND = "jitterlab.model"
+DEFAULT_POINTS = 256
+
+
+@dataclass(frozen=True)
+class QuantileFunction:
+    """A distribution as its quantile function sampled at p = (i + 0.5) / n, i = 0..n-1."""
+
+    values: np.ndarray  # ascending, nanoseconds
+
+    @classmethod
+    def of(cls, sample: npt.ArrayLike, points: int = DEFAULT_POINTS) -> QuantileFunction:
+        x = np.asarray(sample, dtype=np.float64)
+        n = min(points, max(x.size, 1))
+        return cls(np.quantile(x, (np.arange(n) + 0.5) / n))
+
+    def draw(self, rng: np.random.Generator, size: int | None = None) -> Any:
+        """Inverse-transform draws: a uniform u picks a point between the stored quantiles."""
+        v = self.values
+        if v.size == 1:
+            return v[0] if size is None else np.full(size, v[0])
+        u = rng.random(size)
+        position = u * v.size - 0.5
+        return np.interp(position, np.arange(v.size), v)
+
+    def to_json(self) -> list[float]:
+        return [round(float(x), 3) for x in self.values]
+
+
+@dataclass(frozen=True)
+class SpikeCategory:
+    index: int
+    duration: QuantileFunction  # excess over the main cluster's median
+    interarrival: QuantileFunction  # time between this category's spikes
+    rate_hz: float
+    count: int
+    share: float
+
+
+@dataclass(frozen=True)
+class LatencyModel:
+    base: QuantileFunction | None  # None when the base is a sine
+    sine: tuple[float, float, float] | None  # (mean, amplitude, period) in ns
+    categories: tuple[SpikeCategory, ...]
+    source: dict[str, Any]
+
+    def base_delay(self, t_ns: float, rng: np.random.Generator) -> float:
+        if self.sine is not None:
+            mean, amplitude, period = self.sine
+            return max(0.0, mean + amplitude * math.sin(2 * math.pi * t_ns / period))
+        assert self.base is not None
+        return float(self.base.draw(rng))
+
+
+def _kde_quantiles(sample: np.ndarray, points: int, seed: int = 0) -> QuantileFunction:
+    """Quantiles of a Gaussian KDE fitted to log values, so the smoothed values stay positive."""
+    positive = sample[sample > 0].astype(np.float64)
+    if positive.size < 3 or np.ptp(np.log(positive)) == 0:
+        return QuantileFunction.of(sample, points)
+    kde = stats.gaussian_kde(np.log(positive))
+    drawn = np.exp(kde.resample(200_000, seed=seed)[0])
+    return QuantileFunction.of(drawn, points)
+
+
+def build_model(
+    run: Run, points: int = DEFAULT_POINTS, kde: bool = False, min_category: int = 2, scale: float = 1.0
+) -> LatencyModel:
+    """The model of a measured run (see module docs). Categories with fewer than
+    ``min_category`` spikes are left out (said in ``source.dropped_categories``)."""
+    if run.histogram_only:
+        raise JitterlabError(
+            f"run {run.id} holds a histogram only: a model needs raw samples with send times"
+        )
+    latency = run.latency_ns
+    if latency.size < 10:
+        raise JitterlabError(f"run {run.id} has too few samples for a model ({latency.size})")
+    t_send = run.t_send_ns
+    result = stacked_z_test(latency)
+    labels = result.labels(latency)
+    main = latency[labels == 0]
+    median = float(np.median(main))
+    span_s = max(float(t_send.max() - t_send.min()), 1.0) / 1e9
+
+    def quantiles(sample: np.ndarray) -> QuantileFunction:
+        return _kde_quantiles(sample, points) if kde else QuantileFunction.of(sample, points)
+
+    categories = []
+    dropped = []
+    for c in result.categories:
+        if c.index < 1:
+            continue
+        members = labels == c.index
+        if c.count < min_category:
+            dropped.append(c.index)
+            continue
+        durations = (latency[members] - median) * scale
+        times = np.sort(t_send[members])
+        gaps = np.diff(times).astype(np.float64)
+        interarrival = quantiles(gaps) if gaps.size else QuantileFunction(np.array([span_s * 1e9]))
+        categories.append(
+            SpikeCategory(c.index, quantiles(durations), interarrival, c.count / span_s, c.count, c.share)
+        )
+    source = {
+        "run": run.id,
+        "label": run.label,
+        "test": "stacked-z",
+        "thresholds_ns": list(result.thresholds),
+        "main_median_ns": median,
+        "span_s": span_s,
+        "points": points,
+        "kde": kde,
+        "scale": scale,
+        "min_category": min_category,
+        "dropped_categories": dropped,
+    }
+    return LatencyModel(quantiles(main), None, tuple(categories), source)
+
+
+def parametric_model(
+    constant_ns: float | None = None,
+    normal: tuple[float, float] | None = None,
+    uniform: tuple[float, float] | None = None,
+    sine: tuple[float, float, float] | None = None,
+    spikes: list[tuple[float, float]] | None = None,
+    points: int = DEFAULT_POINTS,
+    seed: int = 0,
+) -> LatencyModel:
+    """A designed model: one base (constant, normal clipped at 0, uniform or St. Pierre et
+    al.'s periodic sine) and spikes of given duration (ns) and rate (Hz) with exponential
+    inter-arrival times (Poisson spikes)."""
+    given = [b for b in (constant_ns, normal, uniform, sine) if b is not None]
+    if len(given) != 1:
+        raise JitterlabError("give exactly one base: --constant, --normal, --uniform or --sine")
+    p = (np.arange(points) + 0.5) / points
+    base: QuantileFunction | None = None
+    if constant_ns is not None:
+        base = QuantileFunction(np.array([float(constant_ns)]))
+    elif normal is not None:
+        base = QuantileFunction(np.clip(stats.norm.ppf(p, normal[0], normal[1]), 0, None))
+    elif uniform is not None:
+        base = QuantileFunction(uniform[0] + p * (uniform[1] - uniform[0]))
+    categories = []
+    for k, (duration, rate) in enumerate(spikes or [], start=1):
+        if rate <= 0 or duration < 0:
+            raise JitterlabError("--spikes needs a duration ≥ 0 and a rate > 0, e.g. 20ms@0.5")
+        interarrival = QuantileFunction(stats.expon.ppf(p, scale=1e9 / rate))
+        categories.append(
+            SpikeCategory(k, QuantileFunction(np.array([duration])), interarrival, rate, 0, 0.0)
+        )
+    source = {
+        "parametric": {
+            "constant_ns": constant_ns,
+            "normal_ns": normal,
+            "uniform_ns": uniform,
+            "sine_ns": sine,
+            "spikes": [{"duration_ns": d, "rate_hz": r} for d, r in spikes or []],
+        }
+    }
+    model = LatencyModel(base, sine, tuple(categories), source)
+    validate(model_to_json(model), "parametric model")
+    return model
+
+
+class ReferenceSchedule:
+    """The reference availability queue, one item at a time (see module docs): call
+    ``available_at`` with each item's arrival time, in arrival order."""
+
+    def __init__(self, model: LatencyModel, seed: int = 0, reorder: bool = False) -> None:
+        self.model = model
+        self.rng = np.random.default_rng(seed)
+        self.reorder = reorder
+        self.next_spike: list[float] | None = None
+        self.previous = -math.inf
+
+    def available_at(self, now: float) -> float:
+        if self.next_spike is None:  # the first spike of each category: one drawn gap after the first item
+            self.next_spike = [now + float(c.interarrival.draw(self.rng)) for c in self.model.categories]
+        delay = self.model.base_delay(now, self.rng)
+        for k, category in enumerate(self.model.categories):
+            if now >= self.next_spike[k]:
+                delay += float(category.duration.draw(self.rng))
+                self.next_spike[k] = now + float(category.interarrival.draw(self.rng))
+        available = now + delay
+        if not self.reorder:
+            available = max(
+                available, self.previous
+            )  # in-order drain: a spike holds back what queues behind it
+        self.previous = available
+        return available
+
+
+def simulate_delays(
+    model: LatencyModel, arrivals_ns: npt.ArrayLike, seed: int = 0, reorder: bool = False
+) -> np.ndarray:
+    """Delay the injector adds to each item arriving at ``arrivals_ns`` (see module docs)."""
+    t = np.asarray(arrivals_ns, dtype=np.float64)
+    schedule = ReferenceSchedule(model, seed, reorder)
+    return np.array([schedule.available_at(now) - now for now in t.tolist()], dtype=np.float64)
+
+
+def model_to_json(model: LatencyModel) -> dict[str, Any]:
+    base: dict[str, Any]
+    if model.sine is not None:
+        base = {
+            "kind": "sine",
+            "mean_ns": model.sine[0],
+            "amplitude_ns": model.sine[1],
+            "period_ns": model.sine[2],
+        }
+    else:
+        assert model.base is not None
+        base = {"kind": "quantiles", "quantiles_ns": model.base.to_json()}
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "kind": KIND,
+        "duration_definition": "excess over the main cluster's median",
+        "quantile_points": "p = (i + 0.5) / n",
+        "base": base,
+        "categories": [
+            {
+                "category": c.index,
+                "rate_hz": c.rate_hz,
+                "count": c.count,
+                "share": c.share,
+                "duration_quantiles_ns": c.duration.to_json(),
+                "interarrival_quantiles_ns": c.interarrival.to_json(),
+            }
+            for c in model.categories
+        ],
+        "source": model.source,
+    }
+
+
+def _quantiles(value: Any, what: str, where: str) -> np.ndarray:
+    try:
+        q = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise JitterlabError(f"{where}: {what} must be a list of numbers") from None
+    if q.ndim != 1 or q.size == 0:
+        raise JitterlabError(f"{where}: {what} must be a non-empty list of numbers")
+    if not np.all(np.isfinite(q)):
+        raise JitterlabError(f"{where}: {what} holds a value that is not finite")
+    if np.any(q < 0):
+        raise JitterlabError(f"{where}: {what} holds a negative value")
+    if np.any(np.diff(q) < 0):
+        raise JitterlabError(f"{where}: {what} is not monotone (quantiles must not decrease)")
+    return q
+
+
+def validate(doc: Any, where: str) -> LatencyModel:
+    """A model from its JSON form, checked; every problem is a one-line JitterlabError."""
+    if not isinstance(doc, dict) or doc.get("kind") != KIND:
+        raise JitterlabError(f"{where}: not a jitterlab model (kind must be {KIND!r})")
+    if doc.get("schema_version") != SCHEMA_VERSION:
+        raise JitterlabError(f"{where}: schema_version {doc.get('schema_version')!r} is not {SCHEMA_VERSION}")
+    base = doc.get("base") or {}
+    sine = None
+    base_q = None
+    if base.get("kind") == "sine":
+        try:
+            sine = (float(base["mean_ns"]), float(base["amplitude_ns"]), float(base["period_ns"]))
+        except (KeyError, TypeError, ValueError):
+            raise JitterlabError(f"{where}: a sine base needs mean_ns, amplitude_ns and period_ns") from None
+        if not all(math.isfinite(v) for v in sine) or sine[0] < 0 or sine[2] <= 0:
+            raise JitterlabError(f"{where}: a sine base needs mean_ns ≥ 0 and period_ns > 0")
+    elif base.get("kind") == "quantiles":
+        base_q = QuantileFunction(_quantiles(base.get("quantiles_ns"), "base.quantiles_ns", where))
+    else:
+        raise JitterlabError(f"{where}: base.kind must be 'quantiles' or 'sine'")
+    categories = []
+    for n, c in enumerate(doc.get("categories") or []):
+        label = f"categories[{n}]"
+        rate = c.get("rate_hz")
+        if not isinstance(rate, (int, float)) or not math.isfinite(rate) or rate < 0:
+            raise JitterlabError(f"{where}: {label}.rate_hz must be a number ≥ 0")
+        duration = QuantileFunction(
+            _quantiles(c.get("duration_quantiles_ns"), f"{label}.duration_quantiles_ns", where)
+        )
+        gaps = QuantileFunction(
+            _quantiles(c.get("interarrival_quantiles_ns"), f"{label}.interarrival_quantiles_ns", where)
+        )
+        if gaps.values[-1] <= 0:
+            raise JitterlabError(f"{where}: {label}.interarrival_quantiles_ns must not be all zero")
+        categories.append(
+            SpikeCategory(
+                int(c.get("category", n + 1)),
+                duration,
+                gaps,
+                float(rate),
+                int(c.get("count", 0)),
+                float(c.get("share", 0.0)),
+            )
+        )
+    return LatencyModel(base_q, sine, tuple(categories), dict(doc.get("source") or {}))
+
+
+def load_model(path: Path) -> LatencyModel:
+    try:
+        doc = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise JitterlabError(f"{path}: no such model file") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise JitterlabError(f"{path}: not JSON ({e})") from None
+    return validate(doc, str(path))
+
+
+# --- models described for people ------------------------------------------------------
+
+MODEL_HEADERS = ["category", "rate (Hz)", "duration p50", "duration max", "inter-arrival p50", "spikes"]
+
+
+def base_line(model: LatencyModel) -> str:
+    """One line on the model's base delay."""
+    if model.sine is not None:
+        mean, amplitude, period = model.sine
+        return f"base: sine, mean {format_ns(mean)}, amplitude {format_ns(amplitude)}, period {format_ns(period)}"
+    assert model.base is not None
+    q = model.base.values
+    return (
+        f"base: {q.size} quantiles, min {format_ns(q[0])}, median {format_ns(float(np.median(q)))}, "
+        f"max {format_ns(q[-1])}"
+    )
+
+
+def category_rows(model: LatencyModel) -> list[list[str]]:
+    """One row per spike category: rate, duration and inter-arrival medians, count."""
+    rows = []
+    for c in model.categories:
+        d, g = c.duration.values, c.interarrival.values
+        rows.append(
+            [
+                str(c.index),
+                f"{c.rate_hz:.3g}",
+                format_ns(float(np.median(d))),
+                format_ns(d[-1]),
+                format_ns(float(np.median(g))),
+                f"{c.count:,}",
+            ]
+        )
+    return rows
+
+
+def parse_durations(text: str, count: int, flag: str) -> tuple[float, ...]:
+    """``count`` comma-separated durations (bare numbers are milliseconds) in ns."""
+    parts = [p for p in text.split(",") if p.strip()]
+    if len(parts) != count:
+        raise JitterlabError(f"{flag} expects {count} comma-separated durations, got '{text}'")
+    return tuple(float(parse_duration_ns(p.strip(), "ms")) for p in parts)
+
+
+def parse_spike(text: str) -> tuple[float, float]:
+    """``DURATION@RATE_HZ`` (for example 20ms@0.5) as (duration ns, rate Hz)."""
+    duration, _, rate = text.partition("@")
+    try:
+        return float(parse_duration_ns(duration, "ms")), float(rate)
+    except ValueError:
+        raise JitterlabError(f"--spikes expects DURATION@RATE_HZ such as 20ms@0.5, got '{text}'") from None

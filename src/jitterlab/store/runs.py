@@ -1,0 +1,328 @@
+"""The results store: one folder per run with run.json and samples.parquet (or an
+imported histogram).
+
+Layout and fields are documented in docs/run-format.md and :mod:`jitterlab.store.schema`.
+Every run enters the store through :meth:`ResultsStore.commit` (samples) or
+:meth:`ResultsStore.commit_histogram` (an imported HdrHistogram log); both end in the one
+:meth:`ResultsStore._publish`, which writes run.json last and renames the folder into place,
+so a listed run is always complete on disk. Loading verifies the samples file against the
+size, row count and SHA-256 recorded in run.json, so truncation and corruption are named
+instead of silently analysed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import secrets
+import shutil
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from jitterlab.core.errors import CorruptRunError, JitterlabError
+from jitterlab.core.fileio import atomic_write_json, fsync_dir, sha256_file
+from jitterlab.stats import summarize
+from jitterlab.store.rawfile import RawSamples
+from jitterlab.store.schema import (
+    HISTOGRAM_FILE,
+    RUN_JSON,
+    SAMPLES_FILE,
+    SCHEMA_VERSION,
+    safe_id_part,
+    validate_run_json,
+)
+
+DEFAULT_STORE = "jitterlab-results"
+STAGING = ".staging"
+
+SAMPLE_SCHEMA = pa.schema(
+    [
+        pa.field("pair", pa.int32(), nullable=False),
+        pa.field("seq", pa.int64(), nullable=False),
+        pa.field("t_send_ns", pa.int64(), nullable=False),
+        pa.field("t_recv_ns", pa.int64(), nullable=False),
+    ]
+)
+
+
+def default_store_path() -> Path:
+    return Path(os.environ.get("JITTERLAB_STORE", DEFAULT_STORE))
+
+
+@dataclass
+class Run:
+    """A stored run: its metadata and, loaded on first use, its samples."""
+
+    path: Path
+    meta: dict[str, Any]
+    verify: bool = True
+    _table: pa.Table | None = field(default=None, repr=False)
+
+    @property
+    def id(self) -> str:
+        return str(self.meta["id"])
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return dict(self.meta.get("config", {}))
+
+    @property
+    def partial(self) -> bool:
+        return self.meta.get("status") == "partial"
+
+    @property
+    def policy_label(self) -> str:
+        """The scheduling policy asked for, with its priority for fifo/rr ("rr 90")."""
+        c = self.config
+        policy = str(c.get("policy", "other"))
+        return f"{policy} {c['priority']}" if policy in ("fifo", "rr") and c.get("priority") else policy
+
+    @property
+    def label(self) -> str:
+        """Short human name: technique, pairs and policy."""
+        return f"{self.technique_label} ×{self.config.get('pairs', '?')} {self.policy_label}"
+
+    @property
+    def technique_label(self) -> str:
+        """The technique with its series or variant (wait strategy, dispatcher) and collector,
+        e.g. ``pekko/throughput-1[g1]``."""
+        c = self.config
+        what = str(c.get("technique", "?"))
+        if c.get("series") or c.get("variant"):
+            what += f"/{c.get('series') or c.get('variant')}"
+        if c.get("gc"):
+            what += f"[{c['gc']}]"
+        return what
+
+    @property
+    def histogram_only(self) -> bool:
+        """True for imported HdrHistogram logs: percentiles but no raw samples."""
+        return self.meta.get("samples") is None and "histogram" in self.meta
+
+    @property
+    def table(self) -> pa.Table:
+        if self._table is None:
+            self._table = _read_samples(self)
+        return self._table
+
+    def column(self, name: str) -> np.ndarray:
+        column: np.ndarray = np.asarray(self.table.column(name).to_numpy())
+        return column
+
+    @cached_property
+    def latency_ns(self) -> np.ndarray:
+        """t_recv_ns - t_send_ns of every sample (int64)."""
+        latency: np.ndarray = self.column("t_recv_ns") - self.column("t_send_ns")
+        return latency
+
+    @property
+    def t_send_ns(self) -> np.ndarray:
+        return self.column("t_send_ns")
+
+    @property
+    def t_recv_ns(self) -> np.ndarray:
+        return self.column("t_recv_ns")
+
+    @property
+    def pair(self) -> np.ndarray:
+        return self.column("pair")
+
+    @property
+    def seq(self) -> np.ndarray:
+        return self.column("seq")
+
+    def dataframe(self) -> pd.DataFrame:
+        """Every sample as a DataFrame with a ``latency_ns`` column added."""
+        df: pd.DataFrame = self.table.to_pandas()
+        df["latency_ns"] = df["t_recv_ns"] - df["t_send_ns"]
+        return df
+
+
+def _read_samples(run: Run) -> pa.Table:
+    if run.histogram_only:
+        raise JitterlabError(f"run {run.id} holds a histogram only (imported); this needs raw samples")
+    info = run.meta.get("samples") or {}
+    path = run.path / str(info.get("file", SAMPLES_FILE))
+    if not path.is_file():
+        raise CorruptRunError(f"{path}: samples file is missing")
+    if run.verify:
+        size = path.stat().st_size
+        if "bytes" in info and size != info["bytes"]:
+            raise CorruptRunError(
+                f"{path}: corrupt (size {size} bytes, run.json recorded {info['bytes']}; truncated?)"
+            )
+        if "sha256" in info and sha256_file(path) != info["sha256"]:
+            raise CorruptRunError(f"{path}: corrupt (SHA-256 differs from run.json)")
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowException, OSError) as e:
+        raise CorruptRunError(f"{path}: corrupt Parquet file ({e})") from e
+    if "rows" in info and table.num_rows != info["rows"]:
+        raise CorruptRunError(f"{path}: {table.num_rows} rows, run.json recorded {info['rows']}")
+    return table
+
+
+def read_run_json(directory: Path) -> dict[str, Any]:
+    path = directory / RUN_JSON
+    try:
+        meta = json.loads(path.read_bytes())
+    except FileNotFoundError as e:
+        raise JitterlabError(f"{directory}: not a run (no {RUN_JSON})") from e
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
+        raise CorruptRunError(f"{path}: corrupt JSON ({e})") from e
+    except OSError as e:
+        raise CorruptRunError(f"{path}: unreadable ({e.strerror or e})") from e
+    return validate_run_json(meta, path)
+
+
+class ResultsStore:
+    """A folder of runs (default ``./jitterlab-results``)."""
+
+    def __init__(self, root: Path | str | None = None) -> None:
+        self.root = Path(root) if root is not None else default_store_path()
+
+    def new_run_id(self, *parts: str) -> str:
+        stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
+        slug = "-".join(safe_id_part(p) for p in parts if p)
+        return f"{stamp}-{slug}-{secrets.token_hex(2)}"
+
+    def staging_dir(self, run_id: str) -> Path:
+        """A fresh folder for a harness to write into; fails early with a clear message."""
+        directory = self.root / STAGING / run_id
+        try:
+            directory.mkdir(parents=True, exist_ok=False)
+            probe = directory / ".write-test"
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as e:
+            raise JitterlabError(f"cannot write to results store {self.root}: {e.strerror or e}") from e
+        return directory
+
+    def ensure_writable(self) -> None:
+        """Fail before any work when runs could not be stored."""
+        self.discard_staging(self.staging_dir(self.new_run_id("write-check")))
+
+    def commit(self, staging: Path, raw: RawSamples, meta: dict[str, Any]) -> Run:
+        """Turn a harness's output into a stored run: Parquet samples, summary, run.json.
+
+        The samples are written and verified before run.json, and the folder is renamed
+        into place last, so a listed run is always complete on disk.
+        """
+        records = raw.records
+        table = pa.table(
+            {
+                "pair": pa.array(records["pair"], pa.int32()),
+                "seq": pa.array(records["seq"], pa.int64()),
+                "t_send_ns": pa.array(records["t_send_ns"], pa.int64()),
+                "t_recv_ns": pa.array(records["t_recv_ns"], pa.int64()),
+            },
+            schema=SAMPLE_SCHEMA.with_metadata(
+                {"jitterlab.schema_version": str(SCHEMA_VERSION), "jitterlab.run_id": meta["id"]}
+            ),
+        )
+        samples_path = staging / SAMPLES_FILE
+        tmp = staging / (SAMPLES_FILE + ".tmp")
+        pq.write_table(table, tmp, compression="zstd")
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, samples_path)
+        latency = records["t_recv_ns"] - records["t_send_ns"]
+        meta["schema_version"] = SCHEMA_VERSION
+        meta["samples"] = {
+            "file": SAMPLES_FILE,
+            "rows": int(table.num_rows),
+            "bytes": samples_path.stat().st_size,
+            "sha256": sha256_file(samples_path),
+            "columns": ["pair", "seq", "t_send_ns", "t_recv_ns"],
+            "clock": "CLOCK_MONOTONIC",
+            "unit": "ns",
+        }
+        meta["summary"] = {"latency_ns": summarize(latency).to_dict()}
+        return self._publish(staging, meta)
+
+    def commit_histogram(self, staging: Path, histogram_file: Path, meta: dict[str, Any]) -> Run:
+        """Store an HdrHistogram log as a histogram-only run (``meta`` carries its
+        ``histogram`` and ``summary`` blocks)."""
+        shutil.copyfile(histogram_file, staging / HISTOGRAM_FILE)
+        meta["schema_version"] = SCHEMA_VERSION
+        meta["samples"] = None
+        meta["histogram"] = {"file": HISTOGRAM_FILE} | meta.get("histogram", {})
+        return self._publish(staging, meta)
+
+    def _publish(self, staging: Path, meta: dict[str, Any]) -> Run:
+        """run.json written last, then the folder renamed into place: the one way in."""
+        atomic_write_json(staging / RUN_JSON, meta)
+        final = self.root / meta["id"]
+        os.replace(staging, final)
+        fsync_dir(self.root)
+        return Run(final, meta)
+
+    def run_dirs(self) -> list[Path]:
+        if not self.root.is_dir():
+            return []
+        return sorted(p for p in self.root.iterdir() if p.is_dir() and (p / RUN_JSON).is_file())
+
+    def runs(self) -> list[Run]:
+        """Every readable run, oldest first; unreadable run.json files are skipped here."""
+        out = []
+        for directory in self.run_dirs():
+            try:
+                out.append(Run(directory, read_run_json(directory)))
+            except JitterlabError:
+                continue
+        return sorted(out, key=lambda r: (str(r.meta.get("created_utc", "")), r.id))
+
+    def resolve(self, ref: str) -> Path:
+        """A run folder from a path, an id or a unique id prefix."""
+        candidate = Path(ref)
+        if (candidate / RUN_JSON).is_file():
+            return candidate
+        if candidate.name == RUN_JSON and candidate.is_file():
+            return candidate.parent
+        direct = self.root / ref
+        if (direct / RUN_JSON).is_file():
+            return direct
+        matches = [d for d in self.run_dirs() if d.name.startswith(ref)]
+        if len(matches) == 1:
+            return matches[0]
+        if len(matches) > 1:
+            names = ", ".join(d.name for d in matches[:4])
+            raise JitterlabError(f"'{ref}' matches {len(matches)} runs ({names}…); give more of the id")
+        raise JitterlabError(f"no run '{ref}' (not a run folder, nor an id in {self.root})")
+
+    def discard_staging(self, staging: Path) -> None:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def load_run(
+    path_or_id: str | Path, store: ResultsStore | Path | str | None = None, verify: bool = True
+) -> Run:
+    """Load a stored run by folder path, run id or unique id prefix.
+
+    Parameters
+    ----------
+    path_or_id
+        A run folder, its ``run.json``, or an id (prefix) in the store.
+    store
+        The results store to look ids up in (default ``./jitterlab-results`` or
+        ``$JITTERLAB_STORE``).
+    verify
+        Check the samples file against the size and SHA-256 in run.json when first read.
+
+    Returns
+    -------
+    Run
+        Metadata in ``run.meta``; samples as numpy arrays (``latency_ns``, ``t_send_ns``,
+        ``t_recv_ns``, ``pair``, ``seq``) or a DataFrame (``run.dataframe()``).
+    """
+    s = store if isinstance(store, ResultsStore) else ResultsStore(store)
+    directory = s.resolve(str(path_or_id))
+    return Run(directory, read_run_json(directory), verify=verify)

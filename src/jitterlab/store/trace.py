@@ -1,0 +1,59 @@
+"""Trace events stored with a run (``trace-events.parquet``): what the kernel did on
+each CPU while the run measured, so spikes can be attributed when the run is described,
+with whichever outlier test the reader picks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from jitterlab.core.errors import CorruptRunError
+
+TRACE_FILE = "trace-events.parquet"
+
+
+@dataclass(frozen=True)
+class TraceEvents:
+    """Events per CPU, sorted by time: times (int64 ns, CLOCK_MONOTONIC) and their causes."""
+
+    times: dict[int, np.ndarray]
+    causes: dict[int, list[str]]
+    counts: dict[str, int]  # events seen per tracepoint, causes or not
+
+
+def write_trace_events(path: Path, events: TraceEvents) -> None:
+    cpus, times, causes = [], [], []
+    for cpu, t in events.times.items():
+        cpus.append(np.full(t.size, cpu, dtype=np.int32))
+        times.append(t)
+        causes.extend(events.causes[cpu])
+    table = pa.table(
+        {
+            "cpu": pa.array(np.concatenate(cpus) if cpus else np.zeros(0, np.int32), pa.int32()),
+            "t_ns": pa.array(np.concatenate(times) if times else np.zeros(0, np.int64), pa.int64()),
+            "cause": pa.array(causes, pa.string()),
+        }
+    )
+    pq.write_table(table, path, compression="zstd")
+
+
+def read_trace_events(path: Path, counts: dict[str, int]) -> TraceEvents:
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowException, OSError) as e:
+        raise CorruptRunError(f"{path}: unreadable trace events ({e})") from e
+    cpu = table.column("cpu").to_numpy()
+    t = table.column("t_ns").to_numpy()
+    cause = table.column("cause").to_pylist()
+    times, causes = {}, {}
+    for c in np.unique(cpu).tolist():
+        mine = np.flatnonzero(cpu == c)
+        order = mine[np.argsort(t[mine], kind="stable")]
+        times[int(c)] = t[order]
+        causes[int(c)] = [cause[i] for i in order.tolist()]
+    return TraceEvents(times, causes, counts)

@@ -1,0 +1,92 @@
+"""The layout's rules, checked on the source: arrows point one way (docs/architecture.md)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "src" / "jitterlab"
+
+# Which rooms each room may import (itself always). cli sits on top and may import any room.
+ALLOWED: dict[str, set[str]] = {
+    "core": set(),
+    "stats": set(),
+    "store": {"core", "stats"},
+    "measure": {"core", "stats", "store"},
+    "describe": {"core", "stats", "store"},
+    # inject validate measures the proxy with the measure room's job runner
+    "simulate": {"core", "stats", "store", "measure"},
+    "cli": {"core", "stats", "store", "measure", "describe", "simulate"},
+}
+TOP_LEVEL = {"__init__", "__main__"}  # the public face re-exports; __main__ calls the cli
+
+
+def room_of(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def imports_of(path: Path) -> list[tuple[int, str]]:
+    """Every ``jitterlab.*`` module imported anywhere in ``path``, function-local ones too."""
+    tree = ast.parse(path.read_text())
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "jitterlab":
+                found += [(node.lineno, f"jitterlab.{a.name}") for a in node.names]
+            elif node.module.startswith("jitterlab."):
+                found.append((node.lineno, node.module))
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names if a.name.startswith("jitterlab")]
+    return found
+
+
+def wrong_arrows(package: Path) -> list[str]:
+    problems = []
+    for path in sorted(package.rglob("*.py")):
+        relative = path.relative_to(package)
+        room = relative.parts[0] if len(relative.parts) > 1 else relative.stem
+        if room in TOP_LEVEL:
+            continue
+        if room not in ALLOWED:
+            problems.append(
+                f"{relative}: '{room}' is not a room of the layout (add it to ALLOWED and the docs)"
+            )
+            continue
+        for line, module in imports_of(path):
+            target = room_of(module)
+            if target != room and target not in ALLOWED[room]:
+                problems.append(f"{relative}:{line}: {room} imports {module}")
+    return problems
+
+
+def test_imports_point_one_way() -> None:
+    assert wrong_arrows(PACKAGE) == []
+
+
+def test_the_check_catches_a_wrong_arrow(tmp_path: Path) -> None:
+    # describe must never import a measuring room, even inside a function
+    (tmp_path / "describe").mkdir()
+    (tmp_path / "describe" / "report.py").write_text(
+        "def f():\n    from jitterlab.measure.jvm import parse_gc_log\n    return parse_gc_log\n"
+    )
+    (tmp_path / "store").mkdir()
+    (tmp_path / "store" / "runs.py").write_text("from jitterlab import describe\n")
+    assert wrong_arrows(tmp_path) == [
+        "describe/report.py:2: describe imports jitterlab.measure.jvm",
+        "store/runs.py:1: store imports jitterlab.describe",
+    ]
+
+
+@pytest.mark.parametrize("room", sorted(ALLOWED))
+def test_every_room_exists_and_says_what_it_is_for(room: str) -> None:
+    init = PACKAGE / room / "__init__.py"
+    assert init.is_file(), f"{room}/ has no __init__.py"
+    assert ast.get_docstring(ast.parse(init.read_text())), f"{room}/__init__.py has no docstring"
+
+
+def test_cli_modules_are_thin() -> None:
+    long = {p.name: n for p in (PACKAGE / "cli").glob("*.py") if (n := len(p.read_text().splitlines())) > 250}
+    assert long == {}
