@@ -232,3 +232,38 @@ def test_isolation_fix_names_the_upper_half_of_the_cpus() -> None:
     assert "isolcpus=4-7 " in laptop.fix
     vm = {c.name: c for c in run_checks(FIXTURES / "kvm-vm")}["cpu isolation"]
     assert "isolcpus=1 " in vm.fix
+
+
+def test_attribution_follows_the_outlier_test_chosen_when_describing(tmp_path: Path) -> None:
+    from conftest import make_run
+    from jitterlab.core.fileio import atomic_write_json
+    from jitterlab.describe.analysis import describe_run
+    from jitterlab.store import load_run
+    from jitterlab.store.trace import TRACE_FILE, TraceEvents, write_trace_events
+
+    latency = np.random.default_rng(5).lognormal(10, 0.6, 5_000).astype(np.int64)  # a continuous tail
+    run = make_run(tmp_path / "s", latency)
+    # one "timer tick" on CPU 3 inside every sample: every spike has a cause
+    starts = run.t_send_ns
+    events = TraceEvents({3: np.sort(starts + 1)}, {3: ["timer tick"] * starts.size}, {"irq": starts.size})
+    write_trace_events(run.path / TRACE_FILE, events)
+    run.meta["trace"] = {
+        "available": True,
+        "tool": "perf",
+        "events": events.counts,
+        "file": TRACE_FILE,
+        "in_vm": True,
+        "spike_cpu": {"available": True, "from": "receiver", "cpu_of_pair": [3]},
+    }
+    atomic_write_json(run.path / "run.json", run.meta)
+    stored = load_run(run.path)
+    for test in ("stacked-z", "gesd"):
+        d = describe_run(stored, test)
+        assert d.attribution is not None and d.attribution["available"]
+        above_main = int(np.sum(latency > d.categories.thresholds[0]))
+        assert d.attribution["spikes"] == above_main == d.attribution["attributed"]
+        assert d.attribution["causes"][0]["cause"] == "timer tick"
+    loose, strict = describe_run(stored), describe_run(stored, threshold=6.0)
+    assert loose.attribution is not None and strict.attribution is not None
+    assert strict.attribution["spikes"] == int(np.sum(latency > strict.categories.thresholds[0]))
+    assert strict.attribution["spikes"] < loose.attribution["spikes"]
