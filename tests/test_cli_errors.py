@@ -24,6 +24,7 @@ from conftest import assert_one_line_error, run_main
         ["bench", "--policy", "deadline"],
         ["bench", "--pin", "first-cpu", "--technique", "mutex", "--samples", "10"],
         ["bench", "--caf-scheduler", "magic"],
+        ["bench", "--pin", "0,4096", "--technique", "mutex", "--samples", "10"],
         ["show", "no-such-run"],
         ["nosuchcommand"],
     ],
@@ -41,3 +42,44 @@ def test_runs_on_an_empty_store_says_so(store: Path, capsys: pytest.CaptureFixtu
     assert code == 0
     assert out == ""
     assert "no runs" in err
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["compare", "A", "B", "--noise", "-0.1"],
+        ["describe", "R", "--threshold", "0"],
+        ["describe", "R", "--threshold", "-3"],
+        ["describe", "R", "--alpha", "0"],
+        ["describe", "R", "--alpha", "1.5"],
+        ["describe", "R", "--alpha", "nan"],
+        ["inject", "validate", "--model", "m.json", "--rate", "0"],
+        ["inject", "--model", "m.json", "--zero", "--listen", "9000", "--forward", "127.0.0.1:9001"],
+        ["export", "R", "--format", "hlog", "--window", "0"],
+    ],
+)
+def test_arguments_are_checked_before_the_work(
+    args: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from conftest import latency_clusters, make_run
+    from jitterlab.core.fileio import atomic_write_json
+    from jitterlab.simulate.model import model_to_json, parametric_model
+
+    store = tmp_path / "s"
+    run = make_run(store, latency_clusters(1, 2_000))
+    atomic_write_json(tmp_path / "m.json", model_to_json(parametric_model(constant_ns=1e6)))
+    args = [run.id if a in ("A", "B", "R") else str(tmp_path / a) if a == "m.json" else a for a in args]
+    code, out, err = run_main([*args, "--store", str(store)], capsys)
+    assert code == 2, out
+    assert_one_line_error(err)
+
+
+def test_export_to_standard_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from conftest import latency_clusters, make_run
+
+    store = tmp_path / "s"
+    run = make_run(store, latency_clusters(1, 1_000))
+    code, out, _ = run_main(["export", run.id, "--format", "csv", "-o", "-", "--store", str(store)], capsys)
+    assert code == 0
+    assert out.splitlines()[0].startswith('"pair"') and len(out.splitlines()) == run.latency_ns.size + 1
+    assert not Path("-").exists()

@@ -143,6 +143,7 @@ def test_load_is_recorded_with_the_run(store: Path) -> None:
     (run,) = ResultsStore(store).runs()
     load = run.meta["load"]
     assert load["kind"] == "memory" and load["workers"] == 1 and load["command"][0] == "stress-ng"
+    assert load["stopped_cleanly"] is True  # known only after the run was stored: amended on disk
     assert not stress_ng_running(load["pid"])
 
 

@@ -13,6 +13,7 @@ from jitterlab.cli.common import (
     non_negative_int,
     note,
     print_json,
+    record_load_end,
     store_option,
     warn,
     writable_store,
@@ -144,6 +145,7 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     store = writable_store(args)
     with running_load(parse_load(args.load)) as load:
         runs, interrupted = run_pipeline(store, options, warn, {"load": load} if load else None)
+    record_load_end(store, runs, load)
     for run in runs:
         note(f"stored {run.id}")
     if runs:
@@ -185,8 +187,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             jvm_runs, interrupted = jvm.run_jvm_plan(plan_jvm, store, warn, extra)
             runs += jvm_runs
             failed = failed or not jvm_runs
-    if load and not load.get("stopped_cleanly", True):
-        warn("stress-ng had to be killed")
+    record_load_end(store, runs, load)
     for run in runs:
         note(f"stored {run.id}  {stored_line(run)}")
     if args.json:

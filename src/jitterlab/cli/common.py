@@ -33,6 +33,45 @@ def non_negative_int(text: str) -> int:
     return value
 
 
+def _float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise argparse.ArgumentTypeError(f"'{text}' is not a finite number")
+    return value
+
+
+def positive_float(text: str) -> float:
+    value = _float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"'{text}' must be greater than 0")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    value = _float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"'{text}' must not be negative")
+    return value
+
+
+def probability(text: str) -> float:
+    """A number strictly between 0 and 1 (a significance level)."""
+    value = _float(text)
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"'{text}' must be between 0 and 1 (exclusive)")
+    return value
+
+
+def positive_int(text: str) -> int:
+    value = non_negative_int(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"'{text}' must be at least 1")
+    return value
+
+
 def store_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--store",
@@ -63,3 +102,14 @@ def writable_store(args: argparse.Namespace) -> ResultsStore:
     store = ResultsStore(args.store)
     store.ensure_writable()
     return store
+
+
+def record_load_end(store: ResultsStore, runs: list[Run], load: dict[str, Any] | None) -> None:
+    """Once stress-ng has stopped: store whether it stopped cleanly in each run's load block
+    (the runs were stored while it still ran) and warn when it had to be killed."""
+    if not load:
+        return
+    for run in runs:
+        store.amend(run, {"load": load})
+    if not load.get("stopped_cleanly", True):
+        warn("stress-ng had to be killed")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from jitterlab.cli.common import load, note, print_json, store_option
+from jitterlab.cli.common import load, note, positive_float, print_json, probability, store_option
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.units import parse_duration_ns
 from jitterlab.describe.analysis import TESTS, describe_run, description_json
@@ -27,9 +27,11 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--baseline", help="classify with the stacked-z thresholds of this reference run")
     p.add_argument("--test", default="stacked-z", choices=TESTS)
     p.add_argument("--two-sided", action="store_true", help="also flag low outliers (stacked-z)")
-    p.add_argument("--threshold", type=float, default=3.5, help="modified z-score threshold (default 3.5)")
     p.add_argument(
-        "--alpha", type=float, default=0.05, help="significance level of the GESD test (default 0.05)"
+        "--threshold", type=positive_float, default=3.5, help="modified z-score threshold (default 3.5)"
+    )
+    p.add_argument(
+        "--alpha", type=probability, default=0.05, help="significance level of the GESD test (default 0.05)"
     )
     store_option(p)
 

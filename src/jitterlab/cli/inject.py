@@ -7,7 +7,15 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from jitterlab.cli.common import non_negative_int, note, print_json, store_option, warn, writable_store
+from jitterlab.cli.common import (
+    non_negative_int,
+    note,
+    positive_int,
+    print_json,
+    store_option,
+    warn,
+    writable_store,
+)
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.render import render
 from jitterlab.core.units import format_ns, parse_duration_ns
@@ -46,7 +54,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--duration", default="0", help="proxy: stop after this long (default: until Ctrl-C)")
     p.add_argument("--count", type=non_negative_int, default=10_000, help="validate: datagrams per setting")
     p.add_argument(
-        "--rate", type=non_negative_int, default=1_000, help="validate: datagrams per second (default 1000)"
+        "--rate", type=positive_int, default=1_000, help="validate: datagrams per second (default 1000)"
     )
     p.add_argument("--size", type=non_negative_int, default=64, help="validate: datagram bytes (default 64)")
     p.add_argument("--report", help="validate: write an HTML report with the QQ plots here")
@@ -57,6 +65,8 @@ def add_parser(sub: Any) -> None:
 def cmd_inject(args: argparse.Namespace) -> int:
     if args.model is None and not args.zero:
         raise JitterlabError("inject needs --model FILE (or --zero for a pass-through proxy)")
+    if args.model is not None and args.zero:
+        raise JitterlabError("inject takes --model FILE or --zero, not both")
     if args.model is not None:
         load_model(Path(args.model))  # a bad model is a one-line error before anything starts
     if args.seed < 0:

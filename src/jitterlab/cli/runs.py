@@ -4,17 +4,26 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
-from jitterlab.cli.common import load, note, print_json, store_option, warn, writable_store
+from jitterlab.cli.common import (
+    load,
+    non_negative_float,
+    note,
+    print_json,
+    store_option,
+    warn,
+    writable_store,
+)
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.render import render
 from jitterlab.core.units import parse_duration_ns
 from jitterlab.describe.analysis import run_summary
 from jitterlab.describe.compare import HEADERS, compare_runs, comparison_json, comparison_rows, tests_line
 from jitterlab.describe.context import context_block, context_header
-from jitterlab.describe.export import FORMATS, export_run
+from jitterlab.describe.export import FORMATS, ExportOptions, export_bytes, export_run
 from jitterlab.describe.report import write_report
 from jitterlab.describe.tables import runs_table, summary_row
 from jitterlab.describe.text import show_text
@@ -39,13 +48,15 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("a", help="baseline run")
     p.add_argument("b", help="run to judge")
     p.add_argument("--json", action="store_true")
-    p.add_argument("--noise", type=float, default=0.05, help="noise threshold as a fraction (default 0.05)")
+    p.add_argument(
+        "--noise", type=non_negative_float, default=0.05, help="noise threshold as a fraction (default 0.05)"
+    )
     p.add_argument("--fail-on-regression", action="store_true", help="exit 1 when the verdict is 'regressed'")
     store_option(p)
     p = sub.add_parser("export", help="write a run as HdrHistogram (hgrm, hlog), CSV or Parquet")
     p.add_argument("run")
     p.add_argument("--format", required=True, choices=FORMATS)
-    p.add_argument("-o", "--output", help="output file (default RUN_ID.FORMAT)")
+    p.add_argument("-o", "--output", help="output file, - for standard output (default RUN_ID.FORMAT)")
     p.add_argument("--window", default="1s", help="interval of the hlog histograms (default 1s)")
     store_option(p)
     p = sub.add_parser("import", help="store an HdrHistogram log (.hlog) or a CSV of samples as a run")
@@ -119,10 +130,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    window = parse_duration_ns(args.window, "s")
+    if window <= 0:
+        raise JitterlabError("--window must be a positive duration such as 1s or 100ms")
     run = load(args.run, args)
+    if args.output == "-":
+        sys.stdout.buffer.write(export_bytes(run, args.format, ExportOptions(window_ns=window)))
+        sys.stdout.buffer.flush()
+        return 0
     out = Path(args.output or f"{run.id}.{args.format}")
     try:
-        export_run(run, args.format, out, parse_duration_ns(args.window, "s"))
+        export_run(run, args.format, out, window)
     except OSError as e:
         raise JitterlabError(f"cannot write {out}: {e.strerror or e}") from e
     note(f"wrote {out}")

@@ -6,7 +6,15 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from jitterlab.cli.common import EXIT_INTERRUPTED, note, print_json, store_option, warn, writable_store
+from jitterlab.cli.common import (
+    EXIT_INTERRUPTED,
+    note,
+    print_json,
+    record_load_end,
+    store_option,
+    warn,
+    writable_store,
+)
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.render import render
 from jitterlab.core.units import format_ns, parse_duration_ns
@@ -75,6 +83,7 @@ def cmd_hiccup(args: argparse.Namespace) -> int:
     store = writable_store(args)
     with running_load(parse_load(args.load)) as load, tracing(args.trace) as trace:
         run, interrupted = run_hiccup(store, options, warn, {"load": load} if load else None, trace)
+    record_load_end(store, [run] if run else [], load)
     if run is None:
         return EXIT_INTERRUPTED if interrupted else 1
     per_cpu = hiccup_per_cpu(run)

@@ -257,6 +257,12 @@ class ResultsStore:
         meta["histogram"] = {"file": HISTOGRAM_FILE} | meta.get("histogram", {})
         return self._publish(staging, meta)
 
+    def amend(self, run: Run, blocks: dict[str, Any]) -> None:
+        """Add facts known only after a run was stored (for example whether the load stopped
+        cleanly) to its run.json, atomically."""
+        run.meta |= blocks
+        atomic_write_json(run.path / RUN_JSON, run.meta)
+
     def _publish(self, staging: Path, meta: dict[str, Any]) -> Run:
         """run.json written last, then the folder renamed into place: the one way in."""
         atomic_write_json(staging / RUN_JSON, meta)
