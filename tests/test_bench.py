@@ -257,4 +257,5 @@ def test_refused_policy_warns_records_and_goes_on(store: Path) -> None:
     assert run.config["policy"] == "fifo"
     assert run.meta["obtained"]["policies"] == ["other"]
     assert all(p["policy_error"] for p in run.meta["obtained"]["placements"])
+    assert "policy-refused" in {w["code"] for w in run.meta["obtained"]["warnings"]}
     assert run.meta["status"] == "complete"

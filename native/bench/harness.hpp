@@ -10,6 +10,7 @@
 
 #include "jitterlab/channel.hpp"
 #include "jitterlab/sched.hpp"
+#include "../src/warning.hpp"
 
 namespace jitterlab {
 
@@ -108,18 +109,18 @@ struct RunState {
     std::atomic<bool> finished{false};
 
     void add_placement(ThreadPlacement placement);
-    void add_warning(std::string warning);
+    void add_warning(std::string code, std::string detail);
     void fail(std::string error);  // records the first error and stops the run
 
     std::vector<ThreadPlacement> placements() const;
-    std::vector<std::string> warnings() const;
+    std::vector<Warning> warnings() const;
     std::string error() const;
     std::int64_t recorded_total() const noexcept;
 
 private:
     mutable std::mutex mutex_;
     std::vector<ThreadPlacement> placements_;
-    std::vector<std::string> warnings_;
+    std::vector<Warning> warnings_;
     std::string error_;
 };
 

@@ -153,9 +153,9 @@ std::string harness_json(const Options& o, const jl::RunState& state, const jl::
     j.field("spin_fallback_reason", state.spin_fallback_reason);
     if (c.technique == "caf") j.key("caf").begin_object().field("scheduler", c.caf_scheduler).field("threads", c.caf_threads).end_object();
     jl::write_placements(j, state.placements());
-    j.key("warnings").begin_array();
-    for (const auto& w : state.warnings()) j.value(w);
-    j.end_array();
+    auto warnings = state.warnings();
+    if (!mlock_error.empty()) warnings.push_back({"mlock-refused", "mlockall refused (" + mlock_error + "); pages may fault during the run"});
+    jl::write_warnings(j, warnings);
     j.field("status", status).field("partial_reason", partial_reason);
     j.key("per_pair_recorded").begin_array();
     for (const auto& r : state.recorders) j.value(r->recorded.load());
@@ -261,7 +261,7 @@ int main(int argc, char** argv) {
     else if (!complete) partial_reason = "fewer samples than requested";
     const bool partial = !partial_reason.empty();
 
-    for (const auto& w : state.warnings()) std::fprintf(stderr, "jitterlab-bench: warning: %s\n", w.c_str());
+    for (const auto& w : state.warnings()) std::fprintf(stderr, "jitterlab-bench: warning: %s\n", w.detail.c_str());
     try {
         write_samples(cfg.out_dir + "/samples.jlraw", state, partial);
         write_json(cfg.out_dir + "/harness.json", harness_json(o, state, clock, c2c, timing, partial ? "partial" : "complete", partial_reason, mlock_error, c2c_run));

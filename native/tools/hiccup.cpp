@@ -217,14 +217,10 @@ int main(int argc, char** argv) {
     std::vector<jl::ThreadPlacement> placements;
     for (const auto& m : meters) placements.push_back(m->placement);
     jl::write_placements(j, placements);
-    j.key("warnings").begin_array();
-    for (const auto& m : meters) {
-        if (!m->placement.policy_error.empty())
-            j.value(std::string("scheduling policy refused (") + m->placement.policy_error + "); running as " + m->placement.policy);
-        if (!m->placement.affinity_error.empty()) j.value("CPU " + std::to_string(m->cpu) + " affinity refused (" + m->placement.affinity_error + ")");
-    }
-    if (any_dropped) j.value("the gap buffer filled up on some CPU: later gaps were counted but not recorded (raise --max-gaps)");
-    j.end_array();
+    std::vector<jl::Warning> warnings;
+    for (const auto& m : meters) jl::placement_warnings(warnings, m->placement);
+    if (any_dropped) warnings.push_back({"buffer-full", "the gap buffer filled up on some CPU: later gaps were counted but not recorded (raise --max-gaps)"});
+    jl::write_warnings(j, warnings);
     j.field("status", interrupted ? "partial" : "complete");
     j.field("partial_reason", interrupted ? std::string("interrupted by ") + jl::tool::signal_name() : std::string());
     j.field("started_realtime_ns", started_realtime).field("t_start_ns", t_start.load()).field("t_end_ns", jl::now_ns());

@@ -34,6 +34,7 @@
 #include <thread>
 #include <vector>
 
+#include "../src/harness_json.hpp"
 #include "../src/json.hpp"
 #include "../src/tool_util.hpp"
 #include "jitterlab/clock.hpp"
@@ -645,9 +646,9 @@ int run_probe(int argc, char** argv) {
     j.field("target", o.target).field("receive", o.receive).field("rate_hz", o.rate_hz).field("size", o.size);
     j.field("sent", sent.load()).field("received", static_cast<std::int64_t>(got.size())).field("lost", lost);
     j.field("duplicates", duplicates).field("foreign", foreign).field("send_errors", send_errors);
-    j.key("warnings").begin_array();
-    if (lost > 0) j.value(std::to_string(lost) + " of " + std::to_string(sent.load()) + " datagrams never came back");
-    j.end_array();
+    std::vector<jl::Warning> warnings;
+    if (lost > 0) warnings.push_back({"datagrams-lost", std::to_string(lost) + " of " + std::to_string(sent.load()) + " datagrams never came back"});
+    jl::write_warnings(j, warnings);
     j.field("status", interrupted ? "partial" : "complete");
     j.field("partial_reason", interrupted ? std::string("interrupted by ") + tool::signal_name() : std::string());
     j.field("started_realtime_ns", started_realtime).field("t_start_ns", t_start).field("t_end_ns", jl::now_ns());

@@ -241,12 +241,11 @@ int main(int argc, char** argv) {
     j.key("policy_requested").begin_object().field("policy", jl::policy_name(o.policy.policy)).field("priority", o.policy.priority).end_object();
     j.key("mlock").begin_object().field("requested", o.mlock).field("obtained", o.mlock && mlock_error.empty()).field("error", mlock_error).end_object();
     jl::write_placements(j, placements);
-    j.key("warnings").begin_array();
-    if (yield) j.value(yield_reason);
-    for (const auto& p : placements)
-        if (!p.policy_error.empty()) j.value(std::string("scheduling policy refused (") + p.policy_error + "); running as " + p.policy);
-    if (!journal_error.empty()) j.value("journal file could not be written: " + journal_error);
-    j.end_array();
+    std::vector<jl::Warning> warnings;
+    if (yield) warnings.push_back({"spin-fallback", yield_reason});
+    for (const auto& p : placements) jl::placement_warnings(warnings, p);
+    if (!journal_error.empty()) warnings.push_back({"journal-failed", "journal file could not be written: " + journal_error});
+    jl::write_warnings(j, warnings);
     j.field("status", interrupted ? "partial" : "complete");
     j.field("partial_reason", interrupted ? std::string("interrupted by ") + jl::tool::signal_name() : std::string());
     j.field("started_realtime_ns", started_realtime).field("t_start_ns", t_start).field("t_end_ns", jl::now_ns());

@@ -20,6 +20,7 @@ from jitterlab.cli.common import (
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.render import render
 from jitterlab.core.units import parse_duration_ns
+from jitterlab.core.warnings import normalized
 from jitterlab.describe.analysis import run_summary
 from jitterlab.describe.compare import HEADERS, compare_runs, comparison_json, comparison_rows, tests_line
 from jitterlab.describe.context import context_block, context_header
@@ -95,8 +96,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         )
         return 0
     print(show_text(run, summary))
-    for w in (run.meta.get("obtained") or {}).get("warnings", []):
-        warn(w["detail"] if isinstance(w, dict) else w)
+    for w in normalized((run.meta.get("obtained") or {}).get("warnings")):
+        warn(w["detail"])
     return 0
 
 

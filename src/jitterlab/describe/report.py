@@ -26,6 +26,7 @@ from jitterlab.core.errors import JitterlabError
 from jitterlab.core.fileio import atomic_write_bytes
 from jitterlab.core.units import format_count, format_ns
 from jitterlab.core.version import __version__
+from jitterlab.core.warnings import CODES, normalized
 from jitterlab.describe.analysis import RunDescription, describe_run, pauses_in_run
 from jitterlab.describe.context import context_lines, contexts
 from jitterlab.describe.tables import (
@@ -277,7 +278,10 @@ def _run_section(d: RunDescription, anchor: str) -> str:
         f"{format_ns(c2c.get('median')) if c2c.get('measured') else 'not measured'}",
         *_jvm_facts(run),
     ]
-    warnings = "".join(f"<li>{_esc(w)}</li>" for w in obtained.get("warnings", []))
+    warnings = "".join(
+        f"<li>{_esc(w['detail'])} <span class='muted'>({_esc(w['code'])}; fix: {_esc(CODES.get(w['code'], ''))})</span></li>"
+        for w in normalized(obtained.get("warnings"))
+    )
     baseline = (
         f" against the thresholds of baseline run <code>{_esc(d.baseline_id)}</code>" if d.baseline_id else ""
     )

@@ -23,6 +23,7 @@ import numpy as np
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.programs import native_program
 from jitterlab.core.progress import ProgressBar
+from jitterlab.core.warnings import normalized
 from jitterlab.measure import environment
 from jitterlab.measure.doctor import doctor_facts
 from jitterlab.measure.policy import is_realtime
@@ -95,7 +96,7 @@ def obtained(harness: dict[str, Any]) -> dict[str, Any]:
         "spin_mode": harness.get("spin_mode"),
         "spin_fallback_reason": harness.get("spin_fallback_reason", ""),
         "mlock": harness.get("mlock"),
-        "warnings": harness.get("warnings", []),
+        "warnings": normalized(harness.get("warnings", [])),
     }
 
 
@@ -130,8 +131,8 @@ def _execute(
         return None, interrupted
     raw = read_raw_samples(raw_path)
     harness: dict[str, Any] = json.loads(harness_json.read_text()) if harness_json.exists() else {}
-    for w in harness.get("warnings", []):
-        warn(w)
+    for w in normalized(harness.get("warnings", [])):
+        warn(w["detail"])
     reasons = [r for r in (harness.get("partial_reason"), raw.note) if r]
     if not harness:
         reasons.append("harness.json missing (the tool died)")

@@ -32,7 +32,7 @@ from scipy import stats
 
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.units import format_ns, parse_duration_ns
-from jitterlab.stats import stacked_z_test
+from jitterlab.stats import percentiles, stacked_z_test
 from jitterlab.store import Run
 
 SCHEMA_VERSION = 1
@@ -116,7 +116,7 @@ def build_model(
     result = stacked_z_test(latency)
     labels = result.labels(latency)
     main = latency[labels == 0]
-    median = float(np.median(main))
+    median = float(percentiles(main, (50.0,))[0])
     span_s = max(float(t_send.max() - t_send.min()), 1.0) / 1e9
 
     def quantiles(sample: np.ndarray) -> QuantileFunction:
@@ -355,7 +355,7 @@ def base_line(model: LatencyModel) -> str:
     assert model.base is not None
     q = model.base.values
     return (
-        f"base: {q.size} quantiles, min {format_ns(q[0])}, median {format_ns(float(np.median(q)))}, "
+        f"base: {q.size} quantiles, min {format_ns(q[0])}, median {format_ns(float(percentiles(q, (50.0,))[0]))}, "
         f"max {format_ns(q[-1])}"
     )
 
@@ -369,9 +369,9 @@ def category_rows(model: LatencyModel) -> list[list[str]]:
             [
                 str(c.index),
                 f"{c.rate_hz:.3g}",
-                format_ns(float(np.median(d))),
+                format_ns(float(percentiles(d, (50.0,))[0])),
                 format_ns(d[-1]),
-                format_ns(float(np.median(g))),
+                format_ns(float(percentiles(g, (50.0,))[0])),
                 f"{c.count:,}",
             ]
         )

@@ -15,6 +15,7 @@ import numpy as np
 from scipy import stats
 
 from jitterlab.simulate.model import LatencyModel, simulate_delays
+from jitterlab.stats import percentiles
 from jitterlab.store import Run
 
 
@@ -59,10 +60,9 @@ def compare_to_model(
     realised = through.latency_ns.astype(np.float64)
     floor = passthrough.latency_ns.astype(np.float64)
     reference = reference_delays(model, np.sort(through.t_send_ns), floor, seed, reorder)
-    errors = {
-        f"p{p:g}": float(np.percentile(injected, p) - np.percentile(injected_reference, p))
-        for p in (50, 90, 99, 99.9)
-    }
+    ps = (50.0, 90.0, 99.0, 99.9)
+    difference = percentiles(injected, ps) - percentiles(injected_reference, ps)
+    errors = {f"p{p:g}": float(d) for p, d in zip(ps, difference, strict=True)}
     return Validation(
         injected,
         injected_reference,

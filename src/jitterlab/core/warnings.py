@@ -1,0 +1,41 @@
+"""The closed set of warnings a run can carry (hyperfine's habit): each a code that tools can
+reason about, with the detail a person reads and the fix. Harnesses in every language write
+``{"code", "detail"}`` into harness.json (schema: store/schemas/harness.schema.json); the
+run keeps them in ``run.json`` → ``obtained.warnings``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# code -> what to do about it
+CODES: dict[str, str] = {
+    "policy-refused": "run as root, or grant real-time priority ('@realtime - rtprio 95' in limits.conf)",
+    "affinity-refused": "pin only CPUs in the process's allowed set (taskset, cgroup cpuset)",
+    "mlock-refused": "raise the memlock limit (ulimit -l unlimited) or run as root",
+    "spin-fallback": "give each spinning thread a CPU of its own (--pin spread on enough CPUs)",
+    "buffer-full": "raise the tool's buffer (--max-gaps) or shorten the run",
+    "journal-failed": "make the journal folder writable and give it free space",
+    "datagrams-lost": "lower the rate, raise the socket buffers, or look at the proxy's drops",
+    "unclassified": "a warning from a run stored before warnings had codes",
+}
+
+
+def warning(code: str, detail: str) -> dict[str, str]:
+    """A warning of the closed set (an unknown code is a bug, so it raises)."""
+    if code not in CODES:
+        raise ValueError(f"unknown warning code {code!r}")
+    return {"code": code, "detail": detail}
+
+
+def normalized(entries: Any) -> list[dict[str, str]]:
+    """Stored warnings as ``{code, detail}``: older runs stored bare strings."""
+    if not isinstance(entries, list):
+        return []
+    out = []
+    for entry in entries:
+        if isinstance(entry, dict) and isinstance(entry.get("detail"), str):
+            out.append({"code": str(entry.get("code", "unclassified")), "detail": entry["detail"]})
+        elif isinstance(entry, str):
+            out.append({"code": "unclassified", "detail": entry})
+    return out
