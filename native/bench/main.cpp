@@ -18,6 +18,7 @@
 #include "../src/harness_json.hpp"
 #include "../src/tool_util.hpp"
 #include "harness.hpp"
+#include "techniques.hpp"
 #include "jitterlab/clock.hpp"
 #include "jitterlab/floor.hpp"
 #include "jitterlab/runfile.hpp"
@@ -103,11 +104,10 @@ Options parse(int argc, char** argv) {
 }
 
 void list_techniques() {
-    for (const auto& t : jl::thread_techniques()) std::printf("%s\tyes\t%s\n", t.name.c_str(), t.description.c_str());
-    std::printf("caf\t%s\t%s\n", jl::caf_available() ? "yes" : "no",
-                jl::caf_available() ? "CAF 0.17 actors (stealing, sharing or detached scheduler)"
-                                    : "CAF actors: not built; install the Debian package libcaf-dev and reinstall");
-    std::printf("c2c\tyes\tcore-to-core cache-line ping-pong (the machine floor on its own)\n");
+    // name, available, kind, description: one tab-separated line each (read by jitterlab.measure.techniques)
+    for (const auto& t : jl::techniques())
+        std::printf("%s\t%s\t%s\t%s\n", t.info.name.c_str(), t.available ? "yes" : "no", jl::kind_name(t.kind),
+                    t.info.description.c_str());
 }
 
 void write_samples(const std::string& path, const jl::RunState& state, bool partial) {
@@ -182,11 +182,11 @@ int main(int argc, char** argv) {
     }
     const Options o = parse(argc, argv);
     const auto& cfg = o.config;
-    const bool c2c_run = cfg.technique == "c2c";
-    if (!c2c_run && cfg.technique != "caf" && !jl::make_channel(cfg.technique, jl::SpinMode::busy))
-        usage_error("unknown technique '" + cfg.technique + "' (see --list)");
-    if (cfg.technique == "caf" && !jl::caf_available())
-        usage_error("technique 'caf' is unavailable: CAF was not found at build time (install libcaf-dev, then reinstall jitterlab)");
+    const jl::Technique* technique = jl::find_technique(cfg.technique);
+    if (technique == nullptr) usage_error("unknown technique '" + cfg.technique + "' (see --list)");
+    if (!technique->available)
+        usage_error("technique '" + cfg.technique + "' is unavailable: " + technique->unavailable_reason);
+    const bool c2c_run = technique->kind == jl::TechniqueKind::floor;
     jl::tool::require_writable_dir(kTool, cfg.out_dir);
     jl::tool::install_signal_handlers();
 
@@ -217,9 +217,9 @@ int main(int argc, char** argv) {
         rec.recorded.store(static_cast<std::int64_t>(rec.samples.size()));
         timing.t_start_ns = legs.empty() ? timing.t_start_ns : legs.front().t_send_ns;
     } else {
-        std::jthread driver([&state] {
+        std::jthread driver([&state, technique] {
             try {
-                if (state.config.technique == "caf") jl::run_caf(state);
+                if (technique->run) technique->run(state);
                 else jl::run_threaded(state);
             } catch (const std::exception& e) {
                 state.fail(e.what());

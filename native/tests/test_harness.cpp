@@ -2,7 +2,10 @@
 
 #include <thread>
 
+#include <set>
+
 #include "../bench/harness.hpp"
+#include "../bench/techniques.hpp"
 
 using namespace jitterlab;
 
@@ -91,4 +94,22 @@ TEST(Harness, RefusedPolicyIsAWarningNotAFailure) {
         if (p.policy_error.empty()) EXPECT_EQ(p.policy, "fifo");
         else EXPECT_EQ(p.policy, "other");
     }
+}
+
+// One registry holds every technique, including the actor one and the floor: none is
+// special-cased by name outside it.
+TEST(Registry, HoldsEveryTechniqueOnceWithItsKind) {
+    std::set<std::string> names;
+    for (const auto& t : techniques()) {
+        EXPECT_TRUE(names.insert(t.info.name).second) << t.info.name << " listed twice";
+        if (t.kind == TechniqueKind::threads) EXPECT_TRUE(t.make) << t.info.name;
+        if (t.kind == TechniqueKind::actors) EXPECT_TRUE(t.run) << t.info.name;
+        if (!t.available) EXPECT_FALSE(t.unavailable_reason.empty()) << t.info.name;
+    }
+    ASSERT_NE(find_technique("caf"), nullptr);
+    EXPECT_EQ(find_technique("caf")->kind, TechniqueKind::actors);
+    ASSERT_NE(find_technique("c2c"), nullptr);
+    EXPECT_EQ(find_technique("c2c")->kind, TechniqueKind::floor);
+    EXPECT_EQ(find_technique("nosuch"), nullptr);
+    EXPECT_EQ(thread_techniques().size(), 6u);
 }

@@ -10,7 +10,7 @@ from typing import Any
 from jitterlab.core.errors import JitterlabError
 from jitterlab.measure.jobs import NativeJob, run_native_job
 from jitterlab.measure.policy import is_realtime, policy_label, priority_for
-from jitterlab.measure.techniques import native_techniques
+from jitterlab.measure.techniques import native_techniques, technique_kind
 from jitterlab.measure.tracing import PerfTrace, trace_block, tracing
 from jitterlab.store import ResultsStore, Run
 
@@ -43,7 +43,7 @@ class BenchPlan:
     def points(self) -> list[tuple[str, int, str]]:
         out = []
         for technique in self.techniques:
-            for pairs in (1,) if technique == "c2c" else self.pairs:
+            for pairs in (1,) if technique_kind(technique) == "floor" else self.pairs:
                 for policy in self.policies:
                     out.append((technique, pairs, policy))
         return out
@@ -68,7 +68,7 @@ def resolve_techniques(requested: list[str]) -> tuple[list[str], list[str]]:
     for item in requested:
         if item == "all":
             for t in offered.values():
-                if t.name == "c2c":
+                if t.kind == "floor":  # every run measures the floor anyway
                     continue
                 if t.available:
                     names.append(t.name)
@@ -162,7 +162,7 @@ def run_point(
         config=config,
         id_parts=(technique, f"p{pairs}", label_policy),
         label=f"{technique} ×{pairs} {label_policy}",
-        total=plan.samples * (1 if technique == "c2c" else pairs),
+        total=plan.samples * (1 if technique_kind(technique) == "floor" else pairs),
         meta=extra_meta or {},
         finish_meta=(lambda _records, meta, staging: trace_block(trace, staging, spike_cpus(meta)))
         if trace is not None

@@ -13,6 +13,7 @@ from jitterlab.core.programs import native_program
 class TechniqueAvailability:
     name: str
     available: bool
+    kind: str  # threads (a Channel), actors (they drive the run), floor (measured on its own: c2c)
     description: str
 
 
@@ -24,6 +25,11 @@ def native_techniques() -> tuple[TechniqueAvailability, ...]:
     )
     rows = []
     for line in out.stdout.splitlines():
-        name, available, description = line.split("\t", 2)
-        rows.append(TechniqueAvailability(name, available == "yes", description))
+        name, available, kind, description = line.split("\t", 3)
+        rows.append(TechniqueAvailability(name, available == "yes", kind, description))
     return tuple(rows)
+
+
+def technique_kind(name: str) -> str:
+    """The kind of a native technique (``threads`` for names the harness does not list)."""
+    return next((t.kind for t in native_techniques() if t.name == name), "threads")
