@@ -102,9 +102,15 @@ TEST(Registry, HoldsEveryTechniqueOnceWithItsKind) {
     std::set<std::string> names;
     for (const auto& t : techniques()) {
         EXPECT_TRUE(names.insert(t.info.name).second) << t.info.name << " listed twice";
-        if (t.kind == TechniqueKind::threads) EXPECT_TRUE(t.make) << t.info.name;
-        if (t.kind == TechniqueKind::actors) EXPECT_TRUE(t.run) << t.info.name;
-        if (!t.available) EXPECT_FALSE(t.unavailable_reason.empty()) << t.info.name;
+        if (t.kind == TechniqueKind::threads) {
+            EXPECT_TRUE(t.make) << t.info.name;
+        }
+        if (t.kind == TechniqueKind::actors) {
+            EXPECT_TRUE(t.run) << t.info.name;
+        }
+        if (!t.available) {
+            EXPECT_FALSE(t.unavailable_reason.empty()) << t.info.name;
+        }
     }
     ASSERT_NE(find_technique("caf"), nullptr);
     EXPECT_EQ(find_technique("caf")->kind, TechniqueKind::actors);
