@@ -7,8 +7,11 @@ leaves before its time); nothing here depends on how fast the machine is.
 from __future__ import annotations
 
 import json
+import signal
 import socket
 import struct
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -231,3 +234,28 @@ def test_inject_validate_stores_runs_and_compares_with_the_model(tmp_path: Path,
     assert shown.returncode == 0
     assert json.loads(shown.stdout)["summary_ns"]["min"] >= 1 * MS
     assert "Injection validation" in report.read_text()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_to_jitterlab_inject_stops_the_proxy_and_frees_its_port(tmp_path: Path, signum: int) -> None:
+    port = free_udp_port()
+    stats = tmp_path / "stats.json"
+    argv = [sys.executable, "-m", "jitterlab", "inject", "--zero", "--listen", str(port)]
+    argv += ["--forward", "127.0.0.1:9", "--stats-json", str(stats)]
+    # its own session, no terminal: as a script or a supervisor would start it
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().startswith("listening")
+        proc.send_signal(signum)
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode in (0, 130), proc.stderr.read() if proc.stderr else ""
+    assert stats.exists()  # the summary was written on the way out
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", port))  # the port is free again

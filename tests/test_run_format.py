@@ -106,3 +106,26 @@ def test_the_schema_refuses_what_the_format_forbids() -> None:
     for bad in ({"status": "done"}, {"warnings": "none"}, {"pairs": 0}, {"samples_requested": "x"}):
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(good | bad, harness_schema())
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["jitterlab-bench"],
+        ["jitterlab-hiccup"],
+        ["jitterlab-pipeline"],
+        ["jitterlab-inject"],
+        ["jitterlab-inject", "proxy"],
+        ["jitterlab-inject", "probe"],
+    ],
+)
+def test_every_native_tool_answers_help(argv: list[str]) -> None:
+    result = subprocess.run(
+        [str(native_program(argv[0])), *argv[1:], "--help"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("usage: " + " ".join(argv)) and result.stderr == ""

@@ -51,12 +51,18 @@ inline std::int64_t parse_int(const char* tool, const std::string& flag, const s
 }
 
 /// Walks argv: `next()` gives each flag, `value()` its argument, `integer()` a checked number.
+/// `--help` and `-h` print `usage` and exit 0.
 class ArgReader {
 public:
-    ArgReader(const char* tool, int argc, char** argv) : tool_(tool), argc_(argc), argv_(argv) {}
+    ArgReader(const char* tool, int argc, char** argv, const char* usage)
+        : tool_(tool), argc_(argc), argv_(argv), usage_(usage) {}
     bool next() {
         if (++i_ >= argc_) return false;
         flag_ = argv_[i_];
+        if (flag_ == "--help" || flag_ == "-h") {
+            std::fputs(usage_, stdout);
+            std::exit(0);
+        }
         return true;
     }
     const std::string& flag() const { return flag_; }
@@ -70,9 +76,17 @@ private:
     const char* tool_;
     int argc_;
     char** argv_;
+    const char* usage_;
     int i_ = 0;
     std::string flag_;
 };
+
+/// The flags every measuring tool shares, for the tools' --help.
+constexpr const char* kCommonUsage =
+    "  --out DIR                 folder for samples.jlraw and harness.json (must exist)\n"
+    "  --policy other|fifo|rr    scheduling policy of the measuring threads (default other)\n"
+    "  --priority 1..99          priority for fifo/rr\n"
+    "  --no-mlock                do not lock memory (mlockall)\n";
 
 /// The flags every measuring tool shares: --policy other|fifo|rr, --priority, --no-mlock,
 /// --out. Returns false when `flag` is none of them; `value` reads the flag's argument.

@@ -67,9 +67,19 @@ std::int64_t smallest_gap(std::int64_t span_ns) {
     return best;
 }
 
+const std::string kUsage = std::string(
+    "usage: jitterlab-hiccup --out DIR [options]\n"
+    "Per-CPU OS-noise meter: a busy loop on each CPU records every gap longer than the threshold.\n"
+    "  --duration-ns NS          how long to measure (1 ms .. 1 day; default 10 s)\n"
+    "  --cpus all|LIST           CPUs to measure, such as 0,1 or 0-3 (default all)\n"
+    "  --threshold-ns NS         smallest gap recorded; 0 = auto (default)\n"
+    "  --auto-multiple K         auto threshold = K x the smallest gap seen (default 10)\n"
+    "  --max-gaps N              gaps kept per CPU (later ones are counted, not recorded)\n") +
+    jl::tool::kCommonUsage;
+
 Options parse(int argc, char** argv) {
     Options o;
-    jl::tool::ArgReader args(kTool, argc, argv);
+    jl::tool::ArgReader args(kTool, argc, argv, kUsage.c_str());
     auto value = [&] { return args.value(); };
     auto integer = [&](std::int64_t lo, std::int64_t hi) { return args.integer(lo, hi); };
     while (args.next()) {

@@ -506,9 +506,34 @@ private:
     std::int64_t started_ = 0, next_stats_ = jl::kNever, deadline_ = jl::kNever;
 };
 
+constexpr const char* kProxyUsage =
+    "usage: jitterlab-inject proxy --listen [HOST:]PORT --forward HOST:PORT (--model FILE | --zero) [options]\n"
+    "Delays each datagram (or the TCP stream) by the latency model before forwarding it.\n"
+    "  --tcp                     one TCP stream at a time instead of UDP datagrams\n"
+    "  --seed S                  seed of the injector's draws (default 0)\n"
+    "  --reorder                 independent delays instead of the in-order queue (UDP only)\n"
+    "  --queue-limit N           most items held (default 65536); more are dropped and counted\n"
+    "  --queue-bytes B           most bytes held\n"
+    "  --busy-poll               never sleep: microsecond-accurate, costs a core\n"
+    "  --spin-us US              spin (not sleep) for this last stretch before an item is due (default 60)\n"
+    "  --stats-interval S        print statistics every S seconds (0: only at exit)\n"
+    "  --stats-json FILE         write the final statistics as JSON\n"
+    "  --record FILE             record each item's arrival and release (raw sample file)\n"
+    "  --record-limit N          most items recorded\n"
+    "  --duration S              stop after S seconds (0: until SIGINT/SIGTERM)\n";
+
+constexpr const char* kProbeUsage =
+    "usage: jitterlab-inject probe --target HOST:PORT --receive [HOST:]PORT [options]\n"
+    "Sends timestamped datagrams to --target and records when each comes back on --receive.\n"
+    "  --count N                 datagrams (default 10000)\n"
+    "  --rate HZ                 datagrams per second (default 1000; 0: as fast as possible)\n"
+    "  --size BYTES              datagram size (default 64)\n"
+    "  --drain-ms MS             wait this long for the last datagrams (default 2000)\n"
+    "  --out DIR                 folder for samples.jlraw and harness.json\n";
+
 int run_proxy(int argc, char** argv) {
     ProxyOptions o;
-    tool::ArgReader args(kTool, argc, argv);
+    tool::ArgReader args(kTool, argc, argv, kProxyUsage);
     while (args.next()) {
         const std::string& flag = args.flag();
         if (flag == "--listen") o.listen = args.value();
@@ -552,7 +577,7 @@ constexpr std::uint64_t kProbeMagic = 0x4a4c50524f424531ULL;  // "JLPROBE1"
 
 int run_probe(int argc, char** argv) {
     ProbeOptions o;
-    tool::ArgReader args(kTool, argc, argv);
+    tool::ArgReader args(kTool, argc, argv, kProbeUsage);
     while (args.next()) {
         const std::string& flag = args.flag();
         if (flag == "--target") o.target = args.value();
@@ -661,6 +686,10 @@ int run_probe(int argc, char** argv) {
 
 int main(int argc, char** argv) {
     const std::string mode = argc > 1 ? argv[1] : "";
+    if (mode == "--help" || mode == "-h") {
+        std::printf("usage: jitterlab-inject proxy|probe [options]   (jitterlab-inject proxy --help, probe --help)\n");
+        return 0;
+    }
     if (mode == "proxy") return run_proxy(argc - 1, argv + 1);
     if (mode == "probe") return run_probe(argc - 1, argv + 1);
     tool::usage_error(kTool, "usage: jitterlab-inject proxy|probe [options] (got '" + mode + "')");

@@ -90,9 +90,21 @@ struct Series {
     std::vector<jl::SampleRecord> records;
 };
 
+const std::string kUsage = std::string(
+    "usage: jitterlab-pipeline --out DIR [options]\n"
+    "Seed 002's System Jitter Utility: a producer busy-spins between publications to an accumulator\n"
+    "and a journaller; four latency series (transit and inter-message for each consumer).\n"
+    "  --messages N              recorded messages (default 500000)\n"
+    "  --warmup N                unrecorded messages first (default 1000)\n"
+    "  --interval-ns NS          producer busy-spin between publications (default 10000)\n"
+    "  --pin-producer CPU        pin the producer (-1: not pinned); likewise\n"
+    "  --pin-accumulator CPU     --pin-accumulator and --pin-journaller\n"
+    "  --pin-journaller CPU\n") +
+    jl::tool::kCommonUsage;
+
 Options parse(int argc, char** argv) {
     Options o;
-    jl::tool::ArgReader args(kTool, argc, argv);
+    jl::tool::ArgReader args(kTool, argc, argv, kUsage.c_str());
     auto value = [&] { return args.value(); };
     auto integer = [&](std::int64_t lo, std::int64_t hi) { return args.integer(lo, hi); };
     while (args.next()) {

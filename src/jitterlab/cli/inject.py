@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import subprocess
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,16 @@ def add_parser(sub: Any) -> None:
         "--stats-interval", default="10s", help="proxy: print statistics this often (0: only at exit)"
     )
     p.add_argument("--duration", default="0", help="proxy: stop after this long (default: until Ctrl-C)")
+    p.add_argument("--queue-bytes", type=positive_int, help="proxy: most bytes held (default 64 MiB)")
+    p.add_argument(
+        "--spin-us",
+        type=non_negative_int,
+        help="proxy: spin, not sleep, this long before an item is due (60)",
+    )
+    p.add_argument("--stats-json", metavar="FILE", help="proxy: write the final statistics as JSON here")
+    p.add_argument(
+        "--record", metavar="FILE", help="proxy: record each item's arrival and release (raw file)"
+    )
     p.add_argument("--count", type=non_negative_int, default=10_000, help="validate: datagrams per setting")
     p.add_argument(
         "--rate", type=positive_int, default=1_000, help="validate: datagrams per second (default 1000)"
@@ -71,13 +82,37 @@ def cmd_inject(args: argparse.Namespace) -> int:
         load_model(Path(args.model))  # a bad model is a one-line error before anything starts
     if args.seed < 0:
         raise JitterlabError("--seed must be ≥ 0")
+    proxy_only = [
+        f
+        for f, v in (
+            ("--listen", args.listen),
+            ("--forward", args.forward),
+            ("--tcp", args.tcp),
+            ("--stats-json", args.stats_json),
+            ("--record", args.record),
+        )
+        if v
+    ]
+    validate_only = [f for f, v in (("--report", args.report), ("--json", args.json)) if v]
     if args.action == "validate":
+        if proxy_only:
+            raise JitterlabError(f"inject validate does not take {proxy_only[0]} (a proxy option)")
         return _validate(args)
+    if validate_only:
+        raise JitterlabError(f"the proxy does not take {validate_only[0]} (an 'inject validate' option)")
     if not args.listen or not args.forward:
         raise JitterlabError("inject needs --listen [HOST:]PORT and --forward HOST:PORT")
     extra = ["--queue-limit", str(args.queue_limit)] + (["--busy-poll"] if args.busy_poll else [])
     extra += ["--stats-interval", str(round(parse_duration_ns(args.stats_interval, "s") / 1e9))]
     extra += ["--duration", str(round(parse_duration_ns(args.duration, "s") / 1e9))]
+    for flag, value in (
+        ("--queue-bytes", args.queue_bytes),
+        ("--spin-us", args.spin_us),
+        ("--stats-json", args.stats_json),
+        ("--record", args.record),
+    ):
+        if value is not None:
+            extra += [flag, str(value)]
     argv = proxy.proxy_argv(
         Path(args.model) if args.model else None,
         args.listen,
@@ -87,12 +122,11 @@ def cmd_inject(args: argparse.Namespace) -> int:
         args.reorder,
         extra,
     )
-    child = subprocess.Popen(argv)  # Ctrl-C reaches it too (same process group); it prints its summary
-    while True:
-        try:
-            return child.wait()
-        except KeyboardInterrupt:
-            continue
+    # Become the proxy: a SIGINT or SIGTERM sent to this process (by a terminal, a script, a
+    # supervisor) reaches the proxy itself, which prints its summary and frees its port.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(argv[0], argv)
 
 
 def _validate(args: argparse.Namespace) -> int:
