@@ -259,3 +259,58 @@ def test_refused_policy_warns_records_and_goes_on(store: Path) -> None:
     assert all(p["policy_error"] for p in run.meta["obtained"]["placements"])
     assert "policy-refused" in {w["code"] for w in run.meta["obtained"]["warnings"]}
     assert run.meta["status"] == "complete"
+
+
+def start_long_bench(store: Path) -> subprocess.Popen[str]:
+    """A bench that would run for minutes, in its own session as a script would start it;
+    returns once it is recording."""
+    argv = [sys.executable, "-m", "jitterlab", "bench", "--technique", "mutex", "--samples", "50000000"]
+    proc = subprocess.Popen(
+        [*argv, "--store", str(store)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    staging = store / ".staging"
+    deadline = time.monotonic() + 60
+    while (
+        not (staging.is_dir() and any(p.is_dir() for p in staging.iterdir())) and time.monotonic() < deadline
+    ):
+        time.sleep(0.05)
+    time.sleep(1.0)  # let it record some samples
+    return proc
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_sigterm_and_sighup_keep_a_partial_run_like_sigint(store: Path, signum: int) -> None:
+    proc = start_long_bench(store)
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    (run,) = ResultsStore(store).runs()
+    assert run.meta["status"] == "partial"
+    assert signal.Signals(signum).name in run.meta["partial_reason"]
+    assert 0 < run.latency_ns.size < 50_000_000
+    assert not [p for p in (store / ".staging").iterdir()], "nothing may stay behind in .staging"
+
+
+def test_a_killed_bench_leaves_a_harness_that_stops_and_a_run_recover_stores(store: Path) -> None:
+    proc = start_long_bench(store)
+    proc.kill()  # SIGKILL to jitterlab alone: its harness must not run on unwatched
+    proc.wait(timeout=10)
+    deadline = time.monotonic() + 30
+    while subprocess.run(["pgrep", "-f", str(store)], capture_output=True).returncode == 0:
+        assert time.monotonic() < deadline, "the harness outlived jitterlab"
+        time.sleep(0.1)
+    assert ResultsStore(store).runs() == []
+    listed = run_cli("runs", "--store", str(store))
+    assert "jitterlab recover" in listed.stderr
+    recovered = run_cli("recover", "--store", str(store))
+    assert recovered.returncode == 0, recovered.stderr
+    (run,) = ResultsStore(store).runs()
+    assert run.meta["status"] == "partial" and "recovered" in run.meta["partial_reason"]
+    assert run.config["technique"] == "mutex"
+    assert 0 < run.latency_ns.size < 50_000_000
+    assert np.array_equal(run.seq, np.arange(run.latency_ns.size))
+    assert ResultsStore(store).leftovers() == []

@@ -2,7 +2,7 @@
 // plus harness.json into --out. The Python CLI orchestrates matrices and ingests the output.
 //
 // Progress goes to stdout as "progress RECORDED TOTAL" lines; warnings to stderr.
-// SIGINT/SIGTERM stop the run at the next round and keep every sample recorded so far.
+// SIGINT/SIGTERM/SIGHUP stop the run at the next round and keep every sample recorded so far.
 #include <unistd.h>
 
 #include <chrono>

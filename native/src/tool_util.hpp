@@ -26,10 +26,13 @@ extern "C" inline void on_signal(int sig) { g_signal = sig; }
 inline void install_signal_handlers() {
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
+    std::signal(SIGHUP, on_signal);  // a closed terminal or a supervisor: stop and keep what was recorded
     std::signal(SIGPIPE, SIG_IGN);
 }
 
-inline const char* signal_name() { return g_signal == SIGINT ? "SIGINT" : "SIGTERM"; }
+inline const char* signal_name() {
+    return g_signal == SIGINT ? "SIGINT" : g_signal == SIGHUP ? "SIGHUP" : "SIGTERM";
+}
 
 [[noreturn]] inline void usage_error(const char* tool, const std::string& message) {
     std::fprintf(stderr, "%s: error: %s\n", tool, message.c_str());

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from jitterlab.cli import bench, describe, inject, model, runs, system
 from jitterlab.cli.common import EXIT_INTERRUPTED, EXIT_USAGE, Parser
 from jitterlab.core.errors import JitterlabError
+from jitterlab.core.signals import Interrupted, stop_on_signals
 from jitterlab.core.version import __version__
 
 COMMANDS: dict[str, Callable[..., int]] = (
@@ -35,13 +36,14 @@ def build_parser() -> Parser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    stop_on_signals()
     try:
         return COMMANDS[args.command](args)
     except JitterlabError as e:
         print(f"jitterlab: error: {e}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("jitterlab: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as e:
+        print(f"jitterlab: interrupted{f' by {e}' if isinstance(e, Interrupted) else ''}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         return 0

@@ -28,6 +28,7 @@ from jitterlab.describe.export import FORMATS, ExportOptions, export_bytes, expo
 from jitterlab.describe.report import write_report
 from jitterlab.describe.tables import runs_table, summary_row
 from jitterlab.describe.text import show_text
+from jitterlab.measure.jobs import recover
 from jitterlab.store import ResultsStore, load_run
 from jitterlab.store.ingest import import_file
 
@@ -60,6 +61,10 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("-o", "--output", help="output file, - for standard output (default RUN_ID.FORMAT)")
     p.add_argument("--window", default="1s", help="interval of the hlog histograms (default 1s)")
     store_option(p)
+    p = sub.add_parser(
+        "recover", help="store what killed measurements left in the store's .staging/ as partial runs"
+    )
+    store_option(p)
     p = sub.add_parser("import", help="store an HdrHistogram log (.hlog) or a CSV of samples as a run")
     p.add_argument("file")
     store_option(p)
@@ -74,6 +79,21 @@ def cmd_runs(args: argparse.Namespace) -> int:
         print(runs_table(runs))
     else:
         note(f"no runs in {store.root}")
+    leftovers = store.leftovers()
+    if leftovers:
+        warn(
+            f"{len(leftovers)} unfinished measurement(s) in {store.root / '.staging'}: 'jitterlab recover' stores them"
+        )
+    return 0
+
+
+def cmd_recover(args: argparse.Namespace) -> int:
+    store = writable_store(args)
+    runs = recover(store, warn)
+    for run in runs:
+        note(f"recovered {run.id}: {run.latency_ns.size:,} samples ({run.meta['partial_reason']})")
+    if not runs:
+        note(f"nothing to recover in {store.root}")
     return 0
 
 
@@ -163,4 +183,5 @@ COMMANDS = {
     "compare": cmd_compare,
     "export": cmd_export,
     "import": cmd_import,
+    "recover": cmd_recover,
 }

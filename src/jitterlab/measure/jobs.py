@@ -9,6 +9,7 @@ tool version, floor, timing, load), salvaging what a dying program left behind.
 from __future__ import annotations
 
 import copy
+import ctypes
 import datetime as dt
 import json
 import signal
@@ -23,6 +24,7 @@ import numpy as np
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.programs import native_program
 from jitterlab.core.progress import ProgressBar
+from jitterlab.core.signals import last_signal
 from jitterlab.core.warnings import normalized
 from jitterlab.measure import environment
 from jitterlab.measure.doctor import doctor_facts
@@ -30,6 +32,8 @@ from jitterlab.measure.policy import is_realtime
 from jitterlab.store import ResultsStore, Run
 from jitterlab.store.rawfile import RawSamples, read_raw_samples
 from jitterlab.store.schema import run_meta
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 @dataclass
@@ -65,9 +69,18 @@ def policy_args(policy: str, priority: int, mlock: bool) -> list[str]:
     return args
 
 
+def _stop_with_parent() -> None:
+    """In the child, before exec: SIGTERM when jitterlab dies, even by SIGKILL, so the tool
+    writes what it recorded and exits instead of running on unwatched."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 def _run(argv: list[str], progress: ProgressBar) -> tuple[int, str, bool]:
     """Run the tool, feeding the progress bar. Returns (exit code, stderr, interrupted)."""
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_stop_with_parent
+    )
     interrupted = False
     assert proc.stdout is not None and proc.stderr is not None
     try:
@@ -76,7 +89,7 @@ def _run(argv: list[str], progress: ProgressBar) -> tuple[int, str, bool]:
                 progress.update(int(line.split()[1]))
     except KeyboardInterrupt:
         interrupted = True
-        proc.send_signal(signal.SIGINT)  # it may not share our terminal's process group
+        proc.send_signal(last_signal())  # the same signal: it may not share our process group
     while True:
         try:
             proc.wait()
@@ -107,10 +120,9 @@ def common_meta(run_id: str, started: dt.datetime) -> dict[str, Any]:
 
 
 def _execute(
-    store: ResultsStore, job: NativeJob, warn: Callable[[str], None]
+    store: ResultsStore, job: NativeJob, warn: Callable[[str], None], run_id: str
 ) -> tuple[tuple[Path, RawSamples, dict[str, Any]] | None, bool]:
     """Run ``job``; returns ((staging folder, samples, run metadata) or None, interrupted)."""
-    run_id = store.new_run_id(*job.id_parts)
     staging = store.staging_dir(run_id)
     prefix = job.command(staging) if job.command else [str(native_program(job.program))]
     argv = [*prefix, *job.args, "--out", str(staging)]
@@ -171,11 +183,13 @@ def run_native_job(
     store: ResultsStore, job: NativeJob, warn: Callable[[str], None]
 ) -> tuple[Run | None, bool]:
     """Run ``job`` and store its output as one run. Returns (run or None, interrupted)."""
-    result, interrupted = _execute(store, job, warn)
-    if result is None:
-        return None, interrupted
-    staging, raw, meta = result
-    return store.commit(staging, raw, meta), interrupted
+    run_id = store.new_run_id(*job.id_parts)
+    with store.staging_lock(run_id):
+        result, interrupted = _execute(store, job, warn, run_id)
+        if result is None:
+            return None, interrupted
+        staging, raw, meta = result
+        return store.commit(staging, raw, meta), interrupted
 
 
 def run_native_series(
@@ -184,9 +198,20 @@ def run_native_series(
     """Run ``job``, whose output holds one series per ``pair`` value, and store each
     series as a run of its own (``config.series`` names it, ``config.scenario_run``
     links them)."""
-    result, interrupted = _execute(store, job, warn)
-    if result is None:
-        return [], interrupted
+    run_id = store.new_run_id(*job.id_parts)
+    with store.staging_lock(run_id):
+        result, interrupted = _execute(store, job, warn, run_id)
+        if result is None:
+            return [], interrupted
+        return _store_series(store, job, series, result), interrupted
+
+
+def _store_series(
+    store: ResultsStore,
+    job: NativeJob,
+    series: tuple[str, ...],
+    result: tuple[Path, RawSamples, dict[str, Any]],
+) -> list[Run]:
     staging, raw, meta = result
     runs = []
     for index, name in enumerate(series):
@@ -199,4 +224,53 @@ def run_native_series(
         part_raw = RawSamples(records, raw.partial, raw.truncated, raw.note)
         runs.append(store.commit(store.staging_dir(run_id), part_raw, part))
     store.discard_staging(staging)
-    return runs, interrupted
+    return runs
+
+
+def recover(store: ResultsStore, warn: Callable[[str], None]) -> list[Run]:
+    """Store what killed measurements left in ``.staging/`` as partial runs.
+
+    A measuring process killed outright (SIGKILL, a crash, a power cut) leaves its staging
+    folder behind; the harness's raw file keeps every whole record even without its footer.
+    Folders with no samples are removed (nothing was recorded in them).
+    """
+    runs = []
+    for staging in store.leftovers():
+        raw_path = next(
+            (p for p in (staging / "samples.jlraw", staging / "samples.jlraw.tmp") if p.exists()), None
+        )
+        lock = staging.parent / f"{staging.name}.lock"
+        if raw_path is None:
+            warn(f"{staging.name}: nothing was recorded; removed")
+            store.discard_staging(staging)
+            lock.unlink(missing_ok=True)
+            continue
+        raw = read_raw_samples(raw_path)
+        harness_path = staging / "harness.json"
+        try:
+            harness: dict[str, Any] = json.loads(harness_path.read_text()) if harness_path.exists() else {}
+        except (OSError, json.JSONDecodeError):
+            harness = {}
+        started = dt.datetime.fromtimestamp(staging.stat().st_mtime, dt.timezone.utc)
+        meta = common_meta(staging.name, started) | {
+            "status": "partial",
+            "partial_reason": "; ".join(
+                r for r in ("recovered from .staging: the measuring process did not finish", raw.note) if r
+            ),
+            "config": {
+                "runtime": harness.get("harness", "unknown"),
+                "technique": harness.get("technique") or harness.get("tool") or "unknown",
+                "pairs": int(harness.get("pairs") or max(int(raw.records["pair"].max(initial=0)) + 1, 1)),
+                "samples_per_pair": harness.get("samples_requested"),
+                "policy": (harness.get("policy_requested") or {}).get("policy", "unknown"),
+                "recovered": True,
+            },
+            "obtained": obtained(harness),
+            "floor": harness.get("floor", {}),
+            "timing": {k: harness.get(k) for k in ("started_realtime_ns", "t_start_ns", "t_end_ns")},
+        }
+        for leftover in (raw_path, harness_path, staging / "journal.bin"):
+            leftover.unlink(missing_ok=True)
+        runs.append(store.commit(staging, raw, meta))
+        lock.unlink(missing_ok=True)
+    return runs

@@ -13,10 +13,13 @@ instead of silently analysed.
 from __future__ import annotations
 
 import datetime as dt
+import fcntl
 import json
 import os
 import secrets
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -205,6 +208,36 @@ class ResultsStore:
         except OSError as e:
             raise JitterlabError(f"cannot write to results store {self.root}: {e.strerror or e}") from e
         return directory
+
+    @contextmanager
+    def staging_lock(self, run_id: str) -> Iterator[None]:
+        """Held while a run is measured and stored: :meth:`leftovers` never offers a staging
+        folder whose writer is still alive (the kernel drops the lock when it dies)."""
+        (self.root / STAGING).mkdir(parents=True, exist_ok=True)
+        path = self.root / STAGING / f"{run_id}.lock"
+        with open(path, "w") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                path.unlink(missing_ok=True)
+
+    def leftovers(self) -> list[Path]:
+        """Staging folders left by a measuring process that was killed (no live writer)."""
+        staging = self.root / STAGING
+        if not staging.is_dir():
+            return []
+        out = []
+        for directory in sorted(p for p in staging.iterdir() if p.is_dir()):
+            lock = staging / f"{directory.name}.lock"
+            if lock.exists():
+                with open(lock) as handle:
+                    try:
+                        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    except BlockingIOError:
+                        continue  # still being written
+            out.append(directory)
+        return out
 
     def ensure_writable(self) -> None:
         """Fail before any work when runs could not be stored."""
