@@ -110,3 +110,73 @@ def test_report_includes_a_histogram_only_run(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     html = out.read_text()
     assert "histogram-only import" in html and "need raw samples" in html
+
+
+BAD_CSV_ROWS = {
+    "nan": ("t_send_ns,t_recv_ns\n0,10\n5,nan\n", "line 3: t_recv_ns is not a finite number"),
+    "inf": ("latency_ns\n10\ninf\n", "line 3: latency_ns is not a finite number"),
+    "huge": ("latency_ns\n10\n1e30\n", "line 3: latency_ns is out of range"),
+    "negative": ("latency_ns\n10\n-4\n", "line 3: latency_ns is negative"),
+    "backwards": ("t_send_ns,t_recv_ns\n0,10\n50,20\n", "line 3: t_recv_ns is before t_send_ns"),
+    "fraction": ("latency_ns\n10\n12.5\n", "line 3: latency_ns is not a whole number"),
+    "text": ("latency_ns\n10\nfast\n", "line 3: latency_ns is not a finite number"),
+    "a day": ("latency_ns\n10\n100000000000000\n", "line 3: the latency is longer than a day"),
+}
+
+
+def test_csv_values_that_are_not_latencies_are_refused_with_their_line(tmp_path: Path) -> None:
+    for name, (text, message) in BAD_CSV_ROWS.items():
+        path = tmp_path / f"{name.replace(' ', '_')}.csv"
+        path.write_text(text)
+        result = run_cli("import", str(path), "--store", str(tmp_path / "s"))
+        assert result.returncode == 2, name
+        assert message in result.stderr, (name, result.stderr)
+    assert not (tmp_path / "s").exists() or ResultsStore(tmp_path / "s").runs() == []
+
+
+def test_skip_invalid_drops_and_counts_bad_rows(tmp_path: Path) -> None:
+    path = tmp_path / "mixed.csv"
+    path.write_text("latency_ns\n10\nnan\n-3\n20\n30\n")
+    result = run_cli("import", str(path), "--skip-invalid", "--store", str(tmp_path / "s"))
+    assert result.returncode == 0, result.stderr
+    assert "skipped 2 invalid rows (first: line 3" in result.stderr
+    (run,) = ResultsStore(tmp_path / "s").runs()
+    assert run.latency_ns.tolist() == [10, 20, 30] and run.config["rows_skipped"] == 2
+
+
+def test_a_header_only_csv_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "empty.csv"
+    path.write_text("t_send_ns,t_recv_ns\n")
+    result = run_cli("import", str(path), "--store", str(tmp_path / "s"))
+    assert result.returncode == 2 and "no samples" in result.stderr
+
+
+def test_an_hlog_still_being_written_keeps_its_complete_intervals(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "store", latency_clusters(3, 20_000))
+    whole = tmp_path / "whole.hlog"
+    export_run(run, "hlog", whole, window_ns=50_000_000)
+    text = whole.read_text()
+    cut = tmp_path / "cut.hlog"
+    cut.write_text(text[: len(text) - 40])  # mid-way through the last interval's base64
+    result = run_cli("import", str(cut), "--store", str(tmp_path / "s"))
+    assert result.returncode == 0, result.stderr
+    assert "cut off" in result.stderr
+    (imported,) = ResultsStore(tmp_path / "s").runs()
+    assert imported.partial and "cut off" in imported.meta["partial_reason"]
+    complete = [line for line in text.splitlines() if line and line[0].isdigit()]
+    assert imported.meta["histogram"]["intervals"] == len(complete) - 1
+
+
+def test_a_damaged_interval_inside_an_hlog_is_one_line(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "store", latency_clusters(3, 20_000))
+    whole = tmp_path / "whole.hlog"
+    export_run(run, "hlog", whole, window_ns=50_000_000)
+    lines = whole.read_text().splitlines(keepends=True)
+    first = next(i for i, line in enumerate(lines) if line[0].isdigit())
+    payload = lines[first].rstrip("\n")
+    lines[first] = payload[:-30] + ("A" if payload[-30] != "A" else "B") + payload[-29:] + "\n"
+    bad = tmp_path / "bad.hlog"
+    bad.write_text("".join(lines))
+    result = run_cli("import", str(bad), "--store", str(tmp_path / "s"))
+    assert result.returncode == 2, result.stderr
+    assert f"line {first + 1}" in result.stderr and "Traceback" not in result.stderr

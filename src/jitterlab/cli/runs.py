@@ -67,6 +67,9 @@ def add_parsers(sub: Any) -> None:
     store_option(p)
     p = sub.add_parser("import", help="store an HdrHistogram log (.hlog) or a CSV of samples as a run")
     p.add_argument("file")
+    p.add_argument(
+        "--skip-invalid", action="store_true", help="CSV: drop rows that are not latencies, and count them"
+    )
     store_option(p)
 
 
@@ -169,7 +172,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    run = import_file(Path(args.file), writable_store(args))
+    run = import_file(Path(args.file), writable_store(args), args.skip_invalid, warn)
     kind = "histogram-only run" if run.histogram_only else "run"
     note(f"stored {run.id} ({kind}, {run.meta['summary']['latency_ns']['count']:,} values)")
     print(run.id)

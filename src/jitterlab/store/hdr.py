@@ -9,6 +9,8 @@ type-7 definition used for raw samples; both are documented in docs/statistics.m
 
 from __future__ import annotations
 
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -53,16 +55,73 @@ def histogram_summary(histogram: HdrHistogram) -> dict[str, Any]:
     return summary
 
 
-def read_hlog(path: Path) -> list[HdrHistogram]:
-    """Interval histograms of an HdrHistogram log, in file order."""
+@dataclass(frozen=True)
+class HlogContents:
+    intervals: list[HdrHistogram]
+    complete_text: str  # the log without a cut-off last interval
+    truncated: str  # why the last line was left out ("" when the log is whole)
+
+
+def _interval_lines(lines: list[str]) -> list[int]:
+    """Indexes of the interval lines (not comments, the legend or blank lines)."""
+    return [
+        i
+        for i, line in enumerate(lines)
+        if line.strip() and not line.startswith("#") and not line.startswith('"StartTimestamp"')
+    ]
+
+
+def _decodes(line: str) -> str:
+    """Why an interval line cannot be read ("" when it can)."""
+    fields = line.strip().split(",")
+    if fields and fields[0].startswith("Tag="):
+        fields = fields[1:]
+    if len(fields) != 4:
+        return f"{len(fields)} fields instead of 4"
     try:
-        reader = HistogramLogReader(str(path), new_histogram(LONGEST_NS))
-        intervals = []
-        while (histogram := reader.get_next_interval_histogram()) is not None:
-            intervals.append(histogram)
-        reader.close()
-    except (OSError, ValueError, TypeError, IndexError) as e:
+        for value in fields[:3]:
+            float(value)
+        HdrHistogram.decode(fields[3])
+    except Exception as e:  # hdrh raises many kinds (zlib, base64, its own length errors)
+        return f"{type(e).__name__}: {e}"
+    return ""
+
+
+def read_hlog(path: Path) -> HlogContents:
+    """Interval histograms of an HdrHistogram log, in file order.
+
+    A log still being written ends in a cut-off interval: its complete intervals are kept
+    and ``truncated`` says what was left out. A damaged interval anywhere else is an error
+    naming its line.
+    """
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as e:
         raise JitterlabError(f"{path}: not a readable HdrHistogram log ({e})") from e
+    lines = text.splitlines(keepends=True)
+    interval_lines = _interval_lines(lines)
+    truncated = ""
+    for n, i in enumerate(interval_lines):
+        why = _decodes(lines[i])
+        if not why:
+            continue
+        if n == len(interval_lines) - 1:
+            truncated = f"line {i + 1}, the last interval, is cut off ({why}); it was left out"
+            lines = lines[:i]
+            break
+        raise JitterlabError(f"{path}: line {i + 1}: damaged interval histogram ({why})")
+    complete = "".join(lines)
+    try:
+        with tempfile.TemporaryDirectory(prefix="jitterlab-hlog-") as tmp:
+            whole = Path(tmp) / "whole.hlog"
+            whole.write_text(complete)  # hdrh's reader takes a file name
+            reader = HistogramLogReader(str(whole), new_histogram(LONGEST_NS))
+            intervals = []
+            while (histogram := reader.get_next_interval_histogram()) is not None:
+                intervals.append(histogram)
+            reader.close()
+    except Exception as e:  # same as above: a damaged header line
+        raise JitterlabError(f"{path}: not a readable HdrHistogram log ({type(e).__name__}: {e})") from e
     if not intervals:
         raise JitterlabError(f"{path}: no interval histograms found (is it an HdrHistogram V2 .hlog?)")
-    return intervals
+    return HlogContents(intervals, complete, truncated)

@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from jitterlab.core.errors import CorruptRunError, JitterlabError
-from jitterlab.core.fileio import atomic_write_json, fsync_dir, sha256_file
+from jitterlab.core.fileio import atomic_write_bytes, atomic_write_json, fsync_dir, sha256_file
 from jitterlab.stats import summarize
 from jitterlab.store.rawfile import RawSamples
 from jitterlab.store.schema import (
@@ -281,10 +281,10 @@ class ResultsStore:
         meta["summary"] = {"latency_ns": summarize(latency).to_dict()}
         return self._publish(staging, meta)
 
-    def commit_histogram(self, staging: Path, histogram_file: Path, meta: dict[str, Any]) -> Run:
-        """Store an HdrHistogram log as a histogram-only run (``meta`` carries its
+    def commit_histogram(self, staging: Path, histogram_log: str, meta: dict[str, Any]) -> Run:
+        """Store an HdrHistogram log (its text) as a histogram-only run (``meta`` carries its
         ``histogram`` and ``summary`` blocks)."""
-        shutil.copyfile(histogram_file, staging / HISTOGRAM_FILE)
+        atomic_write_bytes(staging / HISTOGRAM_FILE, histogram_log.encode())
         meta["schema_version"] = SCHEMA_VERSION
         meta["samples"] = None
         meta["histogram"] = {"file": HISTOGRAM_FILE} | meta.get("histogram", {})
