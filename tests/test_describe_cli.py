@@ -85,3 +85,26 @@ def test_export_formats_and_bad_output(tmp_path: Path) -> None:
         str(store),
     )
     assert bad.returncode == 2 and "cannot write" in bad.stderr
+
+
+def test_one_damaged_run_does_not_stop_store_wide_commands(tmp_path: Path) -> None:
+    store = tmp_path / "s"
+    good = make_run(store, latency_clusters(1, 5_000))
+    truncated = make_run(store, latency_clusters(2, 5_000))
+    unreadable = make_run(store, latency_clusters(3, 5_000))
+    samples = truncated.path / "samples.parquet"
+    samples.write_bytes(samples.read_bytes()[:100])
+    (unreadable.path / "run.json").write_text('{"id": ')
+    listed = run_cli("runs", "--store", str(store))
+    assert listed.returncode == 0, listed.stderr
+    status = {line.split()[0]: line.split()[-1] for line in listed.stdout.splitlines()[2:]}
+    assert status[truncated.id] == "damaged" and status[unreadable.id] == "damaged"
+    assert status[good.id] == "complete"
+    assert listed.stderr.count("damaged run") == 2
+    assert run_cli("runs", "--strict", "--store", str(store)).returncode == 1
+    out = tmp_path / "r.html"
+    report = run_cli("report", "-o", str(out), "--store", str(store))
+    assert report.returncode == 0, report.stderr
+    assert out.exists() and good.id in out.read_text() and truncated.id not in out.read_text()
+    assert report.stderr.count("damaged run") == 2
+    assert run_cli("report", "-o", str(out), "--strict", "--store", str(store)).returncode == 1

@@ -36,6 +36,7 @@ from jitterlab.store.ingest import import_file
 def add_parsers(sub: Any) -> None:
     p = sub.add_parser("runs", help="list stored runs")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--strict", action="store_true", help="exit 1 when a run is damaged")
     store_option(p)
     p = sub.add_parser("show", help="summary of one run")
     p.add_argument("run", help="run id (or unique prefix) or run folder")
@@ -45,6 +46,9 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("runs", nargs="*", help="run ids or folders (default: every run in the store)")
     p.add_argument("-o", "--output", default="report.html")
     p.add_argument("--title", default="jitterlab report")
+    p.add_argument(
+        "--strict", action="store_true", help="exit 1 when a run is damaged (it is left out either way)"
+    )
     store_option(p)
     p = sub.add_parser("compare", help="compare run B against run A: verdict per percentile")
     p.add_argument("a", help="baseline run")
@@ -73,21 +77,29 @@ def add_parsers(sub: Any) -> None:
     store_option(p)
 
 
+def report_damage(damaged: list[tuple[Path, str]]) -> None:
+    for directory, reason in damaged:
+        warn(f"damaged run {directory.name} left out: {reason}")
+
+
 def cmd_runs(args: argparse.Namespace) -> int:
     store = ResultsStore(args.store)
-    runs = store.runs()
+    runs, damaged = store.scan()
     if args.json:
-        print_json([summary_row(r) for r in runs])
-    elif runs:
-        print(runs_table(runs))
+        rows = [summary_row(r) for r in runs]
+        rows += [{"id": d.name, "status": "damaged", "reason": why} for d, why in damaged]
+        print_json(rows)
+    elif runs or damaged:
+        print(runs_table(runs, damaged))
     else:
         note(f"no runs in {store.root}")
+    report_damage(damaged)
     leftovers = store.leftovers()
     if leftovers:
         warn(
             f"{len(leftovers)} unfinished measurement(s) in {store.root / '.staging'}: 'jitterlab recover' stores them"
         )
-    return 0
+    return 1 if args.strict and damaged else 0
 
 
 def cmd_recover(args: argparse.Namespace) -> int:
@@ -126,14 +138,18 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     store = ResultsStore(args.store)
-    refs = args.runs or [r.id for r in store.runs()]
-    if not refs:
-        raise JitterlabError(f"no runs to report (none given and none in {store.root})")
-    runs = [load_run(ref, store) for ref in refs]
+    damaged: list[tuple[Path, str]] = []
+    if args.runs:
+        runs = [load_run(ref, store) for ref in args.runs]
+    else:
+        runs, damaged = store.scan()
+    report_damage(damaged)
+    if not runs:
+        raise JitterlabError(f"no runs to report (none given and none readable in {store.root})")
     note(f"writing the report of {len(runs)} run(s)…")
     size = write_report(runs, Path(args.output), args.title)
     note(f"wrote {args.output} ({size / 1e6:.1f} MB)")
-    return 0
+    return 1 if args.strict and damaged else 0
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

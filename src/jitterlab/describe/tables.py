@@ -4,6 +4,7 @@ the HTML report and JSON for machines."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -138,8 +139,10 @@ def runs_rows(runs: Sequence[Run]) -> list[list[str]]:
     return rows
 
 
-def runs_table(runs: Sequence[Run]) -> str:
-    return render(RUNS_HEADERS, runs_rows(runs), "llllrrrrrl")
+def runs_table(runs: Sequence[Run], damaged: Sequence[tuple[Path, str]] = ()) -> str:
+    """The runs, then the damaged ones (status ``damaged``; the reason goes to stderr)."""
+    rows = runs_rows(runs) + [[d.name, *([""] * 8), "damaged"] for d, _ in damaged]
+    return render(RUNS_HEADERS, rows, "llllrrrrrl")
 
 
 # --- category, attribution and summary rows: the text and the HTML show these same rows ---

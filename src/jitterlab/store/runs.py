@@ -110,6 +110,23 @@ class Run:
         """True for imported HdrHistogram logs: percentiles but no raw samples."""
         return self.meta.get("samples") is None and "histogram" in self.meta
 
+    def file_problem(self) -> str:
+        """What is wrong with the run's data file at a glance ("" when nothing is)."""
+        info = self.meta.get("samples")
+        if info is None:
+            name = (self.meta.get("histogram") or {}).get("file", HISTOGRAM_FILE)
+            return (
+                ""
+                if (self.path / str(name)).is_file()
+                else f"{self.path / str(name)}: histogram file is missing"
+            )
+        path = self.path / str(info.get("file", SAMPLES_FILE))
+        if not path.is_file():
+            return f"{path}: samples file is missing"
+        if "bytes" in info and path.stat().st_size != info["bytes"]:
+            return f"{path}: corrupt (size {path.stat().st_size} bytes, run.json recorded {info['bytes']}; truncated?)"
+        return ""
+
     @property
     def table(self) -> pa.Table:
         if self._table is None:
@@ -310,14 +327,26 @@ class ResultsStore:
         return sorted(p for p in self.root.iterdir() if p.is_dir() and (p / RUN_JSON).is_file())
 
     def runs(self) -> list[Run]:
-        """Every readable run, oldest first; unreadable run.json files are skipped here."""
-        out = []
+        """Every readable run, oldest first; damaged ones are left out (:meth:`scan` names them)."""
+        return self.scan()[0]
+
+    def scan(self) -> tuple[list[Run], list[tuple[Path, str]]]:
+        """(readable runs oldest first, damaged runs with the reason): a run.json that
+        cannot be read, or a data file that is missing or not the size run.json recorded
+        (a cheap check: contents are verified when the samples are read)."""
+        runs, damaged = [], []
         for directory in self.run_dirs():
             try:
-                out.append(Run(directory, read_run_json(directory)))
-            except JitterlabError:
+                run = Run(directory, read_run_json(directory))
+            except JitterlabError as e:
+                damaged.append((directory, str(e)))
                 continue
-        return sorted(out, key=lambda r: (str(r.meta.get("created_utc", "")), r.id))
+            problem = run.file_problem()
+            if problem:
+                damaged.append((directory, problem))
+            else:
+                runs.append(run)
+        return sorted(runs, key=lambda r: (str(r.meta.get("created_utc", "")), r.id)), damaged
 
     def resolve(self, ref: str) -> Path:
         """A run folder from a path, an id or a unique id prefix."""
