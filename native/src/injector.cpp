@@ -35,6 +35,8 @@ using json = nlohmann::json;
 
 QuantileFunction quantiles(const json& value, const std::string& what, const std::string& where) {
     if (!value.is_array() || value.empty()) fail(where, what + " must be a non-empty list of numbers");
+    constexpr std::size_t kMaxPoints = 1'000'000;  // the Python validator has the same bound
+    if (value.size() > kMaxPoints) fail(where, what + " has too many points (at most 1000000)");
     QuantileFunction q;
     q.values.reserve(value.size());
     for (const auto& v : value) {
@@ -123,6 +125,9 @@ LatencyModel LatencyModel::parse(std::string_view json_text, const std::string& 
         const auto rate = c.find("rate_hz");
         if (rate == c.end() || !rate->is_number() || !std::isfinite(rate->get<double>()) || rate->get<double>() < 0)
             fail(where, label + ".rate_hz must be a number >= 0");
+        for (const char* key : {"category", "count"})
+            if (c.contains(key) && !c[key].is_number_integer()) fail(where, label + ": " + key + " must be an integer");
+        if (c.contains("share") && !c["share"].is_number()) fail(where, label + ": share must be a number");
         SpikeCategory category;
         category.index = c.value("category", static_cast<int>(n) + 1);
         category.duration = quantiles(c.value("duration_quantiles_ns", json()), label + ".duration_quantiles_ns", where);

@@ -8,12 +8,14 @@ from typing import Any
 
 import numpy as np
 
-from jitterlab.cli.common import Parser, load, note, print_json, store_option
+from jitterlab.cli.common import Parser, load, note, positive_int, print_json, store_option
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.fileio import atomic_write_json
 from jitterlab.core.render import render
 from jitterlab.core.units import parse_duration_ns
 from jitterlab.simulate import model as m
+
+MAX_SAMPLE = 100_000_000  # delays held in memory at once
 
 
 def add_parser(sub: Any) -> None:
@@ -50,7 +52,9 @@ def add_parser(sub: Any) -> None:
     q.add_argument("--json", action="store_true")
     q = models.add_parser("sample", help="seeded per-item delays (ns, one a line) the injector would add")
     q.add_argument("model")
-    q.add_argument("-n", type=int, default=1000, help="items (default 1000)")
+    q.add_argument(
+        "-n", type=positive_int, default=1000, help=f"items (default 1000, at most {MAX_SAMPLE:,})"
+    )
     q.add_argument("--rate", type=float, default=1000.0, help="item arrival rate in Hz (default 1000)")
     q.add_argument("--seed", type=int, default=0)
     q.add_argument("--reorder", action="store_true", help="independent delays instead of the in-order queue")
@@ -73,8 +77,12 @@ def cmd_model(args: argparse.Namespace) -> int:
                 f"kde {source.get('kde')}"
             )
         return 0
-    if args.n < 1 or args.rate <= 0:
-        raise JitterlabError("sample needs -n ≥ 1 and --rate > 0")
+    if args.n > MAX_SAMPLE:
+        raise JitterlabError(
+            f"-n {args.n:,} is more than {MAX_SAMPLE:,} items; sample in parts (--seed differs)"
+        )
+    if not args.rate > 0 or not np.isfinite(args.rate):
+        raise JitterlabError("sample needs --rate > 0")
     arrivals = np.arange(args.n) * (1e9 / args.rate)
     for delay in m.simulate_delays(loaded, arrivals, args.seed, args.reorder):
         print(round(delay))

@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 import ctypes
 import datetime as dt
-import json
 import signal
 import subprocess
 from collections.abc import Callable
@@ -31,7 +30,7 @@ from jitterlab.measure.doctor import doctor_facts
 from jitterlab.measure.policy import is_realtime
 from jitterlab.store import ResultsStore, Run
 from jitterlab.store.rawfile import RawSamples, read_raw_samples
-from jitterlab.store.schema import run_meta
+from jitterlab.store.schema import read_harness_json, run_meta
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
@@ -142,12 +141,10 @@ def _execute(
             warn(f"{job.label}: {job.program} failed before writing samples: {last}")
         return None, interrupted
     raw = read_raw_samples(raw_path)
-    harness: dict[str, Any] = json.loads(harness_json.read_text()) if harness_json.exists() else {}
+    harness, set_aside = read_harness_json(harness_json)
     for w in normalized(harness.get("warnings", [])):
         warn(w["detail"])
-    reasons = [r for r in (harness.get("partial_reason"), raw.note) if r]
-    if not harness:
-        reasons.append("harness.json missing (the tool died)")
+    reasons = [r for r in (harness.get("partial_reason"), raw.note, set_aside) if r]
     if interrupted and not reasons:
         reasons.append("interrupted")
     partial = raw.partial or bool(reasons) or harness.get("status") == "partial"
@@ -247,10 +244,7 @@ def recover(store: ResultsStore, warn: Callable[[str], None]) -> list[Run]:
             continue
         raw = read_raw_samples(raw_path)
         harness_path = staging / "harness.json"
-        try:
-            harness: dict[str, Any] = json.loads(harness_path.read_text()) if harness_path.exists() else {}
-        except (OSError, json.JSONDecodeError):
-            harness = {}
+        harness, _ = read_harness_json(harness_path)
         started = dt.datetime.fromtimestamp(staging.stat().st_mtime, dt.timezone.utc)
         meta = common_meta(staging.name, started) | {
             "status": "partial",

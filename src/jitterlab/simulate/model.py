@@ -20,11 +20,10 @@ Format: docs/model-format.md (schema_version 1).
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 import numpy.typing as npt
@@ -34,10 +33,13 @@ from jitterlab.core.errors import JitterlabError
 from jitterlab.core.units import format_ns, parse_duration_ns
 from jitterlab.stats import percentiles, stacked_z_test
 from jitterlab.store import Run
+from jitterlab.store.schema import strict_json
 
 SCHEMA_VERSION = 1
 KIND = "jitterlab.model"
 DEFAULT_POINTS = 256
+MAX_POINTS = 1_000_000  # per quantile function; the native reader has the same bound
+MAX_FILE_BYTES = 256 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -269,13 +271,21 @@ def model_to_json(model: LatencyModel) -> dict[str, Any]:
     }
 
 
+def _is_number(value: Any) -> TypeGuard[float]:
+    """A JSON number (bool is not one, as in nlohmann/json's is_number)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def _quantiles(value: Any, what: str, where: str) -> np.ndarray:
-    try:
-        q = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise JitterlabError(f"{where}: {what} must be a list of numbers") from None
-    if q.ndim != 1 or q.size == 0:
+    """The rules of the native reader (native/src/injector.cpp, ``quantiles``), in the same
+    order, so Python and the engine accept and refuse the same files."""
+    if not isinstance(value, list) or not value:
         raise JitterlabError(f"{where}: {what} must be a non-empty list of numbers")
+    if len(value) > MAX_POINTS:
+        raise JitterlabError(f"{where}: {what} has {len(value):,} points (at most {MAX_POINTS:,})")
+    if not all(_is_number(v) for v in value):
+        raise JitterlabError(f"{where}: {what} must be a list of numbers")
+    q = np.asarray(value, dtype=np.float64)
     if not np.all(np.isfinite(q)):
         raise JitterlabError(f"{where}: {what} holds a value that is not finite")
     if np.any(q < 0):
@@ -285,31 +295,47 @@ def _quantiles(value: Any, what: str, where: str) -> np.ndarray:
     return q
 
 
+def _optional(c: dict[str, Any], key: str, kind: type, default: Any, where: str) -> Any:
+    value = c.get(key, default)
+    ok = isinstance(value, kind) and not isinstance(value, bool) if kind is not float else _is_number(value)
+    if not ok:
+        raise JitterlabError(f"{where}: {key} must be {'an integer' if kind is int else 'a number'}")
+    return value
+
+
 def validate(doc: Any, where: str) -> LatencyModel:
     """A model from its JSON form, checked; every problem is a one-line JitterlabError."""
     if not isinstance(doc, dict) or doc.get("kind") != KIND:
         raise JitterlabError(f"{where}: not a jitterlab model (kind must be {KIND!r})")
-    if doc.get("schema_version") != SCHEMA_VERSION:
-        raise JitterlabError(f"{where}: schema_version {doc.get('schema_version')!r} is not {SCHEMA_VERSION}")
-    base = doc.get("base") or {}
+    version = doc.get("schema_version")
+    if not _is_number(version) or version != SCHEMA_VERSION:
+        raise JitterlabError(f"{where}: schema_version {version!r} is not {SCHEMA_VERSION}")
+    base = doc.get("base", {})
+    if not isinstance(base, dict):
+        base = {}
     sine = None
     base_q = None
     if base.get("kind") == "sine":
-        try:
-            sine = (float(base["mean_ns"]), float(base["amplitude_ns"]), float(base["period_ns"]))
-        except (KeyError, TypeError, ValueError):
-            raise JitterlabError(f"{where}: a sine base needs mean_ns, amplitude_ns and period_ns") from None
+        values = [v for k in ("mean_ns", "amplitude_ns", "period_ns") if _is_number(v := base.get(k))]
+        if len(values) != 3:
+            raise JitterlabError(f"{where}: a sine base needs mean_ns, amplitude_ns and period_ns")
+        sine = (float(values[0]), float(values[1]), float(values[2]))
         if not all(math.isfinite(v) for v in sine) or sine[0] < 0 or sine[2] <= 0:
             raise JitterlabError(f"{where}: a sine base needs mean_ns ≥ 0 and period_ns > 0")
     elif base.get("kind") == "quantiles":
         base_q = QuantileFunction(_quantiles(base.get("quantiles_ns"), "base.quantiles_ns", where))
     else:
         raise JitterlabError(f"{where}: base.kind must be 'quantiles' or 'sine'")
+    listed = doc.get("categories", [])
+    if not isinstance(listed, list):
+        raise JitterlabError(f"{where}: categories must be a list")
     categories = []
-    for n, c in enumerate(doc.get("categories") or []):
+    for n, c in enumerate(listed):
         label = f"categories[{n}]"
+        if not isinstance(c, dict):
+            raise JitterlabError(f"{where}: {label} must be an object")
         rate = c.get("rate_hz")
-        if not isinstance(rate, (int, float)) or not math.isfinite(rate) or rate < 0:
+        if not _is_number(rate) or not math.isfinite(rate) or rate < 0:
             raise JitterlabError(f"{where}: {label}.rate_hz must be a number ≥ 0")
         duration = QuantileFunction(
             _quantiles(c.get("duration_quantiles_ns"), f"{label}.duration_quantiles_ns", where)
@@ -321,23 +347,28 @@ def validate(doc: Any, where: str) -> LatencyModel:
             raise JitterlabError(f"{where}: {label}.interarrival_quantiles_ns must not be all zero")
         categories.append(
             SpikeCategory(
-                int(c.get("category", n + 1)),
+                _optional(c, "category", int, n + 1, f"{where}: {label}"),
                 duration,
                 gaps,
                 float(rate),
-                int(c.get("count", 0)),
-                float(c.get("share", 0.0)),
+                _optional(c, "count", int, 0, f"{where}: {label}"),
+                float(_optional(c, "share", float, 0.0, f"{where}: {label}")),
             )
         )
-    return LatencyModel(base_q, sine, tuple(categories), dict(doc.get("source") or {}))
+    source = doc.get("source", {})
+    return LatencyModel(base_q, sine, tuple(categories), dict(source) if isinstance(source, dict) else {})
 
 
 def load_model(path: Path) -> LatencyModel:
     try:
-        doc = json.loads(path.read_text())
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise JitterlabError(f"{path}: {path.stat().st_size:,} bytes is too large for a model file")
+        doc = strict_json(path.read_bytes())
     except FileNotFoundError:
         raise JitterlabError(f"{path}: no such model file") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+    except IsADirectoryError:
+        raise JitterlabError(f"{path}: a folder, not a model file") from None
+    except (ValueError, RecursionError) as e:
         raise JitterlabError(f"{path}: not JSON ({e})") from None
     return validate(doc, str(path))
 

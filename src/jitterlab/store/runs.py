@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import datetime as dt
 import fcntl
-import json
 import os
 import secrets
 import shutil
@@ -40,6 +39,7 @@ from jitterlab.store.schema import (
     SAMPLES_FILE,
     SCHEMA_VERSION,
     safe_id_part,
+    strict_json,
     validate_run_json,
 )
 
@@ -75,7 +75,7 @@ class Run:
 
     @property
     def config(self) -> dict[str, Any]:
-        return dict(self.meta.get("config", {}))
+        return dict(self.meta.get("config") or {})
 
     @property
     def partial(self) -> bool:
@@ -193,10 +193,10 @@ def _read_samples(run: Run) -> pa.Table:
 def read_run_json(directory: Path) -> dict[str, Any]:
     path = directory / RUN_JSON
     try:
-        meta = json.loads(path.read_bytes())
+        meta = strict_json(path.read_bytes())
     except FileNotFoundError as e:
         raise JitterlabError(f"{directory}: not a run (no {RUN_JSON})") from e
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
+    except (ValueError, RecursionError) as e:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         raise CorruptRunError(f"{path}: corrupt JSON ({e})") from e
     except OSError as e:
         raise CorruptRunError(f"{path}: unreadable ({e.strerror or e})") from e

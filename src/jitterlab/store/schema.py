@@ -9,11 +9,14 @@ which the C++, Java and Python writers are all tested against.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import re
 from importlib import resources
 from pathlib import Path
 from typing import Any
+
+import jsonschema
 
 from jitterlab.core.errors import CorruptRunError
 from jitterlab.core.version import __version__, build_info
@@ -74,11 +77,43 @@ def run_meta(
     return meta | blocks
 
 
+@functools.cache
 def harness_schema() -> dict[str, Any]:
     """The JSON Schema of ``harness.json`` (what every harness writes beside its samples)."""
     text = resources.files("jitterlab.store").joinpath("schemas/harness.schema.json").read_text()
     schema: dict[str, Any] = json.loads(text)
     return schema
+
+
+@functools.cache
+def _harness_validator() -> Any:
+    return jsonschema.Draft202012Validator(harness_schema())
+
+
+def strict_json(data: bytes | str) -> Any:
+    """JSON as the standard has it: NaN and Infinity literals are refused (Python's json
+    module accepts them; the native reader and most others do not)."""
+
+    def refuse(name: str) -> Any:
+        raise ValueError(f"{name} is not JSON")
+
+    return json.loads(data, parse_constant=refuse)
+
+
+def read_harness_json(path: Path) -> tuple[dict[str, Any], str]:
+    """(harness.json checked against its schema, why it was set aside). A file that does
+    not match is set aside — ({}, reason) — so the samples are still stored, marked partial."""
+    if not path.exists():
+        return {}, "harness.json missing (the tool died)"
+    try:
+        doc = strict_json(path.read_bytes())
+        _harness_validator().validate(doc)
+    except (OSError, ValueError, RecursionError) as e:
+        return {}, f"harness.json unreadable ({e})"
+    except jsonschema.ValidationError as e:
+        where = "/".join(str(p) for p in e.absolute_path) or "top level"
+        return {}, f"harness.json does not match its schema at {where}: {e.message}"
+    return dict(doc), ""
 
 
 # --- validation of run.json ------------------------------------------------------------
@@ -152,6 +187,52 @@ def validate_run_json(meta: Any, path: Path) -> dict[str, Any]:
         raise CorruptRunError(f"{path}: 'obtained.warnings' must be a list")
     config = meta.get("config") or {}
     pairs = config.get("pairs")
-    if pairs is not None and not (isinstance(pairs, int) and pairs >= 1):
+    if pairs is not None and not (isinstance(pairs, int) and not isinstance(pairs, bool) and pairs >= 1):
         raise CorruptRunError(f"{path}: 'config.pairs' must be a positive integer")
+    _check_types(config, CONFIG_TYPES, "config", path)
+    _check_types(
+        meta.get("timing") or {},
+        dict.fromkeys(("started_realtime_ns", "t_start_ns", "t_end_ns"), int),
+        "timing",
+        path,
+    )
+    for block, fields in NESTED_BLOCKS.items():
+        _check_types(meta.get(block) or {}, fields, block, path)
     return meta
+
+
+# Fields that readers use, with their type (None is always allowed: "not known").
+CONFIG_TYPES: dict[str, type] = {
+    "runtime": str,
+    "technique": str,
+    "policy": str,
+    "series": str,
+    "variant": str,
+    "gc": str,
+    "source": str,
+    "source_format": str,
+    "priority": int,
+    "samples_per_pair": int,
+}
+NESTED_BLOCKS: dict[str, dict[str, type]] = {
+    "floor": {"clock_overhead_ns": dict, "c2c_one_way_ns": dict},
+    "obtained": {"policies": list, "placements": list, "spin_mode": str},
+    "environment": {"host": str, "cpu_model": str, "kernel": str, "governors": dict, "virtualization": str},
+    "histogram": {"file": str, "windows": list, "intervals": int},
+    "jvm": {"pause_events": list},
+    "trace": {"available": bool, "file": str, "events": dict, "spike_cpu": dict},
+}
+
+
+def _check_types(block: Any, types: dict[str, type], name: str, path: Path) -> None:
+    if not isinstance(block, dict):
+        raise CorruptRunError(f"{path}: '{name}' must be an object")
+    for key, kind in types.items():
+        value = block.get(key)
+        if value is None:
+            continue
+        wrong = not isinstance(value, kind) or (kind is int and isinstance(value, bool))
+        if wrong:
+            raise CorruptRunError(
+                f"{path}: '{name}.{key}' must be {kind.__name__}, got {type(value).__name__}"
+            )

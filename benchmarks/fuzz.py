@@ -1,0 +1,312 @@
+"""Fuzz every parser of outside input: mutated files must be read or refused with one
+JitterlabError line, never an internal error, a hang or a crash.
+
+Targets (each takes the bytes of a file):
+  run-json   run.json of a small stored run, then what `show` and `describe` compute from it
+  model      a latency model: the Python validator and the native engine (jitterlab.Injector)
+             must both accept or both refuse it, and neither may fail otherwise
+  hlog       an HdrHistogram interval log (import)
+  csv        a CSV of samples (import)
+  raw        the harnesses' raw sample file
+  harness    harness.json as the job runner merges it into run.json
+
+Mutations start from valid seed files: byte flips, inserts, deletes, truncations and chunk
+copies, and for JSON files a node replaced by a value of another type. Seeded: a run is
+reproducible from --seed. A slow input (over --hang-ms) counts as a hang.
+
+    python benchmarks/fuzz.py --seconds 600            # every target, in turn
+    python benchmarks/fuzz.py --target model --execs 100000 --seed 7
+
+It prints executions, distinct inputs and findings per target; findings are written to
+--findings (default ./fuzz-findings/) with the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import hashlib
+import json
+import random
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from jitterlab.core.errors import JitterlabError
+from jitterlab.describe.analysis import describe_run, run_summary
+from jitterlab.describe.export import export_run
+from jitterlab.describe.text import describe_text, show_text
+from jitterlab.measure.jobs import obtained
+from jitterlab.simulate.injector import Injector
+from jitterlab.simulate.model import load_model, model_to_json, parametric_model
+from jitterlab.store import ResultsStore, load_run
+from jitterlab.store.hdr import read_hlog
+from jitterlab.store.ingest import import_csv
+from jitterlab.store.rawfile import RECORD_DTYPE, read_raw_samples, write_raw_samples
+from jitterlab.store.schema import RUN_JSON, read_harness_json
+
+ODD_VALUES: list[Any] = [
+    None,
+    True,
+    False,
+    0,
+    -1,
+    1,
+    2**63,
+    -(2**63),
+    1e308,
+    -1e-308,
+    "",
+    "x",
+    "1",
+    [],
+    {},
+    [5],
+    {"a": 1},
+]
+
+
+def mutate_bytes(data: bytes, rng: random.Random) -> bytes:
+    b = bytearray(data)
+    for _ in range(rng.randint(1, 4)):
+        op = rng.randrange(5)
+        pos = rng.randrange(len(b) + 1)
+        if op == 0 and b:
+            b[min(pos, len(b) - 1)] ^= 1 << rng.randrange(8)
+        elif op == 1:
+            b[pos:pos] = bytes([rng.randrange(256)]) * rng.randint(1, 8)
+        elif op == 2 and b:
+            del b[pos : pos + rng.randint(1, 16)]
+        elif op == 3:
+            del b[pos:]
+        elif op == 4 and b:
+            start = rng.randrange(len(b))
+            b[pos:pos] = b[start : start + rng.randint(1, 64)]
+    return bytes(b)
+
+
+def _nodes(doc: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [path]
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            out += _nodes(v, (*path, k))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc[:20]):
+            out += _nodes(v, (*path, i))
+    return out
+
+
+def mutate_json(data: bytes, rng: random.Random) -> bytes:
+    if rng.random() < 0.3:
+        return mutate_bytes(data, rng)
+    doc = json.loads(data)
+    for _ in range(rng.randint(1, 3)):
+        path = rng.choice(_nodes(doc)[1:] or [()])
+        if not path:
+            doc = copy.deepcopy(rng.choice(ODD_VALUES))
+            break
+        parent = doc
+        for key in path[:-1]:
+            parent = parent[key]
+        if rng.random() < 0.15 and isinstance(parent, dict):
+            parent.pop(path[-1], None)
+        else:
+            parent[path[-1]] = copy.deepcopy(rng.choice([*ODD_VALUES, float("nan"), float("inf")]))
+    return json.dumps(doc).encode()
+
+
+class Targets:
+    """Seed files and the code under test, in a private temporary folder."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        rng = np.random.default_rng(0)
+        latency = np.concatenate([rng.normal(10_000, 500, 190), rng.normal(80_000, 5_000, 10)]).astype(
+            np.int64
+        )
+        records = np.zeros(latency.size, dtype=RECORD_DTYPE)
+        records["seq"] = np.arange(latency.size)
+        records["t_send_ns"] = 1_000_000_000 + np.arange(latency.size) * 10_000_000
+        records["t_recv_ns"] = records["t_send_ns"] + latency
+        self.raw_seed = root / "seed.jlraw"
+        write_raw_samples(self.raw_seed, records)
+        store = ResultsStore(root / "store")
+        csv_seed = root / "seed.csv"
+        csv_seed.write_text(
+            "t_send_ns,t_recv_ns\n" + "".join(f"{s},{r}\n" for s, r in records[["t_send_ns", "t_recv_ns"]])
+        )
+        run = import_csv(csv_seed, store)
+        self.run_dir = run.path
+        self.run_json_seed = (run.path / RUN_JSON).read_bytes()
+        hlog = root / "seed.hlog"
+        export_run(run, "hlog", hlog, window_ns=300_000_000)
+        model = root / "seed-model.json"
+        model.write_text(
+            json.dumps(model_to_json(parametric_model(normal=(2e6, 2e5), spikes=[(2e7, 0.5)], points=16)))
+        )
+        self.seeds: dict[str, bytes] = {
+            "run-json": self.run_json_seed,
+            "model": model.read_bytes(),
+            "hlog": hlog.read_bytes(),
+            "csv": csv_seed.read_bytes(),
+            "raw": self.raw_seed.read_bytes(),
+            "harness": json.dumps(
+                {
+                    "placements": [
+                        {"role": "sender", "pair": 0, "policy": "other", "priority": 0, "cpus": [0]}
+                    ],
+                    "spin_mode": "busy",
+                    "mlock": {"requested": True, "obtained": True, "error": ""},
+                    "warnings": [{"code": "spin-fallback", "detail": "x"}],
+                }
+            ).encode(),
+        }
+        self.csv_store = ResultsStore(root / "imports")
+
+    def mutate(self, target: str, rng: random.Random) -> bytes:
+        seed = self.seeds[target]
+        json_like = target in ("run-json", "model", "harness")
+        return mutate_json(seed, rng) if json_like else mutate_bytes(seed, rng)
+
+    def run(self, target: str, data: bytes) -> None:
+        getattr(self, "t_" + target.replace("-", "_"))(data)
+
+    def _file(self, name: str, data: bytes) -> Path:
+        path = self.root / name
+        path.write_bytes(data)
+        return path
+
+    def t_run_json(self, data: bytes) -> None:
+        (self.run_dir / RUN_JSON).write_bytes(data)
+        run = load_run(self.run_dir)
+        show_text(run, run_summary(run))
+        if not run.histogram_only:
+            describe_text(describe_run(run))
+
+    def t_model(self, data: bytes) -> None:
+        path = self._file("model.json", data)
+        python_ok = native_ok = True
+        python_error = native_error = ""
+        try:
+            load_model(path)
+        except JitterlabError as e:
+            python_ok, python_error = False, str(e)
+        try:
+            Injector(path).close()
+        except JitterlabError as e:
+            native_ok, native_error = False, str(e)
+        if python_ok != native_ok:
+            raise AssertionError(
+                f"validators disagree: python {python_error or 'accepts'}; native {native_error or 'accepts'}"
+            )
+
+    def t_hlog(self, data: bytes) -> None:
+        read_hlog(self._file("x.hlog", data))
+
+    def t_csv(self, data: bytes) -> None:
+        import_csv(self._file("x.csv", data), self.csv_store)
+        for run_dir in self.csv_store.run_dirs():  # keep the folder small
+            for f in run_dir.iterdir():
+                f.unlink()
+            run_dir.rmdir()
+
+    def t_raw(self, data: bytes) -> None:
+        read_raw_samples(self._file("x.jlraw", data))
+
+    def t_harness(self, data: bytes) -> None:
+        harness, _ = read_harness_json(self._file("harness.json", data))  # set aside, never raised
+        obtained(harness)
+
+
+TARGETS = ("run-json", "model", "hlog", "csv", "raw", "harness")
+
+
+def fuzz(
+    targets: Targets,
+    target: str,
+    rng: random.Random,
+    until: Callable[[int], bool],
+    hang_s: float,
+    findings: Path,
+) -> dict[str, Any]:
+    seen: set[bytes] = set()
+    execs = found = hangs = 0
+    while not until(execs):
+        data = targets.mutate(target, rng)
+        seen.add(hashlib.blake2b(data, digest_size=12).digest())
+        start = time.perf_counter()
+        try:
+            targets.run(target, data)
+        except JitterlabError:
+            pass
+        except Exception:
+            found += 1
+            findings.mkdir(parents=True, exist_ok=True)
+            name = f"{target}-{found}"
+            (findings / f"{name}.input").write_bytes(data)
+            (findings / f"{name}.txt").write_text(traceback.format_exc())
+        if time.perf_counter() - start > hang_s:
+            hangs += 1
+            findings.mkdir(parents=True, exist_ok=True)
+            (findings / f"{target}-hang-{hangs}.input").write_bytes(data)
+        execs += 1
+    return {
+        "target": target,
+        "executions": execs,
+        "distinct_inputs": len(seen),
+        "findings": found,
+        "hangs": hangs,
+    }
+
+
+def stop_rule(seconds: float | None, execs: int | None) -> Callable[[int], bool]:
+    """When one target's run ends: after ``seconds``, else after ``execs`` (default 2000)."""
+    if seconds is not None:
+        deadline = time.monotonic() + seconds
+        return lambda _: time.monotonic() >= deadline
+    limit = execs or 2_000
+    return lambda done: done >= limit
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--target", choices=TARGETS, action="append", help="repeatable (default: all)")
+    parser.add_argument("--seconds", type=float, help="time per target")
+    parser.add_argument("--execs", type=int, help="executions per target (default 2000)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--hang-ms", type=float, default=5_000)
+    parser.add_argument("--findings", type=Path, default=Path("fuzz-findings"))
+    args = parser.parse_args(argv)
+    chosen = args.target or list(TARGETS)
+    results = []
+    with tempfile.TemporaryDirectory(prefix="jitterlab-fuzz-") as tmp:
+        targets = Targets(Path(tmp))
+        for n, target in enumerate(chosen):
+            rng = random.Random(args.seed * 1_000 + n)
+            result = fuzz(
+                targets, target, rng, stop_rule(args.seconds, args.execs), args.hang_ms / 1e3, args.findings
+            )
+            results.append(result)
+            print(
+                f"{target:9} {result['executions']:>10,} executions  {result['distinct_inputs']:>10,} distinct inputs  "
+                f"{result['findings']} findings  {result['hangs']} hangs",
+                flush=True,
+            )
+    total = {k: sum(r[k] for r in results) for k in ("executions", "distinct_inputs", "findings", "hangs")}
+    print(
+        f"total     {total['executions']:>10,} executions  {total['distinct_inputs']:>10,} distinct inputs  "
+        f"{total['findings']} findings  {total['hangs']} hangs"
+    )
+    return 1 if total["findings"] or total["hangs"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
