@@ -169,3 +169,40 @@ def test_model_cli_build_show_sample(tmp_path: Path) -> None:
         ).returncode
         == 2
     )
+
+
+def test_python_and_the_native_engine_give_one_answer(tmp_path: Path) -> None:
+    from jitterlab import Injector
+    from jitterlab.core.errors import JitterlabError
+    from jitterlab.simulate.model import load_model
+
+    base = {
+        "kind": "jitterlab.model",
+        "schema_version": 1,
+        "base": {"kind": "quantiles", "quantiles_ns": [1, 2, 3]},
+    }
+    category = {"rate_hz": 1, "duration_quantiles_ns": [10], "interarrival_quantiles_ns": [1e9]}
+    cases = {
+        "valid": base,
+        "string quantile": base | {"base": {"kind": "quantiles", "quantiles_ns": [1, "2", 3]}},
+        "bool quantile": base | {"base": {"kind": "quantiles", "quantiles_ns": [1, True, 3]}},
+        "categories a number": base | {"categories": 5},
+        "category a number": base | {"categories": [5]},
+        "category index a float": base | {"categories": [category | {"category": 1.5}]},
+        "spikes closer than a microsecond": base
+        | {"categories": [category | {"interarrival_quantiles_ns": [0, 0, 0, 1]}]},
+        "schema_version a string": base | {"schema_version": "1"},
+        "source a number": base | {"source": 1},
+    }
+    for name, doc in cases.items():
+        path = tmp_path / "m.json"
+        path.write_text(json.dumps(doc))
+        answers = []
+        for read in (load_model, Injector):
+            try:
+                read(path)
+                answers.append("accepts")
+            except JitterlabError:
+                answers.append("refuses")
+        assert answers[0] == answers[1], f"{name}: python {answers[0]}, native {answers[1]}"
+        assert answers[0] == ("accepts" if name in ("valid", "source a number") else "refuses"), name

@@ -33,6 +33,8 @@ using json = nlohmann::json;
 
 [[noreturn]] void fail(const std::string& where, const std::string& what) { throw ModelError(where + ": " + what); }
 
+constexpr double kMinMeanGapNs = 1000.0;
+
 QuantileFunction quantiles(const json& value, const std::string& what, const std::string& where) {
     if (!value.is_array() || value.empty()) fail(where, what + " must be a non-empty list of numbers");
     constexpr std::size_t kMaxPoints = 1'000'000;  // the Python validator has the same bound
@@ -96,6 +98,14 @@ double LatencyModel::base_delay(std::int64_t t_ns, Rng& rng) const noexcept {
 }
 
 LatencyModel LatencyModel::parse(std::string_view json_text, const std::string& where) {
+    try {
+        return parse_document(json_text, where);
+    } catch (const json::exception& e) {  // a field of the wrong JSON type
+        throw ModelError(where + ": " + e.what());
+    }
+}
+
+LatencyModel LatencyModel::parse_document(std::string_view json_text, const std::string& where) {
     const json doc = json::parse(json_text, nullptr, false);
     if (doc.is_discarded()) fail(where, "not JSON");
     if (!doc.is_object() || doc.value("kind", "") != "jitterlab.model")
@@ -135,6 +145,12 @@ LatencyModel LatencyModel::parse(std::string_view json_text, const std::string& 
             quantiles(c.value("interarrival_quantiles_ns", json()), label + ".interarrival_quantiles_ns", where);
         if (category.interarrival.values.back() <= 0)
             fail(where, label + ".interarrival_quantiles_ns must not be all zero");
+        double sum = 0;
+        for (double v : category.interarrival.values) sum += v;
+        // Spikes closer than 1 µs on average are no model of a system, and would keep the
+        // schedule drawing gaps instead of releasing items (the Python validator agrees).
+        if (sum / static_cast<double>(category.interarrival.values.size()) < kMinMeanGapNs)
+            fail(where, label + ".interarrival_quantiles_ns must average at least 1 us");
         m.categories.push_back(std::move(category));
     }
     return m;

@@ -113,3 +113,39 @@ TEST(Injector, BadModelsNameTheFieldInOneLine) {
         "categories":[{"rate_hz":1,"duration_quantiles_ns":[1],"interarrival_quantiles_ns":[0]}]})"),
               "m.json: categories[0].interarrival_quantiles_ns must not be all zero");
 }
+
+// Seeded mutations of a valid model (run under the sanitizer build in CI; the long run is
+// benchmarks/fuzz_native.sh): each is accepted or refused with ModelError, nothing else.
+TEST(Injector, MutatedModelsAreAcceptedOrRefusedNeverAnythingElse) {
+    const std::string valid = R"({"kind":"jitterlab.model","schema_version":1,"base":{"kind":"quantiles","quantiles_ns":[1000,2000,3000]},
+        "categories":[{"category":1,"rate_hz":2.5,"count":3,"share":0.1,"duration_quantiles_ns":[5000,9000],"interarrival_quantiles_ns":[1e8,4e8]}]})";
+    const std::vector<std::string> odd = {"null", "true", "\"x\"", "-1", "1e400", "[]", "{}", "[5]", "\"1\"", "0.5"};
+    std::uint64_t state = 42;
+    auto next = [&state](std::uint64_t n) {
+        state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+        return (state >> 33) % n;
+    };
+    int accepted = 0, refused = 0;
+    for (int i = 0; i < 5000; ++i) {
+        std::string text = valid;
+        for (std::uint64_t k = 0, edits = 1 + next(3); k < edits; ++k) {
+            const std::size_t at = next(text.size() + 1);
+            switch (next(4)) {
+                case 0: if (at < text.size()) text[at] = static_cast<char>(next(256)); break;
+                case 1: if (at < text.size()) text.erase(at, 1 + next(8)); break;
+                case 2: text.insert(at, odd[next(odd.size())]); break;
+                default: text.resize(at); break;
+            }
+        }
+        try {
+            auto model = jitterlab::LatencyModel::parse(text, "m.json");
+            jitterlab::DelaySchedule schedule(std::move(model), 1, false);
+            for (std::int64_t t = 0; t < 16; ++t) (void)schedule.available_at(t * 1'000'000);
+            ++accepted;
+        } catch (const jitterlab::ModelError&) {
+            ++refused;
+        }
+    }
+    EXPECT_GT(refused, 0);
+    EXPECT_GT(accepted + refused, 4999);
+}

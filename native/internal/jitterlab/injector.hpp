@@ -62,6 +62,9 @@ struct LatencyModel {
     static LatencyModel load(const std::string& path);
     /// A model that adds nothing (a pass-through stage).
     static LatencyModel zero();
+
+private:
+    static LatencyModel parse_document(std::string_view json_text, const std::string& where);
 };
 
 /// The availability schedule: `available_at(t)` for items arriving at t, in arrival order.

@@ -40,6 +40,7 @@ KIND = "jitterlab.model"
 DEFAULT_POINTS = 256
 MAX_POINTS = 1_000_000  # per quantile function; the native reader has the same bound
 MAX_FILE_BYTES = 256 * 1024 * 1024
+MIN_MEAN_GAP_NS = 1_000.0  # spikes closer than 1 µs on average model no system (native: the same)
 
 
 @dataclass(frozen=True)
@@ -345,6 +346,8 @@ def validate(doc: Any, where: str) -> LatencyModel:
         )
         if gaps.values[-1] <= 0:
             raise JitterlabError(f"{where}: {label}.interarrival_quantiles_ns must not be all zero")
+        if float(np.mean(gaps.values)) < MIN_MEAN_GAP_NS:
+            raise JitterlabError(f"{where}: {label}.interarrival_quantiles_ns must average at least 1 us")
         categories.append(
             SpikeCategory(
                 _optional(c, "category", int, n + 1, f"{where}: {label}"),
