@@ -25,6 +25,8 @@ from conftest import assert_one_line_error, run_main
         ["bench", "--pin", "first-cpu", "--technique", "mutex", "--samples", "10"],
         ["bench", "--caf-scheduler", "magic"],
         ["bench", "--pin", "0,4096", "--technique", "mutex", "--samples", "10"],
+        ["bench", "--technique", "mutex", "--samples", "900000000", "--pairs", "4"],
+        ["bench", "--technique", "mutex", "--samples", "10", "--report", "/no/such/folder/r.html"],
         ["show", "no-such-run"],
         ["nosuchcommand"],
     ],
@@ -56,6 +58,9 @@ def test_runs_on_an_empty_store_says_so(store: Path, capsys: pytest.CaptureFixtu
         ["inject", "validate", "--model", "m.json", "--rate", "0"],
         ["inject", "--model", "m.json", "--zero", "--listen", "9000", "--forward", "127.0.0.1:9001"],
         ["export", "R", "--format", "hlog", "--window", "0"],
+        ["report", "-o", "/no/such/folder/r.html"],
+        ["model", "make", "-o", "/no/such/folder/m.json", "--constant", "1ms"],
+        ["model", "sample", "m.json", "-n", "10000000000"],
     ],
 )
 def test_arguments_are_checked_before_the_work(
@@ -69,9 +74,10 @@ def test_arguments_are_checked_before_the_work(
     run = make_run(store, latency_clusters(1, 2_000))
     atomic_write_json(tmp_path / "m.json", model_to_json(parametric_model(constant_ns=1e6)))
     args = [run.id if a in ("A", "B", "R") else str(tmp_path / a) if a == "m.json" else a for a in args]
-    code, out, err = run_main([*args, "--store", str(store)], capsys)
+    code, out, err = run_main([*args, "--store", str(store)] if args[0] != "model" else args, capsys)
     assert code == 2, out
     assert_one_line_error(err)
+    assert "unrecognized" not in err and "invalid choice" not in err, err
 
 
 def test_export_to_standard_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

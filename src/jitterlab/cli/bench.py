@@ -18,6 +18,7 @@ from jitterlab.cli.common import (
     warn,
     writable_store,
 )
+from jitterlab.core.fileio import check_writable_file
 from jitterlab.core.render import render
 from jitterlab.core.units import format_count
 from jitterlab.describe.report import write_report
@@ -142,6 +143,8 @@ def report(runs: list[Run], out: str | None, title: str) -> None:
 
 def cmd_pipeline(args: argparse.Namespace) -> int:
     options = plans.pipeline_options(request(args))
+    if args.report:
+        check_writable_file(Path(args.report), "--report")
     store = writable_store(args)
     with running_load(parse_load(args.load)) as load:
         runs, interrupted = run_pipeline(store, options, warn, {"load": load} if load else None)
@@ -164,6 +167,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     native_techniques, jvm_techniques = plans.split_techniques(r)
     native_plan = plans.native_plan(r, native_techniques) if native_techniques else None
     jvm_plan = plans.jvm_plan(r, jvm_techniques) if jvm_techniques else None
+    if args.report:
+        check_writable_file(Path(args.report), "--report")
     store = writable_store(args)
     runs: list[Run] = []
     interrupted = failed = False

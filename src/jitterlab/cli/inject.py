@@ -18,6 +18,7 @@ from jitterlab.cli.common import (
     writable_store,
 )
 from jitterlab.core.errors import JitterlabError
+from jitterlab.core.fileio import check_writable_file
 from jitterlab.core.render import render
 from jitterlab.core.units import format_ns, parse_duration_ns
 from jitterlab.describe.report import write_report
@@ -132,6 +133,8 @@ def cmd_inject(args: argparse.Namespace) -> int:
 def _validate(args: argparse.Namespace) -> int:
     if args.model is None:
         raise JitterlabError("inject validate needs --model FILE")
+    if args.report:
+        check_writable_file(Path(args.report), "--report")
     store = writable_store(args)
     options = proxy.ValidateOptions(
         Path(args.model), args.count, args.rate, args.size, args.seed, args.reorder, args.busy_poll

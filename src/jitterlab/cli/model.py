@@ -10,7 +10,7 @@ import numpy as np
 
 from jitterlab.cli.common import Parser, load, note, positive_int, print_json, store_option
 from jitterlab.core.errors import JitterlabError
-from jitterlab.core.fileio import atomic_write_json
+from jitterlab.core.fileio import atomic_write_json, check_writable_file
 from jitterlab.core.render import render
 from jitterlab.core.units import parse_duration_ns
 from jitterlab.simulate import model as m
@@ -90,6 +90,7 @@ def cmd_model(args: argparse.Namespace) -> int:
 
 
 def _write_model(args: argparse.Namespace) -> int:
+    check_writable_file(Path(args.output), "-o")
     if args.points < 2:
         raise JitterlabError("--points must be at least 2")
     if args.model_command == "build":

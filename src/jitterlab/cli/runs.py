@@ -18,6 +18,7 @@ from jitterlab.cli.common import (
     writable_store,
 )
 from jitterlab.core.errors import JitterlabError
+from jitterlab.core.fileio import check_writable_file
 from jitterlab.core.render import render
 from jitterlab.core.units import parse_duration_ns
 from jitterlab.core.warnings import normalized
@@ -137,6 +138,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    check_writable_file(Path(args.output), "-o")
     store = ResultsStore(args.store)
     damaged: list[tuple[Path, str]] = []
     if args.runs:

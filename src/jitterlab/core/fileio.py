@@ -8,6 +8,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from jitterlab.core.errors import JitterlabError
+
 
 def fsync_dir(directory: Path) -> None:
     fd = os.open(directory, os.O_RDONLY)
@@ -37,3 +39,15 @@ def sha256_file(path: Path) -> str:
         while chunk := f.read(1 << 20):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def check_writable_file(path: Path, flag: str) -> None:
+    """Fail now, not after minutes of measuring, when ``path`` could not be written: its
+    folder must exist and be writable, and the path must not be a folder."""
+    folder = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise JitterlabError(f"{flag} {path}: is a folder")
+    if not folder.is_dir():
+        raise JitterlabError(f"{flag} {path}: folder {folder} does not exist")
+    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise JitterlabError(f"{flag} {path}: not writable")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.units import parse_duration_ns
@@ -46,6 +47,34 @@ def int_list(text: str, low: int, high: int, what: str) -> tuple[int, ...]:
     if not values or any(not low <= v <= high for v in values):
         raise JitterlabError(f"{what}: values must be between {low} and {high}, got '{text}'")
     return values
+
+
+# Bytes one sample costs at its peak: the harness's buffer (16) and raw file (32), then the
+# reader's records (32) and the Parquet table (24).
+NATIVE_BYTES_PER_SAMPLE = 104
+
+
+def available_memory_bytes() -> int | None:
+    """MemAvailable of /proc/meminfo (None where it cannot be read)."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def check_memory(samples: int, bytes_per_sample: int, what: str) -> None:
+    """Refuse a run whose samples cannot fit in memory before it starts (not after minutes)."""
+    available = available_memory_bytes()
+    need = samples * bytes_per_sample
+    if available is not None and need > available:
+        most = available // bytes_per_sample
+        raise JitterlabError(
+            f"{samples:,} samples need about {need / 2**30:.1f} GiB for {what}, but {available / 2**30:.1f} GiB "
+            f"is available: at most {most:,} samples per run here (lower --samples or --pairs)"
+        )
 
 
 def existing_cpus() -> set[int]:
@@ -146,6 +175,9 @@ def native_plan(r: BenchRequest, requested: list[str]) -> tuple[BenchPlan, list[
         raise JitterlabError("--policy deadline needs 0 < --dl-runtime <= --dl-deadline <= --dl-period")
     if r.samples < 1:
         raise JitterlabError("--samples must be at least 1")
+    check_memory(
+        r.samples * max(int_list(r.pairs, 1, 64, "--pairs")), NATIVE_BYTES_PER_SAMPLE, "the native harness"
+    )
     plan = BenchPlan(
         techniques=tuple(techniques),
         pairs=int_list(r.pairs, 1, 64, "--pairs"),
