@@ -57,7 +57,30 @@ def test_hgrm_is_hdrhistograms_percentile_distribution(tmp_path: Path) -> None:
     export_run(run, "hgrm", out)
     text = out.read_text()
     assert "Value     Percentile TotalCount 1/(1-Percentile)" in text
-    assert "#[Max" in text and "TotalCount     =     " in text
+    # the footer as Java's HdrHistogram writes it, every figure in the same unit (µs here)
+    mean_line, max_line = (line for line in text.splitlines() if line.startswith(("#[Mean", "#[Max")))
+    mean = float(mean_line.split("=")[1].split(",")[0])
+    std = float(mean_line.split("=")[2].rstrip("]"))
+    maximum = float(max_line.split("=")[1].split(",")[0])
+    assert int(max_line.split("=")[2].rstrip("]")) == run.latency_ns.size and "Total count    =" in max_line
+    latency_us = run.latency_ns / 1e3
+    assert abs(mean - latency_us.mean()) / latency_us.mean() < 0.01
+    assert abs(std - latency_us.std()) / latency_us.std() < 0.02
+    assert abs(maximum - latency_us.max()) / latency_us.max() < 0.001
+
+
+def test_hlog_interval_max_is_the_max_in_milliseconds_not_floored(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "store", latency_clusters(4, 20_000))  # maxima far below 1 ms
+    out = tmp_path / "x.hlog"
+    export_run(run, "hlog", out, window_ns=50_000_000)
+    lines = [line for line in out.read_text().splitlines() if line and line[0].isdigit()]
+    reader = HistogramLogReader(str(out), HdrHistogram(1, 3_600_000_000_000, 3))
+    for line in lines:
+        histogram = reader.get_next_interval_histogram()
+        assert histogram is not None
+        logged_max = float(line.split(",")[2])
+        assert logged_max > 0
+        assert abs(logged_max - histogram.get_max_value() / 1e6) <= 0.0005
 
 
 def test_csv_and_parquet_exports_round_trip(tmp_path: Path) -> None:
@@ -180,3 +203,12 @@ def test_a_damaged_interval_inside_an_hlog_is_one_line(tmp_path: Path) -> None:
     result = run_cli("import", str(bad), "--store", str(tmp_path / "s"))
     assert result.returncode == 2, result.stderr
     assert f"line {first + 1}" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_the_java_readers_fixture_is_what_the_exporter_writes_today(tmp_path: Path) -> None:
+    # jvm/src/test/.../ExportedLogTest reads this file with Java's HdrHistogram (JUnit, in CI)
+    fixture = Path(__file__).parents[1] / "jvm" / "src" / "test" / "resources" / "exported.hlog"
+    run = make_run(tmp_path / "s", latency_clusters(4, 2_000))
+    out = tmp_path / "now.hlog"
+    export_run(run, "hlog", out, window_ns=5_000_000)
+    assert out.read_text().splitlines()[1:] == fixture.read_text().splitlines()[1:]

@@ -25,6 +25,8 @@ from jitterlab.core.version import __version__
 from jitterlab.store import Run
 from jitterlab.store.hdr import new_histogram, record_all
 
+MAX_UNIT_RATIO = 1e6  # an interval's max is logged in milliseconds of the ns values, as jHiccup does
+
 
 @dataclass(frozen=True)
 class ExportOptions:
@@ -44,12 +46,24 @@ def export_csv(run: Run, _o: ExportOptions) -> bytes:
 
 
 def export_hgrm(run: Run, o: ExportOptions) -> bytes:
+    """HdrHistogram's percentile distribution. The body is hdrh's; the footer is written here
+    as Java's HdrHistogram writes it, every figure in the output unit (hdrh leaves the
+    standard deviation in nanoseconds beside a mean in microseconds)."""
     latency = run.latency_ns
     histogram = new_histogram(int(latency.max(initial=1)))
     record_all(histogram, latency)
     binary = io.BytesIO()
     histogram.output_percentile_distribution(binary, o.unit_ratio)
-    return binary.getvalue()
+    body = binary.getvalue().decode().split("#[Mean")[0]
+    digits = histogram.significant_figures
+    footer = (
+        f"#[Mean    = {histogram.get_mean_value() / o.unit_ratio:12.{digits}f}, "
+        f"StdDeviation   = {histogram.get_stddev() / o.unit_ratio:12.{digits}f}]\n"
+        f"#[Max     = {histogram.get_max_value() / o.unit_ratio:12.{digits}f}, "
+        f"Total count    = {histogram.get_total_count():12d}]\n"
+        f"#[Buckets = {histogram.bucket_count:12d}, SubBuckets     = {histogram.sub_bucket_count:12d}]\n"
+    )
+    return (body + footer).encode()
 
 
 def export_hlog(run: Run, o: ExportOptions) -> bytes:
@@ -81,7 +95,12 @@ def export_hlog(run: Run, o: ExportOptions) -> bytes:
             record_all(histogram, latency[lo:hi])
             start = w * window_ns / 1e9  # seconds since StartTime, as jHiccup logs them
             end = min(start + window_ns / 1e9, (int(t_send[hi - 1]) - t0) / 1e9 + 1e-9)
-            writer.output_interval_histogram(histogram, start or 1e-9, end, 1e6)
+            # Written by hand as Java's HistogramLogWriter does (%.3f, the max divided, not
+            # floor-divided as hdrh's writer does: a 425 µs max is 0.425 ms, not 0).
+            payload = histogram.encode().decode()
+            text.write(
+                f"{start:.3f},{end - start:.3f},{histogram.get_max_value() / MAX_UNIT_RATIO:.3f},{payload}\n"
+            )
     return text.getvalue().encode()
 
 
