@@ -89,3 +89,52 @@ def test_export_to_standard_output(tmp_path: Path, capsys: pytest.CaptureFixture
     assert code == 0
     assert out.splitlines()[0].startswith('"pair"') and len(out.splitlines()) == run.latency_ns.size + 1
     assert not Path("-").exists()
+
+
+def test_damaged_fields_and_empty_runs_are_one_line_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    import numpy as np
+
+    from conftest import latency_clusters, make_run
+
+    store = tmp_path / "s"
+    good = make_run(store, latency_clusters(1, 2_000))
+    empty = make_run(store, np.zeros(0, dtype=np.int64))
+    code, _, err = run_main(["compare", good.id, empty.id, "--store", str(store)], capsys)
+    assert code == 2 and "no samples" in err
+    assert_one_line_error(err)
+    original = (good.path / "run.json").read_text()
+    for field, value in (
+        (("obtained", "warnings"), True),
+        (("summary", "latency_ns", "count"), "x"),
+        (("config",), [5]),
+        (("schema_version",), "1"),
+        (("samples", "rows"), -1),
+    ):
+        meta = json.loads(original)
+        target = meta
+        for key in field[:-1]:
+            target = target.setdefault(key, {})
+        target[field[-1]] = value
+        (good.path / "run.json").write_text(json.dumps(meta))
+        for command in (["show", good.id], ["describe", good.id]):
+            code, _, err = run_main([*command, "--store", str(store)], capsys)
+            assert code == 2, (field, value, err)
+            assert_one_line_error(err)
+            assert "run.json" in err
+
+
+def test_run_ids_keep_to_a_safe_set_and_utc(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import datetime as dt
+
+    weird = tmp_path / "a\nb $(touch x) ü.csv"
+    weird.write_text("latency_ns\n10\n20\n")
+    code, out, err = run_main(["import", str(weird), "--store", str(tmp_path / "s")], capsys)
+    assert code == 0, err
+    run_id = out.strip()
+    assert all(c.isascii() and (c.isalnum() or c in "._-") for c in run_id), run_id
+    stamp = dt.datetime.strptime(run_id[:15], "%Y%m%d-%H%M%S").replace(tzinfo=dt.timezone.utc)
+    assert abs((dt.datetime.now(dt.timezone.utc) - stamp).total_seconds()) < 120

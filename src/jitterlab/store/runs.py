@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import fcntl
+import json
 import os
 import secrets
 import shutil
@@ -39,7 +40,6 @@ from jitterlab.store.schema import (
     SAMPLES_FILE,
     SCHEMA_VERSION,
     safe_id_part,
-    strict_json,
     validate_run_json,
 )
 
@@ -193,7 +193,7 @@ def _read_samples(run: Run) -> pa.Table:
 def read_run_json(directory: Path) -> dict[str, Any]:
     path = directory / RUN_JSON
     try:
-        meta = strict_json(path.read_bytes())
+        meta = json.loads(path.read_bytes())  # NaN accepted: runs stored by earlier versions may hold it
     except FileNotFoundError as e:
         raise JitterlabError(f"{directory}: not a run (no {RUN_JSON})") from e
     except (ValueError, RecursionError) as e:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
@@ -295,7 +295,9 @@ class ResultsStore:
             "clock": "CLOCK_MONOTONIC",
             "unit": "ns",
         }
-        meta["summary"] = {"latency_ns": summarize(latency).to_dict()}
+        summary = summarize(latency).to_dict()
+        # JSON has no NaN: the summary of no samples stores null (readers show "n/a")
+        meta["summary"] = {"latency_ns": {k: v if v == v else None for k, v in summary.items()}}
         return self._publish(staging, meta)
 
     def commit_histogram(self, staging: Path, histogram_log: str, meta: dict[str, Any]) -> Run:
