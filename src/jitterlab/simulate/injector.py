@@ -16,7 +16,7 @@ import os
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, cast
 
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.programs import PACKAGE_ROOT
@@ -24,8 +24,25 @@ from jitterlab.core.programs import PACKAGE_ROOT
 NEVER = 2**63 - 1
 
 
+class InjectorLibrary(Protocol):
+    """The C API of native/include/jitterlab/injector_c.h as Python sees it through ctypes:
+    a typed stub, so mypy checks every call (the argtypes below make ctypes check them)."""
+
+    def jl_injector_create(
+        self, model_path: bytes | None, seed: int, reorder: int, capacity: int, err: Any, err_len: int
+    ) -> int | None: ...
+    def jl_injector_destroy(self, handle: int) -> None: ...
+    def jl_injector_push(self, handle: int, arrival_ns: int, tag: int) -> int: ...
+    def jl_injector_pop_due(self, handle: int, now_ns: int, tag: Any, available_ns: Any) -> int: ...
+    def jl_injector_next_due(self, handle: int) -> int: ...
+    def jl_injector_size(self, handle: int) -> int: ...
+    def jl_injector_dropped(self, handle: int) -> int: ...
+    def jl_now_ns(self) -> int: ...
+    def jl_wait_until(self, t_ns: int) -> None: ...
+
+
 @lru_cache(maxsize=1)
-def _library() -> ctypes.CDLL:
+def _library() -> InjectorLibrary:
     candidates = []
     if env := os.environ.get("JITTERLAB_NATIVE_DIR"):
         candidates.append(Path(env) / "libjitterlab_inject.so")
@@ -61,7 +78,7 @@ def _library() -> ctypes.CDLL:
     lib.jl_injector_dropped.argtypes = [p]
     lib.jl_now_ns.restype = i64
     lib.jl_wait_until.argtypes = [i64]
-    return lib
+    return cast(InjectorLibrary, lib)
 
 
 def now_ns() -> int:
