@@ -158,6 +158,21 @@ def test_c2c_runs_on_its_own(store: Path) -> None:
     assert (run.latency_ns > 0).all()
 
 
+def wait_until_recording(store: Path) -> None:
+    """Return once the harness writing into ``store`` records: main, driver, sender and
+    receiver threads exist (the floor's two ping-pong threads come and go before them; on a
+    busy machine the floor takes seconds), plus half a second of samples."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        found = subprocess.run(["pgrep", "-f", f"jitterlab-bench.*{store}"], capture_output=True, text=True)
+        pids = found.stdout.split()
+        if pids and Path(f"/proc/{pids[0]}/task").is_dir() and len(os.listdir(f"/proc/{pids[0]}/task")) >= 4:
+            time.sleep(0.5)
+            return
+        time.sleep(0.05)
+    raise AssertionError("the harness never started recording")
+
+
 def test_sigint_keeps_a_readable_partial_run(store: Path) -> None:
     proc = subprocess.Popen(
         [
@@ -178,11 +193,7 @@ def test_sigint_keeps_a_readable_partial_run(store: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
-    staging = store / ".staging"
-    deadline = time.monotonic() + 60
-    while not (staging.is_dir() and any(staging.iterdir())) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    time.sleep(1.0)  # let it record some samples
+    wait_until_recording(store)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
@@ -272,13 +283,7 @@ def start_long_bench(store: Path) -> subprocess.Popen[str]:
         text=True,
         start_new_session=True,
     )
-    staging = store / ".staging"
-    deadline = time.monotonic() + 60
-    while (
-        not (staging.is_dir() and any(p.is_dir() for p in staging.iterdir())) and time.monotonic() < deadline
-    ):
-        time.sleep(0.05)
-    time.sleep(1.0)  # let it record some samples
+    wait_until_recording(store)
     return proc
 
 
