@@ -24,7 +24,7 @@ def context_block(run: Run) -> dict[str, Any]:
             "source_format": run.config.get("source_format"),
             "tool_version": tool.get("version"),
         }
-    governors = sorted(set((env.get("governors") or {}).values()))
+    governors = sorted({g for g in (env.get("governors") or {}).values() if g})
     return {
         "measured_here": True,
         "host": env.get("host"),
@@ -59,7 +59,7 @@ def context_lines(block: dict[str, Any]) -> list[str]:
         return [f"imported from {block.get('source')} ({block.get('source_format')}); not measured here"]
     cpus = f"{block.get('logical_cpus')} CPUs" + (", SMT" if block.get("smt_active") else "")
     rt = "PREEMPT_RT" if block.get("preempt_rt") else "not PREEMPT_RT"
-    governors = ",".join(block.get("governors") or []) or "no governor"
+    governors = ",".join(block.get("governors") or [])
     vm = f", {block['virtualization']} guest" if block.get("virtualization") else ""
     first = f"{block.get('host')}: {block.get('cpu_model')} ({cpus}{vm})"
     second = (
