@@ -62,9 +62,8 @@ def context_lines(block: dict[str, Any]) -> list[str]:
     governors = ",".join(block.get("governors") or [])
     vm = f", {block['virtualization']} guest" if block.get("virtualization") else ""
     first = f"{block.get('host')}: {block.get('cpu_model')} ({cpus}{vm})"
-    second = (
-        f"kernel {block.get('kernel')} ({rt}), clocksource {block.get('clocksource')}, governor {governors}"
-    )
+    frequency = f"governor {governors}" if governors else "cpufreq not exposed"
+    second = f"kernel {block.get('kernel')} ({rt}), clocksource {block.get('clocksource')}, {frequency}"
     warned = block.get("doctor_warnings") or []
     if warned:
         second += f"; doctor warned about {', '.join(warned)}"
