@@ -21,13 +21,6 @@ CODES: dict[str, str] = {
 }
 
 
-def warning(code: str, detail: str) -> dict[str, str]:
-    """A warning of the closed set (an unknown code is a bug, so it raises)."""
-    if code not in CODES:
-        raise ValueError(f"unknown warning code {code!r}")
-    return {"code": code, "detail": detail}
-
-
 def normalized(entries: Any) -> list[dict[str, str]]:
     """Stored warnings as ``{code, detail}``: older runs stored bare strings."""
     if not isinstance(entries, list):

@@ -24,11 +24,6 @@ def check_priority(priority: int | None) -> int | None:
     return priority
 
 
-def check_policies(text: str, allowed: tuple[str, ...], flag: str = "--policy") -> tuple[str, ...]:
-    """A comma list of policies, each one of ``allowed``."""
-    return comma_choices(text, allowed, flag)
-
-
 def comma_choices(text: str, choices: tuple[str, ...], flag: str) -> tuple[str, ...]:
     items = tuple(dict.fromkeys(v.strip() for v in text.split(",") if v.strip()))
     for item in items:
@@ -168,7 +163,7 @@ def native_plan(r: BenchRequest, requested: list[str]) -> tuple[BenchPlan, list[
     techniques, warnings = resolve_techniques(requested)
     if not techniques:
         raise JitterlabError("no technique to run")
-    policies = check_policies(r.policy, POLICIES)
+    policies = comma_choices(r.policy, POLICIES, "--policy")
     check_priority(r.priority)
     dl = [parse_duration_ns(v, "ns") if v else 0 for v in (r.dl_runtime, r.dl_deadline, r.dl_period)]
     if "deadline" in policies and not (0 < dl[0] <= dl[1] <= dl[2]):
@@ -216,7 +211,7 @@ def jvm_plan(r: BenchRequest, techniques: list[str]) -> tuple[jvm.JvmPlan, list[
         if not unset
     ]
     warnings = [f"the JVM harness ignores {', '.join(ignored)}"] if ignored else []
-    policies = check_policies(r.policy, THREAD_POLICIES, "--policy for JVM techniques")
+    policies = comma_choices(r.policy, THREAD_POLICIES, "--policy for JVM techniques")
     check_priority(r.priority)
     plan = jvm.JvmPlan(
         techniques=tuple(techniques),
