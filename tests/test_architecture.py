@@ -18,7 +18,9 @@ ALLOWED: dict[str, set[str]] = {
     "describe": {"core", "stats", "store"},
     # inject validate measures the proxy with the measure room's job runner
     "simulate": {"core", "stats", "store", "measure"},
-    "cli": {"core", "stats", "store", "measure", "describe", "simulate"},
+    # motion-to-photon: analyses videos and sensor logs, writes runs
+    "mtp": {"core", "stats", "store"},
+    "cli": {"core", "stats", "store", "measure", "describe", "simulate", "mtp"},
 }
 TOP_LEVEL = {"__init__", "__main__"}  # the public face re-exports; __main__ calls the cli
 

@@ -10,14 +10,20 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from jitterlab.cli import bench, describe, inject, model, runs, system
+from jitterlab.cli import bench, describe, inject, model, mtp, runs, system
 from jitterlab.cli.common import EXIT_INTERRUPTED, EXIT_USAGE, Parser
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.signals import Interrupted, stop_on_signals
 from jitterlab.core.version import __version__
 
 COMMANDS: dict[str, Callable[..., int]] = (
-    bench.COMMANDS | runs.COMMANDS | describe.COMMANDS | system.COMMANDS | model.COMMANDS | inject.COMMANDS
+    bench.COMMANDS
+    | runs.COMMANDS
+    | describe.COMMANDS
+    | system.COMMANDS
+    | model.COMMANDS
+    | inject.COMMANDS
+    | mtp.COMMANDS
 )
 
 
@@ -31,6 +37,7 @@ def build_parser() -> Parser:
     system.add_parsers(sub)
     model.add_parser(sub)
     inject.add_parser(sub)
+    mtp.add_parser(sub)
     return parser
 
 

@@ -17,6 +17,9 @@ CODES: dict[str, str] = {
     "buffer-full": "raise the tool's buffer (--max-gaps) or shorten the run",
     "journal-failed": "make the journal folder writable and give it free space",
     "datagrams-lost": "lower the rate, raise the socket buffers, or look at the proxy's drops",
+    "object-lost": "track a larger or higher-contrast region, or give the regions by hand (--roi-physical/--roi-rendered)",
+    "estimators-disagree": "look at the traces, fits and residuals in --report; a motion that is not a damped sine favours xcorr",
+    "latency-aliasing": "latencies near the code modulus × step time wrap around: use a larger --modulus or a slower motor",
     "unclassified": "a warning from a run stored before warnings had codes",
 }
 

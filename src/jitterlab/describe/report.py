@@ -7,10 +7,7 @@ number comes from :mod:`jitterlab.describe.analysis` and :mod:`jitterlab.stats`.
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
-import html
-import io
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,6 +21,7 @@ import numpy as np
 
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.fileio import atomic_write_bytes
+from jitterlab.core.html import PAGE_END, esc, figure_img, html_table, page_head
 from jitterlab.core.units import format_count, format_ns
 from jitterlab.core.version import __version__
 from jitterlab.core.warnings import CODES, normalized
@@ -49,39 +47,8 @@ MAX_SCATTER_POINTS = 20_000  # drawn points per timeline; more are subsampled (a
 CATEGORY_COLOURS = ["#4c72b0", "#dd8452", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c", "#ccb974"]
 PAUSE_COLOURS = {"gc-pause": "#d62728", "safepoint": "#7f7f7f"}
 
-CSS = """
-body{font:15px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
-main{max-width:1180px;margin:0 auto;padding:24px}
-h1{font-size:26px;margin:0 0 4px} h2{margin-top:36px;border-bottom:2px solid #d9dde5;padding-bottom:4px}
-h3{margin:18px 0 6px} .muted{color:#5b6475} .card{background:#fff;border:1px solid #e1e4ea;border-radius:8px;
-padding:16px 20px;margin:16px 0} table{border-collapse:collapse;margin:8px 0;font-variant-numeric:tabular-nums}
-th,td{padding:4px 10px;border-bottom:1px solid #e7e9ee;text-align:right} th:first-child,td:first-child{text-align:left}
-th{background:#f0f2f6;font-weight:600} .partial{color:#b23b3b;font-weight:600} img{max-width:100%;height:auto}
-.verdict-regressed{color:#b23b3b;font-weight:600} .verdict-improved{color:#2c7a3f;font-weight:600}
-.three-text-columns td:nth-child(-n+3),.three-text-columns th:nth-child(-n+3){text-align:left}
-.grid{display:flex;flex-wrap:wrap;gap:8px 28px} nav a{margin-right:12px} code{background:#eef0f4;padding:1px 4px;border-radius:3px}
-"""
 
-
-def _png(fig: Any) -> str:
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=96)
-    plt.close(fig)
-    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
-
-
-def figure_img(fig: Any, alt: str) -> str:
-    return f'<img src="{_png(fig)}" alt="{html.escape(alt)}">'
-
-
-def html_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], cls: str = "") -> str:
-    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
-    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
-
-
-def _esc(value: Any) -> str:
-    return html.escape(str(value))
+_esc = esc
 
 
 def _us(values: np.ndarray) -> np.ndarray:
@@ -427,8 +394,7 @@ def build_report(runs: Sequence[Run], title: str = "jitterlab report", preface_h
     labels = [d.run.label for d in descriptions] + [f"{r.label} (histogram)" for r in histogram_runs]
     nav = " ".join(f'<a href="#run{i}">{_esc(label)}</a>' for i, label in enumerate(labels))
     parts = [
-        f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{_esc(title)}</title>"
-        f"<meta name='viewport' content='width=device-width, initial-scale=1'><style>{CSS}</style></head><body><main>",
+        page_head(title),
         f"<h1>{_esc(title)}</h1><div class='muted'>{len(runs)} run(s) · generated "
         f"{dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')} by jitterlab {__version__} · "
         "<a href='#understanding'>how to read this report</a></div>",
@@ -455,7 +421,7 @@ def build_report(runs: Sequence[Run], title: str = "jitterlab report", preface_h
     parts.append(f"<h2>Runs</h2><nav class='muted'>{nav}</nav>")
     parts.extend(_run_section(d, f"run{i}") for i, d in enumerate(descriptions))
     parts.extend(_histogram_section(r, f"run{len(descriptions) + i}") for i, r in enumerate(histogram_runs))
-    parts.append(UNDERSTANDING + "</main></body></html>")
+    parts.append(UNDERSTANDING + PAGE_END)
     return "\n".join(parts)
 
 

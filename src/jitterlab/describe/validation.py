@@ -13,8 +13,8 @@ from typing import Protocol
 
 import numpy as np
 
+from jitterlab.core.html import figure_img, html_table
 from jitterlab.core.units import format_ns
-from jitterlab.describe.report import figure_img, html_table
 from jitterlab.stats import percentiles
 from jitterlab.store import Run
 

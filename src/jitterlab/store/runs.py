@@ -33,7 +33,7 @@ import pyarrow.parquet as pq
 from jitterlab.core.errors import CorruptRunError, JitterlabError
 from jitterlab.core.fileio import atomic_write_bytes, atomic_write_json, fsync_dir, sha256_file
 from jitterlab.stats import summarize
-from jitterlab.store.rawfile import RawSamples
+from jitterlab.store.rawfile import RECORD_DTYPE, RawSamples
 from jitterlab.store.schema import (
     HISTOGRAM_FILE,
     RUN_JSON,
@@ -299,6 +299,17 @@ class ResultsStore:
         # JSON has no NaN: the summary of no samples stores null (readers show "n/a")
         meta["summary"] = {"latency_ns": {k: v if v == v else None for k, v in summary.items()}}
         return self._publish(staging, meta)
+
+    def commit_latencies(
+        self, meta: dict[str, Any], t_send_ns: np.ndarray, t_recv_ns: np.ndarray, partial: bool = False
+    ) -> Run:
+        """Store samples computed in Python (one pair, in order) as a run: what an analysis
+        whose results are latencies (a video, a sensor log) writes."""
+        records = np.zeros(len(t_recv_ns), dtype=RECORD_DTYPE)
+        records["seq"] = np.arange(len(t_recv_ns))
+        records["t_send_ns"], records["t_recv_ns"] = t_send_ns, t_recv_ns
+        raw = RawSamples(records, partial=partial, truncated=False, note="")
+        return self.commit(self.staging_dir(meta["id"]), raw, meta)
 
     def commit_histogram(self, staging: Path, histogram_log: str, meta: dict[str, Any]) -> Run:
         """Store an HdrHistogram log (its text) as a histogram-only run (``meta`` carries its

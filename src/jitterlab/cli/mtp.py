@@ -1,0 +1,205 @@
+"""``jitterlab mtp``: motion-to-photon latency from a video or from per-frame sensor logs."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from jitterlab.cli import mtp_logs
+from jitterlab.cli.common import (
+    Parser,
+    non_negative_float,
+    note,
+    positive_float,
+    print_json,
+    store_option,
+    warn,
+    writable_store,
+)
+from jitterlab.core.fileio import check_writable_file
+from jitterlab.core.render import render
+from jitterlab.core.units import parse_duration_ns
+from jitterlab.mtp import analyze, synth, validate
+
+
+def _seconds(text: str) -> float:
+    return parse_duration_ns(text, default_unit="s") / 1e9
+
+
+def _millis(text: str) -> float:
+    return parse_duration_ns(text, default_unit="ms") / 1e9
+
+
+def _size(text: str) -> tuple[int, int]:
+    try:
+        w, h = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not WIDTHxHEIGHT (for example 640x480)") from None
+    return w, h
+
+
+def _span(text: str) -> tuple[float, float]:
+    try:
+        start, end = (float(v) for v in text.split(":"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not START:END in seconds (for example 2:3)") from None
+    return start, end
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("mtp", help="motion-to-photon latency: from a video, or from per-frame sensor logs")
+    mtp = p.add_subparsers(dest="mtp_command", required=True, parser_class=Parser)
+    q = mtp.add_parser("synth", help="a validation video with a known latency (and its truth JSON beside it)")
+    q.add_argument("output", type=Path)
+    q.add_argument("--fps", type=positive_float, default=60.0)
+    q.add_argument("--latency", type=_millis, default=0.050, help="e.g. 33.3ms (bare numbers are ms)")
+    q.add_argument("--duration", type=_seconds, default=10.0, help="e.g. 10s")
+    q.add_argument("--size", type=_size, default=(640, 480), help="WIDTHxHEIGHT (default 640x480)")
+    q.add_argument("--noise", type=non_negative_float, default=2.0, help="sensor noise SD in grey levels")
+    q.add_argument("--freq", type=positive_float, default=1.0, help="motion frequency in Hz (default 1)")
+    q.add_argument("--decay", type=non_negative_float, default=0.05, help="damping d of e^(-dt), 1/s")
+    q.add_argument(
+        "--harmonic", type=non_negative_float, default=0.0, help="third-harmonic share (0.15 = 15 %%)"
+    )
+    q.add_argument(
+        "--vfr", type=non_negative_float, default=0.0, help="frame-interval jitter in %% (30 = ±30 %%)"
+    )
+    q.add_argument(
+        "--rolling-shutter", type=_millis, default=0.0, help="row readout time of the frame, e.g. 20ms"
+    )
+    q.add_argument("--display-hz", type=positive_float, help="sample-and-hold display refresh rate")
+    q.add_argument("--lose", type=_span, help="START:END seconds where the rendered object is not shown")
+    q.add_argument(
+        "--stored-fps", type=positive_float, help="claim this rate in the file (a slow-motion file)"
+    )
+    q.add_argument("--seed", type=int, default=0)
+    q = mtp.add_parser("analyze", help="motion-to-photon latency of a video (stored as a run)")
+    q.add_argument("video", type=Path)
+    q.add_argument("--roi-physical", help="x,y,w,h of the physical object's region, or auto (default)")
+    q.add_argument("--roi-rendered", help="x,y,w,h of the rendered object's region, or auto (default)")
+    q.add_argument("--tracker", choices=("centroid", "kcf"), default="centroid")
+    q.add_argument("--capture-fps", type=positive_float, help="true capture rate of a slow-motion file")
+    q.add_argument(
+        "--rolling-shutter", type=_millis, default=0.0, help="the camera's frame readout time, e.g. 15ms"
+    )
+    q.add_argument("--window", type=_seconds, default=2.5, help="sliding window for latency over time (2.5s)")
+    q.add_argument("--step", type=_seconds, help="window step (default a fifth of a window)")
+    q.add_argument("--max-latency", type=_millis, default=0.300, help="search range (default 300ms)")
+    q.add_argument("--json", action="store_true")
+    q.add_argument("--report", type=Path, help="write an HTML page to check the analysis by eye")
+    q.add_argument("--no-store", action="store_true", help="do not store the windows as a run")
+    store_option(q)
+    q = mtp.add_parser("validate", help="synthetic videos with known latency: every estimator's error")
+    q.add_argument("--quick", action="store_true", help="fewer, smaller videos (for a first check)")
+    q.add_argument("--keep", type=Path, help="keep the generated videos in this folder")
+    q.add_argument("--json", action="store_true")
+    mtp_logs.add_parsers(mtp)
+
+
+def cmd_mtp(args: argparse.Namespace) -> int:
+    if args.mtp_command == "synth":
+        return _synth(args)
+    if args.mtp_command == "analyze":
+        return _analyze(args)
+    if args.mtp_command == "validate":
+        return _validate(args)
+    return mtp_logs.run(args)
+
+
+def _synth(args: argparse.Namespace) -> int:
+    check_writable_file(args.output, "output")
+    spec = synth.SynthSpec(
+        fps=args.fps,
+        latency_s=args.latency,
+        duration_s=args.duration,
+        width=args.size[0],
+        height=args.size[1],
+        noise=args.noise,
+        freq_hz=args.freq,
+        decay=args.decay,
+        harmonic=args.harmonic,
+        vfr=args.vfr / 100,
+        rolling_shutter_s=args.rolling_shutter,
+        display_hz=args.display_hz,
+        lose=args.lose,
+        stored_fps=args.stored_fps,
+        seed=args.seed,
+    )
+    truth = synth.write_video(args.output, spec)
+    note(
+        f"wrote {args.output} ({truth['frames']} frames) and {synth.truth_path(args.output).name}: "
+        f"expected latency {truth['expected_ms']:.3f} ms"
+    )
+    return 0
+
+
+def _analyze(args: argparse.Namespace) -> int:
+    store = None if args.no_store else writable_store(args)
+    if args.report:
+        check_writable_file(args.report, "--report")
+    options = analyze.AnalyzeOptions(
+        roi_physical=args.roi_physical,
+        roi_rendered=args.roi_rendered,
+        tracker=args.tracker,
+        capture_fps=args.capture_fps,
+        rolling_shutter_s=args.rolling_shutter,
+        window_s=args.window,
+        step_s=args.step,
+        max_latency_s=args.max_latency,
+    )
+    result = analyze.analyze(args.video, options, warn=warn)
+    run = analyze.store_run(result, store) if store else None
+    if args.report:
+        from jitterlab.mtp import report  # matplotlib only when a page is asked for
+
+        report.write(result, args.report, run.id if run else None)
+        note(f"wrote {args.report}")
+    if args.json:
+        print_json(analyze.summary(result) | {"run": run.id if run else None})
+        return 0
+    s = analyze.summary(result)
+    print(
+        f"motion-to-photon latency: {s['latency_ms']:.3f} ms  ({args.video.name}, {s['frames']} frames, {s['freq_hz']:.3f} Hz)"
+    )
+    print(render(["estimator", "latency", "vs headline"], analyze.headline_rows(result), "lrr"))
+    windows = s["windows"]
+    print(
+        f"over time: {windows['count']} windows of {windows['window_s']:g} s, "
+        f"mean {windows['mean_ms']:.3f} ms, SD {windows['sd_ms']:.3f} ms"
+    )
+    note(f"analysed {s['frames']} frames at {s['frames_per_second_analysed']:.0f} frames/s")
+    if run:
+        note(f"stored {run.id} (describe, report and compare read it)")
+    return 0
+
+
+def _validate(args: argparse.Namespace) -> int:
+    outcomes = validate.run(args.quick, args.keep, progress=note)
+    verdicts = validate.verdicts(outcomes, args.quick)
+    if args.json:
+        print_json(
+            {
+                "cases": [
+                    {
+                        "case": o.case.name,
+                        "target": o.case.group,
+                        "expected_ms": o.expected_ms,
+                        "errors_ms": o.errors_ms,
+                        "window_sd_ms": o.window_sd_ms,
+                        "frames_per_second": o.frames_per_second,
+                    }
+                    for o in outcomes
+                ],
+                "targets": [{"met": met, "detail": line} for met, line in verdicts],
+            }
+        )
+    else:
+        print("errors in ms against the truth (analysed − expected):")
+        print(render(validate.HEADERS, validate.rows(outcomes), "llrrrrrr"))
+        for met, line in verdicts:
+            print(f"{'met   ' if met else 'MISSED'} {line}")
+    return 0 if all(met for met, _ in verdicts) else 1
+
+
+COMMANDS = {"mtp": cmd_mtp}

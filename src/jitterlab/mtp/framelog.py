@@ -1,0 +1,336 @@
+"""Per-frame motion-to-photon latency from sensor logs (seed 003 §4.3).
+
+A stepper motor turns the tracker; the application encodes the step it rendered for in
+the picture, and photodiodes read that code back when the frame lights up. The latency of
+a frame is ``((motor step now − displayed step − offset) mod modulus) × step time``, with
+step time ``1 / (steps per revolution × revolutions per second)`` (1.25 ms for the thesis'
+400 steps at 2 rev/s) and codes sent modulo 200, so latencies alias at modulus × step time
+(250 ms there): values near it are warned about.
+
+Inputs: ``frames.csv`` (``t_us,motor_step,code[,valid]``), or the raw logs on one clock
+(``motor.csv`` ``t_ns,step``; ``photo.csv`` ``t_ns,code[,valid]``; optionally
+``tracker.csv`` ``t_ns,qw,qx,qy,qz``). Every frame becomes a sample with
+``t_recv_ns`` = photon time and ``t_send_ns`` = photon time − latency.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from jitterlab.core.errors import JitterlabError
+from jitterlab.core.fileio import atomic_write_bytes, atomic_write_json
+from jitterlab.mtp import quaternion as quat
+from jitterlab.store.runs import ResultsStore, Run
+from jitterlab.store.schema import run_meta, safe_id_part
+
+ALIAS_WARNING_SHARE = 0.8  # warn when a latency reaches this share of the aliasing limit
+
+
+@dataclass(frozen=True)
+class Rig:
+    steps_per_rev: int = 400
+    rev_per_s: float = 2.0
+    modulus: int = 200
+    offset_steps: int = 0
+    warmup_s: float = 0.0
+    tick_wrap: int | None = None
+
+    @property
+    def step_s(self) -> float:
+        return 1.0 / (self.steps_per_rev * self.rev_per_s)
+
+    @property
+    def alias_s(self) -> float:
+        return self.modulus * self.step_s
+
+
+@dataclass
+class FrameLatencies:
+    photon_ns: np.ndarray
+    latency_ns: np.ndarray
+    source: str
+    rig: Rig
+    dropped_invalid: int = 0
+    dropped_warmup: int = 0
+    warnings: list[dict[str, str]] = field(default_factory=list)
+    tracker: dict[str, Any] | None = None
+
+
+def read_columns(
+    path: Path, required: tuple[str, ...], optional: tuple[str, ...] = ()
+) -> dict[str, np.ndarray]:
+    """The named columns of a CSV as float arrays; one line naming the file, row and column
+    for a missing column or a value that is not a number."""
+    if not path.is_file():
+        raise JitterlabError(f"{path}: no such file")
+    try:
+        table = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
+        raise JitterlabError(f"{path}: not a readable CSV ({str(e).splitlines()[0]})") from e
+    missing = [c for c in required if c not in table.columns]
+    if missing:
+        raise JitterlabError(
+            f"{path}: missing column(s) {', '.join(missing)} (has: {', '.join(map(str, table.columns))})"
+        )
+    if len(table) == 0:
+        raise JitterlabError(f"{path}: a header and no rows")
+    out = {}
+    for name in (*required, *(c for c in optional if c in table.columns)):
+        values = pd.to_numeric(table[name], errors="coerce").to_numpy(dtype=np.float64)
+        bad = np.flatnonzero(~np.isfinite(values))
+        if len(bad):
+            raise JitterlabError(
+                f"{path}: row {int(bad[0]) + 2}, column {name}: '{table[name].iloc[bad[0]]}' is not a number"
+            )
+        out[name] = values
+    return out
+
+
+def _monotone(t: np.ndarray, path: Path, column: str, wrap: int | None) -> np.ndarray:
+    """Timestamps unwrapped (a counter of ``wrap`` ticks that rolled over) and checked to
+    increase strictly."""
+    if wrap:
+        steps = np.diff(t)
+        rolled = np.concatenate(([0], np.cumsum(steps < -wrap / 2)))
+        t = t + rolled * float(wrap)
+    back = np.flatnonzero(np.diff(t) <= 0)
+    if len(back):
+        hint = "" if wrap else " (a counter that wraps? give --tick-wrap)"
+        raise JitterlabError(
+            f"{path}: row {int(back[0]) + 3}, column {column}: timestamps do not increase{hint}"
+        )
+    return t
+
+
+def _latencies(motor_step: np.ndarray, code: np.ndarray, rig: Rig) -> np.ndarray:
+    steps = np.mod(motor_step - code - rig.offset_steps, rig.modulus)
+    return np.asarray(np.round(steps * rig.step_s * 1e9).astype(np.int64))
+
+
+def _finish(
+    photon_ns: np.ndarray, latency_ns: np.ndarray, valid: np.ndarray, source: str, rig: Rig
+) -> FrameLatencies:
+    keep = valid.copy()
+    dropped_invalid = int((~valid).sum())
+    warm = photon_ns < photon_ns[0] + round(rig.warmup_s * 1e9)
+    keep &= ~warm
+    if not keep.any():
+        raise JitterlabError(f"{source}: no frames left after the warm-up and invalid readings")
+    result = FrameLatencies(
+        photon_ns[keep], latency_ns[keep], source, rig, dropped_invalid, int((warm & valid).sum())
+    )
+    near = result.latency_ns >= ALIAS_WARNING_SHARE * rig.alias_s * 1e9
+    if near.any():
+        result.warnings.append(
+            {
+                "code": "latency-aliasing",
+                "detail": f"{int(near.sum())} frame(s) within {100 - ALIAS_WARNING_SHARE * 100:.0f} % of the "
+                f"aliasing limit {rig.alias_s * 1e3:g} ms (codes modulo {rig.modulus}): a longer latency reads "
+                "as a short one",
+            }
+        )
+    return result
+
+
+def from_frames_csv(path: Path, rig: Rig) -> FrameLatencies:
+    c = read_columns(path, ("t_us", "motor_step", "code"), ("valid",))
+    t_us = _monotone(c["t_us"], path, "t_us", rig.tick_wrap)
+    valid = c["valid"] != 0 if "valid" in c else np.ones(len(t_us), bool)
+    photon_ns = np.round(t_us * 1000).astype(np.int64)
+    return _finish(photon_ns, _latencies(c["motor_step"], c["code"], rig), valid, str(path), rig)
+
+
+def from_raw_logs(motor: Path, photo: Path, tracker: Path | None, rig: Rig) -> FrameLatencies:
+    """The motor's step at each photon time (its latest record at or before it) against the
+    code the photodiodes read."""
+    m = read_columns(motor, ("t_ns", "step"))
+    p = read_columns(photo, ("t_ns", "code"), ("valid",))
+    t_motor = _monotone(m["t_ns"], motor, "t_ns", rig.tick_wrap)
+    t_photo = _monotone(p["t_ns"], photo, "t_ns", rig.tick_wrap)
+    index = np.searchsorted(t_motor, t_photo, side="right") - 1
+    valid = index >= 0
+    if "valid" in p:
+        valid &= p["valid"] != 0
+    step_at_photon = m["step"][np.clip(index, 0, None)]
+    result = _finish(
+        np.round(t_photo).astype(np.int64), _latencies(step_at_photon, p["code"], rig), valid, str(photo), rig
+    )
+    if tracker is not None:
+        result.tracker = tracker_check(tracker, rig)
+    return result
+
+
+def tracker_check(path: Path, rig: Rig) -> dict[str, Any]:
+    """The tracker's angle by the thesis' method and exactly (quaternion.py), with how far
+    the thesis' half angle is from the exact one and the rotation rate the tracker saw."""
+    c = read_columns(path, ("t_ns", "qw", "qx", "qy", "qz"))
+    t = _monotone(c["t_ns"], path, "t_ns", rig.tick_wrap)
+    q = quat.normalised(np.column_stack([c[k] for k in ("qw", "qx", "qy", "qz")]), str(path))
+    i0 = quat.thesis_q0(q)
+    q_n = quat.multiply(q, quat.inverse(q[i0]))
+    axis = quat.motor_axis(q_n)
+    exact = quat.exact_angle(q_n, axis)
+    half = quat.thesis_angle(q_n)
+    folded = np.minimum(exact, 2 * np.pi - exact)  # what a correct unsigned angle would give
+    rate = (
+        float(np.polyfit((t - t[0]) / 1e9, np.unwrap(exact), 1)[0] / (2 * np.pi)) if len(t) > 2 else math.nan
+    )
+    return {
+        "samples": len(t),
+        "q0_row": i0 + 2,
+        "axis": [float(v) for v in axis],
+        "rev_per_s_seen": rate,
+        "rev_per_s_rig": rig.rev_per_s,
+        "thesis_half_angle_max_error_deg": float(np.degrees(np.max(np.abs(2 * half - folded)))),
+        "thesis_uncorrected_max_error_deg": float(np.degrees(np.max(np.abs(half - folded)))),
+    }
+
+
+def store_run(result: FrameLatencies, store: ResultsStore, condition: str | None) -> Run:
+    name = condition or Path(result.source).stem
+    run_id = store.new_run_id("mtp", safe_id_part(name))
+    rig = result.rig
+    meta = run_meta(
+        run_id,
+        dt.datetime.now(dt.timezone.utc),
+        environment=None,
+        doctor=None,
+        config={
+            "runtime": "mtp",
+            "technique": "mtp-frame-log",
+            "variant": condition,
+            "pairs": 1,
+            "policy": "n/a",
+            "source": str(Path(result.source).resolve()),
+            "source_format": "frames-csv"
+            if result.tracker is None and result.source.endswith(".csv")
+            else "raw-logs",
+            "samples_per_pair": len(result.latency_ns),
+        },
+        obtained={"warnings": result.warnings},
+        floor={},
+        timing={"t_start_ns": int(result.photon_ns[0]), "t_end_ns": int(result.photon_ns[-1])},
+        mtp={
+            "method": "frame-log",
+            "condition": condition,
+            "step_ms": rig.step_s * 1e3,
+            "resolution_note": "latencies are whole motor steps",
+            "steps_per_rev": rig.steps_per_rev,
+            "rev_per_s": rig.rev_per_s,
+            "modulus": rig.modulus,
+            "aliasing_ms": rig.alias_s * 1e3,
+            "offset_steps": rig.offset_steps,
+            "warmup_s": rig.warmup_s,
+            "dropped_invalid": result.dropped_invalid,
+            "dropped_warmup": result.dropped_warmup,
+            "tracker": result.tracker,
+        },
+    )
+    return store.commit_latencies(meta, result.photon_ns - result.latency_ns, result.photon_ns)
+
+
+@dataclass(frozen=True)
+class LogSpec:
+    """A synthetic rig run: the frames a display at ``fps`` shows, each with a known latency."""
+
+    latency_s: float = 0.056
+    duration_s: float = 30.0
+    fps: float = 90.0
+    drop_every: int = 0  # every n-th frame the pose is not updated ...
+    drop_frames: int = 2  # ... for this many frames (the thesis: 2 every 16th)
+    load: float = 0.0  # probability per frame that a load spike starts
+    spike_s: float = 0.010  # mean extra latency of a load spike (exponential)
+    jitter_s: float = 0.0005  # SD of the latency from frame to frame
+    tracker_hz: float = 120.0
+    seed: int = 0
+
+
+def synth_latencies(spec: LogSpec, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """(photon times s, true latency s) for every frame."""
+    n = int(spec.duration_s * spec.fps)
+    frame = 1.0 / spec.fps
+    t = 0.5 + np.arange(n) * frame  # the motor has turned for half a second
+    latency = spec.latency_s + rng.normal(0, spec.jitter_s, n)
+    if spec.drop_every:
+        stale = np.arange(n) % spec.drop_every
+        held = np.where((stale >= 1) & (stale <= spec.drop_frames), stale, 0)
+        latency += held * frame  # a frame that kept the old pose is one frame older per repeat
+    if spec.load:
+        starts = np.flatnonzero(rng.random(n) < spec.load)
+        for s in starts:
+            extra = rng.exponential(spec.spike_s)
+            length = int(rng.integers(1, 6))
+            latency[s : s + length] += extra * np.linspace(1, 0.3, len(latency[s : s + length]))
+    return t, np.clip(latency, 0, None)
+
+
+def write_synth_logs(folder: Path, spec: LogSpec, rig: Rig, raw: bool) -> dict[str, Any]:
+    """frames.csv (and with ``raw`` motor.csv, photo.csv, tracker.csv) plus truth.json."""
+    rng = np.random.default_rng(spec.seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    photon, latency = synth_latencies(spec, rng)
+    rate = rig.steps_per_rev * rig.rev_per_s
+    motor_step = np.floor(photon * rate).astype(np.int64)
+    shown_step = np.floor((photon - latency) * rate).astype(np.int64)
+    code = np.mod(shown_step + rig.offset_steps, rig.modulus)
+    frames = pd.DataFrame(
+        {"t_us": np.round(photon * 1e6).astype(np.int64), "motor_step": motor_step, "code": code}
+    )
+    atomic_write_bytes(folder / "frames.csv", frames.to_csv(index=False).encode())
+    if raw:
+        steps = np.arange(int(photon[-1] * rate) + 1)
+        motor = pd.DataFrame({"t_ns": np.round(steps / rate * 1e9).astype(np.int64), "step": steps})
+        atomic_write_bytes(folder / "motor.csv", motor.to_csv(index=False).encode())
+        photo = pd.DataFrame({"t_ns": np.round(photon * 1e9).astype(np.int64), "code": code})
+        atomic_write_bytes(folder / "photo.csv", photo.to_csv(index=False).encode())
+        t_tr = np.arange(0, photon[-1], 1 / spec.tracker_hz)
+        tilt = math.radians(10)
+        axis = np.array([0.0, math.sin(tilt), math.cos(tilt)])  # the motor stands on a slope
+        base = quat.about_axis(np.array(tilt), np.array([1.0, 0.0, 0.0]))
+        q = quat.multiply(quat.about_axis(2 * np.pi * rig.rev_per_s * (t_tr - 0.015), axis), base)
+        q *= np.where(q[:, :1] < 0, -1.0, 1.0)  # the sign convention of an Euler-angle conversion
+        tracker = pd.DataFrame(
+            {
+                "t_ns": np.round(t_tr * 1e9).astype(np.int64),
+                "qw": q[:, 0],
+                "qx": q[:, 1],
+                "qy": q[:, 2],
+                "qz": q[:, 3],
+            }
+        )
+        atomic_write_bytes(folder / "tracker.csv", tracker.to_csv(index=False).encode())
+    measured = (motor_step - shown_step) * rig.step_s
+    truth = {
+        "frames": len(photon),
+        "latency_mean_ms": float(latency.mean() * 1e3),
+        "latency_sd_ms": float(latency.std(ddof=1) * 1e3),
+        "quantised_mean_ms": float(measured.mean() * 1e3),
+        "step_ms": rig.step_s * 1e3,
+        "spec": spec.__dict__,
+        "per_frame_latency_ms": [round(float(v) * 1e3, 6) for v in latency],
+    }
+    atomic_write_json(folder / "truth.json", truth)
+    return truth
+
+
+def describe_result(result: FrameLatencies) -> dict[str, Any]:
+    lat = result.latency_ns / 1e6
+    return {
+        "frames": len(lat),
+        "mean_ms": float(lat.mean()),
+        "sd_ms": float(lat.std(ddof=1)) if len(lat) > 1 else 0.0,
+        "min_ms": float(lat.min()),
+        "max_ms": float(lat.max()),
+        "step_ms": result.rig.step_s * 1e3,
+        "dropped_invalid": result.dropped_invalid,
+        "dropped_warmup": result.dropped_warmup,
+        "tracker": result.tracker,
+        "warnings": result.warnings,
+    }

@@ -1,0 +1,216 @@
+"""Synthetic validation videos: a physical and a rendered object oscillating with a known
+latency between them, written with a real encoder (libx264 through PyAV), with the truth
+beside them as JSON.
+
+The motion is a damped sine with an optional third harmonic,
+``s(t) = e^(−d t) · (cos(2πft + φ0) + h·cos(3(2πft + φ0))) / (1 + h)``. The physical object
+shows ``s(t)``; the rendered one shows ``s(t_k − L)``, where ``t_k`` is the last display
+refresh at or before ``t`` (or ``t`` itself with no display rate): a sample-and-hold display
+adds the age of the held picture, which is part of the latency (``display_hold_ms``). A
+rolling-shutter camera samples row ``y`` at ``t + readout·y/H``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from jitterlab.core.errors import JitterlabError
+from jitterlab.core.fileio import atomic_write_json
+
+PTS_RATE = 90_000  # the MPEG clock: 11 µs resolution for frame timestamps
+NOISE_BANK = 24  # noise frames drawn once and reused in random order (noise costs more than encoding)
+BACKGROUND, PANEL, PEAK = 28.0, 64.0, 225.0
+
+
+@dataclasses.dataclass(frozen=True)
+class SynthSpec:
+    """What a synthetic video shows (times in seconds, sizes in pixels)."""
+
+    fps: float = 60.0
+    latency_s: float = 0.050
+    duration_s: float = 4.0
+    width: int = 320
+    height: int = 240
+    noise: float = 2.0
+    freq_hz: float = 1.0
+    decay: float = 0.05
+    harmonic: float = 0.0
+    vfr: float = 0.0
+    rolling_shutter_s: float = 0.0
+    display_hz: float | None = None
+    lose: tuple[float, float] | None = None
+    stored_fps: float | None = None
+    seed: int = 0
+
+    def check(self) -> None:
+        if not (self.fps > 0 and self.duration_s > 0 and self.freq_hz > 0):
+            raise JitterlabError("--fps, --duration and --freq must be greater than 0")
+        if self.width < 160 or self.height < 120 or self.width % 2 or self.height % 2:
+            raise JitterlabError("--size must be at least 160x120 and even in both dimensions")
+        if not 0 <= self.vfr < 1:
+            raise JitterlabError("--vfr must be a percentage below 100")
+        if self.latency_s < 0:
+            raise JitterlabError("--latency must not be negative")
+        if self.lose and not 0 <= self.lose[0] < self.lose[1]:
+            raise JitterlabError("--lose wants START:END in seconds with START < END")
+
+
+def _motion(spec: SynthSpec, t: np.ndarray, phase0: float) -> np.ndarray:
+    w = 2 * math.pi * spec.freq_hz * t + phase0
+    return np.exp(-spec.decay * t) * (np.cos(w) + spec.harmonic * np.cos(3 * w)) / (1 + spec.harmonic)
+
+
+def frame_times(spec: SynthSpec, rng: np.random.Generator) -> np.ndarray:
+    """Capture times of the frames, on the container's 90 kHz clock (so the truth and the
+    file agree exactly); with ``vfr`` each interval is (1 ± U·vfr)/fps."""
+    n = int(spec.duration_s * spec.fps)
+    intervals = np.full(n, 1 / spec.fps)
+    if spec.vfr:
+        intervals *= 1 + rng.uniform(-spec.vfr, spec.vfr, n)
+    t = np.concatenate(([0.0], np.cumsum(intervals[:-1])))
+    return np.round(t * PTS_RATE) / PTS_RATE
+
+
+@dataclasses.dataclass(frozen=True)
+class _Object:
+    centre: tuple[float, float]
+    direction: tuple[float, float]
+    amplitude: float
+    radius: float
+
+
+def _layout(spec: SynthSpec) -> tuple[_Object, _Object, tuple[int, int, int, int]]:
+    """Physical object upper left, moving along a slanted line; rendered object on a display
+    panel lower right, moving the mirrored way (so PCA's sign has to be fixed)."""
+    w, h = spec.width, spec.height
+    radius = max(4.0, w / 40)
+    amplitude = 0.17 * w
+    angle = math.radians(12)
+    physical = _Object((0.25 * w, 0.32 * h), (math.cos(angle), math.sin(angle)), amplitude, radius)
+    rendered = _Object((0.75 * w, 0.68 * h), (-math.cos(angle), math.sin(angle)), amplitude, radius)
+    pad = radius + 6
+    panel = (
+        int(0.75 * w - amplitude - pad),
+        int(0.68 * h - amplitude * math.sin(angle) - pad - 4),
+        int(0.75 * w + amplitude + pad),
+        int(0.68 * h + amplitude * math.sin(angle) + pad + 4),
+    )
+    return physical, rendered, panel
+
+
+def _draw(image: np.ndarray, obj: _Object, positions: np.ndarray, rows: np.ndarray) -> None:
+    """Draw a soft-edged disk whose displacement along its direction is ``positions[i]`` on
+    row ``rows[i]`` (one time per row: a rolling shutter); NaN rows are not drawn."""
+    cx = obj.centre[0] + obj.direction[0] * obj.amplitude * positions
+    cy = obj.centre[1] + obj.direction[1] * obj.amplitude * positions
+    x0 = int(max(0, math.floor(np.nanmin(cx) - obj.radius - 4))) if np.isfinite(cx).any() else 0
+    x1 = int(min(image.shape[1], math.ceil(np.nanmax(cx) + obj.radius + 4))) if np.isfinite(cx).any() else 0
+    if x1 <= x0:
+        return
+    cols = np.arange(x0, x1, dtype=np.float32)
+    d = np.hypot(cols[None, :] - cx[:, None], rows[:, None] - cy[:, None])
+    disk = 1 / (1 + np.exp((d - obj.radius) / 0.8))
+    disk[~np.isfinite(disk)] = 0
+    band = image[int(rows[0]) : int(rows[-1]) + 1, x0:x1]
+    band += (PEAK - band) * disk.astype(np.float32)
+
+
+def write_video(path: Path, spec: SynthSpec) -> dict[str, Any]:
+    """Write the video and ``<path>.truth.json``; returns the truth."""
+    import av  # imported here: only the mtp commands need the decoder
+
+    spec.check()
+    rng = np.random.default_rng(spec.seed)
+    times = frame_times(spec, rng)
+    phase0 = rng.uniform(0, 2 * math.pi)
+    display_phase = rng.uniform(0, 1 / spec.display_hz) if spec.display_hz else 0.0
+    physical, rendered, panel = _layout(spec)
+    w, h = spec.width, spec.height
+    base = np.full((h, w), BACKGROUND, np.float32)
+    base += rng.normal(0, 4, (h, w)).astype(np.float32)  # a faint static texture, for KCF
+    base[panel[1] : panel[3], panel[0] : panel[2]] = PANEL
+    noise = [rng.standard_normal((h, w), dtype=np.float32) * spec.noise for _ in range(NOISE_BANK)]
+    buffer = np.full((h * 3 // 2, w), 128, np.uint8)  # yuv420p: grey chroma
+
+    def band(obj: _Object) -> np.ndarray:
+        reach = obj.amplitude * abs(obj.direction[1]) + obj.radius + 4
+        return np.arange(max(0, int(obj.centre[1] - reach)), min(h, int(obj.centre[1] + reach) + 1))
+
+    rows_p, rows_r = band(physical), band(rendered)
+    hold_ages = []
+    stored_rate = spec.stored_fps or spec.fps
+    container = av.open(str(path), "w")
+    try:
+        stream = container.add_stream("libx264", rate=Fraction(stored_rate).limit_denominator(1001))
+        stream.width, stream.height, stream.pix_fmt = w, h, "yuv420p"
+        stream.options = {"crf": "18", "preset": "ultrafast"}
+        stream.codec_context.time_base = Fraction(1, PTS_RATE)
+        for i, t in enumerate(times):
+            image = base.copy()
+            t_rows_p = t + spec.rolling_shutter_s * rows_p / h
+            _draw(image, physical, _motion(spec, t_rows_p, phase0), rows_p.astype(np.float32))
+            t_rows_r = t + spec.rolling_shutter_s * rows_r / h
+            shown = t_rows_r
+            if spec.display_hz:
+                shown = (
+                    np.floor((t_rows_r - display_phase) * spec.display_hz) / spec.display_hz + display_phase
+                )
+            centre_row = t + spec.rolling_shutter_s * rendered.centre[1] / h
+            hold_ages.append(
+                centre_row - (np.interp(centre_row, t_rows_r, shown) if spec.display_hz else centre_row)
+            )
+            positions = _motion(spec, shown - spec.latency_s, phase0)
+            if spec.lose and spec.lose[0] <= t < spec.lose[1]:
+                positions = np.full_like(positions, np.nan)
+            _draw(image, rendered, positions, rows_r.astype(np.float32))
+            image += noise[int(rng.integers(NOISE_BANK))]
+            np.clip(image, 0, 255, out=image)
+            buffer[:h] = image
+            frame = av.VideoFrame.from_ndarray(buffer, format="yuv420p")
+            pts = i / stored_rate if spec.stored_fps else t
+            frame.pts, frame.time_base = round(pts * PTS_RATE), Fraction(1, PTS_RATE)
+            for packet in stream.encode(frame):
+                container.mux(packet)
+        for packet in stream.encode():
+            container.mux(packet)
+    finally:
+        container.close()
+    hold = float(np.mean(hold_ages)) if hold_ages else 0.0
+    truth = {
+        "video": path.name,
+        "latency_ms": spec.latency_s * 1e3,
+        "display_hold_ms": hold * 1e3,
+        # what an exact analysis should report: the programmed delay plus the mean age of the
+        # held picture (a real part of the latency; docs/mtp.md)
+        "expected_ms": (spec.latency_s + hold) * 1e3,
+        "frames": len(times),
+        "rolling_shutter_row_offset_ms": spec.rolling_shutter_s
+        * (rendered.centre[1] - physical.centre[1])
+        / h
+        * 1e3,
+        "regions": {
+            "physical": _region(physical, w, h),
+            "rendered": _region(rendered, w, h),
+        },
+        "spec": dataclasses.asdict(spec),
+    }
+    atomic_write_json(truth_path(path), truth)
+    return truth
+
+
+def _region(obj: _Object, w: int, h: int) -> list[int]:
+    reach_x = obj.amplitude * abs(obj.direction[0]) + obj.radius + 6
+    reach_y = obj.amplitude * abs(obj.direction[1]) + obj.radius + 6
+    x0, y0 = max(0, int(obj.centre[0] - reach_x)), max(0, int(obj.centre[1] - reach_y))
+    x1, y1 = min(w, int(obj.centre[0] + reach_x) + 1), min(h, int(obj.centre[1] + reach_y) + 1)
+    return [x0, y0, x1 - x0, y1 - y0]
+
+
+def truth_path(video: Path) -> Path:
+    return video.with_name(video.name + ".truth.json")
