@@ -113,8 +113,7 @@ def _signal(
     """(sample times, 1-D position): a rolling shutter reads row y at t + readout·y/H."""
     t = times + readout_s * np.nan_to_num(track.y) / height if readout_s else times.copy()
     x = tracking.project(track)
-    ok = np.isfinite(x)
-    order = np.argsort(np.where(ok, t, np.inf), kind="stable")
+    order = np.argsort(t, kind="stable")  # a row-time correction may swap neighbouring frames
     return t[order], x[order]
 
 

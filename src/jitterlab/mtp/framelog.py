@@ -277,7 +277,10 @@ def write_synth_logs(folder: Path, spec: LogSpec, rig: Rig, raw: bool) -> dict[s
     folder.mkdir(parents=True, exist_ok=True)
     photon, latency = synth_latencies(spec, rng)
     rate = rig.steps_per_rev * rig.rev_per_s
-    motor_step = np.floor(photon * rate).astype(np.int64)
+    # one clock for every file: the motor's step times and the photon times in whole ns
+    step_ns = np.round(np.arange(int(photon[-1] * rate) + 2) / rate * 1e9).astype(np.int64)
+    photon_ns = np.round(photon * 1e9).astype(np.int64)
+    motor_step = np.searchsorted(step_ns, photon_ns, side="right") - 1
     shown_step = np.floor((photon - latency) * rate).astype(np.int64)
     code = np.mod(shown_step + rig.offset_steps, rig.modulus)
     frames = pd.DataFrame(
@@ -285,10 +288,9 @@ def write_synth_logs(folder: Path, spec: LogSpec, rig: Rig, raw: bool) -> dict[s
     )
     atomic_write_bytes(folder / "frames.csv", frames.to_csv(index=False).encode())
     if raw:
-        steps = np.arange(int(photon[-1] * rate) + 1)
-        motor = pd.DataFrame({"t_ns": np.round(steps / rate * 1e9).astype(np.int64), "step": steps})
+        motor = pd.DataFrame({"t_ns": step_ns, "step": np.arange(len(step_ns))})
         atomic_write_bytes(folder / "motor.csv", motor.to_csv(index=False).encode())
-        photo = pd.DataFrame({"t_ns": np.round(photon * 1e9).astype(np.int64), "code": code})
+        photo = pd.DataFrame({"t_ns": photon_ns, "code": code})
         atomic_write_bytes(folder / "photo.csv", photo.to_csv(index=False).encode())
         t_tr = np.arange(0, photon[-1], 1 / spec.tracker_hz)
         tilt = math.radians(10)

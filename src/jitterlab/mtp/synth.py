@@ -46,6 +46,7 @@ class SynthSpec:
     display_hz: float | None = None
     lose: tuple[float, float] | None = None
     stored_fps: float | None = None
+    rendered_freq_ratio: float = 1.0  # ≠ 1 makes a video of two different motions (a bad input)
     seed: int = 0
 
     def check(self) -> None:
@@ -61,8 +62,8 @@ class SynthSpec:
             raise JitterlabError("--lose wants START:END in seconds with START < END")
 
 
-def _motion(spec: SynthSpec, t: np.ndarray, phase0: float) -> np.ndarray:
-    w = 2 * math.pi * spec.freq_hz * t + phase0
+def _motion(spec: SynthSpec, t: np.ndarray, phase0: float, ratio: float = 1.0) -> np.ndarray:
+    w = 2 * math.pi * spec.freq_hz * ratio * t + phase0
     return np.exp(-spec.decay * t) * (np.cos(w) + spec.harmonic * np.cos(3 * w)) / (1 + spec.harmonic)
 
 
@@ -165,7 +166,7 @@ def write_video(path: Path, spec: SynthSpec) -> dict[str, Any]:
             hold_ages.append(
                 centre_row - (np.interp(centre_row, t_rows_r, shown) if spec.display_hz else centre_row)
             )
-            positions = _motion(spec, shown - spec.latency_s, phase0)
+            positions = _motion(spec, shown - spec.latency_s, phase0, spec.rendered_freq_ratio)
             if spec.lose and spec.lose[0] <= t < spec.lose[1]:
                 positions = np.full_like(positions, np.nan)
             _draw(image, rendered, positions, rows_r.astype(np.float32))

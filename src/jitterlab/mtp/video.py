@@ -32,10 +32,13 @@ def _open(path: Path):  # type: ignore[no-untyped-def]
 
     if not path.is_file():
         raise JitterlabError(f"{path}: no such file")
+    if path.stat().st_size == 0:
+        raise JitterlabError(f"{path}: an empty file, 0 frames decoded")
     try:
         container = av.open(str(path))
     except (av.FFmpegError, OSError, UnicodeDecodeError) as e:
-        raise JitterlabError(f"{path}: not a readable video ({e})") from e
+        reason = getattr(e, "strerror", None) or str(e)
+        raise JitterlabError(f"{path}: not a readable video, 0 frames decoded ({reason})") from e
     if not container.streams.video:
         container.close()
         raise JitterlabError(f"{path}: holds no video stream")
