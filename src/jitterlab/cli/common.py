@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
+from jitterlab.core.units import parse_duration_ns
 from jitterlab.store import ResultsStore, Run, load_run
 
 EXIT_USAGE = 2
@@ -70,6 +71,16 @@ def positive_int(text: str) -> int:
     if value == 0:
         raise argparse.ArgumentTypeError(f"'{text}' must be at least 1")
     return value
+
+
+def seconds(text: str) -> float:
+    """A duration option in seconds (bare numbers are seconds): '2.5s', '500ms'."""
+    return parse_duration_ns(text, default_unit="s") / 1e9
+
+
+def millis(text: str) -> float:
+    """A duration option in seconds (bare numbers are milliseconds): '33.3ms', '33.3'."""
+    return parse_duration_ns(text, default_unit="ms") / 1e9
 
 
 def store_option(parser: argparse.ArgumentParser) -> None:

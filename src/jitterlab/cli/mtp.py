@@ -9,26 +9,19 @@ from typing import Any
 from jitterlab.cli import mtp_logs
 from jitterlab.cli.common import (
     Parser,
+    millis,
     non_negative_float,
     note,
     positive_float,
     print_json,
+    seconds,
     store_option,
     warn,
     writable_store,
 )
 from jitterlab.core.fileio import check_writable_file
 from jitterlab.core.render import render
-from jitterlab.core.units import parse_duration_ns
 from jitterlab.mtp import analyze, synth, validate
-
-
-def _seconds(text: str) -> float:
-    return parse_duration_ns(text, default_unit="s") / 1e9
-
-
-def _millis(text: str) -> float:
-    return parse_duration_ns(text, default_unit="ms") / 1e9
 
 
 def _size(text: str) -> tuple[int, int]:
@@ -53,8 +46,8 @@ def add_parser(sub: Any) -> None:
     q = mtp.add_parser("synth", help="a validation video with a known latency (and its truth JSON beside it)")
     q.add_argument("output", type=Path)
     q.add_argument("--fps", type=positive_float, default=60.0)
-    q.add_argument("--latency", type=_millis, default=0.050, help="e.g. 33.3ms (bare numbers are ms)")
-    q.add_argument("--duration", type=_seconds, default=10.0, help="e.g. 10s")
+    q.add_argument("--latency", type=millis, default=0.050, help="e.g. 33.3ms (bare numbers are ms)")
+    q.add_argument("--duration", type=seconds, default=10.0, help="e.g. 10s")
     q.add_argument("--size", type=_size, default=(640, 480), help="WIDTHxHEIGHT (default 640x480)")
     q.add_argument("--noise", type=non_negative_float, default=2.0, help="sensor noise SD in grey levels")
     q.add_argument("--freq", type=positive_float, default=1.0, help="motion frequency in Hz (default 1)")
@@ -66,7 +59,7 @@ def add_parser(sub: Any) -> None:
         "--vfr", type=non_negative_float, default=0.0, help="frame-interval jitter in %% (30 = ±30 %%)"
     )
     q.add_argument(
-        "--rolling-shutter", type=_millis, default=0.0, help="row readout time of the frame, e.g. 20ms"
+        "--rolling-shutter", type=millis, default=0.0, help="row readout time of the frame, e.g. 20ms"
     )
     q.add_argument("--display-hz", type=positive_float, help="sample-and-hold display refresh rate")
     q.add_argument("--lose", type=_span, help="START:END seconds where the rendered object is not shown")
@@ -81,11 +74,11 @@ def add_parser(sub: Any) -> None:
     q.add_argument("--tracker", choices=("centroid", "kcf"), default="centroid")
     q.add_argument("--capture-fps", type=positive_float, help="true capture rate of a slow-motion file")
     q.add_argument(
-        "--rolling-shutter", type=_millis, default=0.0, help="the camera's frame readout time, e.g. 15ms"
+        "--rolling-shutter", type=millis, default=0.0, help="the camera's frame readout time, e.g. 15ms"
     )
-    q.add_argument("--window", type=_seconds, default=2.5, help="sliding window for latency over time (2.5s)")
-    q.add_argument("--step", type=_seconds, help="window step (default a fifth of a window)")
-    q.add_argument("--max-latency", type=_millis, default=0.300, help="search range (default 300ms)")
+    q.add_argument("--window", type=seconds, default=2.5, help="sliding window for latency over time (2.5s)")
+    q.add_argument("--step", type=seconds, help="window step (default a fifth of a window)")
+    q.add_argument("--max-latency", type=millis, default=0.300, help="search range (default 300ms)")
     q.add_argument("--json", action="store_true")
     q.add_argument("--report", type=Path, help="write an HTML page to check the analysis by eye")
     q.add_argument("--no-store", action="store_true", help="do not store the windows as a run")

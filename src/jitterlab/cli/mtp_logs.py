@@ -7,27 +7,20 @@ from pathlib import Path
 from typing import Any
 
 from jitterlab.cli.common import (
+    millis,
     non_negative_int,
     note,
     positive_float,
     positive_int,
     print_json,
     probability,
+    seconds,
     store_option,
     warn,
     writable_store,
 )
 from jitterlab.core.errors import JitterlabError
-from jitterlab.core.units import parse_duration_ns
 from jitterlab.mtp import framelog
-
-
-def _seconds(text: str) -> float:
-    return parse_duration_ns(text, default_unit="s") / 1e9
-
-
-def _millis(text: str) -> float:
-    return parse_duration_ns(text, default_unit="ms") / 1e9
 
 
 def _rig_options(q: argparse.ArgumentParser) -> None:
@@ -48,21 +41,21 @@ def add_parsers(mtp: Any) -> None:
     q.add_argument("--photo", type=Path, help="raw log photo.csv: t_ns,code[,valid]")
     q.add_argument("--tracker", type=Path, help="raw log tracker.csv: t_ns,qw,qx,qy,qz (checks the angles)")
     _rig_options(q)
-    q.add_argument("--warmup", type=_seconds, default=0.0, help="drop the first seconds (the thesis: 4s)")
+    q.add_argument("--warmup", type=seconds, default=0.0, help="drop the first seconds (the thesis: 4s)")
     q.add_argument("--tick-wrap", type=positive_int, help="the timestamp counter wraps at this value")
     q.add_argument("--condition", help="name of the condition (baseline, jitter, load): the run's variant")
     q.add_argument("--json", action="store_true")
     store_option(q)
     q = mtp.add_parser("synth-log", help="sensor logs with a known latency series, to check the pipeline")
     q.add_argument("folder", type=Path)
-    q.add_argument("--latency", type=_millis, default=0.056, help="base latency (56ms)")
-    q.add_argument("--duration", type=_seconds, default=30.0)
+    q.add_argument("--latency", type=millis, default=0.056, help="base latency (56ms)")
+    q.add_argument("--duration", type=seconds, default=30.0)
     q.add_argument("--fps", type=positive_float, default=90.0, help="display refresh rate (90)")
     q.add_argument("--drop-every", type=non_negative_int, default=0, help="hold the pose every n-th frame")
     q.add_argument("--drop-frames", type=positive_int, default=2, help="... for this many frames (2)")
     q.add_argument("--load", type=probability, help="probability per frame that a load spike starts")
-    q.add_argument("--spike", type=_millis, default=0.010, help="mean extra latency of a load spike (10ms)")
-    q.add_argument("--jitter", type=_millis, default=0.0005, help="frame-to-frame SD of the latency (0.5ms)")
+    q.add_argument("--spike", type=millis, default=0.010, help="mean extra latency of a load spike (10ms)")
+    q.add_argument("--jitter", type=millis, default=0.0005, help="frame-to-frame SD of the latency (0.5ms)")
     q.add_argument("--raw", action="store_true", help="also write motor.csv, photo.csv and tracker.csv")
     q.add_argument("--seed", type=int, default=0)
     _rig_options(q)

@@ -8,7 +8,6 @@ sliding windows, which become the run's samples (one per window).
 
 from __future__ import annotations
 
-import datetime as dt
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -21,8 +20,8 @@ from jitterlab.core.errors import JitterlabError
 from jitterlab.core.progress import ProgressBar
 from jitterlab.mtp import estimate as est
 from jitterlab.mtp import tracking, video
+from jitterlab.mtp.storing import store_latencies
 from jitterlab.store.runs import ResultsStore, Run
-from jitterlab.store.schema import run_meta, safe_id_part
 
 LOST_REFUSED, LOST_WARNED = 0.20, 0.02  # share of frames an object may be lost
 DISAGREEMENT_S = 1e-3  # estimators further apart than this get a warning
@@ -277,26 +276,16 @@ def summary(analysis: Analysis) -> dict[str, Any]:
 
 def store_run(analysis: Analysis, store: ResultsStore) -> Run:
     """The windows as a run: t_recv = window centre, t_send = centre − latency."""
-    run_id = store.new_run_id("mtp", safe_id_part(analysis.path.stem))
     centres = np.round(analysis.window_centres * 1e9).astype(np.int64)
     latencies = np.round(analysis.window_latencies * 1e9).astype(np.int64)
-    meta = run_meta(
-        run_id,
-        dt.datetime.now(dt.timezone.utc),
-        environment=None,
-        doctor=None,
-        config={
-            "runtime": "mtp",
-            "technique": "mtp-video",
-            "pairs": 1,
-            "policy": "n/a",
-            "source": str(analysis.path.resolve()),
-            "source_format": "video",
-            "samples_per_pair": len(centres),
-        },
-        obtained={"warnings": analysis.warnings},
-        floor={},
-        timing={"t_start_ns": 0, "t_end_ns": round(float(analysis.times[-1]) * 1e9)},
+    return store_latencies(
+        store,
+        name=analysis.path.stem,
+        technique="mtp-video",
+        source=analysis.path,
+        source_format="video",
+        t_send_ns=centres - latencies,
+        t_recv_ns=centres,
+        warnings=analysis.warnings,
         mtp=summary(analysis),
     )
-    return store.commit_latencies(meta, centres - latencies, centres)

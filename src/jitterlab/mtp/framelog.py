@@ -15,7 +15,6 @@ Inputs: ``frames.csv`` (``t_us,motor_step,code[,valid]``), or the raw logs on on
 
 from __future__ import annotations
 
-import datetime as dt
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,8 +26,8 @@ import pandas as pd
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.fileio import atomic_write_bytes, atomic_write_json
 from jitterlab.mtp import quaternion as quat
+from jitterlab.mtp.storing import store_latencies
 from jitterlab.store.runs import ResultsStore, Run
-from jitterlab.store.schema import run_meta, safe_id_part
 
 ALIAS_WARNING_SHARE = 0.8  # warn when a latency reaches this share of the aliasing limit
 
@@ -56,6 +55,7 @@ class FrameLatencies:
     photon_ns: np.ndarray
     latency_ns: np.ndarray
     source: str
+    source_format: str
     rig: Rig
     dropped_invalid: int = 0
     dropped_warmup: int = 0
@@ -115,7 +115,12 @@ def _latencies(motor_step: np.ndarray, code: np.ndarray, rig: Rig) -> np.ndarray
 
 
 def _finish(
-    photon_ns: np.ndarray, latency_ns: np.ndarray, valid: np.ndarray, source: str, rig: Rig
+    photon_ns: np.ndarray,
+    latency_ns: np.ndarray,
+    valid: np.ndarray,
+    source: str,
+    source_format: str,
+    rig: Rig,
 ) -> FrameLatencies:
     keep = valid.copy()
     dropped_invalid = int((~valid).sum())
@@ -124,7 +129,13 @@ def _finish(
     if not keep.any():
         raise JitterlabError(f"{source}: no frames left after the warm-up and invalid readings")
     result = FrameLatencies(
-        photon_ns[keep], latency_ns[keep], source, rig, dropped_invalid, int((warm & valid).sum())
+        photon_ns[keep],
+        latency_ns[keep],
+        source,
+        source_format,
+        rig,
+        dropped_invalid,
+        int((warm & valid).sum()),
     )
     near = result.latency_ns >= ALIAS_WARNING_SHARE * rig.alias_s * 1e9
     if near.any():
@@ -144,7 +155,9 @@ def from_frames_csv(path: Path, rig: Rig) -> FrameLatencies:
     t_us = _monotone(c["t_us"], path, "t_us", rig.tick_wrap)
     valid = c["valid"] != 0 if "valid" in c else np.ones(len(t_us), bool)
     photon_ns = np.round(t_us * 1000).astype(np.int64)
-    return _finish(photon_ns, _latencies(c["motor_step"], c["code"], rig), valid, str(path), rig)
+    return _finish(
+        photon_ns, _latencies(c["motor_step"], c["code"], rig), valid, str(path), "frames-csv", rig
+    )
 
 
 def from_raw_logs(motor: Path, photo: Path, tracker: Path | None, rig: Rig) -> FrameLatencies:
@@ -160,7 +173,12 @@ def from_raw_logs(motor: Path, photo: Path, tracker: Path | None, rig: Rig) -> F
         valid &= p["valid"] != 0
     step_at_photon = m["step"][np.clip(index, 0, None)]
     result = _finish(
-        np.round(t_photo).astype(np.int64), _latencies(step_at_photon, p["code"], rig), valid, str(photo), rig
+        np.round(t_photo).astype(np.int64),
+        _latencies(step_at_photon, p["code"], rig),
+        valid,
+        str(photo),
+        "raw-logs",
+        rig,
     )
     if tracker is not None:
         result.tracker = tracker_check(tracker, rig)
@@ -194,29 +212,17 @@ def tracker_check(path: Path, rig: Rig) -> dict[str, Any]:
 
 
 def store_run(result: FrameLatencies, store: ResultsStore, condition: str | None) -> Run:
-    name = condition or Path(result.source).stem
-    run_id = store.new_run_id("mtp", safe_id_part(name))
     rig = result.rig
-    meta = run_meta(
-        run_id,
-        dt.datetime.now(dt.timezone.utc),
-        environment=None,
-        doctor=None,
-        config={
-            "runtime": "mtp",
-            "technique": "mtp-frame-log",
-            "variant": condition,
-            "pairs": 1,
-            "policy": "n/a",
-            "source": str(Path(result.source).resolve()),
-            "source_format": "frames-csv"
-            if result.tracker is None and result.source.endswith(".csv")
-            else "raw-logs",
-            "samples_per_pair": len(result.latency_ns),
-        },
-        obtained={"warnings": result.warnings},
-        floor={},
-        timing={"t_start_ns": int(result.photon_ns[0]), "t_end_ns": int(result.photon_ns[-1])},
+    return store_latencies(
+        store,
+        name=condition or Path(result.source).stem,
+        technique="mtp-frame-log",
+        variant=condition,
+        source=Path(result.source),
+        source_format=result.source_format,
+        t_send_ns=result.photon_ns - result.latency_ns,
+        t_recv_ns=result.photon_ns,
+        warnings=result.warnings,
         mtp={
             "method": "frame-log",
             "condition": condition,
@@ -233,7 +239,6 @@ def store_run(result: FrameLatencies, store: ResultsStore, condition: str | None
             "tracker": result.tracker,
         },
     )
-    return store.commit_latencies(meta, result.photon_ns - result.latency_ns, result.photon_ns)
 
 
 @dataclass(frozen=True)

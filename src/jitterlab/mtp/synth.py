@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -146,7 +147,9 @@ def write_video(path: Path, spec: SynthSpec) -> dict[str, Any]:
     rows_p, rows_r = band(physical), band(rendered)
     hold_ages = []
     stored_rate = spec.stored_fps or spec.fps
-    container = av.open(str(path), "w")
+    # written beside the target and renamed into place: an interrupted synth leaves no half video
+    partial = path.with_name(f".{path.name}.partial{path.suffix}")
+    container = av.open(str(partial), "w")
     try:
         stream = container.add_stream("libx264", rate=Fraction(stored_rate).limit_denominator(1001))
         stream.width, stream.height, stream.pix_fmt = w, h, "yuv420p"
@@ -180,8 +183,12 @@ def write_video(path: Path, spec: SynthSpec) -> dict[str, Any]:
                 container.mux(packet)
         for packet in stream.encode():
             container.mux(packet)
-    finally:
+    except BaseException:
         container.close()
+        partial.unlink(missing_ok=True)
+        raise
+    container.close()
+    os.replace(partial, path)
     hold = float(np.mean(hold_ages)) if hold_ages else 0.0
     truth = {
         "video": path.name,
