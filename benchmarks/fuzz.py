@@ -9,6 +9,7 @@ Targets (each takes the bytes of a file):
   csv        a CSV of samples (import)
   raw        the harnesses' raw sample file
   harness    harness.json as the job runner merges it into run.json
+  frame-log  a motion-to-photon frames.csv (mtp ingest) and a tracker.csv of quaternions
 
 Mutations start from valid seed files: byte flips, inserts, deletes, truncations and chunk
 copies, and for JSON files a node replaced by a value of another type. Seeded: a run is
@@ -24,6 +25,7 @@ It prints executions, distinct inputs and findings per target; findings are writ
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import hashlib
 import json
@@ -43,6 +45,7 @@ from jitterlab.describe.analysis import describe_run, run_summary
 from jitterlab.describe.export import export_run
 from jitterlab.describe.text import describe_text, show_text
 from jitterlab.measure.jobs import obtained
+from jitterlab.mtp import framelog
 from jitterlab.simulate.injector import Injector
 from jitterlab.simulate.model import load_model, model_to_json, parametric_model
 from jitterlab.store import ResultsStore, load_run
@@ -168,6 +171,10 @@ class Targets:
             ).encode(),
         }
         self.csv_store = ResultsStore(root / "imports")
+        logs = root / "logs"
+        framelog.write_synth_logs(logs, framelog.LogSpec(duration_s=1.0), framelog.Rig(), raw=True)
+        self.seeds["frame-log"] = (logs / "frames.csv").read_bytes()
+        self.seeds["tracker"] = (logs / "tracker.csv").read_bytes()[:4000]
 
     def mutate(self, target: str, rng: random.Random) -> bytes:
         seed = self.seeds[target]
@@ -219,12 +226,22 @@ class Targets:
     def t_raw(self, data: bytes) -> None:
         read_raw_samples(self._file("x.jlraw", data))
 
+    def t_frame_log(self, data: bytes) -> None:
+        # both parsers run on every input: a refusal (JitterlabError) of the first is fine
+        with contextlib.suppress(JitterlabError):
+            framelog.from_frames_csv(self._file("frames.csv", data), framelog.Rig())
+        framelog.tracker_check(self._file("tracker.csv", self.mutate_seed("tracker", data)), framelog.Rig())
+
+    def mutate_seed(self, name: str, data: bytes) -> bytes:
+        """A mutation of another seed, drawn from ``data`` (so a run stays reproducible)."""
+        return mutate_bytes(self.seeds[name], random.Random(hashlib.sha256(data).digest()))
+
     def t_harness(self, data: bytes) -> None:
         harness, _ = read_harness_json(self._file("harness.json", data))  # set aside, never raised
         obtained(harness)
 
 
-TARGETS = ("run-json", "model", "hlog", "csv", "raw", "harness")
+TARGETS = ("run-json", "model", "hlog", "csv", "raw", "harness", "frame-log")
 
 
 def fuzz(

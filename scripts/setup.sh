@@ -16,8 +16,10 @@ cd "$(dirname "$0")/.."
 #   linux-perf                scheduler/IRQ tracepoints for spike attribution (--trace)
 #   util-linux                setpriv, to test a refused real-time policy as root
 #   python3-venv              the virtual environment
+#   prometheus pkgconf        a real Prometheus scraping `monitor serve` in the tests; pkg-config for the
+#                             SDK example built against the installed package
 packages=(cmake ninja-build g++ libgtest-dev libcaf-dev nlohmann-json3-dev maven chromium chromium-driver stress-ng rt-tests linux-perf
-          util-linux python3-venv)
+          util-linux python3-venv prometheus pkgconf)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -20,7 +20,9 @@ ALLOWED: dict[str, set[str]] = {
     "simulate": {"core", "stats", "store", "measure"},
     # motion-to-photon: analyses videos and sensor logs, writes runs
     "mtp": {"core", "stats", "store"},
-    "cli": {"core", "stats", "store", "measure", "describe", "simulate", "mtp"},
+    # live monitoring of experiments: the recorder, serve, trial screening, SSQ
+    "monitor": {"core", "stats", "store"},
+    "cli": {"core", "stats", "store", "measure", "describe", "simulate", "mtp", "monitor"},
 }
 TOP_LEVEL = {"__init__", "__main__"}  # the public face re-exports; __main__ calls the cli
 

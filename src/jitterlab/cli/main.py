@@ -10,7 +10,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from jitterlab.cli import bench, describe, inject, model, mtp, runs, system
+from jitterlab.cli import bench, describe, inject, model, monitor, mtp, runs, system
 from jitterlab.cli.common import EXIT_INTERRUPTED, EXIT_USAGE, Parser
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.signals import Interrupted, stop_on_signals
@@ -24,6 +24,7 @@ COMMANDS: dict[str, Callable[..., int]] = (
     | model.COMMANDS
     | inject.COMMANDS
     | mtp.COMMANDS
+    | monitor.COMMANDS
 )
 
 
@@ -38,6 +39,7 @@ def build_parser() -> Parser:
     model.add_parser(sub)
     inject.add_parser(sub)
     mtp.add_parser(sub)
+    monitor.add_parsers(sub)
     return parser
 
 

@@ -28,3 +28,15 @@ def native_program(name: str) -> Path:
     raise JitterlabError(
         f"native program {name} not found; reinstall jitterlab (pip install .) so the C++ core is built"
     )
+
+
+def native_library(name: str) -> Path:
+    """Path of a shared library of the C++ core: ``$JITTERLAB_NATIVE_DIR`` or the package's ``lib/``."""
+    candidates = []
+    if env := os.environ.get("JITTERLAB_NATIVE_DIR"):
+        candidates.append(Path(env) / name)
+    candidates.append(PACKAGE_ROOT / "lib" / name)
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    raise JitterlabError(f"{name} not found; reinstall jitterlab (pip install .) so the C++ core is built")

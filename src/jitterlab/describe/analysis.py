@@ -16,7 +16,10 @@ from jitterlab.describe.attribution import spike_attribution
 from jitterlab.stats import (
     StackedResult,
     Summary,
+    Verdict,
     WindowTable,
+    baseline_of,
+    screen,
     stacked_gesd,
     stacked_walsh,
     stacked_z_test,
@@ -37,6 +40,7 @@ class RunDescription:
     windows: WindowTable
     baseline_id: str | None
     attribution: dict[str, Any] | None  # spike causes under this test (traced runs), else None
+    screening: Verdict | None = None  # with a baseline: contaminated against it (stats/screening.py)
 
 
 def run_test(
@@ -86,8 +90,11 @@ def describe_run(
     if latency.size == 0:
         raise JitterlabError(f"run {run.id} has no samples")
     reference = None
+    screening = None
     if baseline is not None:
         reference = stacked_z_test(baseline.latency_ns, threshold=threshold, two_sided=two_sided)
+        if reference.thresholds:
+            screening = screen(latency, baseline_of(baseline.latency_ns, reference))
     categories = run_test(latency, test, two_sided, threshold, alpha, reference)
     windows = time_windows(run.t_send_ns, latency, window_ns, categories)
     return RunDescription(
@@ -98,6 +105,7 @@ def describe_run(
         windows,
         baseline.id if baseline else None,
         spike_attribution(run, categories),
+        screening,
     )
 
 
@@ -118,6 +126,7 @@ def description_json(d: RunDescription) -> dict[str, Any]:
         "summary_ns": d.summary.to_dict(),
         "test": d.test,
         "baseline": d.baseline_id,
+        "screening": d.screening.to_dict() if d.screening else None,
         "thresholds_ns": list(d.categories.thresholds),
         "attribution": d.attribution,
         "low_threshold_ns": d.categories.low_threshold,

@@ -87,6 +87,9 @@ def describe_text(d: RunDescription) -> str:
     against = f", thresholds of baseline {d.baseline_id}" if d.baseline_id else ""
     lines.append(f"\noutlier categories ({d.test}{against}):")
     lines.append(render(CATEGORY_HEADERS, category_rows(d.categories), "lrrr"))
+    if d.screening is not None:
+        verdict = "CONTAMINATED" if d.screening.contaminated else "clean"
+        lines.append(f"screening against baseline {d.baseline_id}: {verdict} ({d.screening.reason})")
     w = d.windows
     lines.append(f"\nwindows of {format_ns(w.width_ns)} by send time: {w.start_ns.size}")
     n = w.start_ns.size

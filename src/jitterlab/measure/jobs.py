@@ -233,6 +233,11 @@ def recover(store: ResultsStore, warn: Callable[[str], None]) -> list[Run]:
     """
     runs = []
     for staging in store.leftovers():
+        recovered = store.recover_parts(staging)  # a killed monitor: its rolling parts
+        if recovered is not None:
+            (staging.parent / f"{staging.name}.lock").unlink(missing_ok=True)
+            runs.append(recovered)
+            continue
         raw_path = next(
             (p for p in (staging / "samples.jlraw", staging / "samples.jlraw.tmp") if p.exists()), None
         )

@@ -12,14 +12,13 @@ Any Python object can be queued; the engine itself only sees a tag per item.
 from __future__ import annotations
 
 import ctypes
-import os
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol, cast
 
 from jitterlab.core.errors import JitterlabError
-from jitterlab.core.programs import PACKAGE_ROOT
+from jitterlab.core.programs import native_library
 
 NEVER = 2**63 - 1
 
@@ -43,18 +42,7 @@ class InjectorLibrary(Protocol):
 
 @lru_cache(maxsize=1)
 def _library() -> InjectorLibrary:
-    candidates = []
-    if env := os.environ.get("JITTERLAB_NATIVE_DIR"):
-        candidates.append(Path(env) / "libjitterlab_inject.so")
-    candidates.append(PACKAGE_ROOT / "lib" / "libjitterlab_inject.so")
-    for path in candidates:
-        if path.is_file():
-            lib = ctypes.CDLL(str(path))
-            break
-    else:
-        raise JitterlabError(
-            "libjitterlab_inject.so not found; reinstall jitterlab (pip install .) so the C++ core is built"
-        )
+    lib = ctypes.CDLL(str(native_library("libjitterlab_inject.so")))
     i64, u64, p = ctypes.c_int64, ctypes.c_uint64, ctypes.c_void_p
     lib.jl_injector_create.restype = p
     lib.jl_injector_create.argtypes = [

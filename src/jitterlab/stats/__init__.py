@@ -6,6 +6,7 @@ Every estimator here is documented with its formula and reference in docs/statis
 from jitterlab.stats.categories import Category, StackedResult, categorize
 from jitterlab.stats.compare import Comparison, compare_samples
 from jitterlab.stats.gesd import GesdResult, generalized_esd, stacked_gesd
+from jitterlab.stats.screening import Baseline, Verdict, baseline_of, screen, screen_counts
 from jitterlab.stats.summary import SUMMARY_PERCENTILES, Summary, percentiles, summarize
 from jitterlab.stats.walsh import WalshResult, stacked_walsh, walsh_test
 from jitterlab.stats.windows import WindowTable, time_windows
@@ -19,14 +20,17 @@ from jitterlab.stats.zscore import (
 
 __all__ = [
     "SUMMARY_PERCENTILES",
+    "Baseline",
     "Category",
     "Comparison",
     "GesdResult",
     "RobustScale",
     "StackedResult",
     "Summary",
+    "Verdict",
     "WalshResult",
     "WindowTable",
+    "baseline_of",
     "categorize",
     "compare_samples",
     "generalized_esd",
@@ -34,6 +38,8 @@ __all__ = [
     "modified_z_scores",
     "percentiles",
     "robust_scale",
+    "screen",
+    "screen_counts",
     "stacked_gesd",
     "stacked_walsh",
     "stacked_z_test",

@@ -37,6 +37,7 @@ from jitterlab.store.rawfile import RECORD_DTYPE, RawSamples
 from jitterlab.store.schema import (
     HISTOGRAM_FILE,
     RUN_JSON,
+    SAMPLE_COLUMNS,
     SAMPLES_FILE,
     SCHEMA_VERSION,
     safe_id_part,
@@ -45,6 +46,8 @@ from jitterlab.store.schema import (
 
 DEFAULT_STORE = "jitterlab-results"
 STAGING = ".staging"
+PARTS_DIR = "parts"  # rolling sample parts of a long-running recorder (a monitor)
+DRAFT_JSON = "run.draft.json"  # its run.json so far, for recover
 
 SAMPLE_SCHEMA = pa.schema(
     [
@@ -310,6 +313,84 @@ class ResultsStore:
         records["t_send_ns"], records["t_recv_ns"] = t_send_ns, t_recv_ns
         raw = RawSamples(records, partial=partial, truncated=False, note="")
         return self.commit(self.staging_dir(meta["id"]), raw, meta)
+
+    def write_part(
+        self, staging: Path, index: int, t_send_ns: np.ndarray, t_recv_ns: np.ndarray, first_seq: int
+    ) -> None:
+        """One rolling part of a long-running recording (a monitor): samples since the last
+        part, written atomically to ``parts/``, so that a recorder killed at any moment
+        leaves every part but the one it was writing readable."""
+        parts = staging / PARTS_DIR
+        parts.mkdir(exist_ok=True)
+        n = len(t_recv_ns)
+        table = pa.table(
+            {
+                "pair": pa.array(np.zeros(n, np.int32), pa.int32()),
+                "seq": pa.array(np.arange(first_seq, first_seq + n, dtype=np.int64), pa.int64()),
+                "t_send_ns": pa.array(t_send_ns, pa.int64()),
+                "t_recv_ns": pa.array(t_recv_ns, pa.int64()),
+            },
+            schema=SAMPLE_SCHEMA,
+        )
+        tmp = parts / f"part-{index:06d}.parquet.tmp"
+        pq.write_table(table, tmp, compression="lz4")
+        os.replace(tmp, parts / f"part-{index:06d}.parquet")
+
+    def commit_parts(self, staging: Path, meta: dict[str, Any]) -> Run:
+        """The parts of ``staging`` merged, part by part, into the run's samples file (memory:
+        one part at a time, plus the latency column for the summary), then published."""
+        part_files = (
+            sorted((staging / PARTS_DIR).glob("part-*.parquet")) if (staging / PARTS_DIR).is_dir() else []
+        )
+        samples_path = staging / SAMPLES_FILE
+        tmp = staging / (SAMPLES_FILE + ".tmp")
+        schema = SAMPLE_SCHEMA.with_metadata(
+            {"jitterlab.schema_version": str(SCHEMA_VERSION), "jitterlab.run_id": meta["id"]}
+        )
+        latencies = []
+        rows = 0
+        with pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
+            for part in part_files:
+                try:
+                    table = pq.read_table(part).cast(SAMPLE_SCHEMA).replace_schema_metadata(schema.metadata)
+                except (pa.ArrowInvalid, OSError):
+                    continue  # a part cut off by a crash: the parts before it are whole
+                writer.write_table(table)
+                latencies.append(table.column("t_recv_ns").to_numpy() - table.column("t_send_ns").to_numpy())
+                rows += table.num_rows
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, samples_path)
+        shutil.rmtree(staging / PARTS_DIR, ignore_errors=True)
+        (staging / DRAFT_JSON).unlink(missing_ok=True)
+        latency = np.concatenate(latencies) if latencies else np.zeros(0, np.int64)
+        meta["schema_version"] = SCHEMA_VERSION
+        meta["samples"] = {
+            "file": SAMPLES_FILE,
+            "rows": rows,
+            "bytes": samples_path.stat().st_size,
+            "sha256": sha256_file(samples_path),
+            "columns": list(SAMPLE_COLUMNS),
+            "clock": "CLOCK_MONOTONIC",
+            "unit": "ns",
+        }
+        summary = summarize(latency).to_dict()
+        meta["summary"] = {"latency_ns": {k: v if v == v else None for k, v in summary.items()}}
+        return self._publish(staging, meta)
+
+    def recover_parts(self, staging: Path) -> Run | None:
+        """A staging folder of a killed long-running recorder (``run.draft.json`` and
+        ``parts/``) stored as a partial run; None when the folder is not one."""
+        draft = staging / DRAFT_JSON
+        if not draft.is_file():
+            return None
+        try:
+            meta = json.loads(draft.read_text())
+        except (OSError, ValueError):
+            return None
+        meta["status"] = "partial"
+        meta["partial_reason"] = "recovered from .staging: the recording process did not finish"
+        return self.commit_parts(staging, meta)
 
     def commit_histogram(self, staging: Path, histogram_log: str, meta: dict[str, Any]) -> Run:
         """Store an HdrHistogram log (its text) as a histogram-only run (``meta`` carries its

@@ -1,0 +1,123 @@
+// jitterlab-monitor-load: records samples into a monitor channel at a set rate, as an
+// application would, and measures what one record costs (benchmarks/monitor_overhead.py,
+// tests). Prints one JSON object on stdout.
+#include <jitterlab/monitor_c.h>
+#include <x86intrin.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../src/tool_util.hpp"
+
+namespace {
+
+constexpr const char* kTool = "jitterlab-monitor-load";
+constexpr const char* kUsage =
+    "usage: jitterlab-monitor-load --channel NAME [options]\n"
+    "  --count N          samples to record (default 1000000)\n"
+    "  --rate HZ          samples per second, paced (0: as fast as possible; default 0)\n"
+    "  --latency-ns L     the latency recorded (default 1000000)\n"
+    "  --jitter-ns S      normal jitter SD added to it (default 0)\n"
+    "  --trial TAG        record the samples inside a trial with this tag\n"
+    "  --cost             time every record call with the TSC and report p50/p99/max cost\n"
+    "  --seed S           seed of the jitter (default 1)\n";
+
+std::uint64_t tsc() {
+  _mm_lfence();
+  const std::uint64_t t = __rdtsc();
+  _mm_lfence();
+  return t;
+}
+
+double tsc_per_ns() {
+  const std::int64_t c0 = jl_monitor_now_ns();
+  const std::uint64_t t0 = tsc();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const std::int64_t c1 = jl_monitor_now_ns();
+  const std::uint64_t t1 = tsc();
+  return static_cast<double>(t1 - t0) / static_cast<double>(c1 - c0);
+}
+
+double percentile(std::vector<std::uint64_t>& v, double p) {
+  if (v.empty()) return 0;
+  const auto k = static_cast<std::size_t>(p * static_cast<double>(v.size() - 1));
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
+  return static_cast<double>(v[k]);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace jitterlab;
+  std::string channel, trial;
+  std::int64_t count = 1'000'000, rate = 0, latency = 1'000'000, jitter = 0, seed = 1;
+  bool cost = false;
+  tool::ArgReader args(kTool, argc, argv, kUsage);
+  while (args.next()) {
+    const std::string& flag = args.flag();
+    if (flag == "--channel") channel = args.value();
+    else if (flag == "--count") count = args.integer(1, 2'000'000'000);
+    else if (flag == "--rate") rate = args.integer(0, 100'000'000);
+    else if (flag == "--latency-ns") latency = args.integer(0, INT64_MAX / 4);
+    else if (flag == "--jitter-ns") jitter = args.integer(0, INT64_MAX / 4);
+    else if (flag == "--trial") trial = args.value();
+    else if (flag == "--cost") cost = true;
+    else if (flag == "--seed") seed = args.integer(0, INT64_MAX);
+    else tool::usage_error(kTool, "unknown option '" + flag + "'");
+  }
+  if (channel.empty()) tool::usage_error(kTool, "--channel is required");
+  tool::install_signal_handlers();
+  char err[256] = {0};
+  jl_monitor* m = jl_monitor_open(channel.c_str(), 0, err, sizeof err);
+  if (!m) tool::usage_error(kTool, err);
+  if (!trial.empty() && jl_monitor_trial_begin(m, trial.c_str()) < 0) tool::usage_error(kTool, "--trial: tag too long");
+  std::mt19937_64 rng(static_cast<std::uint64_t>(seed));
+  std::normal_distribution<double> noise(0.0, static_cast<double>(jitter));
+  std::vector<std::uint64_t> costs;
+  if (cost) costs.reserve(static_cast<std::size_t>(count));
+  const double per_ns = cost ? tsc_per_ns() : 1.0;
+  std::uint64_t empty = cost ? ~0ULL : 0;  // the cost of the timing itself: the least of empty pairs
+  for (int i = 0; cost && i < 10'000; ++i) {
+    const std::uint64_t a = tsc();
+    const std::uint64_t b = tsc();
+    empty = std::min(empty, b - a);
+  }
+  std::int64_t dropped = 0, done = 0;
+  const std::int64_t start = jl_monitor_now_ns();
+  for (; done < count && !tool::g_signal; ++done) {
+    if (rate > 0) {
+      const std::int64_t due = start + done * 1'000'000'000 / rate;
+      while (jl_monitor_now_ns() < due) {
+      }
+    }
+    const std::int64_t value = jitter ? std::max<std::int64_t>(0, latency + static_cast<std::int64_t>(noise(rng))) : latency;
+    if (cost) {
+      const std::uint64_t t0 = tsc();
+      dropped += jl_monitor_record(m, value);
+      const std::uint64_t t1 = tsc();
+      costs.push_back(t1 - t0 > empty ? t1 - t0 - empty : 0);
+    } else {
+      dropped += jl_monitor_record(m, value);
+    }
+  }
+  const std::int64_t seconds_ns = jl_monitor_now_ns() - start;
+  if (!trial.empty()) jl_monitor_trial_end(m);
+  std::printf("{\"recorded\": %lld, \"dropped\": %lld, \"seconds\": %.6f, \"rate\": %.1f",
+              static_cast<long long>(done - dropped), static_cast<long long>(dropped), seconds_ns / 1e9,
+              done / (seconds_ns / 1e9));
+  if (cost) {
+    auto ns = [&](double ticks) { return ticks / per_ns; };
+    std::printf(", \"cost_p50_ns\": %.2f, \"cost_p99_ns\": %.2f, \"cost_p999_ns\": %.2f, \"cost_max_ns\": %.2f",
+                ns(percentile(costs, 0.5)), ns(percentile(costs, 0.99)), ns(percentile(costs, 0.999)),
+                ns(static_cast<double>(*std::max_element(costs.begin(), costs.end()))));
+  }
+  std::printf(", \"ring_dropped_total\": %llu}\n", static_cast<unsigned long long>(jl_monitor_dropped(m)));
+  jl_monitor_close(m);
+  return 0;
+}

@@ -1,0 +1,202 @@
+"""``jitterlab monitor`` (live latency inside an experiment), ``ssq score`` and ``sdk``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from jitterlab.cli.common import (
+    Parser,
+    load,
+    non_negative_float,
+    note,
+    print_json,
+    probability,
+    seconds,
+    store_option,
+    warn,
+    writable_store,
+)
+from jitterlab.core.errors import JitterlabError
+from jitterlab.core.programs import PACKAGE_ROOT
+from jitterlab.core.render import render
+from jitterlab.monitor import recorder, server, ssq, trials
+from jitterlab.monitor.metrics import parse_listen, start_endpoint
+from jitterlab.stats import summarize
+
+
+def add_parsers(sub: Any) -> None:
+    p = sub.add_parser("monitor", help="live latency inside an application: serve a channel, screen trials")
+    monitor = p.add_subparsers(dest="monitor_command", required=True, parser_class=Parser)
+    q = monitor.add_parser(
+        "serve", help="drain a channel: classify, store as a run, serve Prometheus metrics"
+    )
+    q.add_argument("--channel", required=True)
+    q.add_argument("--baseline", help="reference run whose stacked-z thresholds classify the samples")
+    q.add_argument("--listen", default="127.0.0.1:9464", help="metrics endpoint (default 127.0.0.1:9464)")
+    q.add_argument("--duration", type=seconds, help="stop after this long (default: until Ctrl-C/SIGTERM)")
+    q.add_argument("--alpha", type=probability, default=0.01, help="significance of the trial test (0.01)")
+    store_option(q)
+    q = monitor.add_parser("trials", help="the trials of a monitor run with their screening verdicts")
+    q.add_argument("run")
+    q.add_argument("--json", action="store_true")
+    store_option(q)
+    q = monitor.add_parser("unlink", help="remove a channel's shared memory")
+    q.add_argument("--channel", required=True)
+    p = sub.add_parser("ssq", help="Simulator Sickness Questionnaire scores (Kennedy et al. 1993)")
+    s = p.add_subparsers(dest="ssq_command", required=True, parser_class=Parser)
+    q = s.add_parser("score", help="score a CSV of answers: subscales, total, pre/post, groups")
+    q.add_argument("file", type=Path)
+    q.add_argument("--pre-post", action="store_true", help="rows carry a phase column: pre or post")
+    q.add_argument("--group", help="column naming each participant's group or condition")
+    q.add_argument("--exclude-pre-above", type=non_negative_float, help="leave out participants sick before")
+    q.add_argument("--trial-column", help="column naming each participant's monitored trial")
+    q.add_argument("--trials", help="monitor run whose trials give each participant's delivered latency")
+    q.add_argument("--json", action="store_true")
+    store_option(q)
+    p = sub.add_parser("sdk", help="where the C/C++ SDK is: headers, libraries, CMake and pkg-config files")
+    p.add_argument(
+        "--cmakedir", action="store_true", help="print the folder for CMAKE_PREFIX_PATH/jitterlab_DIR"
+    )
+    p.add_argument("--pkgconfigdir", action="store_true", help="print the folder for PKG_CONFIG_PATH")
+
+
+def cmd_monitor(args: argparse.Namespace) -> int:
+    if args.monitor_command == "unlink":
+        if not recorder.unlink(args.channel):
+            raise JitterlabError(f"no channel '{args.channel}' to remove")
+        note(f"removed channel {args.channel}")
+        return 0
+    if args.monitor_command == "trials":
+        results = trials.trial_results(load(args.run, args))
+        if args.json:
+            print_json(
+                [
+                    {"trial": r.tag, "t_begin_ns": r.t_begin_ns, "t_end_ns": r.t_end_ns} | r.verdict.to_dict()
+                    for r in results
+                ]
+            )
+        else:
+            print(render(trials.HEADERS, trials.rows(results), "lrrrrll"))
+        return 0
+    return _serve(args)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    recorder.check_channel(args.channel)
+    parse_listen(args.listen)
+    store = writable_store(args)
+    held = server.lock_channel(args.channel)
+    try:
+        reference = args.baseline or recorder.Reader(args.channel).hint() or None
+        baseline = None
+        if reference:
+            run = load(reference, args)
+            baseline = server.load_baseline(run.latency_ns, run.id)
+            reference = run.id
+        else:
+            warn("no --baseline: samples are stored and counted but not classified, trials not screened")
+        srv = server.Server(args.channel, store, baseline, reference, args.alpha)
+        if srv.backlog_skipped:
+            warn(f"left out {srv.backlog_skipped} entries recorded while no server ran (an earlier session)")
+        endpoint = start_endpoint(srv.state, args.listen)
+        note(
+            f"serving channel {args.channel}: metrics on http://{args.listen}/metrics, run {srv.run_id} "
+            f"({'until --duration' if args.duration else 'Ctrl-C or SIGTERM stops and stores it'})"
+        )
+        try:
+            run = server.serve_loop(srv, args.duration, on_tick=_progress)
+        finally:
+            endpoint.shutdown()
+    finally:
+        held.close()
+    if sys.stderr.isatty():
+        sys.stderr.write("\r\033[K")
+    monitor = run.meta["monitor"]
+    note(
+        f"stored {run.id}: {run.meta['samples']['rows']} samples, {len(monitor['trials'])} trials, "
+        f"{monitor['ring_dropped']} dropped"
+    )
+    return 0
+
+
+def _progress(srv: server.Server) -> None:
+    if sys.stderr.isatty():
+        s = srv.state
+        sys.stderr.write(f"\r{s.samples:,} samples, {s.ring_dropped:,} dropped, {len(s.trials)} trials")
+        sys.stderr.flush()
+
+
+def cmd_ssq(args: argparse.Namespace) -> int:
+    if args.trials and not args.trial_column:
+        raise JitterlabError("--trials needs --trial-column (which trial each participant had)")
+    scored = ssq.score_file(args.file, args.pre_post, args.group, args.trial_column, args.exclude_pre_above)
+    table = scored.table
+    if args.trials:
+        delivered = {r.tag: r for r in trials.trial_results(load(args.trials, args))}
+        run = load(args.trials, args)
+        column = args.trial_column.lower()
+        missing = [t for t in table[column] if t not in delivered]
+        if missing:
+            raise JitterlabError(f"trial '{missing[0]}' is not in monitor run {run.id}")
+        latency = run.latency_ns
+        for key, pick in (("latency_mean_ms", "mean"), ("latency_p99_ms", "p99")):
+            table[key] = [getattr(summarize(latency[_rows(run, t)]), pick) / 1e6 for t in table[column]]
+        table["latency_contaminated"] = [delivered[t].verdict.contaminated for t in table[column]]
+    headers, rows = ssq.group_table(scored, args.group)
+    if args.json:
+        print_json(
+            {
+                "participants": table.to_dict(orient="records"),
+                "groups": [dict(zip(headers, row, strict=True)) for row in rows],
+                "excluded": scored.excluded,
+            }
+        )
+        return 0
+    print(render(headers, rows, "ll" + "r" * (len(headers) - 2)))
+    if scored.excluded:
+        note(f"left out (pre total above {args.exclude_pre_above:g}): {', '.join(scored.excluded)}")
+    if args.trials:
+        shown = [
+            "participant",
+            args.trial_column.lower(),
+            "total_delta" if scored.paired else "total",
+            "latency_mean_ms",
+            "latency_p99_ms",
+            "latency_contaminated",
+        ]
+        print()
+        print(render(shown, [[_cell(v) for v in row] for row in table[shown].itertuples(index=False)]))
+    return 0
+
+
+def _rows(run: Any, tag: str) -> slice:
+    trial = next(t for t in run.meta["monitor"]["trials"] if t["tag"] == tag)
+    end = trial.get("end_seq")
+    return slice(int(trial["first_seq"]), int(end) if end is not None else None)
+
+
+def _cell(value: Any) -> str:
+    return f"{value:.2f}" if isinstance(value, float) else str(value)
+
+
+def cmd_sdk(args: argparse.Namespace) -> int:
+    cmake = PACKAGE_ROOT / "lib" / "cmake" / "jitterlab"
+    pkgconfig = PACKAGE_ROOT / "lib" / "pkgconfig"
+    if not cmake.is_dir():
+        raise JitterlabError("the SDK is not installed; reinstall jitterlab (pip install .)")
+    if args.cmakedir:
+        print(cmake)
+    elif args.pkgconfigdir:
+        print(pkgconfig)
+    else:
+        print(f"include   {PACKAGE_ROOT / 'include'}")
+        print(f"lib       {PACKAGE_ROOT / 'lib'}")
+        print(f"cmake     {cmake}   (find_package(jitterlab) → jitterlab::monitor, jitterlab::inject)")
+        print(f"pkgconfig {pkgconfig}   (jitterlab-monitor, jitterlab-inject)")
+    return 0
+
+
+COMMANDS = {"monitor": cmd_monitor, "ssq": cmd_ssq, "sdk": cmd_sdk}

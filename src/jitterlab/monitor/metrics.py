@@ -1,0 +1,108 @@
+"""The OpenMetrics / Prometheus endpoint of ``monitor serve`` (prometheus-client).
+
+A custom collector reads the server's counters at scrape time, so the drain loop never
+pays per sample for the metrics: it adds whole batches to numpy counters.
+
+Metrics (label ``channel``):
+- ``jitterlab_monitor_latency_seconds``: histogram of every sample (1-2-5 buckets, 1 µs … 10 s)
+- ``jitterlab_monitor_samples_total``, ``jitterlab_monitor_dropped_total`` (ring full)
+- ``jitterlab_monitor_outliers_total{category}``: samples per stacked-z category above the main one
+- ``jitterlab_monitor_trial_samples{trial}``, ``…_trial_outlier_share{trial}``,
+  ``…_trial_contaminated{trial}`` (1 contaminated, 0 clean), ``…_trial_max_latency_seconds{trial}``
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.registry import Collector, CollectorRegistry
+
+from jitterlab.core.errors import JitterlabError
+from jitterlab.monitor.server import BUCKETS_S, LiveState
+
+
+class MonitorCollector(Collector):
+    def __init__(self, state: LiveState) -> None:
+        self.state = state
+
+    def collect(self) -> Iterator[Any]:
+        s = self.state
+        with s.lock:
+            channel = [s.channel]
+            cumulative = s.bucket_counts.cumsum()
+            buckets = [(f"{b:g}", float(c)) for b, c in zip(BUCKETS_S, cumulative[:-1], strict=True)]
+            buckets.append(("+Inf", float(cumulative[-1])))
+            histogram = HistogramMetricFamily(
+                "jitterlab_monitor_latency_seconds", "latency of every recorded sample", labels=["channel"]
+            )
+            histogram.add_metric(channel, buckets, s.latency_sum_s)
+            yield histogram
+            samples = CounterMetricFamily("jitterlab_monitor_samples", "samples drained", labels=["channel"])
+            samples.add_metric(channel, s.samples)
+            yield samples
+            dropped = CounterMetricFamily(
+                "jitterlab_monitor_dropped", "samples dropped because the ring was full", labels=["channel"]
+            )
+            dropped.add_metric(channel, s.ring_dropped)
+            yield dropped
+            if s.baseline is not None:
+                outliers = CounterMetricFamily(
+                    "jitterlab_monitor_outliers",
+                    "samples per outlier category of the baseline's stacked z-score thresholds",
+                    labels=["channel", "category"],
+                )
+                for k, count in enumerate(s.category_counts[1:], start=1):
+                    outliers.add_metric([s.channel, str(k)], float(count))
+                yield outliers
+            families = {
+                "samples": GaugeMetricFamily(
+                    "jitterlab_monitor_trial_samples", "samples of a trial", labels=["channel", "trial"]
+                ),
+                "share": GaugeMetricFamily(
+                    "jitterlab_monitor_trial_outlier_share",
+                    "outlier share of a trial",
+                    labels=["channel", "trial"],
+                ),
+                "contaminated": GaugeMetricFamily(
+                    "jitterlab_monitor_trial_contaminated",
+                    "1 when the trial is contaminated against the baseline",
+                    labels=["channel", "trial"],
+                ),
+                "max": GaugeMetricFamily(
+                    "jitterlab_monitor_trial_max_latency_seconds",
+                    "largest latency of a trial",
+                    labels=["channel", "trial"],
+                ),
+            }
+            for trial in s.trials:
+                labels = [s.channel, trial.tag]
+                verdict = s.verdict(trial)
+                families["samples"].add_metric(labels, float(trial.counts.sum()))
+                families["max"].add_metric(labels, max(trial.max_ns, 0.0) / 1e9)
+                if verdict is not None:
+                    families["share"].add_metric(labels, verdict.share)
+                    families["contaminated"].add_metric(labels, 1.0 if verdict.contaminated else 0.0)
+        yield from families.values()
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise JitterlabError(f"--listen wants HOST:PORT (for example 127.0.0.1:9464), got '{text}'")
+    return host.strip("[]"), int(port)
+
+
+def start_endpoint(state: LiveState, listen: str) -> Any:
+    """Serve /metrics on ``listen`` in a background thread; returns the HTTP server."""
+    from prometheus_client import start_http_server
+
+    host, port = parse_listen(listen)
+    registry = CollectorRegistry()
+    registry.register(MonitorCollector(state))
+    try:
+        server, _ = start_http_server(port, addr=host, registry=registry)
+    except OSError as e:
+        raise JitterlabError(f"--listen {listen}: {e.strerror or e}") from e
+    return server

@@ -1,0 +1,199 @@
+"""``jitterlab.Monitor``: record latencies from Python into a monitor channel.
+
+>>> with jitterlab.Monitor("mtp", baseline="20261122-baseline") as m:   # doctest: +SKIP
+...     with m.trial("cond-A/p07"):
+...         m.record(latency_ns)
+
+The recorder is the C library of native/include/jitterlab/monitor_c.h (ctypes): the same
+ring and protocol as a C or C++ application. Recording never blocks; a full ring (no
+``serve`` running, or one that fell behind) drops the sample and counts it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import lru_cache
+from typing import Any, Protocol, cast
+
+import numpy as np
+
+from jitterlab.core.errors import JitterlabError
+from jitterlab.core.programs import native_library
+
+TAG_MAX = 32
+SAMPLE, TRIAL_BEGIN, TRIAL_END = 0, 1, 2
+# jl_monitor_event, as numpy sees it
+EVENT_DTYPE = np.dtype(
+    [("t_send_ns", "<i8"), ("t_recv_ns", "<i8"), ("kind", "<u4"), ("tag_len", "<u4"), ("tag", "S32")]
+)
+assert EVENT_DTYPE.itemsize == 56
+
+
+class MonitorLibrary(Protocol):
+    """The C API as Python sees it through ctypes (a typed stub; argtypes make ctypes check)."""
+
+    def jl_monitor_open(self, channel: bytes, capacity: int, err: Any, err_len: int) -> int | None: ...
+    def jl_monitor_close(self, handle: int) -> None: ...
+    def jl_monitor_record(self, handle: int, latency_ns: int) -> int: ...
+    def jl_monitor_span(self, handle: int, t_start_ns: int, t_end_ns: int) -> int: ...
+    def jl_monitor_trial_begin(self, handle: int, tag: bytes) -> int: ...
+    def jl_monitor_trial_end(self, handle: int) -> int: ...
+    def jl_monitor_dropped(self, handle: int) -> int: ...
+    def jl_monitor_drain(self, handle: int, out: Any, max_events: int, stale_ns: int) -> int: ...
+    def jl_monitor_unlink(self, channel: bytes) -> int: ...
+    def jl_monitor_set_hint(self, handle: int, hint: bytes) -> int: ...
+    def jl_monitor_hint(self, handle: int, out: Any, out_size: int) -> int: ...
+    def jl_monitor_now_ns(self) -> int: ...
+
+
+@lru_cache(maxsize=1)
+def library() -> MonitorLibrary:
+    lib = ctypes.CDLL(str(native_library("libjitterlab_monitor.so")))
+    i64, u64, p, size = ctypes.c_int64, ctypes.c_uint64, ctypes.c_void_p, ctypes.c_size_t
+    lib.jl_monitor_open.restype = p
+    lib.jl_monitor_open.argtypes = [ctypes.c_char_p, size, ctypes.c_char_p, size]
+    lib.jl_monitor_close.argtypes = [p]
+    for name in ("jl_monitor_record",):
+        getattr(lib, name).restype = ctypes.c_int
+        getattr(lib, name).argtypes = [p, i64]
+    lib.jl_monitor_span.restype = ctypes.c_int
+    lib.jl_monitor_span.argtypes = [p, i64, i64]
+    lib.jl_monitor_trial_begin.restype = ctypes.c_int
+    lib.jl_monitor_trial_begin.argtypes = [p, ctypes.c_char_p]
+    lib.jl_monitor_trial_end.restype = ctypes.c_int
+    lib.jl_monitor_trial_end.argtypes = [p]
+    lib.jl_monitor_dropped.restype = u64
+    lib.jl_monitor_dropped.argtypes = [p]
+    lib.jl_monitor_drain.restype = size
+    lib.jl_monitor_drain.argtypes = [p, p, size, i64]
+    lib.jl_monitor_unlink.restype = ctypes.c_int
+    lib.jl_monitor_unlink.argtypes = [ctypes.c_char_p]
+    lib.jl_monitor_set_hint.restype = ctypes.c_int
+    lib.jl_monitor_set_hint.argtypes = [p, ctypes.c_char_p]
+    lib.jl_monitor_hint.restype = size
+    lib.jl_monitor_hint.argtypes = [p, ctypes.c_char_p, size]
+    lib.jl_monitor_now_ns.restype = i64
+    return cast(MonitorLibrary, lib)
+
+
+_CHANNEL = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+
+
+def check_channel(channel: str) -> str:
+    """The channel's name, or one line saying what a name may hold (the C API's rule)."""
+    if not _CHANNEL.match(channel):
+        raise JitterlabError(f"'{channel}': a channel name is 1 to 64 letters, digits, '.', '_' or '-'")
+    return channel
+
+
+def _open(channel: str, capacity: int = 0) -> tuple[MonitorLibrary, int]:
+    lib = library()
+    err = ctypes.create_string_buffer(512)
+    handle = lib.jl_monitor_open(channel.encode(), capacity, err, len(err))
+    if not handle:
+        raise JitterlabError(f"monitor channel '{channel}': {err.value.decode(errors='replace')}")
+    return lib, handle
+
+
+class Monitor:
+    """The recording side of a channel.
+
+    Parameters
+    ----------
+    channel
+        Name of the channel (letters, digits, '.', '_', '-'); ``jitterlab monitor serve
+        --channel NAME`` drains it.
+    baseline
+        A baseline run id left in the channel for ``serve`` (used when serve is started
+        without ``--baseline``).
+    """
+
+    _handle: int | None = None
+
+    def __init__(self, channel: str, baseline: str | None = None, capacity: int = 0) -> None:
+        self._lib, self._handle = _open(channel, capacity)
+        self.channel = channel
+        # bound once: a record is one ctypes call, nothing else
+        self._record = self._lib.jl_monitor_record
+        if baseline is not None and self._lib.jl_monitor_set_hint(self._handle, baseline.encode()) != 0:
+            raise JitterlabError("baseline: a run id of at most 127 bytes")
+
+    def record(self, latency_ns: int) -> bool:
+        """A latency that ended now; False when it was dropped (ring full)."""
+        return self._record(self._handle, latency_ns) == 0  # type: ignore[arg-type]
+
+    def span(self, t_start_ns: int, t_end_ns: int) -> bool:
+        """An interval measured by the caller (CLOCK_MONOTONIC ns, e.g. time.monotonic_ns())."""
+        return self._lib.jl_monitor_span(self._live(), t_start_ns, t_end_ns) == 0
+
+    @contextmanager
+    def trial(self, tag: str) -> Iterator[None]:
+        """Samples recorded inside belong to trial ``tag`` (at most 32 bytes)."""
+        encoded = tag.encode()
+        if len(encoded) > TAG_MAX:
+            raise JitterlabError(f"trial tag '{tag}' is longer than {TAG_MAX} bytes")
+        self._lib.jl_monitor_trial_begin(self._live(), encoded)
+        try:
+            yield
+        finally:
+            self._lib.jl_monitor_trial_end(self._live())
+
+    @property
+    def dropped(self) -> int:
+        """Samples dropped on this channel because the ring was full (all writers)."""
+        return int(self._lib.jl_monitor_dropped(self._live()))
+
+    def _live(self) -> int:
+        if self._handle is None:
+            raise JitterlabError("the monitor is closed")
+        return self._handle
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._lib.jl_monitor_close(self._handle)
+            self._handle = None
+
+    def __enter__(self) -> Monitor:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        self.close()
+
+
+class Reader:
+    """The draining side of a channel (``serve``): events in order, as a numpy array."""
+
+    def __init__(self, channel: str, batch: int = 65_536) -> None:
+        self._lib, self._handle = _open(channel)
+        self._buffer = np.zeros(batch, dtype=EVENT_DTYPE)
+
+    def drain(self, stale_ns: int = 1_000_000_000) -> np.ndarray:
+        n = self._lib.jl_monitor_drain(self._handle, self._buffer.ctypes.data, len(self._buffer), stale_ns)
+        return self._buffer[:n].copy()
+
+    @property
+    def dropped(self) -> int:
+        return int(self._lib.jl_monitor_dropped(self._handle))
+
+    def hint(self) -> str:
+        out = ctypes.create_string_buffer(128)
+        self._lib.jl_monitor_hint(self._handle, out, len(out))
+        return out.value.decode(errors="replace")
+
+    def close(self) -> None:
+        self._lib.jl_monitor_close(self._handle)
+
+
+def unlink(channel: str) -> bool:
+    """Remove a channel's shared memory; False when there was none."""
+    return library().jl_monitor_unlink(channel.encode()) == 0
+
+
+def now_ns() -> int:
+    return int(library().jl_monitor_now_ns())

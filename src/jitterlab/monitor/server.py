@@ -1,0 +1,326 @@
+"""``jitterlab monitor serve``: drain a channel, classify, store, serve metrics.
+
+One loop drains the ring in batches (numpy arrays of events), classifies every sample with
+the baseline's stacked-z thresholds, keeps counters (per category, per trial, a latency
+histogram) that the Prometheus endpoint reads at scrape time, and writes the samples to the
+run's staging folder in rolling Parquet parts. Memory stays bounded however long it runs:
+only the current part is held. At the end the parts become the run's samples file; a
+server killed outright leaves its parts and a draft run.json for ``jitterlab recover``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import fcntl
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from jitterlab.core.errors import JitterlabError
+from jitterlab.core.fileio import atomic_write_json
+from jitterlab.core.signals import last_signal
+from jitterlab.monitor.recorder import SAMPLE, TRIAL_BEGIN, TRIAL_END, Reader
+from jitterlab.stats import stacked_z_test
+from jitterlab.stats.categories import categorize
+from jitterlab.stats.screening import (
+    DEFAULT_ALPHA,
+    MIN_BASELINE_SAMPLES,
+    Baseline,
+    Verdict,
+    baseline_of,
+    screen_counts,
+)
+from jitterlab.store.runs import DRAFT_JSON, ResultsStore, Run
+from jitterlab.store.schema import run_meta, safe_id_part
+
+# Histogram buckets of the metrics endpoint (seconds): 1-2-5 steps from 1 µs to 10 s
+BUCKETS_S = (*(m * 10.0**e for e in range(-6, 1) for m in (1, 2, 5)), 10.0)
+PART_SAMPLES = 1_000_000
+PART_SECONDS = 10.0
+
+
+@dataclass
+class TrialState:
+    tag: str
+    first_seq: int
+    t_begin_ns: int
+    counts: np.ndarray
+    max_ns: float = float("-inf")
+    end_seq: int | None = None
+    t_end_ns: int | None = None
+
+    def block(self) -> dict[str, Any]:
+        return {
+            "tag": self.tag,
+            "first_seq": self.first_seq,
+            "end_seq": self.end_seq,
+            "t_begin_ns": self.t_begin_ns,
+            "t_end_ns": self.t_end_ns,
+        }
+
+
+@dataclass
+class LiveState:
+    """What the endpoint reports; written by the drain loop under ``lock``."""
+
+    channel: str
+    baseline: Baseline | None
+    alpha: float = DEFAULT_ALPHA
+    samples: int = 0
+    ring_dropped: int = 0
+    category_counts: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
+    bucket_counts: np.ndarray = field(default_factory=lambda: np.zeros(len(BUCKETS_S) + 1, np.int64))
+    latency_sum_s: float = 0.0
+    trials: list[TrialState] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def verdict(self, trial: TrialState) -> Verdict | None:
+        if self.baseline is None:
+            return None
+        return screen_counts(tuple(int(c) for c in trial.counts), trial.max_ns, self.baseline, self.alpha)
+
+
+def load_baseline(values: np.ndarray, ref: str) -> Baseline:
+    """A baseline from a reference run's latencies; one line for an unusable one."""
+    if values.size < MIN_BASELINE_SAMPLES:
+        raise JitterlabError(
+            f"baseline {ref} has {values.size} samples; screening needs at least {MIN_BASELINE_SAMPLES}"
+        )
+    result = stacked_z_test(values)
+    if not result.thresholds:
+        raise JitterlabError(f"baseline {ref} has no outlier categories (all its latencies are equal)")
+    return baseline_of(values, result)
+
+
+def lock_channel(channel: str) -> Any:
+    """Hold the channel for this server; one line when another server holds it."""
+    folder = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path("/tmp")
+    handle = open(folder / f"jitterlab-monitor-{channel}.serve.lock", "a+")  # noqa: SIM115 (held until exit)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        pid = handle.read().strip() or "?"
+        handle.close()
+        raise JitterlabError(
+            f"channel '{channel}' is already served (pid {pid}); stop that server first"
+        ) from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(str(os.getpid()))
+    handle.flush()
+    return handle
+
+
+class Server:
+    """The drain loop and the run it writes."""
+
+    def __init__(
+        self,
+        channel: str,
+        store: ResultsStore,
+        baseline: Baseline | None,
+        baseline_id: str | None,
+        alpha: float = DEFAULT_ALPHA,
+        part_samples: int = PART_SAMPLES,
+    ) -> None:
+        self.reader = Reader(channel)
+        self.store = store
+        self.state = LiveState(channel, baseline, alpha)
+        if baseline is not None:
+            self.state.category_counts = np.zeros(len(baseline.thresholds) + 1, np.int64)
+        self.part_samples = part_samples
+        self.run_id = store.new_run_id("monitor", safe_id_part(channel))
+        self.staging = store.staging_dir(self.run_id)
+        self.started = dt.datetime.now(dt.timezone.utc)
+        self.t_start_ns: int | None = None
+        self.buffer_send: list[np.ndarray] = []
+        self.buffer_recv: list[np.ndarray] = []
+        self.buffered = 0
+        self.parts = 0
+        self.seq = 0
+        self.current: TrialState | None = None
+        self.last_flush = time.monotonic()
+        # what writers left in the ring while no server ran belongs to no run of this server:
+        # it is counted and left out (a study's trials must not mix with an earlier session)
+        self.backlog_skipped = 0
+        while len(skipped := self.reader.drain(stale_ns=0)):
+            self.backlog_skipped += len(skipped)
+        self.dropped_at_start = self.reader.dropped
+        self.meta = run_meta(
+            self.run_id,
+            self.started,
+            environment=None,
+            doctor=None,
+            config={
+                "runtime": "monitor",
+                "technique": f"monitor/{channel}",
+                "pairs": 1,
+                "policy": "n/a",
+                "source": f"monitor channel {channel}",
+                "source_format": "monitor",
+            },
+            obtained={"warnings": []},
+            floor={},
+            timing={},
+            monitor={
+                "channel": channel,
+                "baseline": baseline_id,
+                "thresholds_ns": list(baseline.thresholds) if baseline else None,
+                "top_cut_ns": baseline.top_cut if baseline else None,
+                "baseline_outlier_share": baseline.outlier_share if baseline else None,
+                "baseline_samples": baseline.samples if baseline else None,
+                "alpha": alpha,
+                "trials": [],
+            },
+        )
+
+    # --- the loop -------------------------------------------------------------------
+
+    def step(self) -> int:
+        """Drain once; the number of events."""
+        events = self.reader.drain()
+        if len(events):
+            self._process(events)
+        with self.state.lock:
+            self.state.ring_dropped = self.reader.dropped - self.dropped_at_start
+        if self.buffered >= self.part_samples or (
+            self.buffered and time.monotonic() - self.last_flush > PART_SECONDS
+        ):
+            self.flush()
+        return len(events)
+
+    def _process(self, events: np.ndarray) -> None:
+        marks = np.flatnonzero(events["kind"] != SAMPLE)
+        start = 0
+        for mark in [*marks.tolist(), len(events)]:
+            if mark > start:
+                self._samples(events[start:mark])
+            if mark < len(events):
+                self._mark(events[mark])
+            start = mark + 1
+
+    def _samples(self, events: np.ndarray) -> None:
+        t_send, t_recv = events["t_send_ns"], events["t_recv_ns"]
+        latency = (t_recv - t_send).astype(np.float64)
+        if self.t_start_ns is None:
+            self.t_start_ns = int(t_recv[0])
+        buckets = np.bincount(
+            np.searchsorted(BUCKETS_S, latency / 1e9, side="left"), minlength=len(BUCKETS_S) + 1
+        )
+        with self.state.lock:
+            self.state.samples += len(latency)
+            self.state.bucket_counts += buckets
+            self.state.latency_sum_s += float(latency.sum()) / 1e9
+            if self.state.baseline is not None:
+                labels = categorize(latency, self.state.baseline.thresholds).astype(np.int64)
+                counts = np.bincount(labels, minlength=len(self.state.category_counts))
+                self.state.category_counts += counts
+                if self.current is not None:
+                    self.current.counts += counts
+            if self.current is not None:
+                self.current.max_ns = max(self.current.max_ns, float(latency.max()))
+        self.buffer_send.append(t_send.copy())
+        self.buffer_recv.append(t_recv.copy())
+        self.buffered += len(latency)
+        self.seq += len(latency)
+
+    def _mark(self, event: np.void) -> None:
+        when = int(event["t_recv_ns"])
+        if self.current is not None:  # an end, or a begin without an end: close the open trial
+            self.current.end_seq, self.current.t_end_ns = self.seq, when
+            self.current = None
+        if int(event["kind"]) == TRIAL_BEGIN:
+            tag = bytes(event["tag"])[: int(event["tag_len"])].decode(errors="replace")
+            width = len(self.state.category_counts)
+            trial = TrialState(tag, self.seq, when, np.zeros(width, np.int64))
+            with self.state.lock:
+                self.state.trials.append(trial)
+            self.current = trial
+        elif int(event["kind"]) != TRIAL_END:
+            return
+
+    def flush(self) -> None:
+        """Write the buffered samples as the next part, and the draft run.json beside it."""
+        if self.buffered:
+            self.parts += 1
+            self.store.write_part(
+                self.staging,
+                self.parts,
+                np.concatenate(self.buffer_send),
+                np.concatenate(self.buffer_recv),
+                self.seq - self.buffered,
+            )
+            self.buffer_send, self.buffer_recv, self.buffered = [], [], 0
+        self.last_flush = time.monotonic()
+        atomic_write_json(
+            self.staging / DRAFT_JSON, self._final_meta("partial", "the server is still running")
+        )
+
+    def _final_meta(self, status: str, reason: str) -> dict[str, Any]:
+        meta = dict(self.meta)
+        meta["status"], meta["partial_reason"] = status, reason
+        monitor = dict(meta["monitor"])
+        monitor["trials"] = [t.block() for t in self.state.trials]
+        monitor["ring_dropped"] = self.state.ring_dropped
+        monitor["backlog_skipped"] = self.backlog_skipped
+        meta["monitor"] = monitor
+        meta["config"] = dict(meta["config"]) | {"samples_per_pair": self.seq}
+        if self.t_start_ns is not None:
+            meta["timing"] = {"t_start_ns": self.t_start_ns}
+        if self.state.ring_dropped:
+            meta["obtained"] = {
+                "warnings": [
+                    {
+                        "code": "buffer-full",
+                        "detail": f"{self.state.ring_dropped} samples dropped: the ring was full (the server fell behind)",
+                    }
+                ]
+            }
+        return meta
+
+    def finish(self, stopped_by: str, partial: bool) -> Run:
+        for _ in range(100):  # what is still in the ring
+            if self.step() == 0:
+                break
+        self.flush()
+        meta = self._final_meta(
+            "partial" if partial else "complete",
+            f"stopped by {stopped_by} before --duration" if partial else "",
+        )
+        meta["monitor"]["stopped_by"] = stopped_by
+        self.reader.close()
+        return self.store.commit_parts(self.staging, meta)
+
+
+def serve_loop(
+    server: Server,
+    duration_s: float | None,
+    on_tick: Callable[[Server], None] = lambda _: None,
+    idle_sleep_s: float = 0.0005,
+) -> Run:
+    """Run until ``duration_s`` (None: until interrupted), then store the run."""
+    deadline = time.monotonic() + duration_s if duration_s else None
+    try:
+        with server.store.staging_lock(server.run_id):
+            server.flush()
+            last_tick = time.monotonic()
+            try:
+                while deadline is None or time.monotonic() < deadline:
+                    if server.step() == 0:
+                        time.sleep(idle_sleep_s)
+                    if time.monotonic() - last_tick > 1.0:
+                        on_tick(server)
+                        last_tick = time.monotonic()
+            except KeyboardInterrupt:
+                return server.finish(signal.Signals(last_signal()).name, partial=duration_s is not None)
+            return server.finish("--duration", partial=False)
+    except OSError as e:
+        raise JitterlabError(f"cannot write to results store {server.store.root}: {e.strerror or e}") from e

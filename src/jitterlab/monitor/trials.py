@@ -1,0 +1,74 @@
+"""``monitor trials``: every trial of a stored monitor run with its screening verdict.
+
+The baseline stored with the run (thresholds, outlier share, top cut) and the samples of
+each trial (rows ``first_seq`` to ``end_seq``) go through :func:`jitterlab.stats.screen`,
+the same function ``describe --baseline`` uses."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from jitterlab.core.errors import JitterlabError
+from jitterlab.core.units import format_ns
+from jitterlab.stats import Baseline, Verdict, screen
+from jitterlab.store import Run
+
+
+@dataclass(frozen=True)
+class TrialResult:
+    tag: str
+    t_begin_ns: int
+    t_end_ns: int | None
+    verdict: Verdict
+
+
+def stored_baseline(run: Run) -> Baseline:
+    block = run.meta.get("monitor")
+    if not isinstance(block, dict):
+        raise JitterlabError(f"run {run.id} is not a monitor run (no 'monitor' block)")
+    if not block.get("thresholds_ns"):
+        raise JitterlabError(f"run {run.id} was served without a baseline: its trials cannot be screened")
+    return Baseline(
+        tuple(float(t) for t in block["thresholds_ns"]),
+        float(block["baseline_outlier_share"]),
+        float(block["top_cut_ns"]),
+        int(block["baseline_samples"]),
+    )
+
+
+def trial_results(run: Run) -> list[TrialResult]:
+    baseline = stored_baseline(run)
+    alpha = float(run.meta["monitor"].get("alpha", 0.01))
+    latency = run.latency_ns
+    out = []
+    for trial in run.meta["monitor"].get("trials", []):
+        end = trial.get("end_seq")
+        values = latency[int(trial["first_seq"]) : int(end) if end is not None else None]
+        out.append(
+            TrialResult(
+                str(trial["tag"]),
+                int(trial["t_begin_ns"]),
+                trial.get("t_end_ns"),
+                screen(values, baseline, alpha),
+            )
+        )
+    return out
+
+
+HEADERS = ["trial", "samples", "outlier share", "by category", "max", "verdict", "reason"]
+
+
+def rows(results: list[TrialResult]) -> list[list[Any]]:
+    return [
+        [
+            r.tag,
+            r.verdict.samples,
+            f"{r.verdict.share:.2%}",
+            "/".join(str(c) for c in r.verdict.category_counts),
+            format_ns(r.verdict.max_value),
+            "CONTAMINATED" if r.verdict.contaminated else "clean",
+            r.verdict.reason,
+        ]
+        for r in results
+    ]

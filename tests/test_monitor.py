@@ -1,0 +1,405 @@
+"""Live monitoring: the recorder from Python and C, `monitor serve` with a real Prometheus
+scraping it, trial screening equal to `describe --baseline`, recovery, SSQ scoring."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.stats import binomtest
+
+from conftest import assert_one_line_error, make_run, run_cli, run_main
+from jitterlab import Monitor
+from jitterlab.monitor import recorder
+from jitterlab.stats import stacked_z_test
+from jitterlab.stats.screening import baseline_of, screen
+from jitterlab.stats.ssq import ITEMS, score
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def channel() -> Iterator[str]:
+    name = f"pytest-{os.getpid()}-{time.monotonic_ns() % 10**9}"
+    yield name
+    recorder.unlink(name)
+
+
+def serve(
+    channel: str, store: Path, *extra: str, port: int | None = None
+) -> tuple[subprocess.Popen[str], int]:
+    """Start `monitor serve` and wait until it drains (its 'serving' line)."""
+    port = port or free_port()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "jitterlab",
+            "monitor",
+            "serve",
+            "--channel",
+            channel,
+            "--store",
+            str(store),
+            "--listen",
+            f"127.0.0.1:{port}",
+            *extra,
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if line.startswith("serving channel"):
+            return proc, port
+    raise AssertionError(f"serve did not start (exit {proc.wait()})")
+
+
+def finish(proc: subprocess.Popen[str]) -> str:
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    return err
+
+
+def stored_id(err: str) -> str:
+    return next(line.split()[1].rstrip(":") for line in err.splitlines() if line.startswith("stored "))
+
+
+# --- the recorder -------------------------------------------------------------------
+
+
+def test_python_records_spans_and_trials_in_order(channel: str) -> None:
+    reader = recorder.Reader(channel)
+    with Monitor(channel) as m:
+        assert m.record(1500)
+        with m.trial("cond-A/p07"):
+            assert m.span(10, 30)
+        with pytest.raises(Exception, match="longer than 32 bytes"), m.trial("x" * 33):
+            pass
+    events = reader.drain()
+    assert [int(k) for k in events["kind"]] == [0, 1, 0, 2]
+    assert int(events["t_recv_ns"][0] - events["t_send_ns"][0]) == 1500
+    assert bytes(events["tag"][1])[: events["tag_len"][1]] == b"cond-A/p07"
+    assert int(events["t_send_ns"][2]) == 10
+    reader.close()
+
+
+def test_a_client_without_a_server_keeps_running_and_counts_drops(channel: str) -> None:
+    with Monitor(channel, capacity=64) as m:
+        results = [m.record(1000) for _ in range(200)]
+        assert results.count(False) == 136 == m.dropped
+
+
+# --- serve, end to end ----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def example(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example application, built with CMake against the installed SDK (not the source tree)."""
+    build = tmp_path_factory.mktemp("example")
+    cmakedir = run_cli("sdk", "--cmakedir").stdout.strip()
+    assert Path(cmakedir, "jitterlabConfig.cmake").is_file()
+    subprocess.run(
+        [
+            "cmake",
+            "-S",
+            str(REPO / "examples" / "monitor"),
+            "-B",
+            str(build),
+            f"-DCMAKE_PREFIX_PATH={cmakedir}",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    subprocess.run(["cmake", "--build", str(build)], check=True, capture_output=True)
+    return build / "frame_loop"
+
+
+def test_the_example_also_builds_with_pkg_config(tmp_path: Path) -> None:
+    env = os.environ | {"PKG_CONFIG_PATH": run_cli("sdk", "--pkgconfigdir").stdout.strip()}
+    flags = subprocess.run(
+        ["pkg-config", "--cflags", "--libs", "jitterlab-monitor", "jitterlab-inject"],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    out = tmp_path / "frame_loop"
+    subprocess.run(
+        ["cc", str(REPO / "examples" / "monitor" / "frame_loop.c"), "-o", str(out), *flags], check=True
+    )
+    usage = subprocess.run([str(out)], capture_output=True, text=True)
+    assert usage.returncode == 2 and "usage" in usage.stderr
+
+
+def _prometheus(tmp_path: Path, target_port: int) -> tuple[subprocess.Popen[bytes], int]:
+    binary = shutil.which("prometheus")
+    assert binary, "Debian's prometheus is needed (scripts/setup.sh installs it)"
+    port = free_port()
+    config = tmp_path / "prometheus.yml"
+    config.write_text(
+        "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: jitterlab\n"
+        f"    static_configs:\n      - targets: ['127.0.0.1:{target_port}']\n"
+    )
+    proc = subprocess.Popen(
+        [
+            binary,
+            f"--config.file={config}",
+            f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    return proc, port
+
+
+def _query(port: int, expr: str) -> list[dict]:
+    url = f"http://127.0.0.1:{port}/api/v1/query?query={urllib.request.quote(expr)}"
+    with urllib.request.urlopen(url, timeout=5) as response:
+        return list(json.load(response)["data"]["result"])
+
+
+def test_serve_screens_trials_and_prometheus_scrapes_it(
+    tmp_path: Path, store: Path, channel: str, example: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    clean, spiky = tmp_path / "clean.json", tmp_path / "spiky.json"
+    assert (
+        run_cli("model", "make", "-o", str(clean), "--normal", "2ms,0.3ms", "--spikes", "6ms@3").returncode
+        == 0
+    )
+    assert (
+        run_cli(
+            "model",
+            "make",
+            "-o",
+            str(spiky),
+            "--normal",
+            "2ms,0.3ms",
+            "--spikes",
+            "6ms@3",
+            "--spikes",
+            "30ms@5",
+        ).returncode
+        == 0
+    )
+    # a baseline session of the clean condition
+    proc, _ = serve(channel, store, "--duration", "2s")
+    subprocess.run(
+        [str(example), "--scheduled", channel, "3000", f"baseline={clean}"], check=True, capture_output=True
+    )
+    baseline = stored_id(finish(proc))
+    # the study: a clean trial and one with injected spikes, scraped by a real Prometheus
+    proc, port = serve(channel, store, "--baseline", baseline, "--duration", "9s")
+    prometheus, prom_port = _prometheus(tmp_path, port)
+    try:
+        subprocess.run(
+            [str(example), "--scheduled", channel, "1000", f"clean-trial={clean}", f"spiky-trial={spiky}"],
+            check=True,
+            capture_output=True,
+        )
+        contaminated: dict[str, str] = {}
+        deadline = time.monotonic() + 7
+        while time.monotonic() < deadline and len(contaminated) < 2:
+            time.sleep(0.5)
+            try:
+                contaminated = {
+                    r["metric"]["trial"]: r["value"][1]
+                    for r in _query(prom_port, "jitterlab_monitor_trial_contaminated")
+                }
+            except OSError:
+                continue  # prometheus still starting
+        assert contaminated == {"clean-trial": "0", "spiky-trial": "1"}
+        samples = _query(prom_port, "jitterlab_monitor_samples_total")
+        assert float(samples[0]["value"][1]) == 2000
+    finally:
+        prometheus.terminate()
+        prometheus.wait(timeout=30)
+    run_id = stored_id(finish(proc))
+    code, out, err = run_main(["monitor", "trials", run_id, "--json", "--store", str(store)], capsys)
+    assert code == 0, err
+    verdicts = {t["trial"]: t for t in json.loads(out)}
+    assert not verdicts["clean-trial"]["contaminated"]
+    assert verdicts["spiky-trial"]["contaminated"] and "top cut" in verdicts["spiky-trial"]["reason"]
+    # the same samples, described offline against the same baseline, give the same verdicts
+    from jitterlab import load_run
+
+    run = load_run(run_id, store)
+    for trial in run.meta["monitor"]["trials"]:
+        rows = slice(trial["first_seq"], trial["end_seq"])
+        single = make_run(store, run.latency_ns[rows], t_send=run.t_send_ns[rows], technique=trial["tag"])
+        code, out, err = run_main(
+            ["describe", single.id, "--baseline", baseline, "--json", "--store", str(store)], capsys
+        )
+        assert code == 0, err
+        assert json.loads(out)["screening"] == {
+            k: v for k, v in verdicts[trial["tag"]].items() if k not in ("trial", "t_begin_ns", "t_end_ns")
+        }
+
+
+def test_sigterm_stores_the_run_and_a_killed_server_is_recovered(
+    store: Path, channel: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    proc, _ = serve(channel, store)
+    with Monitor(channel) as m:
+        for i in range(5000):
+            m.record(1000 + i)
+    time.sleep(1.5)
+    proc.send_signal(signal.SIGTERM)
+    err = finish(proc)
+    run = json.loads((store / stored_id(err) / "run.json").read_text())
+    assert run["samples"]["rows"] == 5000 and run["monitor"]["stopped_by"] == "SIGTERM"
+    # killed outright: the parts written so far come back as a partial run
+    proc, _ = serve(channel, store)
+    with Monitor(channel) as m:
+        for _ in range(3000):
+            m.record(2000)
+    time.sleep(1.5)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    # the parts are flushed every PART_SECONDS or PART_SAMPLES; the draft says what was seen so far
+    code, _, err = run_main(["recover", "--store", str(store)], capsys)
+    assert code == 0, err
+    code, out, _ = run_main(["runs", "--store", str(store)], capsys)
+    assert "partial" in out
+
+
+def test_serve_refuses_bad_input(
+    tmp_path: Path, store: Path, channel: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    small = make_run(store, np.full(50, 1000, dtype=np.int64))
+    flat = make_run(store, np.full(500, 1000, dtype=np.int64))
+    for ref, needle in ((small.id, "at least 100"), (flat.id, "no outlier categories")):
+        code, _, err = run_main(
+            ["monitor", "serve", "--channel", channel, "--baseline", ref, "--store", str(store)], capsys
+        )
+        assert code == 2 and needle in err
+        assert_one_line_error(err)
+    proc, _ = serve(channel, store)
+    try:
+        code, _, err = run_main(["monitor", "serve", "--channel", channel, "--store", str(store)], capsys)
+        assert code == 2 and "already served" in err
+    finally:
+        proc.send_signal(signal.SIGINT)
+        finish(proc)
+    not_a_folder = tmp_path / "a-file"
+    not_a_folder.write_text("")
+    code, _, err = run_main(["monitor", "serve", "--channel", channel, "--store", str(not_a_folder)], capsys)
+    assert code == 2 and "cannot write" in err
+    code, _, err = run_main(["monitor", "serve", "--channel", "bad/name", "--store", str(store)], capsys)
+    assert code == 2 and "channel name" in err
+    code, _, err = run_main(
+        ["monitor", "serve", "--channel", channel, "--listen", "nowhere", "--store", str(store)], capsys
+    )
+    assert code == 2 and "HOST:PORT" in err
+
+
+def test_screening_p_value_matches_scipy_binomtest() -> None:
+    rng = np.random.default_rng(4)
+    reference = np.concatenate([rng.normal(1e6, 3e4, 5000), rng.normal(3e6, 1e5, 60)])
+    base = baseline_of(reference, stacked_z_test(reference))
+    trial = np.concatenate([rng.normal(1e6, 3e4, 900), rng.normal(3e6, 1e5, 30)])
+    verdict = screen(trial, base)
+    expected = binomtest(verdict.outliers, verdict.samples, base.outlier_share, alternative="greater").pvalue
+    assert verdict.p_value == pytest.approx(expected, rel=1e-9)
+    assert verdict.contaminated and "binomial" in verdict.reason
+    assert not screen(rng.normal(1e6, 3e4, 500), base).contaminated
+
+
+# --- SSQ --------------------------------------------------------------------------------
+
+
+def _ssq_csv(path: Path, rows: list[tuple[str, str, str, int]]) -> None:
+    names = [n for n, _ in ITEMS]
+    lines = ["participant,phase,group," + ",".join(names)]
+    lines += [f"{p},{phase},{g}," + ",".join([str(v)] * 16) for p, phase, g, v in rows]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_ssq_known_answers() -> None:
+    all3 = score(np.full((1, 16), 3))
+    assert [round(float(all3[k][0]), 2) for k in ("nausea", "oculomotor", "disorientation", "total")] == [
+        200.34,
+        159.18,
+        292.32,
+        235.62,
+    ]
+    assert all(float(v[0]) == 0 for v in score(np.zeros((1, 16))).values())
+
+
+def test_ssq_score_pre_post_by_group(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    csv = tmp_path / "ssq.csv"
+    _ssq_csv(
+        csv,
+        [
+            ("p1", "pre", "NL", 0),
+            ("p1", "post", "NL", 1),
+            ("p2", "pre", "L", 0),
+            ("p2", "post", "L", 3),
+            ("p3", "pre", "L", 1),
+            ("p3", "post", "L", 2),
+            ("p4", "pre", "L", 3),
+            ("p4", "post", "L", 3),
+        ],
+    )
+    code, out, err = run_main(
+        ["ssq", "score", str(csv), "--pre-post", "--group", "group", "--exclude-pre-above", "100", "--json"],
+        capsys,
+    )
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["excluded"] == ["p4"]
+    total_l = next(g for g in result["groups"] if g["scale"] == "SSQ" and g["group"] == "L")
+    assert total_l["n"] == "2" and float(total_l["pre M"]) == pytest.approx(3.74 * 21 / 2, abs=0.01)
+    # p2: 0 → all 3 (235.62); p3: all 1 (21 raw points) → all 2 (42): 78.54
+    assert float(total_l["delta M"]) == pytest.approx((235.62 + 3.74 * 21) / 2, abs=0.01)
+
+
+@pytest.mark.parametrize(
+    ("edit", "needle"),
+    [
+        (lambda t: t.replace(",3,3,3,3\n", ",3,3,3,4\n", 1), "not an SSQ rating"),
+        (lambda t: t.replace(",3,3,3,3\n", ",3,3,3,\n", 1), "not an SSQ rating"),
+        (lambda t: t.replace(",burping", ",burp"), "unknown column 'burp'"),
+        (lambda t: t.replace(",vertigo", ""), "missing column 'vertigo'"),
+        (lambda t: t.replace("p1,pre", "p9,pre"), "post questionnaire without a pre"),
+    ],
+)
+def test_ssq_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str], edit, needle: str) -> None:  # type: ignore[no-untyped-def]
+    csv = tmp_path / "ssq.csv"
+    _ssq_csv(csv, [("p1", "pre", "NL", 3), ("p1", "post", "NL", 3)])
+    text = csv.read_text()
+    if needle == "missing column 'vertigo'":
+        header, *rest = text.splitlines()
+        names = header.split(",")
+        drop = names.index("vertigo")
+        text = (
+            "\n".join(
+                ",".join(v for i, v in enumerate(line.split(",")) if i != drop) for line in [header, *rest]
+            )
+            + "\n"
+        )
+    else:
+        text = edit(text)
+    csv.write_text(text)
+    code, _, err = run_main(["ssq", "score", str(csv), "--pre-post", "--group", "group"], capsys)
+    assert code == 2, err
+    assert_one_line_error(err)
+    assert needle in err
