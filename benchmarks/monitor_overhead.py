@@ -25,7 +25,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -35,6 +34,7 @@ import numpy as np
 from jitterlab import Monitor
 from jitterlab.core.programs import native_program
 from jitterlab.monitor import recorder
+from jitterlab.monitor.launch import start_serve, wait_stored
 
 
 def python_cost(channel: str, calls: int = 400_000) -> dict[str, float]:
@@ -54,33 +54,6 @@ def python_cost(channel: str, calls: int = 400_000) -> dict[str, float]:
     return {f"p{p}": float(np.percentile(costs, p)) - base for p in (50, 99, 99.9)} | {"timer_ns": base}
 
 
-def serve(channel: str, store: Path, seconds: float) -> subprocess.Popen[str]:
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "jitterlab",
-            "monitor",
-            "serve",
-            "--channel",
-            channel,
-            "--store",
-            str(store),
-            "--listen",
-            "127.0.0.1:9599",
-            "--duration",
-            f"{seconds}s",
-        ],
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stderr is not None
-    for line in proc.stderr:
-        if line.startswith("serving channel"):
-            return proc
-    raise SystemExit(f"serve did not start: exit {proc.wait()}")
-
-
 def rss_mb(pid: int) -> float:
     """Private resident memory (RssAnon): the ring is shared memory, mapped whole at start."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -92,7 +65,7 @@ def rss_mb(pid: int) -> float:
 def sustained(
     channel: str, store: Path, rate: int, seconds: float, sample_every: float | None
 ) -> dict[str, object]:
-    proc = serve(channel, store, seconds + 3)
+    proc = start_serve(channel, store, "127.0.0.1:9599", "--duration", f"{seconds + 3}s")
     load = subprocess.Popen(
         [
             str(native_program("jitterlab-monitor-load")),
@@ -114,9 +87,7 @@ def sustained(
         else:
             time.sleep(0.2)
     writer = json.loads(load.communicate()[0])
-    _, err = proc.communicate(timeout=600)
-    stored = next(line for line in err.splitlines() if line.startswith("stored "))
-    run_id = stored.split()[1].rstrip(":")
+    run_id = wait_stored(proc)
     meta = json.loads((store / run_id / "run.json").read_text())
     return {
         "writer": writer,

@@ -9,7 +9,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -21,7 +20,8 @@ from scipy.stats import binomtest
 
 from conftest import assert_one_line_error, make_run, run_cli, run_main
 from jitterlab import Monitor
-from jitterlab.monitor import recorder
+from jitterlab.monitor import recorder, server
+from jitterlab.monitor.launch import start_serve, wait_stored
 from jitterlab.stats import stacked_z_test
 from jitterlab.stats.screening import baseline_of, screen
 from jitterlab.stats.ssq import ITEMS, score
@@ -42,44 +42,15 @@ def channel() -> Iterator[str]:
     recorder.unlink(name)
 
 
-def serve(
-    channel: str, store: Path, *extra: str, port: int | None = None
-) -> tuple[subprocess.Popen[str], int]:
-    """Start `monitor serve` and wait until it drains (its 'serving' line)."""
-    port = port or free_port()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "jitterlab",
-            "monitor",
-            "serve",
-            "--channel",
-            channel,
-            "--store",
-            str(store),
-            "--listen",
-            f"127.0.0.1:{port}",
-            *extra,
-        ],
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stderr is not None
-    for line in proc.stderr:
-        if line.startswith("serving channel"):
-            return proc, port
-    raise AssertionError(f"serve did not start (exit {proc.wait()})")
+def serve(channel: str, store: Path, *extra: str) -> tuple[subprocess.Popen[str], int]:
+    """Start `monitor serve` on a free port and wait until it drains."""
+    port = free_port()
+    return start_serve(channel, store, f"127.0.0.1:{port}", *extra), port
 
 
 def finish(proc: subprocess.Popen[str]) -> str:
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 0, err
-    return err
-
-
-def stored_id(err: str) -> str:
-    return next(line.split()[1].rstrip(":") for line in err.splitlines() if line.startswith("stored "))
+    """The id of the run the server stored once it ended."""
+    return wait_stored(proc, timeout=120)
 
 
 # --- the recorder -------------------------------------------------------------------
@@ -205,7 +176,7 @@ def test_serve_screens_trials_and_prometheus_scrapes_it(
     subprocess.run(
         [str(example), "--scheduled", channel, "3000", f"baseline={clean}"], check=True, capture_output=True
     )
-    baseline = stored_id(finish(proc))
+    baseline = finish(proc)
     # the study: a clean trial and one with injected spikes, scraped by a real Prometheus
     proc, port = serve(channel, store, "--baseline", baseline, "--duration", "9s")
     prometheus, prom_port = _prometheus(tmp_path, port)
@@ -232,7 +203,7 @@ def test_serve_screens_trials_and_prometheus_scrapes_it(
     finally:
         prometheus.terminate()
         prometheus.wait(timeout=30)
-    run_id = stored_id(finish(proc))
+    run_id = finish(proc)
     code, out, err = run_main(["monitor", "trials", run_id, "--json", "--store", str(store)], capsys)
     assert code == 0, err
     verdicts = {t["trial"]: t for t in json.loads(out)}
@@ -263,22 +234,21 @@ def test_sigterm_stores_the_run_and_a_killed_server_is_recovered(
             m.record(1000 + i)
     time.sleep(1.5)
     proc.send_signal(signal.SIGTERM)
-    err = finish(proc)
-    run = json.loads((store / stored_id(err) / "run.json").read_text())
+    run = json.loads((store / finish(proc) / "run.json").read_text())
     assert run["samples"]["rows"] == 5000 and run["monitor"]["stopped_by"] == "SIGTERM"
     # killed outright: the parts written so far come back as a partial run
     proc, _ = serve(channel, store)
     with Monitor(channel) as m:
         for _ in range(3000):
             m.record(2000)
-    time.sleep(1.5)
+    time.sleep(server.PART_SECONDS + 2)  # a part is written at least this often
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    # the parts are flushed every PART_SECONDS or PART_SAMPLES; the draft says what was seen so far
     code, _, err = run_main(["recover", "--store", str(store)], capsys)
     assert code == 0, err
-    code, out, _ = run_main(["runs", "--store", str(store)], capsys)
-    assert "partial" in out
+    code, out, _ = run_main(["runs", "--json", "--store", str(store)], capsys)
+    recovered = [r for r in json.loads(out) if r["status"] == "partial"]
+    assert len(recovered) == 1 and recovered[0]["count"] == 3000
 
 
 def test_serve_refuses_bad_input(

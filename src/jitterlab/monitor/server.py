@@ -43,7 +43,7 @@ from jitterlab.store.schema import run_meta, safe_id_part
 # Histogram buckets of the metrics endpoint (seconds): 1-2-5 steps from 1 µs to 10 s
 BUCKETS_S = (*(m * 10.0**e for e in range(-6, 1) for m in (1, 2, 5)), 10.0)
 PART_SAMPLES = 1_000_000
-PART_SECONDS = 10.0
+PART_SECONDS = 2.0  # what a server killed outright can lose at most
 
 
 @dataclass

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from jitterlab.core.csvtext import read_csv_text
 from jitterlab.core.errors import JitterlabError
 from jitterlab.stats.ssq import ITEMS, SCALES, score
 
@@ -35,12 +36,7 @@ class Scored:
 
 
 def read(path: Path, group: str | None, trial_column: str | None, pre_post: bool) -> pd.DataFrame:
-    if not path.is_file():
-        raise JitterlabError(f"{path}: no such file")
-    try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
-        raise JitterlabError(f"{path}: not a readable CSV ({str(e).splitlines()[0]})") from e
+    frame = read_csv_text(path)
     frame.columns = [str(c).strip().lower() for c in frame.columns]
     frame = frame.rename(columns=ALIASES)
     known = set(ITEM_NAMES) | META_COLUMNS | {c for c in (group, trial_column) if c}

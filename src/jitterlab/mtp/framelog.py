@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from jitterlab.core.csvtext import read_csv_text
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.fileio import atomic_write_bytes, atomic_write_json
 from jitterlab.mtp import quaternion as quat
@@ -68,12 +69,7 @@ def read_columns(
 ) -> dict[str, np.ndarray]:
     """The named columns of a CSV as float arrays; one line naming the file, row and column
     for a missing column or a value that is not a number."""
-    if not path.is_file():
-        raise JitterlabError(f"{path}: no such file")
-    try:
-        table = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
-        raise JitterlabError(f"{path}: not a readable CSV ({str(e).splitlines()[0]})") from e
+    table = read_csv_text(path)
     missing = [c for c in required if c not in table.columns]
     if missing:
         raise JitterlabError(

@@ -1,0 +1,49 @@
+"""Starting ``monitor serve`` from a study script (or a test, or a benchmark) and reading
+back the run it stored: a server in its own process, so a crash of the study cannot take
+the recording with it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from jitterlab.core.errors import JitterlabError
+
+
+def start_serve(channel: str, store: Path, listen: str, *options: str) -> subprocess.Popen[str]:
+    """``jitterlab monitor serve`` started and draining (returns once it says so)."""
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "jitterlab",
+            "monitor",
+            "serve",
+            "--channel",
+            channel,
+            "--store",
+            str(store),
+            "--listen",
+            listen,
+            *options,
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if line.startswith("serving channel"):
+            return proc
+    raise JitterlabError(f"monitor serve did not start (exit {proc.wait()})")
+
+
+def wait_stored(proc: subprocess.Popen[str], timeout: float = 600) -> str:
+    """Wait for the server to end; the id of the run it stored."""
+    _, err = proc.communicate(timeout=timeout)
+    if proc.returncode != 0:
+        raise JitterlabError(f"monitor serve failed (exit {proc.returncode}): {err.strip()}")
+    for line in err.splitlines():
+        if line.startswith("stored "):
+            return line.split()[1].rstrip(":")
+    raise JitterlabError(f"monitor serve stored no run: {err.strip()}")
