@@ -223,6 +223,37 @@ def test_serve_screens_trials_and_prometheus_scrapes_it(
         assert json.loads(out)["screening"] == {
             k: v for k, v in verdicts[trial["tag"]].items() if k not in ("trial", "t_begin_ns", "t_end_ns")
         }
+    # each participant's sickness beside the latency their trial actually had
+    answers = tmp_path / "ssq.csv"
+    _ssq_csv(
+        answers,
+        [
+            ("p1", "pre", "clean-trial", 0),
+            ("p1", "post", "clean-trial", 1),
+            ("p2", "pre", "spiky-trial", 0),
+            ("p2", "post", "spiky-trial", 2),
+        ],
+    )
+    code, out, err = run_main(
+        [
+            "ssq",
+            "score",
+            str(answers),
+            "--pre-post",
+            "--trial-column",
+            "group",
+            "--trials",
+            run_id,
+            "--json",
+            "--store",
+            str(store),
+        ],
+        capsys,
+    )
+    assert code == 0, err
+    joined = {p["group"]: p for p in json.loads(out)["participants"]}
+    assert joined["spiky-trial"]["latency_contaminated"] and not joined["clean-trial"]["latency_contaminated"]
+    assert joined["spiky-trial"]["latency_p99_ms"] > joined["clean-trial"]["latency_p99_ms"]
 
 
 def test_sigterm_stores_the_run_and_a_killed_server_is_recovered(
