@@ -61,7 +61,12 @@ def test_compare_gives_a_verdict_and_fails_on_regression_when_asked(tmp_path: Pa
     assert text.returncode == 0 and "verdict: regressed" in text.stdout
     data = json.loads(run_cli("compare", a.id, b.id, "--store", str(store), "--json").stdout)
     assert data["verdict"] == "regressed"
-    assert {p["percentile"] for p in data["percentiles"]} == {50.0, 90.0, 99.0, 99.9}
+    # to p99.99 like show, then the max: shown with its change, judged by no verdict
+    assert [p["percentile"] for p in data["percentiles"]] == [50.0, 90.0, 99.0, 99.9, 99.99, 100.0]
+    top = data["percentiles"][-1]
+    assert top["verdict"] == "not judged (one sample)" and top["ci_low"] is None
+    assert top["a_ns"] == float(a.latency_ns.max()) and top["b_ns"] == float(b.latency_ns.max())
+    assert "p99.99" in text.stdout and "\nmax " in text.stdout
     assert run_cli("compare", a.id, b.id, "--store", str(store), "--fail-on-regression").returncode == 1
     assert run_cli("compare", b.id, a.id, "--store", str(store), "--fail-on-regression").returncode == 0
 

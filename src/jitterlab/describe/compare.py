@@ -13,6 +13,7 @@ from jitterlab.core.errors import JitterlabError
 from jitterlab.core.units import format_ns
 from jitterlab.describe.context import context_block, differences
 from jitterlab.stats import Comparison, compare_samples
+from jitterlab.stats.compare import MAX_ROW
 from jitterlab.store import Run
 
 HEADERS = ["percentile", "A", "B", "change", "CI", "verdict"]
@@ -63,8 +64,8 @@ def comparison_json(rc: RunComparison) -> dict[str, Any]:
                 "a_ns": d.a,
                 "b_ns": d.b,
                 "relative": d.relative,
-                "ci_low": d.ci_low,
-                "ci_high": d.ci_high,
+                "ci_low": None if d.percentile == MAX_ROW else d.ci_low,
+                "ci_high": None if d.percentile == MAX_ROW else d.ci_high,
                 "verdict": d.verdict,
             }
             for d in c.percentiles
@@ -80,11 +81,11 @@ def comparison_json(rc: RunComparison) -> dict[str, Any]:
 def comparison_rows(c: Comparison) -> list[list[str]]:
     return [
         [
-            f"p{d.percentile:g}",
+            "max" if d.percentile == MAX_ROW else f"p{d.percentile:g}",
             format_ns(d.a),
             format_ns(d.b),
             f"{d.relative:+.1%}",
-            f"[{d.ci_low:+.1%}, {d.ci_high:+.1%}]",
+            "—" if d.percentile == MAX_ROW else f"[{d.ci_low:+.1%}, {d.ci_high:+.1%}]",
             d.verdict,
         ]
         for d in c.percentiles

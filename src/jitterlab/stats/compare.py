@@ -9,7 +9,8 @@
   method;
 - verdict per percentile against the noise threshold (default 5 %): "regressed" when the
   whole interval lies above +threshold, "improved" when it lies below -threshold, else
-  "within noise". The overall verdict is "regressed" if any percentile regressed,
+  "within noise". The percentiles go to p99.99, as ``show`` does; the maximum is shown
+  with its change but judged by no verdict (it is one sample: no interval can be had). The overall verdict is "regressed" if any percentile regressed,
   "improved" if any improved and none regressed, else "within noise" (criterion.rs).
 
 With millions of samples every p-value is tiny; the verdict therefore rests on effect
@@ -27,7 +28,9 @@ from scipy import stats
 
 from jitterlab.stats.summary import percentiles
 
-COMPARE_PERCENTILES: tuple[float, ...] = (50.0, 90.0, 99.0, 99.9)
+COMPARE_PERCENTILES: tuple[float, ...] = (50.0, 90.0, 99.0, 99.9, 99.99)
+MAX_ROW = 100.0  # the maximum, shown after the percentiles without a verdict
+NO_VERDICT = "not judged (one sample)"
 QQ_PROBABILITIES = np.concatenate([np.linspace(0.01, 0.99, 99), [0.995, 0.999, 0.9995, 0.9999]])
 
 
@@ -128,6 +131,9 @@ def compare_samples(
         rel = float((qb[i] - qa[i]) / qa[i])
         diffs.append(PercentileDiff(p, float(qa[i]), float(qb[i]), rel, float(lo[i]), float(hi[i]), verdict))
     verdicts = {d.verdict for d in diffs}
+    top_a, top_b = float(xa.max()), float(xb.max())
+    nan = float("nan")
+    diffs.append(PercentileDiff(MAX_ROW, top_a, top_b, (top_b - top_a) / top_a, nan, nan, NO_VERDICT))
     overall = (
         "regressed" if "regressed" in verdicts else "improved" if "improved" in verdicts else "within noise"
     )
