@@ -206,3 +206,26 @@ def test_python_and_the_native_engine_give_one_answer(tmp_path: Path) -> None:
                 answers.append("refuses")
         assert answers[0] == answers[1], f"{name}: python {answers[0]}, native {answers[1]}"
         assert answers[0] == ("accepts" if name in ("valid", "source a number") else "refuses"), name
+
+
+def test_build_warns_when_a_model_rests_on_too_few_samples(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "s"
+    rng = np.random.default_rng(2)
+    few = np.concatenate([rng.normal(1_000_000, 20_000, 40), [5_000_000, 5_100_000, 4_900_000]]).astype(
+        np.int64
+    )
+    run = make_run(store, few, t_send=np.arange(few.size, dtype=np.int64) * 10_000_000)
+    code, _, err = run_main(
+        ["model", "build", run.id, "-o", str(tmp_path / "m.json"), "--store", str(store)], capsys
+    )
+    assert code == 0, err
+    assert "main cluster has 40 samples for a quantile function of 256 points" in err
+    assert "rests on 3 spikes (fewer than 30)" in err
+    # a long run gives no such warning
+    long_run, _ = spiky_run(store, seconds=20)
+    code, _, err = run_main(
+        ["model", "build", long_run.id, "-o", str(tmp_path / "n.json"), "--store", str(store)], capsys
+    )
+    assert code == 0 and "warning" not in err, err

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from jitterlab.cli.common import Parser, load, note, positive_int, print_json, store_option
+from jitterlab.cli.common import Parser, load, note, positive_int, print_json, store_option, warn
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.fileio import atomic_write_json, check_writable_file
 from jitterlab.core.render import render
@@ -97,6 +97,8 @@ def _write_model(args: argparse.Namespace) -> int:
         if args.scale <= 0:
             raise JitterlabError("--scale must be positive")
         built = m.build_model(load(args.run, args), args.points, args.kde, args.min_category, args.scale)
+        for problem in m.thin_parts(built):
+            warn(problem)
     else:
         built = m.parametric_model(
             constant_ns=parse_duration_ns(args.constant, "ms") if args.constant else None,

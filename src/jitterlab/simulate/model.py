@@ -103,6 +103,31 @@ def _kde_quantiles(sample: np.ndarray, points: int, seed: int = 0) -> QuantileFu
     return QuantileFunction.of(drawn, points)
 
 
+MIN_SPIKES_PER_CATEGORY = 30  # below this a category's empirical distributions are rough
+
+
+def thin_parts(model: LatencyModel) -> list[str]:
+    """What a model built from a run rests on too few samples for, in words: the main
+    cluster when it has fewer samples than quantile points, a category with fewer than
+    MIN_SPIKES_PER_CATEGORY spikes (each is an empirical distribution of durations and of
+    the gaps between them)."""
+    out = []
+    main_count = int(model.source.get("main_count", 0))
+    points = int(model.source.get("points", DEFAULT_POINTS))
+    if main_count and main_count < points:
+        out.append(
+            f"the main cluster has {main_count} samples for a quantile function of {points} points: "
+            "record a longer run, or lower --points"
+        )
+    for c in model.categories:
+        if c.count < MIN_SPIKES_PER_CATEGORY:
+            out.append(
+                f"category {c.index} rests on {c.count} spikes (fewer than {MIN_SPIKES_PER_CATEGORY}): its "
+                "duration and inter-arrival distributions are rough; record a longer run"
+            )
+    return out
+
+
 def build_model(
     run: Run, points: int = DEFAULT_POINTS, kde: bool = False, min_category: int = 2, scale: float = 1.0
 ) -> LatencyModel:
@@ -153,6 +178,7 @@ def build_model(
         "scale": scale,
         "min_category": min_category,
         "dropped_categories": dropped,
+        "main_count": int(main.size),
     }
     return LatencyModel(quantiles(main), None, tuple(categories), source)
 
