@@ -319,3 +319,37 @@ def test_a_killed_bench_leaves_a_harness_that_stops_and_a_run_recover_stores(sto
     assert 0 < run.latency_ns.size < 50_000_000
     assert np.array_equal(run.seq, np.arange(run.latency_ns.size))
     assert ResultsStore(store).leftovers() == []
+
+
+def test_each_stored_line_is_printed_as_the_run_is_stored(tmp_path: Path) -> None:
+    """stderr to a pipe (a log): the first run's 'stored' line comes a whole run (3000 samples
+    paced 1 ms apart) before the second's, not both at the end."""
+    import subprocess
+    import sys
+    import time
+
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "jitterlab",
+            "bench",
+            "--technique",
+            "pipe",
+            "--pairs",
+            "1,2",
+            "--samples",
+            "3000",
+            "--pause",
+            "1ms",
+            "--store",
+            str(tmp_path / "s"),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    arrivals = [time.monotonic() for line in proc.stderr if line.startswith("stored ")]
+    assert proc.wait() == 0
+    assert len(arrivals) == 2 and arrivals[1] - arrivals[0] > 1.5

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import platform
+import sys
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -160,6 +161,12 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     return 0 if runs else 1
 
 
+def announce(run: Run) -> None:
+    """Each run's line as soon as it is stored, so a log (stderr not a terminal) shows
+    progress through a long matrix, not everything at the end."""
+    print(f"stored {run.id}  {stored_line(run)}", file=sys.stderr, flush=True)
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     if args.scenario == "pipeline":
         return cmd_pipeline(args)
@@ -182,19 +189,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 f"jitterlab bench: {len(plan.points())} native run(s), {format_count(plan.samples)} samples "
                 f"per pair, store {store.root}"
             )
-            outcome = run_plan(plan, store, extra_meta=extra)
+            outcome = run_plan(plan, store, extra_meta=extra, on_stored=announce)
             runs += outcome.runs
             interrupted, failed = outcome.interrupted, bool(outcome.failures)
         if jvm_plan is not None and not interrupted:
             plan_jvm, warnings = jvm_plan
             for w in warnings:
                 warn(w)
-            jvm_runs, interrupted = jvm.run_jvm_plan(plan_jvm, store, warn, extra)
+            jvm_runs, interrupted = jvm.run_jvm_plan(plan_jvm, store, warn, extra, on_stored=announce)
             runs += jvm_runs
             failed = failed or not jvm_runs
     record_load_end(store, runs, load)
-    for run in runs:
-        note(f"stored {run.id}  {stored_line(run)}")
     if args.json:
         print_json([summary_row(r) for r in runs])
     elif runs:

@@ -193,8 +193,10 @@ def run_plan(
     store: ResultsStore,
     warn: Callable[[str], None] | None = None,
     extra_meta: dict[str, Any] | None = None,
+    on_stored: Callable[[Run], None] = lambda _: None,
 ) -> BenchOutcome:
-    """Run every point of the plan in order; stop at the first interruption."""
+    """Run every point of the plan in order; stop at the first interruption. ``on_stored``
+    hears of each run as soon as it is stored."""
     seen: set[str] = set()
 
     def warn_once(message: str) -> None:
@@ -208,6 +210,7 @@ def run_plan(
             run, interrupted = run_point(store, plan, technique, pairs, policy, warn_once, extra_meta, trace)
         if run is not None:
             outcome.runs.append(run)
+            on_stored(run)
         else:
             outcome.failures.append(f"{technique} ×{pairs} {policy}")
         if interrupted:

@@ -246,9 +246,14 @@ class JvmPlan:
 
 
 def run_jvm_plan(
-    plan: JvmPlan, store: ResultsStore, warn: Callable[[str], None], extra_meta: dict[str, Any] | None = None
+    plan: JvmPlan,
+    store: ResultsStore,
+    warn: Callable[[str], None],
+    extra_meta: dict[str, Any] | None = None,
+    on_stored: Callable[[Run], None] = lambda _: None,
 ) -> tuple[list[Run], bool]:
-    """One JVM per technique × variant × collector × pairs × policy; returns (runs, interrupted)."""
+    """One JVM per technique × variant × collector × pairs × policy; returns (runs, interrupted).
+    ``on_stored`` hears of each run as soon as it is stored (a log then shows progress)."""
     for technique in plan.techniques:
         if technique not in TECHNIQUES:
             raise JitterlabError(
@@ -280,6 +285,7 @@ def run_jvm_plan(
         )
         if run is not None:
             runs.append(run)
+            on_stored(run)
         if interrupted:
             return runs, True
     return runs, False
