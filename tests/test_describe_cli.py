@@ -113,3 +113,12 @@ def test_one_damaged_run_does_not_stop_store_wide_commands(tmp_path: Path) -> No
     assert out.exists() and good.id in out.read_text() and truncated.id not in out.read_text()
     assert report.stderr.count("damaged run") == 2
     assert run_cli("report", "-o", str(out), "--strict", "--store", str(store)).returncode == 1
+
+
+def test_runs_lists_every_sample_count_in_one_format(tmp_path: Path) -> None:
+    store = tmp_path / "s"
+    make_run(store, latency_clusters(1)[:2_000])  # a round count (once shown as "2k") ...
+    make_run(store, latency_clusters(2)[:1_234])  # ... beside one that is not
+    out = run_cli("runs", "--store", str(store)).stdout
+    assert " 2,000 " in out and " 1,234 " in out, out
+    assert out.splitlines()[0].split()[-1] == "status"
