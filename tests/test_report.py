@@ -101,3 +101,20 @@ def test_a_verdict_names_the_percentiles_behind_it(tmp_path: Path) -> None:
     verdict = html[html.index('class="verdict-') :][:120]
     assert verdict.startswith('class="verdict-regressed">regressed</span>'), verdict
     assert "(p99.9, p99.99)" in verdict, verdict  # the far tail; p50 and p99 improved
+
+
+def test_the_timeline_is_in_seconds_since_the_run_started(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from jitterlab.describe import report
+    from jitterlab.describe.analysis import describe_run
+
+    latency = latency_clusters(5, 20_000)
+    t_send = np.arange(latency.size, dtype=np.int64) * 250_000  # a sample every 0.25 ms: about 5 s
+    run = make_run(tmp_path, latency, t_send=t_send)
+    figures: list = []
+    monkeypatch.setattr(report, "figure_img", lambda fig, alt: figures.append(fig) or "")
+    report.run_figure(describe_run(run))
+    timeline = figures[0].axes[0]
+    assert timeline.get_xlabel() == "time since the run started (s)"
+    assert timeline.get_xlim() == pytest.approx((0, (latency.size - 1) * 250e-6), abs=1e-6)

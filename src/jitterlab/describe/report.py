@@ -63,7 +63,8 @@ def run_figure(d: RunDescription) -> str:
     thresholds = d.categories.thresholds
     fig, axes = plt.subplots(2, 2, figsize=(12, 7.2))
 
-    # Seed 000 Fig. 2: the samples above median + 2 sigma over normalised run time.
+    # Seed 000 Fig. 2: the samples above median + 2 sigma over the run, in seconds since it
+    # started (the seed normalised the time to 0–1; seconds say when, and how long it ran).
     ax = axes[0][0]
     span = max(int(t_send.max() - t_send.min()), 1)
     cut = s.p50 + 2 * s.std
@@ -76,7 +77,7 @@ def run_figure(d: RunDescription) -> str:
     for cat in np.unique(labels):
         sel = above[labels == cat]
         ax.scatter(
-            (t_send[sel] - t_send.min()) / span,
+            (t_send[sel] - t_send.min()) / 1e9,
             _us(latency[sel]),
             s=4,
             alpha=0.6,
@@ -84,10 +85,10 @@ def run_figure(d: RunDescription) -> str:
             label=f"category {category_name(int(cat))}",
         )
     ax.axhline(s.p50 / 1000, color="#333", lw=0.8, ls="--", label="median")
-    marked = mark_pauses(ax, d.run, int(t_send.min()), span)
+    marked = mark_pauses(ax, d.run, int(t_send.min()))
     ax.set_yscale("log")
-    ax.set_xlim(0, 1)
-    ax.set_xlabel("normalised run time")
+    ax.set_xlim(0, span / 1e9)
+    ax.set_xlabel("time since the run started (s)")
     ax.set_ylabel("latency (µs)")
     ax.set_title(f"samples above median + 2σ ({format_ns(cut)}){note}", fontsize=10)
     if above.size or marked:
@@ -156,7 +157,7 @@ def run_figure(d: RunDescription) -> str:
     return figure_img(fig, f"plots of {d.run.label}")
 
 
-def mark_pauses(ax: Any, run: Run, origin_ns: int, span_ns: int) -> bool:
+def mark_pauses(ax: Any, run: Run, origin_ns: int) -> bool:
     """Seed 000 Figs. 3–4: where the collector stopped the JVM, as vertical lines on the
     timeline (safepoints grey beneath, GC pauses red on top), placed at each pause's start.
     Returns whether any pause was drawn."""
@@ -166,7 +167,7 @@ def mark_pauses(ax: Any, run: Run, origin_ns: int, span_ns: int) -> bool:
         if starts.size == 0:
             continue
         ax.vlines(
-            (starts - origin_ns) / span_ns,
+            (starts - origin_ns) / 1e9,
             0,
             1,
             transform=ax.get_xaxis_transform(),
