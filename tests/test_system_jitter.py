@@ -114,7 +114,10 @@ def test_pipeline_stores_four_series(store: Path) -> None:
         assert run.latency_ns.size == expected and (run.latency_ns > 0).all()
         assert run.meta["pipeline"]["journal_bytes"] == 8 * 21_000  # every transit latency, warm-up included
     inter = next(r for r in runs if r.config["series"] == "accumulator-inter-message")
-    assert 8_000 < np.median(inter.latency_ns) < 100_000  # the producer spins 10 µs between publications
+    # The producer spins 10 µs between publications, so messages arrive at least that far
+    # apart on average. Not the median: a consumer descheduled on a busy 2-vCPU machine
+    # drains a burst back to back (inter-message times near 0), which is real jitter.
+    assert 10_000 <= inter.latency_ns.mean() < 1_000_000
 
 
 def stress_ng_running(pgid: int) -> bool:
