@@ -170,7 +170,11 @@ def test_compare_verdicts() -> None:
     assert compare_samples(a, same).verdict == "within noise"
     slower = compare_samples(a, a * 1.2)
     assert slower.verdict == "regressed"
-    assert all(d.ci_low > 0.05 for d in slower.percentiles)
+    *judged, top = slower.percentiles
+    assert all(d.ci_low > 0.05 for d in judged)
+    # the max: its change, but no interval and no verdict (one sample)
+    assert top.percentile == 100.0 and top.verdict == "not judged (one sample)"
+    assert top.relative == pytest.approx(0.2) and np.isnan(top.ci_low)
     assert compare_samples(a, a * 0.8).verdict == "improved"
     c = compare_samples(a, same)
     assert 0 <= c.ks_statistic < 0.02
