@@ -40,6 +40,7 @@ def channel() -> Iterator[str]:
     name = f"pytest-{os.getpid()}-{time.monotonic_ns() % 10**9}"
     yield name
     recorder.unlink(name)
+    Path(f"/dev/shm/jitterlab-monitor-{name}.serve.lock").unlink(missing_ok=True)  # a SIGKILLed server's
 
 
 def serve(channel: str, store: Path, *extra: str) -> tuple[subprocess.Popen[str], int]:
@@ -300,6 +301,7 @@ def test_serve_refuses_bad_input(
     finally:
         proc.send_signal(signal.SIGINT)
         finish(proc)
+    assert not Path(f"/dev/shm/jitterlab-monitor-{channel}.serve.lock").exists()  # released and removed
     not_a_folder = tmp_path / "a-file"
     not_a_folder.write_text("")
     code, _, err = run_main(["monitor", "serve", "--channel", channel, "--store", str(not_a_folder)], capsys)
@@ -404,3 +406,14 @@ def test_ssq_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str], edit,
     assert code == 2, err
     assert_one_line_error(err)
     assert needle in err
+
+
+def test_the_baseline_an_application_names_is_used_by_serve(store: Path, channel: str) -> None:
+    from conftest import latency_clusters
+
+    reference = make_run(store, latency_clusters(7, 5_000))
+    with Monitor(channel, baseline=reference.id) as m:  # serve started without --baseline
+        proc, _ = serve(channel, store, "--duration", "1s")
+        m.record(10_000)
+    run = json.loads((store / finish(proc) / "run.json").read_text())
+    assert run["monitor"]["baseline"] == reference.id and run["monitor"]["thresholds_ns"]

@@ -88,9 +88,13 @@ def _serve(args: argparse.Namespace) -> int:
     recorder.check_channel(args.channel)
     parse_listen(args.listen)
     store = writable_store(args)
-    held = server.lock_channel(args.channel)
+    held = server.ChannelLock(args.channel)
     try:
-        reference = args.baseline or recorder.Reader(args.channel).hint() or None
+        reference = args.baseline
+        if not reference:  # a baseline the application left in the channel (Monitor(baseline=...))
+            reader = recorder.Reader(args.channel)
+            reference = reader.hint() or None
+            reader.close()
         baseline = None
         if reference:
             run = load(reference, args)
@@ -111,7 +115,7 @@ def _serve(args: argparse.Namespace) -> int:
         finally:
             endpoint.shutdown()
     finally:
-        held.close()
+        held.release()
     if sys.stderr.isatty():
         sys.stderr.write("\r\033[K")
     monitor = run.meta["monitor"]

@@ -99,24 +99,41 @@ def load_baseline(values: np.ndarray, ref: str) -> Baseline:
     return baseline_of(values, result)
 
 
-def lock_channel(channel: str) -> Any:
-    """Hold the channel for this server; one line when another server holds it."""
-    folder = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path("/tmp")
-    handle = open(folder / f"jitterlab-monitor-{channel}.serve.lock", "a+")  # noqa: SIM115 (held until exit)
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
+class ChannelLock:
+    """This server's hold on a channel: a flock on a file beside the ring, removed again on
+    release. A server that locked a file another one had just removed would hold nothing,
+    so the lock is only taken on a file that is still the one at the path."""
+
+    def __init__(self, channel: str) -> None:
+        folder = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path("/tmp")
+        self.path = folder / f"jitterlab-monitor-{channel}.serve.lock"
+        while True:
+            handle = open(self.path, "a+")  # noqa: SIM115 (held until release)
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                handle.seek(0)
+                pid = handle.read().strip() or "?"
+                handle.close()
+                raise JitterlabError(
+                    f"channel '{channel}' is already served (pid {pid}); stop that server first"
+                ) from None
+            try:
+                same = os.stat(self.path).st_ino == os.fstat(handle.fileno()).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            handle.close()  # the file was removed by the server that held it: take the new one
         handle.seek(0)
-        pid = handle.read().strip() or "?"
-        handle.close()
-        raise JitterlabError(
-            f"channel '{channel}' is already served (pid {pid}); stop that server first"
-        ) from None
-    handle.seek(0)
-    handle.truncate()
-    handle.write(str(os.getpid()))
-    handle.flush()
-    return handle
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        self.handle = handle
+
+    def release(self) -> None:
+        self.path.unlink(missing_ok=True)  # still held: no one else can own this file yet
+        self.handle.close()
 
 
 class Server:
