@@ -206,3 +206,25 @@ def test_a_bad_collector_is_a_one_line_error_and_a_missing_one_is_skipped(store:
     assert result.returncode == 0, result.stderr
     assert "collector zgc-gen skipped" in result.stderr
     assert len(json.loads(result.stdout)) == 1
+
+
+@pytest.mark.parametrize(
+    ("feature", "gc", "flags", "generational"),
+    [
+        (21, "zgc", ["-XX:+UseZGC"], False),
+        (21, "zgc-gen", ["-XX:+UseZGC", "-XX:+ZGenerational"], True),
+        (25, "zgc", ["-XX:+UseZGC"], True),  # ZGC is generational only: zgc is still the JDK's ZGC
+        (25, "zgc-gen", ["-XX:+UseZGC"], True),
+        (25, "g1", ["-XX:+UseG1GC"], None),
+    ],
+)
+def test_zgc_means_the_jdks_zgc_and_records_its_mode(
+    tmp_path: Path, feature: int, gc: str, flags: list[str], generational: bool | None
+) -> None:
+    java = tmp_path / "bin" / "java"
+    java.parent.mkdir()
+    java.write_text("#!/bin/sh\nexit 0\n")  # a JDK that accepts every flag: the mapping is under test
+    java.chmod(0o755)
+    jdk = jvm.Jdk(tmp_path, feature, str(feature))
+    assert jvm.collector_flags(jdk, gc) == (flags, "")
+    assert jvm.zgc_generational(jdk, gc) is generational

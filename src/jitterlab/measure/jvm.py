@@ -103,13 +103,22 @@ def collector_flags(jdk: Jdk, gc: str) -> tuple[list[str] | None, str]:
         return None, f"generational ZGC needs JDK 21 or later (JDK {jdk.feature})"
     if gc == "zgc-gen" and jdk.feature >= 23:
         flags = ["-XX:+UseZGC"]  # generational is ZGC's only mode from JDK 23/24 on
-    if gc == "zgc" and jdk.feature >= 23:
-        return None, f"non-generational ZGC was removed after JDK 22 (JDK {jdk.feature}); use zgc-gen"
+    # from JDK 23 on ZGC is generational only and -XX:+UseZGC selects it: `zgc` means the
+    # JDK's ZGC, whichever mode that is (zgc_generational() records which)
     check = subprocess.run([str(jdk.java), *flags, "-version"], capture_output=True, text=True, check=False)
     if check.returncode != 0:
         first = (check.stderr.strip().splitlines() or ["refused"])[0]
         return None, f"JDK {jdk.feature} refuses it: {first}"
     return flags, ""
+
+
+def zgc_generational(jdk: Jdk, gc: str) -> bool | None:
+    """Whether a ZGC run was generational (None for other collectors): zgc-gen always; zgc
+    from JDK 23 on, where -XX:+UseZGC selects generational mode (JEP 474 made it the
+    default and deprecated the other mode; JEP 490 removed that in JDK 24)."""
+    if gc not in ("zgc", "zgc-gen"):
+        return None
+    return gc == "zgc-gen" or jdk.feature >= 23
 
 
 def _sources_hash(root: Path) -> str:
@@ -320,6 +329,7 @@ def _run_one(
                 "jdk_feature": jdk.feature,
                 "gc": gc,
                 "gc_flags": flags,
+                "zgc_generational": zgc_generational(jdk, gc),
                 "gc_log": GC_LOG,
                 "pauses": pause_summary(events),
                 "pause_events": events,
