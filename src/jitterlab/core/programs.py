@@ -13,13 +13,15 @@ from jitterlab.core.errors import JitterlabError
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 
 
+def _candidates(name: str, folder: str) -> list[Path]:
+    """Where a part of the C++ core may be: ``$JITTERLAB_NATIVE_DIR``, then the package's ``folder``."""
+    env = os.environ.get("JITTERLAB_NATIVE_DIR")
+    return [*([Path(env) / name] if env else []), PACKAGE_ROOT / folder / name]
+
+
 def native_program(name: str) -> Path:
     """Path of a native program: ``$JITTERLAB_NATIVE_DIR``, the package's ``bin/``, or PATH."""
-    candidates = []
-    if env := os.environ.get("JITTERLAB_NATIVE_DIR"):
-        candidates.append(Path(env) / name)
-    candidates.append(PACKAGE_ROOT / "bin" / name)
-    for candidate in candidates:
+    for candidate in _candidates(name, "bin"):
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return candidate
     found = shutil.which(name)
@@ -32,11 +34,7 @@ def native_program(name: str) -> Path:
 
 def native_library(name: str) -> Path:
     """Path of a shared library of the C++ core: ``$JITTERLAB_NATIVE_DIR`` or the package's ``lib/``."""
-    candidates = []
-    if env := os.environ.get("JITTERLAB_NATIVE_DIR"):
-        candidates.append(Path(env) / name)
-    candidates.append(PACKAGE_ROOT / "lib" / name)
-    for candidate in candidates:
+    for candidate in _candidates(name, "lib"):
         if candidate.is_file():
             return candidate
     raise JitterlabError(f"{name} not found; reinstall jitterlab (pip install .) so the C++ core is built")
