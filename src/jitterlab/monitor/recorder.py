@@ -193,7 +193,3 @@ class Reader:
 def unlink(channel: str) -> bool:
     """Remove a channel's shared memory; False when there was none."""
     return library().jl_monitor_unlink(channel.encode()) == 0
-
-
-def now_ns() -> int:
-    return int(library().jl_monitor_now_ns())
