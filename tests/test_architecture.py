@@ -22,7 +22,9 @@ ALLOWED: dict[str, set[str]] = {
     "mtp": {"core", "stats", "store"},
     # live monitoring of experiments: the recorder, serve, trial screening, SSQ
     "monitor": {"core", "stats", "store"},
-    "cli": {"core", "stats", "store", "measure", "describe", "simulate", "mtp", "monitor"},
+    # replication scaling: runs the native tool with the measure room's job runner
+    "repl": {"core", "stats", "store", "measure"},
+    "cli": {"core", "stats", "store", "measure", "describe", "simulate", "mtp", "monitor", "repl"},
 }
 TOP_LEVEL = {"__init__", "__main__"}  # the public face re-exports; __main__ calls the cli
 

@@ -44,9 +44,10 @@ public:
         return *this;
     }
     JsonWriter& null() { separator(); out_ << "null"; return *this; }
-    JsonWriter& values(const std::vector<int>& list) {
+    template <typename T>
+    JsonWriter& values(const std::vector<T>& list) {
         begin_array();
-        for (int v : list) value(v);
+        for (const T& v : list) value(v);
         return end_array();
     }
     template <typename T>

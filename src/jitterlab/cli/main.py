@@ -10,7 +10,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from jitterlab.cli import bench, describe, inject, model, monitor, mtp, runs, system
+from jitterlab.cli import bench, describe, inject, model, monitor, mtp, repl, runs, system
 from jitterlab.cli.common import EXIT_INTERRUPTED, EXIT_USAGE, Parser
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.signals import Interrupted, stop_on_signals
@@ -25,6 +25,7 @@ COMMANDS: dict[str, Callable[..., int]] = (
     | inject.COMMANDS
     | mtp.COMMANDS
     | monitor.COMMANDS
+    | repl.COMMANDS
 )
 
 
@@ -40,6 +41,7 @@ def build_parser() -> Parser:
     inject.add_parser(sub)
     mtp.add_parser(sub)
     monitor.add_parsers(sub)
+    repl.add_parser(sub)
     return parser
 
 

@@ -20,6 +20,8 @@ CODES: dict[str, str] = {
     "object-lost": "track a larger or higher-contrast region, or give the regions by hand (--roi-physical/--roi-rendered)",
     "estimators-disagree": "look at the traces, fits and residuals in --report; a motion that is not a damped sine favours xcorr",
     "latency-aliasing": "latencies near the code modulus × step time wrap around: use a larger --modulus or a slower motor",
+    "pm-qos-refused": "run as root so the tool can hold /dev/cpu_dma_latency at 0 (as cyclictest does)",
+    "generator-limited": "the load generator fell behind its schedule: fewer clients per machine, or pin it to an idle CPU",
     "unclassified": "a warning from a run stored before warnings had codes",
 }
 

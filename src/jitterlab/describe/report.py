@@ -27,6 +27,7 @@ from jitterlab.core.version import __version__
 from jitterlab.core.warnings import CODES, normalized
 from jitterlab.describe.analysis import RunDescription, describe_run, pauses_in_run
 from jitterlab.describe.context import context_lines, contexts
+from jitterlab.describe.replication import replication_section
 from jitterlab.describe.tables import (
     ATTRIBUTION_HEADERS,
     CATEGORY_HEADERS,
@@ -402,6 +403,7 @@ def build_report(runs: Sequence[Run], title: str = "jitterlab report", preface_h
         _context_html(runs),
     ]
     parts.append(preface_html)
+    parts.append(replication_section(runs))  # empty unless runs of `repl bench` are among them
     if len(descriptions) > 1:
         parts.append(
             "<h2>Overview</h2><div class='card'><h3>Max, mean and median per policy (layout of Stauffert "

@@ -1,0 +1,58 @@
+// The replication benchmark: its wire format, and a real server and client fleet on loopback.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "../repl/endpoint.hpp"
+#include "jitterlab/clock.hpp"
+
+namespace rp = jitterlab::repl;
+
+TEST(ReplProtocol, PoseHeaderRoundTrips) {
+    std::vector<std::byte> buf(rp::kPoseHeader);
+    rp::write_pose_header(buf.data(), {rp::Kind::pose, 7, 42, rp::kPoseHeader, 123456789});
+    rp::PoseHeader h;
+    ASSERT_TRUE(rp::read_pose_header(buf, h));
+    EXPECT_EQ(h.kind, rp::Kind::pose);
+    EXPECT_EQ(h.client, 7);
+    EXPECT_EQ(h.seq, 42u);
+    EXPECT_EQ(h.t_send_ns, 123456789);
+    buf[0] = std::byte{0};  // not our magic
+    EXPECT_FALSE(rp::read_pose_header(buf, h));
+    EXPECT_FALSE(rp::read_pose_header(std::span<const std::byte>(buf.data(), 10), h));  // cut short
+}
+
+TEST(ReplProtocol, DatagramsNeverExceed1200Bytes) {
+    EXPECT_EQ(rp::kMaxPose, 1172u);
+    EXPECT_EQ(rp::poses_per_datagram(144), 8u);  // 28 + 8 * 144 = 1180
+    EXPECT_EQ(rp::poses_per_datagram(rp::kMaxPose), 1u);
+    EXPECT_EQ(rp::datagrams_for(124, 144), 16u);
+    EXPECT_EQ(rp::datagrams_for(0, 144), 0u);
+}
+
+TEST(ReplLoopback, EveryObserverGetsEveryOtherPose) {
+    constexpr int kClients = 4, kObservers = 2;
+    rp::Server server(kClients, 200, 144, "127.0.0.1", 0);
+    const std::int64_t t0 = jitterlab::now_ns() + 20'000'000;
+    const rp::Schedule schedule{t0, t0 + 100'000'000, t0 + 500'000'000, t0 + 650'000'000};
+    rp::ClientFleet fleet(kClients, kObservers, 50, 144, "127.0.0.1", server.port(), schedule, 50'000'000);
+    std::atomic<bool> stop{false};
+    {
+        std::jthread s([&] { server.run(schedule, stop); });
+        std::jthread send([&] { fleet.send_loop(schedule, stop); });
+        std::jthread receive([&] { fleet.receive_loop(schedule, stop); });
+    }
+    const auto& fs = fleet.stats();
+    EXPECT_EQ(fs.poses_sent, kClients * 50 * 4 / 10);  // 0.4 s at 50 Hz
+    // observers see the other 3 avatars' poses of the window (a pose near its end may still be in flight)
+    EXPECT_GE(fs.updates.size(), static_cast<std::size_t>(kObservers * 3 * 20 - 6));
+    for (const auto& u : fs.updates) {
+        EXPECT_GT(u.t_recv_ns, u.t_send_ns);
+        EXPECT_NE(u.pair % kClients, u.pair / kClients);  // nobody gets their own pose back
+    }
+    EXPECT_EQ(server.stats().pose_bytes_in, fs.bytes_out);
+    EXPECT_GT(fs.pongs, 0);
+    EXPECT_EQ(server.stats().bad_datagrams, 0);
+}

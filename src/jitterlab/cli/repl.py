@@ -1,0 +1,104 @@
+"""``jitterlab repl bench``: N clients through one server (seed 003 §7.3)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from jitterlab.cli.bench import announce
+from jitterlab.cli.common import (
+    EXIT_INTERRUPTED,
+    Parser,
+    non_negative_int,
+    note,
+    positive_float,
+    positive_int,
+    print_json,
+    seconds,
+    store_option,
+    warn,
+    writable_store,
+)
+from jitterlab.core.errors import JitterlabError
+from jitterlab.core.fileio import check_writable_file
+from jitterlab.describe.replication import replication_json, replication_text
+from jitterlab.describe.report import write_report
+from jitterlab.repl.bench import PRESETS, ReplOptions, check_options, run_scaling
+
+
+def client_counts(text: str) -> tuple[int, ...]:
+    """``2,5,10,25``: the numbers of clients, one run each."""
+    try:
+        counts = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected numbers of clients like 2,5,10,25, got '{text}'"
+        ) from None
+    if not counts:
+        raise argparse.ArgumentTypeError("expected at least one number of clients")
+    return counts
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("repl", help="multi-user replication scaling: N clients through one server (seed 003)")
+    repl = p.add_subparsers(dest="repl_command", required=True, parser_class=Parser)
+    q = repl.add_parser("bench", help="one run per N; the seed's Tables 3-4 with the knee and its cause")
+    q.add_argument(
+        "--preset", choices=sorted(PRESETS), help="seed-003: N = 2..125 at 90 Hz, tick 120 Hz, 30 s"
+    )
+    q.add_argument(
+        "--clients", type=client_counts, help="numbers of clients, one run each (default 2,5,10,25)"
+    )
+    q.add_argument("--rate", type=positive_float, help="pose updates per second per client (default 90)")
+    q.add_argument("--server-tick", type=positive_float, help="server ticks per second (default 120)")
+    q.add_argument("--payload", type=positive_int, help="pose bytes, header included (default 144)")
+    q.add_argument("--observers", type=positive_int, help="clients that record every update (default 2)")
+    q.add_argument("--duration", type=seconds, help="measured time per N (default 30s)")
+    q.add_argument("--warmup", type=seconds, help="unmeasured time first (default 1s)")
+    q.add_argument("--port", type=non_negative_int, help="server port (default: any free one)")
+    q.add_argument("--report", type=Path, help="also write an HTML report of the runs")
+    q.add_argument("--json", action="store_true")
+    store_option(q)
+
+
+def options(args: argparse.Namespace) -> ReplOptions:
+    base = PRESETS[args.preset] if args.preset else ReplOptions()
+    given = {
+        "clients": args.clients,
+        "rate_hz": args.rate,
+        "server_tick_hz": args.server_tick,
+        "payload": args.payload,
+        "observers": args.observers,
+        "duration_s": args.duration,
+        "warmup_s": args.warmup,
+        "port": args.port,
+    }
+    return dataclasses.replace(base, **{k: v for k, v in given.items() if v is not None})
+
+
+def cmd_repl(args: argparse.Namespace) -> int:
+    o = options(args)
+    if args.report:
+        check_writable_file(args.report, "--report")
+    if o.port and len(o.clients) > 1:
+        raise JitterlabError("--port with several N: each run binds it again; give one N or leave --port out")
+    check_options(o)
+    store = writable_store(args)
+    total = len(o.clients) * (o.duration_s + o.warmup_s)
+    note(f"repl: N = {', '.join(map(str, o.clients))} at {o.rate_hz:g} Hz, about {total:.0f} s in all")
+    runs, interrupted = run_scaling(store, o, warn, on_stored=announce)
+    if not runs:
+        raise JitterlabError("no run was stored")
+    if args.json:
+        print_json(replication_json(runs))
+    else:
+        print(replication_text(runs))
+    if args.report:
+        size = write_report(runs, args.report, "jitterlab replication scaling")
+        note(f"report: {args.report} ({size / 1e6:.1f} MB)")
+    return EXIT_INTERRUPTED if interrupted else 0
+
+
+COMMANDS = {"repl": cmd_repl}

@@ -1,0 +1,203 @@
+"""Replication scaling (seed 003 §7.3): the real native server and client fleet over
+loopback UDP, the stored runs, the tables, the knee, and every bad input."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import resource
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import assert_one_line_error, run_main
+from jitterlab.describe.replication import describe_replication, find_knee, replication_text
+from jitterlab.repl.snmp import delta, udp_counters
+from jitterlab.stats.intervals import stream_intervals
+from jitterlab.store import ResultsStore
+
+
+@pytest.fixture(scope="module")
+def scaling(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """One real `repl bench` of N = 3 and 6 at 50 Hz, 2 s each, shared by the tests below."""
+    store = tmp_path_factory.mktemp("repl") / "results"
+    report = store.parent / "repl.html"
+    argv = [
+        *("repl", "bench", "--clients", "3,6", "--rate", "50", "--duration", "2s", "--warmup", "0.5s"),
+        *("--store", str(store), "--report", str(report), "--json"),
+    ]
+    done = subprocess.run(
+        [sys.executable, "-m", "jitterlab", *argv], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    return store, done.stdout
+
+
+def test_a_run_per_n_with_every_update_rates_and_the_seed_beside(scaling: tuple[Path, str]) -> None:
+    store, out = scaling
+    runs = sorted(ResultsStore(store).runs(), key=lambda r: r.config["clients"])
+    assert [r.config["clients"] for r in runs] == [3, 6]
+    for run in runs:
+        n, repl = run.config["clients"], run.meta["repl"]
+        # every observer sees every other avatar's pose of the window: 2 observers × (N - 1) × 50 Hz × 2 s
+        expected = 2 * (n - 1) * 50 * 2
+        assert abs(run.table.num_rows - expected) <= 0.02 * expected
+        assert repl["server"]["pose_bytes_in"] == repl["clients_fleet"]["bytes_out"]
+        assert repl["rates_bytes_per_s"]["server_in"] == pytest.approx(144 * 50 * n, rel=0.02)
+        assert repl["generator_lag"]["count"] == n * 50 * 2
+        assert repl["server_ticks"]["ticks_per_s"] > 0
+        assert len(repl["ping_rtt_ns"]) == repl["clients_fleet"]["pongs"] > 0
+        assert set(repl["udp_counters"]) >= {"InDatagrams", "RcvbufErrors"}
+        assert run.latency_ns.min() > 0
+    row = describe_replication(runs[1])
+    # a 50 Hz pose forwarded at the next 120 Hz tick: the update interval averages 20 ms
+    assert row.interval_ms.mean == pytest.approx(20.0, rel=0.05)
+    document = json.loads(out)
+    assert [r["clients"] for r in document["rows"]] == [3, 6]
+    assert "knee" in document
+
+
+def test_the_text_tables_and_the_report(scaling: tuple[Path, str]) -> None:
+    store, _out = scaling
+    text = replication_text(ResultsStore(store).runs())
+    assert "Table 3 layout" in text and "Table 4 layout" in text and "knee:" in text
+    assert "seed:" in text  # the hardware difference is stated
+    html = (store.parent / "repl.html").read_text()
+    assert "Replication scaling (seed 003" in html and "bandwidth" in html
+
+
+def test_describe_reads_a_replication_run(
+    scaling: tuple[Path, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    store, _out = scaling
+    run = ResultsStore(store).runs()[0]
+    code, out, _err = run_main(["describe", run.id, "--store", str(store)], capsys)
+    assert code == 0 and "repl" in out
+
+
+def test_the_knee_is_the_first_n_below_the_tick_rate_with_its_cause(scaling: tuple[Path, str]) -> None:
+    store, _out = scaling
+    rows = sorted((describe_replication(r) for r in ResultsStore(store).runs()), key=lambda r: r.clients)
+    fine = [dataclasses.replace(r, server_fps=r.tick_hz) for r in rows]
+    assert find_knee(fine).clients is None
+    slow = [fine[0], dataclasses.replace(fine[1], server_fps=60.0, busy_share=0.97, rcvbuf_errors=12)]
+    knee = find_knee(slow)
+    assert knee.clients == 6
+    assert any(c.startswith("server CPU") for c in knee.causes)
+    assert any(c.startswith("socket drops: 12") for c in knee.causes)
+    limited = dataclasses.replace(
+        fine[0], server_fps=100.0, generator_limited=True, lag_p99_ms=3.0, busy_share=0.1
+    )
+    assert find_knee([limited]).causes == ("generator: p99 send lag 3.00 ms > 1 ms",)
+
+
+def test_stream_intervals_known_answer() -> None:
+    stream = np.array([1, 0, 1, 0, 1, 2])
+    t = np.array([10, 5, 30, 6, 15, 99])
+    # stream 0: 5, 6 -> 1; stream 1: 10, 15, 30 -> 5, 15; stream 2: one event, no interval
+    assert stream_intervals(stream, t).tolist() == [1, 5, 15]
+
+
+def test_udp_counters_and_their_delta(tmp_path: Path) -> None:
+    snmp = tmp_path / "snmp"
+    snmp.write_text("Ip: Forwarding\nIp: 1\nUdp: InDatagrams RcvbufErrors\nUdp: 10 2\n")
+    before = udp_counters(snmp)
+    snmp.write_text("Udp: InDatagrams RcvbufErrors\nUdp: 15 7\n")
+    assert delta(before, udp_counters(snmp)) == {"InDatagrams": 5, "RcvbufErrors": 5}
+    assert udp_counters(tmp_path / "missing") == {}
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--clients", "1"], "at least 2"),
+        (["--clients", "2,x"], "numbers of clients"),
+        (["--rate", "1500"], "(0, 1000]"),
+        (["--payload", "1200"], "1172"),
+        (["--payload", "20"], "header"),
+        (["--observers", "5", "--clients", "3"], "--observers"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    args: list[str], says: str, store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _out, err = run_main(["repl", "bench", *args, "--store", str(store)], capsys)
+    assert code == 2
+    assert_one_line_error(err)
+    assert says in err
+
+
+def test_a_port_in_use_is_named(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        port = taken.getsockname()[1]
+        code, _out, err = run_main(
+            ["repl", "bench", "--clients", "2", "--port", str(port), "--store", str(store)], capsys
+        )
+    assert code == 2
+    assert_one_line_error(err)
+    assert f"port {port}" in err and "in use" in err
+
+
+def test_too_few_file_descriptors_names_the_ulimit(store: Path) -> None:
+    def low_limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+
+    done = subprocess.run(
+        [sys.executable, "-m", "jitterlab", "repl", "bench", "--clients", "100", "--store", str(store)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=low_limit,
+    )
+    assert done.returncode == 2
+    assert_one_line_error(done.stderr)
+    assert "ulimit -n 116" in done.stderr
+
+
+def test_the_native_tool_checks_its_own_input(tmp_path: Path) -> None:
+    from jitterlab.core.programs import native_program
+
+    tool = str(native_program("jitterlab-repl"))
+    for args in (["--clients", "1"], ["--payload", "1173"], ["--rate", "0"]):
+        done = subprocess.run(
+            [tool, "--out", str(tmp_path), *args], capture_output=True, text=True, timeout=10
+        )
+        assert done.returncode == 2, args
+        assert done.stderr.count("\n") == 1 and "error" in done.stderr
+
+
+def test_sigterm_keeps_what_was_recorded_as_a_partial_run(store: Path) -> None:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "jitterlab",
+            "repl",
+            "bench",
+            "--clients",
+            "4",
+            "--duration",
+            "30s",
+            "--warmup",
+            "0.2s",
+            "--store",
+            str(store),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(6)  # interpreter start (~3 s), then recording
+    proc.send_signal(signal.SIGTERM)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    runs = ResultsStore(store).runs()
+    assert len(runs) == 1 and runs[0].partial
+    assert runs[0].table.num_rows > 0
