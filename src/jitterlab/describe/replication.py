@@ -380,8 +380,9 @@ def replication_section(runs: Sequence[Run]) -> str:
         + figure_img(fig, "update interval, latency, bandwidth and server ticks against N")
         + f"<p><b>{esc(knee_line(rows))}</b></p><h3>Table 3 layout</h3>"
         + html_table(t3[0], [[esc(c) for c in row] for row in t3[1]])
-        + "<h3>Table 4 layout</h3>"
+        + "<h3>Table 4 layout</h3><div style='overflow-x:auto'>"
         + html_table(t4[0], [[esc(c) for c in row] for row in t4[1]])
+        + "</div>"
         + f"<p class='muted'>{esc(SEED_SETUP)}</p></div>"
     )
 
