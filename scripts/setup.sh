@@ -44,5 +44,5 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --upgrade pip
 # Non-editable on purpose: the native programs are installed next to the package.
-.venv/bin/python -m pip install -q ".[dev]"
+.venv/bin/python -m pip install -q ".[dev,bench]"
 echo "setup: ready ($(.venv/bin/jitterlab --version))" >&2

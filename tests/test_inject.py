@@ -25,6 +25,7 @@ from jitterlab import Injector
 from jitterlab.core.errors import JitterlabError
 from jitterlab.simulate.model import load_model, model_to_json, parametric_model, simulate_delays
 from jitterlab.simulate.proxy import free_udp_port, proxy_argv, running_proxy
+from jitterlab.simulate.validation import Validation, judge
 
 MS = 1_000_000
 
@@ -230,6 +231,7 @@ def test_inject_validate_stores_runs_and_compares_with_the_model(tmp_path: Path,
     assert set(doc["injected_runs"]) == {"pass-through", "model"}
     assert 0.0 <= doc["ks_injected"] <= 1.0
     assert doc["proxy"]["model"]["forwarded"] == 300
+    assert isinstance(doc["verdict"]["reproduced"], bool) and doc["verdict"]["reason"].startswith("KS ")
     shown = run_cli("show", doc["injected_runs"]["model"], "--json", "--store", str(store))
     assert shown.returncode == 0
     assert json.loads(shown.stdout)["summary_ns"]["min"] >= 1 * MS
@@ -259,3 +261,33 @@ def test_a_signal_to_jitterlab_inject_stops_the_proxy_and_frees_its_port(tmp_pat
     assert stats.exists()  # the summary was written on the way out
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.bind(("127.0.0.1", port))  # the port is free again
+
+
+def _validation(injected: np.ndarray, reference: np.ndarray, passthrough_ns: float) -> Validation:
+    rng = np.random.default_rng(3)
+    direct = rng.normal(20_000, 1_000, 2_000)
+    return Validation(
+        injected,
+        reference,
+        injected,
+        reference,
+        direct + passthrough_ns,
+        direct,
+        float(stats.ks_2samp(injected, reference).statistic),
+        0.0,
+        {"p50": float(np.median(injected) - np.median(reference))},
+    )
+
+
+def test_the_validation_verdict_says_why_a_model_was_not_reproduced() -> None:
+    rng = np.random.default_rng(5)
+    model = rng.normal(2 * MS, 0.1 * MS, 4_000)
+    same = judge(_validation(model + rng.normal(0, 1_000, model.size), model, 60_000), busy_poll=False)
+    assert same.reproduced and "floor 60.0 µs" in same.reason
+    late = judge(_validation(model + 0.5 * MS, model, 60_000), busy_poll=False)
+    assert not late.reproduced and "differ from the model" in late.reason
+    # a 30 µs model through a proxy whose own floor is 60 µs: a sleeping proxy cannot do it
+    tiny = rng.normal(30_000, 2_000, 4_000)
+    fast = judge(_validation(tiny + 60_000, tiny, 60_000), busy_poll=False)
+    assert not fast.reproduced and "--busy-poll" in fast.reason
+    assert "--busy-poll" not in judge(_validation(tiny + 60_000, tiny, 60_000), busy_poll=True).reason

@@ -37,7 +37,8 @@ def test_report_is_self_contained(report: Path) -> None:
     for heading in (
         "Max, mean and median per policy",
         "Scaling with the number of pairs",
-        "Against the first run",
+        "Like with like",
+        "Percentile spectrum of every run",
         "Understanding this report",
         "outlier categories",
     ):
@@ -96,7 +97,7 @@ def test_a_verdict_names_the_percentiles_behind_it(tmp_path: Path) -> None:
     tail = np.argsort(faster_body_worse_tail)[-base.size // 500 :]  # the top 0.2 %
     faster_body_worse_tail[tail] = rng.normal(5_000_000, 100_000, tail.size).astype(np.int64)
     a = make_run(tmp_path, base, technique="a")
-    b = make_run(tmp_path, faster_body_worse_tail, technique="b")
+    b = make_run(tmp_path, faster_body_worse_tail, technique="a")
     html = build_report([a, b])
     verdict = html[html.index('class="verdict-') :][:120]
     assert verdict.startswith('class="verdict-regressed">regressed</span>'), verdict
@@ -118,3 +119,45 @@ def test_the_timeline_is_in_seconds_since_the_run_started(
     timeline = figures[0].axes[0]
     assert timeline.get_xlabel() == "time since the run started (s)"
     assert timeline.get_xlim() == pytest.approx((0, (latency.size - 1) * 250e-6), abs=1e-6)
+
+
+def test_verdicts_compare_like_with_like_or_a_named_baseline(tmp_path: Path) -> None:
+    """Unrelated techniques get no verdict (issue 17: '+70819.9 % regressed'); runs of one
+    technique and pairs are judged against the first of them; --baseline judges all."""
+    from jitterlab.describe.report import build_report
+
+    mutex = make_run(tmp_path, latency_clusters(1, 5_000), technique="mutex")
+    spin = make_run(tmp_path, latency_clusters(2, 5_000) // 20, technique="spin")
+    html = build_report([mutex, spin])
+    assert 'class="verdict-' not in html and "No two runs measure the same technique and pairs" in html
+    mutex_rr = make_run(tmp_path, latency_clusters(3, 5_000), technique="mutex")
+    html = build_report([mutex, spin, mutex_rr])
+    assert html.count('class="verdict-') == 1  # mutex against mutex only
+    html = build_report([mutex, spin, mutex_rr], baseline_id=spin.id)
+    assert html.count('class="verdict-') == 2 and "Against the baseline" in html
+
+
+def test_each_technique_has_one_colour_and_each_policy_one_marker(tmp_path: Path) -> None:
+    from jitterlab.describe.overview import styles
+
+    runs = []
+    for technique in ("mutex", "spin"):
+        for policy in ("other", "rr"):
+            run = make_run(tmp_path, latency_clusters(5, 1_000), technique=technique)
+            run.meta["config"]["policy"] = policy
+            runs.append(run)
+    style = styles(runs)
+    colours = {(r.config["technique"], style[r.id].colour) for r in runs}
+    markers = {(r.config["policy"], style[r.id].marker, style[r.id].linestyle) for r in runs}
+    assert len(colours) == 2 and len({c for _t, c in colours}) == 2
+    assert len(markers) == 2 and len({m for _p, m, _l in markers}) == 2
+
+
+def test_the_report_baseline_option(tmp_path: Path) -> None:
+    store = tmp_path / "s"
+    a = make_run(store, latency_clusters(1, 5_000), technique="mutex")
+    make_run(store, latency_clusters(2, 5_000), technique="spin")
+    out = tmp_path / "r.html"
+    done = run_cli("report", "-o", str(out), "--baseline", a.id, "--store", str(store))
+    assert done.returncode == 0, done.stderr
+    assert out.read_text().count('class="verdict-') == 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -25,6 +26,7 @@ from jitterlab.describe.report import write_report
 from jitterlab.describe.validation import SETTINGS_HEADERS, settings_rows, validation_html
 from jitterlab.simulate import proxy
 from jitterlab.simulate.model import load_model
+from jitterlab.simulate.validation import judge
 
 
 def add_parser(sub: Any) -> None:
@@ -140,6 +142,7 @@ def _validate(args: argparse.Namespace) -> int:
         Path(args.model), args.count, args.rate, args.size, args.seed, args.reorder, args.busy_poll
     )
     results, v = proxy.validate(store, options, warn)
+    verdict = judge(v, args.busy_poll)
     runs = {k: r.run for k, r in results.items()}
     if args.json:
         print_json(
@@ -150,6 +153,7 @@ def _validate(args: argparse.Namespace) -> int:
                 "ks_end_to_end": v.ks_end_to_end,
                 "quantile_error_ns": v.quantile_error_ns,
                 "proxy": {k: r.proxy_stats for k, r in results.items() if r.proxy_stats},
+                "verdict": dataclasses.asdict(verdict),
             }
         )
     else:
@@ -157,6 +161,7 @@ def _validate(args: argparse.Namespace) -> int:
         errors = ", ".join(f"{k} {format_ns(e)}" for k, e in v.quantile_error_ns.items())
         print(f"KS distance, injected delay (proxy's record) vs the model: {v.ks:.4f}; error {errors}")
         print(f"KS distance end to end, vs the model + the pass-through floor: {v.ks_end_to_end:.4f}")
+        print(f"verdict: {'reproduced' if verdict.reproduced else 'NOT reproduced'}: {verdict.reason}")
     if args.report:
         preface = validation_html(runs, {k: r.proxy_stats for k, r in results.items()}, v, Path(args.model))
         write_report(list(runs.values()), Path(args.report), "jitterlab injection validation", preface)

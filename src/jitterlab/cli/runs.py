@@ -48,6 +48,10 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("-o", "--output", default="report.html")
     p.add_argument("--title", default="jitterlab report")
     p.add_argument(
+        "--baseline",
+        help="judge every run against this one (default: like with like, same technique and pairs)",
+    )
+    p.add_argument(
         "--strict", action="store_true", help="exit 1 when a run is damaged (it is left out either way)"
     )
     store_option(p)
@@ -148,8 +152,18 @@ def cmd_report(args: argparse.Namespace) -> int:
     report_damage(damaged)
     if not runs:
         raise JitterlabError(f"no runs to report (none given and none readable in {store.root})")
+    baseline_id = None
+    if args.baseline:
+        baseline = load_run(args.baseline, store)
+        if baseline.histogram_only:
+            raise JitterlabError(
+                f"--baseline {baseline.id} holds a histogram only: verdicts need raw samples"
+            )
+        baseline_id = baseline.id
+        if all(r.id != baseline_id for r in runs):
+            runs = [baseline, *runs]
     note(f"writing the report of {len(runs)} run(s)…")
-    size = write_report(runs, Path(args.output), args.title)
+    size = write_report(runs, Path(args.output), args.title, baseline_id=baseline_id)
     note(f"wrote {args.output} ({size / 1e6:.1f} MB)")
     return 1 if args.strict and damaged else 0
 

@@ -8,7 +8,6 @@ number comes from :mod:`jitterlab.describe.analysis` and :mod:`jitterlab.stats`.
 from __future__ import annotations
 
 import datetime as dt
-from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from jitterlab.core.version import __version__
 from jitterlab.core.warnings import CODES, normalized
 from jitterlab.describe.analysis import RunDescription, describe_run, pauses_in_run
 from jitterlab.describe.context import context_lines, contexts
+from jitterlab.describe.overview import overview_html
 from jitterlab.describe.replication import replication_section
 from jitterlab.describe.tables import (
     ATTRIBUTION_HEADERS,
@@ -41,7 +41,7 @@ from jitterlab.describe.tables import (
     summary_cells,
     table1_layout,
 )
-from jitterlab.stats import compare_samples, percentiles
+from jitterlab.stats import percentiles
 from jitterlab.store import Run
 
 MAX_SCATTER_POINTS = 20_000  # drawn points per timeline; more are subsampled (and said so)
@@ -272,80 +272,6 @@ def _collector_table(descriptions: Sequence[RunDescription]) -> str:
     return html_table(headers, [[_esc(cell) for cell in row] for row in rows], cls="three-text-columns")
 
 
-def _qq_figure(descriptions: Sequence[RunDescription]) -> str:
-    base = descriptions[0]
-    fig, ax = plt.subplots(figsize=(6.5, 6))
-    probs = tuple(np.concatenate([np.linspace(1, 99, 99), [99.5, 99.9, 99.95, 99.99]]))
-    qa = _us(percentiles(base.run.latency_ns, probs))
-    lo, hi = qa.min(), qa.max()
-    for k, d in enumerate(descriptions[1:], start=1):
-        qb = _us(percentiles(d.run.latency_ns, probs))
-        ax.plot(qa, qb, ".", ms=4, color=CATEGORY_COLOURS[k % len(CATEGORY_COLOURS)], label=d.run.label)
-        lo, hi = min(lo, qb.min()), max(hi, qb.max())
-    ax.plot([lo, hi], [lo, hi], color="#333", lw=0.8, ls="--", label="same distribution")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel(f"baseline quantiles (µs): {base.run.label}")
-    ax.set_ylabel("run quantiles (µs)")
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
-    fig.tight_layout()
-    ax.set_title("QQ plot against the first run (1st–99.99th percentile)", fontsize=10)
-    return figure_img(fig, "QQ plot against the first run")
-
-
-def _scaling_figure(descriptions: Sequence[RunDescription]) -> str | None:
-    series: dict[str, list[RunDescription]] = defaultdict(list)
-    for d in descriptions:
-        c = d.run.config
-        runtime = "" if c.get("runtime", "native") == "native" else f"{c.get('runtime')}/"
-        series[f"{runtime}{d.run.technique_label} {d.run.policy_label}"].append(d)
-    series = {k: v for k, v in series.items() if len({d.run.config.get("pairs") for d in v}) > 1}
-    if not series:
-        return None
-    fig, axes = plt.subplots(1, 3, figsize=(13, 4), sharex=True)
-    for k, (name, ds) in enumerate(sorted(series.items())):
-        ds = sorted(ds, key=lambda d: int(d.run.config.get("pairs", 0)))
-        pairs = [int(d.run.config.get("pairs", 0)) for d in ds]
-        colour = CATEGORY_COLOURS[k % len(CATEGORY_COLOURS)]
-        for ax, stat in zip(axes, ("p50", "p99", "max"), strict=True):
-            ax.plot(pairs, [getattr(d.summary, stat) / 1000 for d in ds], "o-", color=colour, label=name)
-    for ax, stat in zip(axes, ("p50", "p99", "max"), strict=True):
-        ax.set_yscale("log")
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("pairs")
-        ax.set_title(stat, fontsize=10)
-    axes[0].set_ylabel("latency (µs)")
-    axes[2].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
-    fig.tight_layout()
-    return figure_img(fig, "scaling: pairs against p50, p99 and max")
-
-
-def _verdicts(descriptions: Sequence[RunDescription]) -> str:
-    base = descriptions[0]
-    rows = []
-    for d in descriptions[1:]:
-        c = compare_samples(base.run.latency_ns, d.run.latency_ns)
-        diffs = {p.percentile: p for p in c.percentiles}
-        cells = [
-            f"{diffs[p].relative:+.1%} [{diffs[p].ci_low:+.1%}, {diffs[p].ci_high:+.1%}]"
-            for p in (50.0, 99.0)
-        ]
-        # Name the percentiles behind a verdict: one regressed far-tail percentile makes the
-        # whole run "regressed" even when p50 and p99, shown here, improved.
-        behind = [f"p{p.percentile:g}" for p in c.percentiles if p.verdict == c.verdict]
-        reason = f" ({', '.join(behind)})" if c.verdict != "within noise" else ""
-        rows.append(
-            [
-                _esc(d.run.label),
-                *cells,
-                f"{c.ks_statistic:.3f}",
-                f'<span class="verdict-{c.verdict.split()[0]}">{c.verdict}</span>'
-                f"<span class='muted'>{_esc(reason)}</span>",
-            ]
-        )
-    return html_table(["run", "p50 change [95 % CI]", "p99 change [95 % CI]", "KS distance", "verdict"], rows)
-
-
 UNDERSTANDING = """<h2 id="understanding">Understanding this report</h2><div class="card">
 <p><b>What was measured.</b> n sender/receiver pairs run at once. Before each sample all senders meet at a
 barrier; a sender takes a timestamp, reads a random place of a shared memory block and sends both; its receiver
@@ -360,14 +286,16 @@ computes z = 0.6745 (x − median) / MAD and calls a sample an outlier when z &g
 outliers again and again until none remain: the <i>main</i> cluster, then categories 1, 2, … of ever larger
 values. The dashed lines in the histogram are the cuts between them; the table gives each category's range,
 count and share. Formulas and references: <code>docs/statistics.md</code>.</p>
-<p><b>Timeline.</b> Each point is a sample above median + 2σ, placed at its send time (0 = start, 1 = end of the
-run), as in Stauffert et al. (2016) Fig. 2. Spikes at regular intervals point at periodic sources (timers,
+<p><b>Timeline.</b> Each point is a sample above median + 2σ, placed at its send time in seconds since the run
+started, as in Stauffert et al. (2016) Fig. 2. Spikes at regular intervals point at periodic sources (timers,
 garbage collection); a cloud at the start at warm-up effects. On JVM runs, red vertical lines mark where a
 garbage-collection pause began and grey ones other safepoints, read from the JVM's own log on the samples'
 clock (Figs. 3–4 of the same paper); a spike on a red line was the collector's doing.</p>
 <p><b>Percentile spectrum.</b> The x axis stretches the tail: equal steps for 90 %, 99 %, 99.9 %, … so the
 rare worst cases, which decide whether a frame is missed, are as visible as the median.</p>
-<p><b>Comparisons.</b> QQ plots put each run's quantiles against the first run's: on the diagonal the
+<p><b>Comparisons.</b> Runs are judged only against runs of the same runtime, technique and pairs (the first
+of each such group is its baseline), or against the run named with <code>--baseline</code>. QQ plots, one per
+group, put each run's quantiles against the baseline's: on the diagonal the
 distributions match, above it the run is slower. Verdicts compare percentiles with a bootstrap 95 % interval
 against a 5 % noise threshold: <i>regressed</i> or <i>improved</i> only when the whole interval is beyond it.
 With millions of samples every test p-value is tiny, so the verdict rests on the size of the change.</p>
@@ -388,9 +316,15 @@ which an HdrHistogram log does not hold, so they are not shown.</div>{html_table
 {html_table(["start", "count", "p50", "p99", "max"], rows)}</section>"""
 
 
-def build_report(runs: Sequence[Run], title: str = "jitterlab report", preface_html: str = "") -> str:
+def build_report(
+    runs: Sequence[Run],
+    title: str = "jitterlab report",
+    preface_html: str = "",
+    baseline_id: str | None = None,
+) -> str:
     """The HTML of the report (a string; the caller writes it atomically). ``preface_html``
-    goes first, before the overview (for example the validation of an injector)."""
+    goes first, before the overview (for example the validation of an injector);
+    ``baseline_id`` names a run every other run is judged against (default: like with like)."""
     histogram_runs = [r for r in runs if r.histogram_only]
     descriptions = [describe_run(r) for r in runs if not r.histogram_only]
     labels = [d.run.label for d in descriptions] + [f"{r.label} (histogram)" for r in histogram_runs]
@@ -414,13 +348,7 @@ def build_report(runs: Sequence[Run], title: str = "jitterlab report", preface_h
                 "<h3>Garbage collector × scheduler (layout of Stauffert et al. 2016, Tables 2–3)</h3>"
                 + _collector_table(descriptions)
             )
-        scaling = _scaling_figure(descriptions)
-        if scaling:
-            parts.append("<h3>Scaling with the number of pairs</h3>" + scaling)
-        parts.append(
-            f"<h3>Against the first run ({_esc(descriptions[0].run.label)})</h3>" + _verdicts(descriptions)
-        )
-        parts.append(_qq_figure(descriptions) + "</div>")
+        parts.append(overview_html(descriptions, baseline_id) + "</div>")
     parts.append(f"<h2>Runs</h2><nav class='muted'>{nav}</nav>")
     parts.extend(_run_section(d, f"run{i}") for i, d in enumerate(descriptions))
     parts.extend(_histogram_section(r, f"run{len(descriptions) + i}") for i, r in enumerate(histogram_runs))
@@ -434,9 +362,11 @@ def _context_html(runs: Sequence[Run]) -> str:
     return "<div class='muted'>" + "<br>".join(f"context: {line}" for line in lines) + "</div>"
 
 
-def write_report(runs: Sequence[Run], out: Path, title: str, preface_html: str = "") -> int:
+def write_report(
+    runs: Sequence[Run], out: Path, title: str, preface_html: str = "", baseline_id: str | None = None
+) -> int:
     """Build the report and write it to ``out`` atomically; returns its size in bytes."""
-    page = build_report(runs, title, preface_html).encode()
+    page = build_report(runs, title, preface_html, baseline_id).encode()
     try:
         atomic_write_bytes(out, page)
     except OSError as e:

@@ -74,3 +74,42 @@ def compare_to_model(
         float(stats.ks_2samp(realised, reference).statistic),
         errors,
     )
+
+
+KS_LIMIT = 0.05  # the injected delays' CDF within 5 percentage points of the model's everywhere
+
+
+@dataclass(frozen=True)
+class Reproduction:
+    reproduced: bool
+    floor_ns: float  # the proxy's own cost: pass-through median minus direct median
+    model_p50_ns: float
+    reason: str
+
+
+def judge(v: Validation, busy_poll: bool) -> Reproduction:
+    """Whether the proxy reproduced the model, against which floor, and why not.
+
+    Reproduced: the two-sample KS distance between what the proxy injected and the
+    reference simulation is at most ``KS_LIMIT``. A sleeping proxy cannot release a datagram
+    sooner than it wakes up, so a model whose median delay is below twice the proxy's
+    measured pass-through floor is named as the likely cause, with ``--busy-poll`` as the fix.
+    """
+    floor = float(np.median(v.passthrough_ns) - np.median(v.direct_ns))
+    model_p50 = float(np.median(v.injected_reference_ns))
+    errors = ", ".join(f"{k} {e / 1000:+.1f} µs" for k, e in v.quantile_error_ns.items())
+    if v.ks <= KS_LIMIT:
+        return Reproduction(
+            True,
+            floor,
+            model_p50,
+            f"KS {v.ks:.3f} ≤ {KS_LIMIT} (quantile errors {errors}); floor {floor / 1000:.1f} µs",
+        )
+    if model_p50 < 2 * floor and not busy_poll:
+        why = (
+            f"the model's median delay {model_p50 / 1000:.1f} µs is below twice the proxy's pass-through floor "
+            f"{floor / 1000:.1f} µs: a sleeping proxy wakes too late for it; run again with --busy-poll"
+        )
+    else:
+        why = f"the injected delays differ from the model (quantile errors {errors})"
+    return Reproduction(False, floor, model_p50, f"KS {v.ks:.3f} > {KS_LIMIT}: {why}")

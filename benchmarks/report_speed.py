@@ -1,0 +1,148 @@
+"""Report speed: `jitterlab report` today against the code before the speed-up, one run.
+
+The store is the shape of the main job's (7 techniques × pairs 1, 2 × policies other,
+rr = 28 runs of 200 000 samples per pair), filled with synthetic latencies (a main
+cluster, a second cluster and rare spikes, different per run) so that it needs no
+harness. Both contenders render the report of the same store, each in its own process
+(peak memory = its own ru_maxrss): the current package, and the package as it was at
+``--before`` (default c8d7d6e, the last commit before the speed-up), extracted from git.
+
+Targets: ≤ 10 s and ≤ 300 MB for the 28 runs, ≥ 7× faster than before.
+
+Usage: python benchmarks/report_speed.py [--before COMMIT] [--runs 28] [--samples 200000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from io import BytesIO
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+TECHNIQUES = ("mutex", "futex", "spin", "spsc", "pipe", "unix", "caf")
+BEFORE = "c8d7d6e"
+
+
+def make_store(root: Path, runs: int, samples_per_pair: int) -> None:
+    from jitterlab.store import ResultsStore
+    from jitterlab.store.rawfile import RECORD_DTYPE, RawSamples
+    from jitterlab.store.schema import run_meta
+
+    import datetime as dt
+
+    store = ResultsStore(root)
+    rng = np.random.default_rng(7)
+    plans = [(t, p, pol) for t in TECHNIQUES for p in (1, 2) for pol in ("other", "rr")][:runs]
+    for technique, pairs, policy in plans:
+        n = samples_per_pair * pairs
+        scale = rng.uniform(2_000, 40_000)
+        latency = rng.normal(scale, scale / 20, n)
+        second = rng.choice(n, n // 50, replace=False)
+        latency[second] *= 3
+        spikes = rng.choice(n, n // 2000, replace=False)
+        latency[spikes] = rng.normal(1_000_000, 50_000, spikes.size)
+        records = np.zeros(n, dtype=RECORD_DTYPE)
+        records["pair"] = np.arange(n) % pairs
+        records["seq"] = np.arange(n) // pairs
+        records["t_send_ns"] = 1_000_000_000 + np.arange(n) * 20_000
+        records["t_recv_ns"] = records["t_send_ns"] + np.abs(latency).astype(np.int64) + 100
+        meta = run_meta(
+            store.new_run_id(technique, f"p{pairs}", policy),
+            dt.datetime.now(dt.timezone.utc),
+            environment=None,
+            doctor=None,
+            config={
+                "runtime": "native",
+                "technique": technique,
+                "pairs": pairs,
+                "policy": policy,
+                "priority": 90 if policy == "rr" else 0,
+                "samples_per_pair": samples_per_pair,
+            },
+            timing={"t_start_ns": 1_000_000_000, "t_end_ns": int(records["t_recv_ns"].max())},
+        )
+        store.commit(store.staging_dir(meta["id"]), RawSamples(records, False, False, ""), meta)
+
+
+def extract_before(commit: str, target: Path) -> Path:
+    """The Python package as it was at ``commit`` (the report is pure Python)."""
+    archive = subprocess.run(
+        ["git", "-C", str(REPO), "archive", commit, "src/jitterlab"], capture_output=True, check=True
+    ).stdout
+    with tarfile.open(fileobj=BytesIO(archive)) as tar:
+        tar.extractall(target, filter="data")
+    installed = Path(__import__("jitterlab").__file__).parent
+    # the old package finds its build facts beside it, as the installed one does
+    for name in ("_build_info.json",):
+        if (installed / name).exists():
+            (target / "src" / "jitterlab" / name).write_bytes((installed / name).read_bytes())
+    return target / "src"
+
+
+def child(store: Path, out: Path) -> None:
+    from jitterlab.describe.report import write_report
+    from jitterlab.store import ResultsStore
+
+    started = time.perf_counter()
+    runs = ResultsStore(store).runs()
+    size = write_report(runs, out, "report speed")
+    elapsed = time.perf_counter() - started
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(json.dumps({"seconds": elapsed, "peak_bytes": peak, "bytes": size, "runs": len(runs)}))
+
+
+def run_child(store: Path, out: Path, pythonpath: Path | None) -> dict[str, float]:
+    env = dict(os.environ)
+    if pythonpath is not None:
+        env["PYTHONPATH"] = str(pythonpath)
+    done = subprocess.run(
+        [sys.executable, __file__, "--child", str(store), str(out)], capture_output=True, text=True, env=env
+    )
+    if done.returncode != 0:
+        raise SystemExit(done.stderr)
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--before", default=BEFORE, help=f"commit of the code to compare with ({BEFORE})")
+    parser.add_argument("--runs", type=int, default=28)
+    parser.add_argument("--samples", type=int, default=200_000, help="samples per pair (200000)")
+    parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(Path(args.child[0]), Path(args.child[1]))
+        return 0
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        print(f"making a store of {args.runs} runs…", file=sys.stderr)
+        make_store(root / "store", args.runs, args.samples)
+        old_src = extract_before(args.before, root / "before")
+        print("rendering with today's code…", file=sys.stderr)
+        now = run_child(root / "store", root / "now.html", None)
+        print(f"rendering with the code at {args.before}…", file=sys.stderr)
+        before = run_child(root / "store", root / "before.html", old_src)
+    print(f"report of {now['runs']:.0f} runs, {args.samples:,} samples per pair")
+    print(f"{'contender':<22}{'time':>9}{'peak RSS':>11}{'size':>9}")
+    for name, r in ((f"jitterlab now", now), (f"before ({args.before})", before)):
+        print(f"{name:<22}{r['seconds']:>8.1f}s{r['peak_bytes'] / 1e6:>9.0f}MB{r['bytes'] / 1e6:>7.1f}MB")
+    ratio = before["seconds"] / now["seconds"]
+    fast, small, ahead = now["seconds"] <= 10, now["peak_bytes"] <= 300e6, ratio >= 7
+    print(f"time {now['seconds']:.1f} s (target ≤ 10 s) {'met' if fast else 'MISSED'}")
+    print(f"peak memory {now['peak_bytes'] / 1e6:.0f} MB (target ≤ 300 MB) {'met' if small else 'MISSED'}")
+    print(f"speed-up {ratio:.1f}× (target ≥ 7×) {'met' if ahead else 'MISSED'}")
+    return 0 if fast and small and ahead else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
