@@ -109,7 +109,11 @@ def duckdb_version(latency: np.ndarray, t_send: np.ndarray) -> dict[str, object]
     thresholds: list[float] = []
     while True:
         where = f"WHERE x > {thresholds[-1]}" if thresholds else ""
-        median, mad, n = con.execute(f"SELECT median(x), mad(x), count(x) FROM t {where}").fetchone() or (0, 0, 0)
+        median, mad, n = con.execute(f"SELECT median(x), mad(x), count(x) FROM t {where}").fetchone() or (
+            0,
+            0,
+            0,
+        )
         if not n or not mad:
             break
         cut = float(median) + 3.5 * float(mad) / 0.6745
@@ -144,7 +148,11 @@ def child(which: str, directory: Path) -> None:
     t_send = np.load(directory / "t_send.npy")
     base_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     started = time.perf_counter()
-    versions = {"jitterlab": jitterlab_version, "straightforward": straightforward_version, "duckdb": duckdb_version}
+    versions = {
+        "jitterlab": jitterlab_version,
+        "straightforward": straightforward_version,
+        "duckdb": duckdb_version,
+    }
     result = versions[which](latency, t_send)
     elapsed = time.perf_counter() - started
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -114,11 +114,31 @@ def test_the_timeline_is_in_seconds_since_the_run_started(
     t_send = np.arange(latency.size, dtype=np.int64) * 250_000  # a sample every 0.25 ms: about 5 s
     run = make_run(tmp_path, latency, t_send=t_send)
     figures: list = []
-    monkeypatch.setattr(report, "figure_img", lambda fig, alt: figures.append(fig) or "")
+    monkeypatch.setattr(report, "figure_img", lambda fig, alt, close=True: figures.append(fig) or "")
     report.run_figure(describe_run(run))
     timeline = figures[0].axes[0]
     assert timeline.get_xlabel() == "time since the run started (s)"
     assert timeline.get_xlim() == pytest.approx((0, (latency.size - 1) * 250e-6), abs=1e-6)
+
+
+def test_the_reused_run_figure_shows_only_the_run_drawn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The report draws every run into one figure per process: nothing of a run drawn
+    before may stay in it (points, lines, legends, limits)."""
+    from jitterlab.describe import report
+    from jitterlab.describe.analysis import describe_run
+
+    figures: list = []
+    monkeypatch.setattr(report, "figure_img", lambda fig, alt, close=True: figures.append(fig) or "")
+    slow = make_run(tmp_path, latency_clusters(1, 20_000) * 100, technique="slow")
+    fast = make_run(tmp_path, latency_clusters(2, 5_000), technique="fast")
+    report.run_figure(describe_run(slow))
+    first = [(len(ax.collections), len(ax.lines), len(ax.patches)) for ax in figures[0].axes]
+    report.run_figure(describe_run(fast))
+    assert figures[0] is figures[1]
+    second = [(len(ax.collections), len(ax.lines), len(ax.patches)) for ax in figures[1].axes]
+    assert second[2] == first[2]  # the spectrum: one line again, not two
+    histogram = figures[1].axes[1]
+    assert histogram.get_xlim()[1] < 2 * fast.latency_ns.max() / 1000  # not the slow run's range
 
 
 def test_verdicts_compare_like_with_like_or_a_named_baseline(tmp_path: Path) -> None:

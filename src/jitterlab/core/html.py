@@ -32,15 +32,17 @@ def esc(text: Any) -> str:
     return html.escape(str(text))
 
 
-def png_data_uri(fig: Any) -> str:
+def png_data_uri(fig: Any, close: bool = True) -> str:
+    """The figure as a PNG data URI; ``close=False`` keeps it for reuse."""
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=96)
-    plt.close(fig)
+    if close:
+        plt.close(fig)
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
 
 
-def figure_img(fig: Any, alt: str) -> str:
-    return f'<img src="{png_data_uri(fig)}" alt="{html.escape(alt)}">'
+def figure_img(fig: Any, alt: str, close: bool = True) -> str:
+    return f'<img src="{png_data_uri(fig, close)}" alt="{html.escape(alt)}">'
 
 
 def html_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], cls: str = "") -> str:

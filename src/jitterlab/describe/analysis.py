@@ -41,6 +41,7 @@ class RunDescription:
     baseline_id: str | None
     attribution: dict[str, Any] | None  # spike causes under this test (traced runs), else None
     screening: Verdict | None = None  # with a baseline: contaminated against it (stats/screening.py)
+    ordered: np.ndarray | None = None  # the latencies sorted (for percentiles at any point)
 
 
 def run_test(
@@ -95,17 +96,19 @@ def describe_run(
         reference = stacked_z_test(baseline.latency_ns, threshold=threshold, two_sided=two_sided)
         if reference.thresholds:
             screening = screen(latency, baseline_of(baseline.latency_ns, reference))
-    categories = run_test(latency, test, two_sided, threshold, alpha, reference)
+    ordered = np.sort(latency)  # one sort serves the summary and the stacked test
+    categories = run_test(latency, test, two_sided, threshold, alpha, reference, ordered=ordered)
     windows = time_windows(run.t_send_ns, latency, window_ns, categories)
     return RunDescription(
         run,
-        summarize(latency),
+        summarize(latency, ordered),
         test,
         categories,
         windows,
         baseline.id if baseline else None,
         spike_attribution(run, categories),
         screening,
+        ordered,
     )
 
 

@@ -21,11 +21,11 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.ticker import NullLocator
+from matplotlib.ticker import FuncFormatter, NullLocator
 
 from jitterlab.core.html import esc, figure_img, html_table
-from jitterlab.describe.analysis import RunDescription
-from jitterlab.stats import compare_samples, percentiles
+from jitterlab.stats import Comparison, Summary, compare_samples
+from jitterlab.stats.summary import percentiles_sorted
 from jitterlab.store import Run
 
 PALETTE = [
@@ -36,6 +36,47 @@ MARKERS = ["o", "s", "^", "D", "v", "P", "X"]
 LINESTYLES = ["-", "--", ":", "-."]
 SPECTRUM_TICKS = (0.5, 0.9, 0.99, 0.999, 0.9999, 0.99999, 0.999999)
 MAX_QQ_PANELS = 12
+QQ_PERCENTILES = tuple(np.concatenate([np.linspace(1, 99, 99), [99.5, 99.9, 99.95, 99.99]]))
+SPECTRUM_POINTS = 120
+
+
+@dataclass(frozen=True)
+class RunDigest:
+    """What the overview needs of one run: small enough to travel between processes, so
+    that no process holds every run's samples at once."""
+
+    run: Run
+    summary: Summary
+    spectrum_p: np.ndarray  # percentiles (fractions) of the spectrum
+    spectrum_ns: np.ndarray  # their values
+    qq_ns: np.ndarray  # values at QQ_PERCENTILES
+
+
+def digest(run: Run, summary: Summary, ordered: np.ndarray) -> RunDigest:
+    """The overview's numbers of a run from its sorted latencies."""
+    n = max(ordered.size, 2)
+    ps = np.clip(1 - np.geomspace(1, 1 / n, SPECTRUM_POINTS), 0, 1 - 1 / n)
+    bare = Run(run.path, run.meta)  # the samples stay behind
+    return RunDigest(
+        bare,
+        summary,
+        ps,
+        percentiles_sorted(ordered, tuple(ps * 100)),
+        percentiles_sorted(ordered, QQ_PERCENTILES),
+    )
+
+
+def compare_runs_for_report(base: Run, other: Run) -> Comparison:
+    """The report's comparison of two runs (KS distance and the verdict; the other tests
+    are not shown there, so not computed)."""
+    return compare_samples(base.latency_ns, other.latency_ns, distribution_tests=False)
+
+
+def log_axis(axis: Any) -> None:
+    """A log axis with plain numbers at the decades and no minor ticks: easier to read than
+    10^k, and far cheaper to lay out (tick labels dominate the cost of drawing a figure)."""
+    axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+    axis.set_minor_locator(NullLocator())
 
 
 @dataclass(frozen=True)
@@ -74,26 +115,24 @@ def comparison_key(run: Run) -> tuple[str, str, str, str]:
     )
 
 
-def comparison_groups(
-    descriptions: Sequence[RunDescription], baseline_id: str | None = None
-) -> list[tuple[RunDescription, list[RunDescription]]]:
+def comparison_groups(runs: Sequence[Run], baseline_id: str | None = None) -> list[tuple[Run, list[Run]]]:
     """(baseline, the runs judged against it) for every group of like runs with two or
     more members, the first of each group its baseline; with ``baseline_id``, one group of
     every run against that one."""
     if baseline_id is not None:
-        base = next(d for d in descriptions if d.run.id == baseline_id)
-        return [(base, [d for d in descriptions if d is not base])]
-    groups: dict[tuple[str, ...], list[RunDescription]] = defaultdict(list)
-    for d in descriptions:
-        groups[comparison_key(d.run)].append(d)
+        base = next(r for r in runs if r.id == baseline_id)
+        return [(base, [r for r in runs if r is not base])]
+    groups: dict[tuple[str, ...], list[Run]] = defaultdict(list)
+    for r in runs:
+        groups[comparison_key(r)].append(r)
     return [(members[0], members[1:]) for members in groups.values() if len(members) > 1]
 
 
-def verdicts_html(groups: list[tuple[RunDescription, list[RunDescription]]]) -> str:
+def verdicts_html(groups: list[tuple[Run, list[Run]]], comparisons: dict[tuple[str, str], Comparison]) -> str:
     rows = []
     for base, others in groups:
-        for d in others:
-            c = compare_samples(base.run.latency_ns, d.run.latency_ns)
+        for other in others:
+            c = comparisons[(base.id, other.id)]
             diffs = {p.percentile: p for p in c.percentiles}
             cells = [
                 f"{diffs[p].relative:+.1%} [{diffs[p].ci_low:+.1%}, {diffs[p].ci_high:+.1%}]"
@@ -105,8 +144,8 @@ def verdicts_html(groups: list[tuple[RunDescription, list[RunDescription]]]) -> 
             reason = f" ({', '.join(behind)})" if c.verdict != "within noise" else ""
             rows.append(
                 [
-                    esc(d.run.label),
-                    esc(base.run.label),
+                    esc(other.label),
+                    esc(base.label),
                     *cells,
                     f"{c.ks_statistic:.3f}",
                     f'<span class="verdict-{c.verdict.split()[0]}">{c.verdict}</span>'
@@ -118,39 +157,44 @@ def verdicts_html(groups: list[tuple[RunDescription, list[RunDescription]]]) -> 
     )
 
 
-def qq_figure(groups: list[tuple[RunDescription, list[RunDescription]]], style: dict[str, Style]) -> str:
+def qq_figure(
+    groups: list[tuple[Run, list[Run]]], digests: dict[str, RunDigest], style: dict[str, Style]
+) -> str:
     """Small multiples: one QQ panel per comparison group, its baseline on x."""
     shown = groups[:MAX_QQ_PANELS]
     cols = min(3, len(shown))
     rows = -(-len(shown) // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4.4 * cols, 4.0 * rows), squeeze=False)
-    probs = tuple(np.concatenate([np.linspace(1, 99, 99), [99.5, 99.9, 99.95, 99.99]]))
     for ax, (base, others) in zip(axes.flat, shown, strict=False):
-        qa = percentiles(base.run.latency_ns, probs) / 1000
+        qa = digests[base.id].qq_ns / 1000
         lo, hi = qa.min(), qa.max()
-        for d in others:
-            qb = percentiles(d.run.latency_ns, probs) / 1000
-            s = style[d.run.id]
-            ax.plot(qa, qb, s.marker, ms=3, color=s.colour, mfc="none", label=_what_differs(d.run))
+        for other in others:
+            qb = digests[other.id].qq_ns / 1000
+            s = style[other.id]
+            ax.plot(qa, qb, s.marker, ms=3, color=s.colour, mfc="none", label=_what_differs(other))
             lo, hi = min(lo, qb.min()), max(hi, qb.max())
         ax.plot([lo, hi], [lo, hi], color="#333", lw=0.8, ls="--")
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_xlabel(f"{base.run.label} (µs)", fontsize=8)
+        log_axis(ax.xaxis)
+        log_axis(ax.yaxis)
+        ax.set_xlabel(f"{base.label} (µs)", fontsize=8)
         ax.set_ylabel("run quantiles (µs)", fontsize=8)
-        ax.set_title(technique_of(base.run) + f" ×{base.run.config.get('pairs', '?')}", fontsize=9)
+        ax.set_title(technique_of(base) + f" ×{base.config.get('pairs', '?')}", fontsize=9, y=1.0)
         ax.legend(fontsize=7, loc="upper left")
     for ax in list(axes.flat)[len(shown) :]:
         ax.set_visible(False)
-    fig.tight_layout()
+    fig.subplots_adjust(
+        left=0.07, right=0.98, bottom=0.3 / rows, top=1 - 0.25 / rows, hspace=0.45, wspace=0.28
+    )
     return figure_img(fig, "QQ plots, one per group of like runs")
 
 
-def scaling_figure(descriptions: Sequence[RunDescription], style: dict[str, Style]) -> str | None:
+def scaling_figure(digests: Sequence[RunDigest], style: dict[str, Style]) -> str | None:
     """p50, p99 and max against pairs: a line per technique and policy measured at several
     pair counts; colour = technique, marker and line style = policy."""
-    series: dict[tuple[str, str], list[RunDescription]] = defaultdict(list)
-    for d in descriptions:
+    series: dict[tuple[str, str], list[RunDigest]] = defaultdict(list)
+    for d in digests:
         series[(technique_of(d.run), d.run.policy_label)].append(d)
     series = {k: v for k, v in series.items() if len({d.run.config.get("pairs") for d in v}) > 1}
     if not series:
@@ -170,52 +214,77 @@ def scaling_figure(descriptions: Sequence[RunDescription], style: dict[str, Styl
     ticks = sorted(all_pairs)
     for ax, stat in zip(axes, ("p50", "p99", "max"), strict=True):
         ax.set_yscale("log")
+        log_axis(ax.yaxis)
         ax.set_xscale("log", base=2)
         ax.set_xticks(ticks, [str(t) for t in ticks])
         ax.xaxis.set_minor_locator(NullLocator())
         ax.set_xlabel("pairs")
-        ax.set_title(stat, fontsize=10)
+        ax.set_title(stat, fontsize=10, y=1.0)
     axes[0].set_ylabel("latency (µs)")
     axes[2].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
-    fig.tight_layout()
+    fig.subplots_adjust(left=0.06, right=0.76, bottom=0.13, top=0.92, wspace=0.22)
     return figure_img(fig, "scaling: pairs against p50, p99 and max")
 
 
-def spectrum_overlay(descriptions: Sequence[RunDescription], style: dict[str, Style]) -> str:
+def spectrum_overlay(digests: Sequence[RunDigest], style: dict[str, Style]) -> str:
     """Every run's percentile spectrum on one 1/(1-p) axis (HdrHistogram's plotter view)."""
     fig, ax = plt.subplots(figsize=(11, 5.2))
     deepest = 0.5
-    for d in descriptions:
-        n = d.summary.count
-        top = 1 - 1 / max(n, 2)
-        ps = np.clip(1 - np.geomspace(1, 1 / max(n, 2), 120), 0, top)
-        values = percentiles(d.run.latency_ns, tuple(ps * 100)) / 1000
+    for d in digests:
         s = style[d.run.id]
-        ax.plot(1 / (1 - ps), values, color=s.colour, ls=s.linestyle, lw=1.2, label=d.run.label)
-        deepest = max(deepest, top)
+        ax.plot(
+            1 / (1 - d.spectrum_p),
+            d.spectrum_ns / 1000,
+            color=s.colour,
+            ls=s.linestyle,
+            lw=1.2,
+            label=d.run.label,
+        )
+        deepest = max(deepest, float(d.spectrum_p[-1]))
     ticks = [p for p in SPECTRUM_TICKS if p <= deepest]
     ax.set_xscale("log")
     ax.set_yscale("log")
+    log_axis(ax.yaxis)
     ax.set_xticks([1 / (1 - p) for p in ticks], [f"{p * 100:g}%" for p in ticks])
     ax.xaxis.set_minor_locator(NullLocator())
     ax.set_xlabel("percentile")
     ax.set_ylabel("latency (µs)")
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), ncol=1 + len(descriptions) // 24)
-    fig.tight_layout()
+    columns = 1 + len(digests) // 24
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), ncol=columns)
+    fig.subplots_adjust(left=0.07, right=0.98 - 0.22 * columns, bottom=0.11, top=0.97)
     return figure_img(fig, "percentile spectrum of every run")
 
 
-def overview_html(descriptions: Sequence[RunDescription], baseline_id: str | None = None) -> str:
-    """The figures and verdicts of the overview card (the tables are the caller's)."""
-    style = styles([d.run for d in descriptions])
-    parts = ["<h3>Percentile spectrum of every run</h3>" + spectrum_overlay(descriptions, style)]
-    scaling = scaling_figure(descriptions, style)
+def _draw_inline(jobs: list[tuple[Any, tuple[Any, ...]]], _progress: Any) -> list[Any]:
+    return [fn(*args) for fn, args in jobs]
+
+
+def overview_html(
+    digests: Sequence[RunDigest],
+    comparisons: dict[tuple[str, str], Comparison],
+    baseline_id: str | None = None,
+    run_jobs: Any = _draw_inline,
+) -> str:
+    """The figures and verdicts of the overview card (the tables are the caller's);
+    ``comparisons`` holds :func:`compare_runs_for_report` of every pair of
+    :func:`comparison_groups`; ``run_jobs`` draws the figures (the report's worker pool)."""
+    runs = [d.run for d in digests]
+    by_id = {d.run.id: d for d in digests}
+    style = styles(runs)
+    groups = comparison_groups(runs, baseline_id)
+    jobs: list[tuple[Any, tuple[Any, ...]]] = [
+        (spectrum_overlay, (digests, style)),
+        (scaling_figure, (digests, style)),
+    ]
+    if groups:
+        jobs.append((qq_figure, (groups, by_id, style)))
+    spectrum, scaling, *qq = run_jobs(jobs, None)
+    parts = ["<h3>Percentile spectrum of every run</h3>" + spectrum]
     if scaling:
         parts.append("<h3>Scaling with the number of pairs</h3>" + scaling)
-    groups = comparison_groups(descriptions, baseline_id)
     if baseline_id is not None:
-        parts.append(f"<h3>Against the baseline {esc(groups[0][0].run.label)}</h3>")
+        parts.append(f"<h3>Against the baseline {esc(groups[0][0].label)}</h3>")
     else:
         parts.append(
             "<h3>Like with like</h3><div class='muted'>Each run against the first run of the same runtime, "
@@ -224,7 +293,7 @@ def overview_html(descriptions: Sequence[RunDescription], baseline_id: str | Non
             "compares every run with one you name.</div>"
         )
     if groups:
-        parts.append(verdicts_html(groups) + qq_figure(groups, style))
+        parts.append(verdicts_html(groups, comparisons) + qq[0])
     else:
         parts.append("<p class='muted'>No two runs measure the same technique and pairs: no verdicts.</p>")
     return "".join(parts)

@@ -7,8 +7,13 @@ number comes from :mod:`jitterlab.describe.analysis` and :mod:`jitterlab.stats`.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
-from collections.abc import Sequence
+import multiprocessing
+import os
+import signal
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -17,16 +22,25 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.ticker import NullLocator
 
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.fileio import atomic_write_bytes
 from jitterlab.core.html import PAGE_END, esc, figure_img, html_table, page_head
+from jitterlab.core.progress import ProgressBar
 from jitterlab.core.units import format_count, format_ns
 from jitterlab.core.version import __version__
 from jitterlab.core.warnings import CODES, normalized
 from jitterlab.describe.analysis import RunDescription, describe_run, pauses_in_run
 from jitterlab.describe.context import context_lines, contexts
-from jitterlab.describe.overview import overview_html
+from jitterlab.describe.overview import (
+    RunDigest,
+    compare_runs_for_report,
+    comparison_groups,
+    digest,
+    log_axis,
+    overview_html,
+)
 from jitterlab.describe.replication import replication_section
 from jitterlab.describe.tables import (
     ATTRIBUTION_HEADERS,
@@ -57,12 +71,16 @@ def _us(values: np.ndarray) -> np.ndarray:
 
 
 def run_figure(d: RunDescription) -> str:
-    """The four per-run plots in one figure (2 x 2)."""
+    """The four per-run plots in one figure (2 x 2).
+
+    Drawn for speed (a report has dozens): a fixed layout instead of tight_layout, titles
+    at a fixed height, histograms and window counts as one step patch each instead of one
+    rectangle per bar."""
     latency = d.run.latency_ns
     t_send = d.run.t_send_ns
     s = d.summary
     thresholds = d.categories.thresholds
-    fig, axes = plt.subplots(2, 2, figsize=(12, 7.2))
+    fig, axes = _run_axes()
 
     # Seed 000 Fig. 2: the samples above median + 2 sigma over the run, in seconds since it
     # started (the seed normalised the time to 0–1; seconds say when, and how long it ran).
@@ -88,10 +106,11 @@ def run_figure(d: RunDescription) -> str:
     ax.axhline(s.p50 / 1000, color="#333", lw=0.8, ls="--", label="median")
     marked = mark_pauses(ax, d.run, int(t_send.min()))
     ax.set_yscale("log")
+    log_axis(ax.yaxis)
     ax.set_xlim(0, span / 1e9)
     ax.set_xlabel("time since the run started (s)")
     ax.set_ylabel("latency (µs)")
-    ax.set_title(f"samples above median + 2σ ({format_ns(cut)}){note}", fontsize=10)
+    ax.set_title(f"samples above median + 2σ ({format_ns(cut)}){note}", fontsize=10, y=1.0)
     if above.size or marked:
         # Below the median + 2σ cut no point is drawn, so the legend sits there, not on spikes.
         ax.legend(fontsize=7, loc="lower center", ncol=3, framealpha=0.85)
@@ -99,16 +118,19 @@ def run_figure(d: RunDescription) -> str:
     # VRST'16 Fig. 1: log-y histogram with the category separators.
     ax = axes[0][1]
     lo, hi = max(float(latency.min()), 1.0), max(float(latency.max()), 2.0)
-    bins = np.geomspace(lo, hi * 1.0001, 120)
-    ax.hist(_us(latency), bins=bins / 1000, color=CATEGORY_COLOURS[0], alpha=0.85)
+    counts, edges = np.histogram(latency, bins=np.geomspace(lo, hi * 1.0001, 120))
+    ax.stairs(counts, edges / 1000, fill=True, color=CATEGORY_COLOURS[0], alpha=0.85)
     for k, t in enumerate(thresholds):
         ax.axvline(t / 1000, color=CATEGORY_COLOURS[(k + 1) % len(CATEGORY_COLOURS)], ls="--", lw=1.2)
         ax.text(t / 1000, 1, f" {k + 1}", color="#333", fontsize=8, va="bottom")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    ax.set_ylim(bottom=0.8)
+    log_axis(ax.xaxis)
+    log_axis(ax.yaxis)
     ax.set_xlabel("latency (µs)")
     ax.set_ylabel("samples")
-    ax.set_title(f"histogram; dashed: {d.test} category separators", fontsize=10)
+    ax.set_title(f"histogram; dashed: {d.test} category separators", fontsize=10, y=1.0)
 
     # Percentile spectrum on a 1/(1-p) axis (HdrHistogram style).
     ax = axes[1][0]
@@ -120,42 +142,65 @@ def run_figure(d: RunDescription) -> str:
     ax.plot(1 / (1 - ps), _us(values), color=CATEGORY_COLOURS[0])
     ax.set_xscale("log")
     ax.set_yscale("log")
+    log_axis(ax.yaxis)
+    ax.xaxis.set_minor_locator(NullLocator())
     ticks = [p for p in (0.5, 0.9, 0.99, 0.999, 0.9999, 0.99999, 0.999999) if p <= top]
     ax.set_xticks([1 / (1 - p) for p in ticks], [f"{p * 100:g}%" for p in ticks], fontsize=8)
     ax.set_xlabel("percentile")
     ax.set_ylabel("latency (µs)")
-    ax.set_title("percentile spectrum", fontsize=10)
+    ax.set_title("percentile spectrum", fontsize=10, y=1.0)
 
-    # Category counts per window over time.
+    # Category counts per window over time, stacked.
     ax = axes[1][1]
     w = d.windows
-    x = w.start_ns / 1e9
-    bottom = np.zeros(x.size)
-    width = w.width_ns / 1e9 * 0.9
+    edges = np.append(w.start_ns, w.start_ns[-1] + w.width_ns) / 1e9 if w.start_ns.size else np.zeros(1)
+    bottom = np.zeros(w.start_ns.size)
     drawn = False
     for j, cat in enumerate(w.categories):
-        if cat == 0:
+        if cat == 0 or not w.category_counts[:, j].any():
             continue
-        ax.bar(
-            x,
-            w.category_counts[:, j],
-            width=width,
-            bottom=bottom,
-            align="edge",
+        top_counts = bottom + w.category_counts[:, j]
+        ax.stairs(
+            top_counts,
+            edges,
+            baseline=bottom.copy(),
+            fill=True,
             color=CATEGORY_COLOURS[cat % len(CATEGORY_COLOURS)],
             label=f"category {category_name(cat)}",
         )
-        bottom += w.category_counts[:, j]
+        bottom = top_counts
         drawn = True
     ax.set_xlabel(f"time (s), windows of {format_ns(w.width_ns)}")
     ax.set_ylabel("outliers per window")
-    ax.set_title("outlier categories per window", fontsize=10)
+    ax.set_title("outlier categories per window", fontsize=10, y=1.0)
     if drawn:
         ax.legend(fontsize=8)
     else:
         ax.text(0.5, 0.5, "no outliers", transform=ax.transAxes, ha="center")
-    fig.tight_layout()
-    return figure_img(fig, f"plots of {d.run.label}")
+    return figure_img(fig, f"plots of {d.run.label}", close=False)
+
+
+_RUN_FIGURE: list[Any] = []  # [figure, axes]: made once per process, emptied for each run
+
+
+def _run_axes() -> tuple[Any, Any]:
+    """The 2 x 2 figure of a run, emptied: making four log axes costs more than drawing a
+    run's data into them, so each process makes it once and clears it for the next run."""
+    if not _RUN_FIGURE:
+        fig, axes = plt.subplots(2, 2, figsize=(12, 7.2))
+        fig.subplots_adjust(left=0.065, right=0.985, bottom=0.075, top=0.955, hspace=0.34, wspace=0.18)
+        _RUN_FIGURE.extend([fig, axes])
+    fig, axes = _RUN_FIGURE
+    for ax in axes.flat:
+        for artist in [*ax.lines, *ax.collections, *ax.patches, *ax.texts]:
+            artist.remove()
+        if ax.get_legend() is not None:
+            ax.get_legend().remove()
+        ax.set_xscale("linear")  # also restores the default locators and formatters
+        ax.set_yscale("linear")
+        ax.relim()
+        ax.autoscale(True)
+    return fig, axes
 
 
 def mark_pauses(ax: Any, run: Run, origin_ns: int) -> bool:
@@ -260,18 +305,6 @@ def _run_section(d: RunDescription, anchor: str) -> str:
 {run_figure(d)}</section>"""
 
 
-def _table1(descriptions: Sequence[RunDescription]) -> str:
-    headers, rows = table1_layout([d.run for d in descriptions], [d.summary.to_dict() for d in descriptions])
-    return html_table(headers, [[_esc(cell) for cell in row] for row in rows])
-
-
-def _collector_table(descriptions: Sequence[RunDescription]) -> str:
-    headers, rows = collector_table_layout(
-        [d.run for d in descriptions], [d.summary.to_dict() for d in descriptions]
-    )
-    return html_table(headers, [[_esc(cell) for cell in row] for row in rows], cls="three-text-columns")
-
-
 UNDERSTANDING = """<h2 id="understanding">Understanding this report</h2><div class="card">
 <p><b>What was measured.</b> n sender/receiver pairs run at once. Before each sample all senders meet at a
 barrier; a sender takes a timestamp, reads a random place of a shared memory block and sends both; its receiver
@@ -316,6 +349,61 @@ which an HdrHistogram log does not hold, so they are not shown.</div>{html_table
 {html_table(["start", "count", "p50", "p99", "max"], rows)}</section>"""
 
 
+def _section_job(run: Run, anchor: str) -> tuple[str, RunDigest]:
+    """One run's section and the overview's numbers of it (in a worker process)."""
+    d = describe_run(run)
+    section = _run_section(d, anchor)
+    ordered = d.ordered if d.ordered is not None else np.sort(run.latency_ns)
+    return section, digest(run, d.summary, ordered)
+
+
+def _ignore_interrupts() -> None:
+    """Workers leave Ctrl-C to the parent (which stops them) and die quietly on SIGTERM."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+Job = tuple[Callable[..., Any], tuple[Any, ...]]
+JobRunner = Callable[[list[Job], ProgressBar | None], list[Any]]
+
+
+@contextlib.contextmanager
+def _workers() -> Iterator[JobRunner]:
+    """A job runner on every allowed CPU: forked worker processes, each loading its own runs
+    and dropping them, so no process holds all samples. Results come back in job order,
+    feeding the progress bar. On one CPU the jobs run here."""
+    count = len(os.sched_getaffinity(0))
+
+    def inline(jobs: list[Job], progress: ProgressBar | None) -> list[Any]:
+        results = []
+        for k, (fn, args) in enumerate(jobs):
+            results.append(fn(*args))
+            if progress:
+                progress.update(k + 1)
+        return results
+
+    if count <= 1:
+        yield inline
+        return
+    context = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(count, mp_context=context, initializer=_ignore_interrupts) as pool:
+
+        def parallel(jobs: list[Job], progress: ProgressBar | None) -> list[Any]:
+            futures = [pool.submit(fn, *args) for fn, args in jobs]
+            results = []
+            for k, future in enumerate(futures):
+                results.append(future.result())
+                if progress:
+                    progress.update(k + 1)
+            return results
+
+        try:
+            yield parallel
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+
+
 def build_report(
     runs: Sequence[Run],
     title: str = "jitterlab report",
@@ -324,10 +412,25 @@ def build_report(
 ) -> str:
     """The HTML of the report (a string; the caller writes it atomically). ``preface_html``
     goes first, before the overview (for example the validation of an injector);
-    ``baseline_id`` names a run every other run is judged against (default: like with like)."""
+    ``baseline_id`` names a run every other run is judged against (default: like with like).
+
+    The runs' sections and the comparisons are computed in parallel worker processes; a
+    progress bar shows on a terminal."""
     histogram_runs = [r for r in runs if r.histogram_only]
-    descriptions = [describe_run(r) for r in runs if not r.histogram_only]
-    labels = [d.run.label for d in descriptions] + [f"{r.label} (histogram)" for r in histogram_runs]
+    sample_runs = [r for r in runs if not r.histogram_only]
+    groups = comparison_groups(sample_runs, baseline_id) if len(sample_runs) > 1 else []
+    pairs = [(base, other) for base, others in groups for other in others]
+    jobs: list[Job] = [(_section_job, (r, f"run{i}")) for i, r in enumerate(sample_runs)]
+    jobs += [(compare_runs_for_report, (base, other)) for base, other in pairs]
+    with _workers() as run_jobs:
+        progress = ProgressBar("rendering the report", len(jobs))
+        results = run_jobs(jobs, progress)
+        progress.close()
+        digests = [d for _section, d in results[: len(sample_runs)]]
+        comparisons = {(b.id, o.id): c for (b, o), c in zip(pairs, results[len(sample_runs) :], strict=True)}
+        overview = overview_html(digests, comparisons, baseline_id, run_jobs) if len(digests) > 1 else ""
+    sections = [section for section, _digest in results[: len(sample_runs)]]
+    labels = [r.label for r in sample_runs] + [f"{r.label} (histogram)" for r in histogram_runs]
     nav = " ".join(f'<a href="#run{i}">{_esc(label)}</a>' for i, label in enumerate(labels))
     parts = [
         page_head(title),
@@ -338,20 +441,25 @@ def build_report(
     ]
     parts.append(preface_html)
     parts.append(replication_section(runs))  # empty unless runs of `repl bench` are among them
-    if len(descriptions) > 1:
+    if len(digests) > 1:
+        summaries = [d.summary.to_dict() for d in digests]
+        headers, rows = table1_layout([d.run for d in digests], summaries)
         parts.append(
             "<h2>Overview</h2><div class='card'><h3>Max, mean and median per policy (layout of Stauffert "
-            "et al. 2016, Table 1)</h3>" + _table1(descriptions)
+            "et al. 2016, Table 1)</h3>" + html_table(headers, [[_esc(cell) for cell in row] for row in rows])
         )
-        if covers_several_collectors([d.run for d in descriptions]):
+        if covers_several_collectors([d.run for d in digests]):
+            headers, rows = collector_table_layout([d.run for d in digests], summaries)
             parts.append(
                 "<h3>Garbage collector × scheduler (layout of Stauffert et al. 2016, Tables 2–3)</h3>"
-                + _collector_table(descriptions)
+                + html_table(
+                    headers, [[_esc(cell) for cell in row] for row in rows], cls="three-text-columns"
+                )
             )
-        parts.append(overview_html(descriptions, baseline_id) + "</div>")
+        parts.append(overview + "</div>")
     parts.append(f"<h2>Runs</h2><nav class='muted'>{nav}</nav>")
-    parts.extend(_run_section(d, f"run{i}") for i, d in enumerate(descriptions))
-    parts.extend(_histogram_section(r, f"run{len(descriptions) + i}") for i, r in enumerate(histogram_runs))
+    parts.extend(sections)
+    parts.extend(_histogram_section(r, f"run{len(sections) + i}") for i, r in enumerate(histogram_runs))
     parts.append(UNDERSTANDING + PAGE_END)
     return "\n".join(parts)
 
