@@ -122,6 +122,11 @@ def describe_replication(run: Run) -> ReplRow:
     )
 
 
+def replication_rows(runs: Sequence[Run]) -> list[ReplRow]:
+    """The replication runs among ``runs``, described, by N."""
+    return sorted((describe_replication(r) for r in runs if is_replication_run(r)), key=lambda r: r.clients)
+
+
 @dataclass(frozen=True)
 class Knee:
     clients: int | None  # the first N whose server ticked below its rate; None: no knee
@@ -286,7 +291,7 @@ def knee_line(rows: Sequence[ReplRow]) -> str:
 
 def replication_text(runs: Sequence[Run]) -> str:
     """Tables 3–4 as text, the knee, and the drops, for ``repl bench`` and ``describe``."""
-    rows = sorted((describe_replication(r) for r in runs if is_replication_run(r)), key=lambda r: r.clients)
+    rows = replication_rows(runs)
     if not rows:
         return ""
     first = rows[0].run.config
@@ -319,7 +324,7 @@ def replication_text(runs: Sequence[Run]) -> str:
 
 def replication_section(runs: Sequence[Run]) -> str:
     """The report's section: the tables and latency, interval and bandwidth against N."""
-    rows = sorted((describe_replication(r) for r in runs if is_replication_run(r)), key=lambda r: r.clients)
+    rows = replication_rows(runs)
     if not rows:
         return ""
     n = [r.clients for r in rows]
@@ -388,7 +393,7 @@ def replication_section(runs: Sequence[Run]) -> str:
 
 
 def replication_json(runs: Sequence[Run]) -> dict[str, Any]:
-    rows = sorted((describe_replication(r) for r in runs if is_replication_run(r)), key=lambda r: r.clients)
+    rows = replication_rows(runs)
     knee = find_knee(rows)
     return {
         "knee": {"clients": knee.clients, "causes": list(knee.causes)},
