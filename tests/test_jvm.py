@@ -228,3 +228,49 @@ def test_zgc_means_the_jdks_zgc_and_records_its_mode(
     jdk = jvm.Jdk(tmp_path, feature, str(feature))
     assert jvm.collector_flags(jdk, gc) == (flags, "")
     assert jvm.zgc_generational(jdk, gc) is generational
+
+
+@needs_jdk
+def test_the_seed_002_pipeline_runs_on_the_jvm_beside_the_native_one(store: Path) -> None:
+    """Issue 17 item 5: the Disruptor pipeline, four linked runs with the JVM's log, and the
+    seed's percentile table with both runtimes."""
+    done = run_cli(
+        "bench",
+        "--scenario",
+        "pipeline",
+        "--runtime",
+        "both",
+        "--samples",
+        "3000",
+        "--warmup",
+        "200",
+        "--store",
+        str(store),
+    )
+    assert done.returncode == 0, done.stderr
+    runs = ResultsStore(store).runs()
+    jvm_runs = [r for r in runs if r.config["runtime"] == "jvm"]
+    assert len(runs) == 8 and len(jvm_runs) == 4
+    assert {r.config["series"] for r in jvm_runs} == {
+        "accumulator-transit",
+        "accumulator-inter-message",
+        "journaller-transit",
+        "journaller-inter-message",
+    }
+    assert len({r.config["scenario_run"] for r in jvm_runs}) == 1  # linked: one JVM made all four
+    for run in jvm_runs:
+        assert run.table.num_rows >= 3000 - 1 and run.latency_ns.min() >= 0
+        assert (
+            "pauses" in run.meta["jvm"] and "-XX:GuaranteedSafepointInterval=0" in run.meta["jvm"]["gc_flags"]
+        )
+        assert (
+            run.meta["pipeline"]["journal_bytes"] == 3200 * 8 and run.meta["pipeline"]["journal_error"] == ""
+        )
+    assert "jvm accumulator-transit" in done.stdout and "native accumulator-transit" in done.stdout
+    assert "99.9999%" in done.stdout
+
+
+def test_runtime_both_is_for_the_pipeline(store: Path) -> None:
+    done = run_cli("bench", "--technique", "mutex", "--runtime", "both", "--store", str(store))
+    assert done.returncode == 2
+    assert "--scenario pipeline" in done.stderr and "Traceback" not in done.stderr

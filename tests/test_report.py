@@ -121,7 +121,9 @@ def test_the_timeline_is_in_seconds_since_the_run_started(
     assert timeline.get_xlim() == pytest.approx((0, (latency.size - 1) * 250e-6), abs=1e-6)
 
 
-def test_the_reused_run_figure_shows_only_the_run_drawn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_reused_run_figure_shows_only_the_run_drawn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The report draws every run into one figure per process: nothing of a run drawn
     before may stay in it (points, lines, legends, limits)."""
     from jitterlab.describe import report

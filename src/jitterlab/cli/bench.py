@@ -19,6 +19,7 @@ from jitterlab.cli.common import (
     warn,
     writable_store,
 )
+from jitterlab.core.errors import JitterlabError
 from jitterlab.core.fileio import check_writable_file
 from jitterlab.core.render import render
 from jitterlab.core.units import format_count
@@ -34,7 +35,7 @@ from jitterlab.describe.text import stored_line
 from jitterlab.measure import jvm, plans
 from jitterlab.measure.bench import CAF_SCHEDULERS, run_plan
 from jitterlab.measure.load import parse_load, running_load
-from jitterlab.measure.pipeline import run_pipeline
+from jitterlab.measure.pipeline import run_jvm_pipeline, run_pipeline
 from jitterlab.store import Run
 
 
@@ -106,10 +107,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--pin-journaller", default="-1", help="pipeline: CPU of the journaller")
     p.add_argument(
         "--runtime",
-        choices=("auto", "native", "jvm"),
+        choices=("auto", "native", "jvm", "both"),
         default="auto",
         help="auto: each technique on its own runtime, 'all' meaning the native ones (default); "
-        "native (C++); jvm (jvm/ Maven harness)",
+        "native (C++); jvm (jvm/ Maven harness); both: --scenario pipeline on each, side by side",
     )
     p.add_argument(
         "--gc",
@@ -147,8 +148,24 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     if args.report:
         check_writable_file(Path(args.report), "--report")
     store = writable_store(args)
+    runtimes = {"auto": ("native",), "native": ("native",), "jvm": ("jvm",), "both": ("native", "jvm")}[
+        args.runtime
+    ]
+    gcs = [g.strip() for g in args.gc.split(",") if g.strip()]
+    if "jvm" in runtimes and len(gcs) != 1:
+        raise JitterlabError("--scenario pipeline --runtime jvm takes one --gc")
+    runs: list[Run] = []
+    interrupted = False
     with running_load(parse_load(args.load)) as load:
-        runs, interrupted = run_pipeline(store, options, warn, {"load": load} if load else None)
+        extra = {"load": load} if load else None
+        for runtime in runtimes:
+            if runtime == "native":
+                done, interrupted = run_pipeline(store, options, warn, extra)
+            else:
+                done, interrupted = run_jvm_pipeline(store, options, warn, args.jdk, gcs[0], args.heap, extra)
+            runs += done
+            if interrupted:
+                break
     record_load_end(store, runs, load)
     for run in runs:
         note(f"stored {run.id}")

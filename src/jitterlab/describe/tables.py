@@ -209,13 +209,15 @@ HDR_PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99, 99.999, 99.9999)
 def pipeline_table(runs: Sequence[Run]) -> tuple[list[str], list[list[str]]]:
     """The HdrHistogram-style table of the seed: mean, min, 50 … 99.9999 %, max, count."""
     headers = ["series", "mean", "min", *[f"{p:g}%" for p in HDR_PERCENTILES], "max", "count"]
+    several = len({run.config.get("runtime") for run in runs}) > 1  # native and JVM side by side
     rows = []
     for run in runs:
         x = run.latency_ns
         p = percentiles(x, HDR_PERCENTILES)
+        runtime = f"{run.config.get('runtime')} " if several else ""
         rows.append(
             [
-                str(run.config.get("series")),
+                f"{runtime}{run.config.get('series')}",
                 format_ns(float(x.mean())),
                 format_ns(float(x.min())),
                 *[format_ns(float(v)) for v in p],

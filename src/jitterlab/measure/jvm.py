@@ -315,29 +315,8 @@ def _run_one(
     technique, variant = technique_variant
     gc, flags = collector
 
-    def command(staging: Path) -> list[str]:
-        prefix = ["chrt", f"--{policy}", str(plan.priority)] if is_realtime(policy) else []
-        log = f"-Xlog:gc,safepoint:file={staging / GC_LOG}:tn,level,tags"
-        return [*prefix, str(jdk.java), f"-Xms{plan.heap}", f"-Xmx{plan.heap}", *flags, log, "-jar", str(jar)]
-
-    def finish(_records: np.ndarray, _meta: dict[str, Any], staging: Path) -> dict[str, Any]:
-        log = staging / GC_LOG
-        events = parse_gc_log(log.read_text(errors="replace")) if log.exists() else []
-        return {
-            "jvm": {
-                "jdk": str(jdk.home),
-                "jdk_feature": jdk.feature,
-                "gc": gc,
-                "gc_flags": flags,
-                "zgc_generational": zgc_generational(jdk, gc),
-                "gc_log": GC_LOG,
-                "pauses": pause_summary(events),
-                "pause_events": events,
-            }
-        }
-
-    def extra(harness: dict[str, Any]) -> dict[str, Any]:
-        return {"java": harness.get("java", {})}
+    command = jvm_command(jdk, jar, plan.heap, flags, policy, plan.priority)
+    finish = jvm_block(jdk, gc, flags)
 
     config = {
         "runtime": "jvm",
@@ -370,9 +349,52 @@ def _run_one(
         id_parts=(technique, *([variant] if variant else []), gc, f"p{pairs}", policy),
         label=f"{name} {gc} ×{pairs} {policy}",
         total=plan.samples,
-        extra_meta=extra,
+        extra_meta=java_block,
         meta=extra_meta or {},
         finish_meta=finish,
         command=command,
     )
     return run_native_job(store, job, warn)
+
+
+def jvm_command(
+    jdk: Jdk, jar: Path, heap: str, flags: list[str], policy: str, priority: int
+) -> Callable[[Path], list[str]]:
+    """staging folder -> the java command line: heap, collector flags, the GC and safepoint
+    log on the samples' clock (``tn``: System.nanoTime), under chrt for fifo/rr."""
+
+    def command(staging: Path) -> list[str]:
+        prefix = ["chrt", f"--{policy}", str(priority)] if is_realtime(policy) else []
+        log = f"-Xlog:gc,safepoint:file={staging / GC_LOG}:tn,level,tags"
+        return [*prefix, str(jdk.java), f"-Xms{heap}", f"-Xmx{heap}", *flags, log, "-jar", str(jar)]
+
+    return command
+
+
+def jvm_block(
+    jdk: Jdk, gc: str, flags: list[str]
+) -> Callable[[np.ndarray, dict[str, Any], Path], dict[str, Any]]:
+    """A finish hook: the run's ``jvm`` block (JDK, collector, the pauses of its log)."""
+
+    def finish(_records: np.ndarray, _meta: dict[str, Any], staging: Path) -> dict[str, Any]:
+        log = staging / GC_LOG
+        events = parse_gc_log(log.read_text(errors="replace")) if log.exists() else []
+        return {
+            "jvm": {
+                "jdk": str(jdk.home),
+                "jdk_feature": jdk.feature,
+                "gc": gc,
+                "gc_flags": flags,
+                "zgc_generational": zgc_generational(jdk, gc),
+                "gc_log": GC_LOG,
+                "pauses": pause_summary(events),
+                "pause_events": events,
+            }
+        }
+
+    return finish
+
+
+def java_block(harness: dict[str, Any]) -> dict[str, Any]:
+    """The run's ``java`` block: what the JVM said about itself in harness.json."""
+    return {"java": harness.get("java", {})}

@@ -11,7 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from jitterlab.core.errors import JitterlabError
+from jitterlab.measure import jvm
 from jitterlab.measure.jobs import NativeJob, policy_args, run_native_series
+from jitterlab.measure.policy import is_realtime
 from jitterlab.store import ResultsStore, Run
 
 SERIES = (
@@ -82,5 +85,67 @@ def run_pipeline(
         total=o.messages,
         extra_meta=extra,
         meta=extra_meta or {},
+    )
+    return run_native_series(store, job, SERIES, warn)
+
+
+# Seed 002 runs with -XX:GuaranteedSafepointInterval=0 where the JDK allows: no safepoint
+# every second just because one is due (a diagnostic flag, so it must be unlocked).
+NO_GUARANTEED_SAFEPOINTS = ["-XX:+UnlockDiagnosticVMOptions", "-XX:GuaranteedSafepointInterval=0"]
+
+
+def run_jvm_pipeline(
+    store: ResultsStore,
+    o: PipelineOptions,
+    warn: Callable[[str], None],
+    jdk_spec: str = "auto",
+    gc: str = "g1",
+    heap: str = "1g",
+    extra_meta: dict[str, Any] | None = None,
+) -> tuple[list[Run], bool]:
+    """The same pipeline on the JVM with the LMAX Disruptor (jvm/ PipelineBenchmark): four
+    linked runs like the native one, with the JVM's GC and safepoint log on their clock."""
+    if o.pin_producer >= 0 or o.pin_accumulator >= 0 or o.pin_journaller >= 0:
+        raise JitterlabError(
+            "--runtime jvm: the JVM pipeline's threads cannot be pinned one by one (taskset the JVM)"
+        )
+    jdk = jvm.choose_jdk(jdk_spec)
+    flags, why = jvm.collector_flags(jdk, gc)
+    if flags is None:
+        raise JitterlabError(f"--gc {gc}: {why}")
+    flags = [*flags, *NO_GUARANTEED_SAFEPOINTS]
+    args = ["--technique", "pipeline", "--samples", str(o.messages), "--warmup", str(o.warmup)]
+    args += ["--interval-ns", str(o.interval_ns)]
+    config = {
+        "runtime": "jvm",
+        "technique": "pipeline",
+        "gc": gc,
+        "jdk_feature": jdk.feature,
+        "pairs": 1,
+        "samples_per_pair": o.messages,
+        "warmup": o.warmup,
+        "interval_ns": o.interval_ns,
+        "policy": o.policy,
+        "priority": o.priority if is_realtime(o.policy) else 0,
+        "heap": heap,
+        "wait_strategy": "busy-spin",
+        "safepoint_bias": "GuaranteedSafepointInterval=0",
+    }
+
+    def extra(harness: dict[str, Any]) -> dict[str, Any]:
+        keys = ("interval_ns", "journal_bytes", "journal_error", "series")
+        return jvm.java_block(harness) | {"pipeline": {k: harness.get(k) for k in keys}}
+
+    job = NativeJob(
+        program="jitterlab-jvm",
+        args=args,
+        config=config,
+        id_parts=("pipeline", "jvm", gc, o.policy),
+        label=f"pipeline jvm {gc}",
+        total=o.messages,
+        extra_meta=extra,
+        meta=extra_meta or {},
+        finish_meta=jvm.jvm_block(jdk, gc, flags),
+        command=jvm.jvm_command(jdk, jvm.harness_jar(), heap, flags, o.policy, o.priority),
     )
     return run_native_series(store, job, SERIES, warn)

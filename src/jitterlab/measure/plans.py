@@ -143,6 +143,10 @@ def split_techniques(r: BenchRequest) -> tuple[list[str], list[str]]:
     requested = [t.strip() for t in r.technique.split(",") if t.strip()]
     if not requested:
         raise JitterlabError("no technique to run")
+    if r.runtime == "both":
+        raise JitterlabError(
+            "--runtime both is for --scenario pipeline (the seed 002 pipeline on each runtime)"
+        )
     if r.runtime == "jvm":
         if requested == ["all"]:
             return [], list(jvm.TECHNIQUES)

@@ -23,10 +23,10 @@ import java.util.function.Supplier;
 public final class Main {
     static final String TOOL = "jitterlab-jvm";
     static final String VERSION = "0.1.0";
-    static final List<String> TECHNIQUES = List.of("java-monitor", "java-lock", "disruptor", "java-vthread", "pekko");
+    static final List<String> TECHNIQUES = List.of("java-monitor", "java-lock", "disruptor", "java-vthread", "pekko", "pipeline");
 
     record Options(String technique, int pairs, int samples, int warmup, int blockInts, String waitStrategy,
-                   String dispatcher, long seed, Path out) {}
+                   String dispatcher, long seed, long intervalNs, Path out) {}
 
     static final class UsageError extends RuntimeException {
         private static final long serialVersionUID = 1L;
@@ -51,7 +51,7 @@ public final class Main {
     static Options parse(String[] args) {
         String technique = null, wait = "blocking", dispatcher = "default";
         int pairs = 1, samples = 100_000, warmup = 1_000, blockInts = 256 * 1024;
-        long seed = 1;
+        long seed = 1, intervalNs = 10_000;
         Path out = Path.of(".");
         for (int i = 0; i < args.length; i++) {
             String flag = args[i];
@@ -70,6 +70,7 @@ public final class Main {
                 case "--wait-strategy" -> wait = v;
                 case "--dispatcher" -> dispatcher = v;
                 case "--seed" -> seed = integer(flag, v, 0, Integer.MAX_VALUE);
+                case "--interval-ns" -> intervalNs = integer(flag, v, 0, 1_000_000_000);
                 case "--out" -> out = Path.of(v);
                 default -> throw new UsageError("unknown option '" + flag + "'");
             }
@@ -83,7 +84,7 @@ public final class Main {
         if (!PekkoHarness.DISPATCHERS.contains(dispatcher))
             throw new UsageError("--dispatcher expects " + String.join(", ", PekkoHarness.DISPATCHERS));
         if (!Files.isDirectory(out) || !Files.isWritable(out)) throw new UsageError("cannot write to --out " + out);
-        return new Options(technique, pairs, samples, warmup, blockInts, wait, dispatcher, seed, out);
+        return new Options(technique, pairs, samples, warmup, blockInts, wait, dispatcher, seed, intervalNs, out);
     }
 
     static boolean available(String technique) {
@@ -110,6 +111,8 @@ public final class Main {
     }
 
     static Benchmark benchmark(Options o) {
+        if (o.technique().equals("pipeline"))
+            return new PipelineBenchmark(o.samples(), o.warmup(), o.intervalNs(), o.out().resolve("journal.bin"));
         if (o.technique().equals("pekko"))
             return new PekkoHarness(o.pairs(), o.samples(), o.warmup(), o.blockInts(), o.seed(), o.dispatcher());
         return new Harness(o.pairs(), o.samples(), o.warmup(), o.blockInts(), o.seed(), channels(o),
@@ -132,9 +135,9 @@ public final class Main {
         });
         Runtime.getRuntime().addShutdownHook(hook);
         Thread progress = new Thread(() -> {
-            long total = (long) o.pairs() * o.samples();
+            int series = harness.records().length;  // pairs, or the pipeline's four series
             while (!Thread.currentThread().isInterrupted()) {
-                System.out.println("progress " + harness.recorded() / o.pairs() + " " + total / o.pairs());
+                System.out.println("progress " + harness.recorded() / series + " " + o.samples());
                 System.out.flush();
                 try {
                     Thread.sleep(200);
@@ -156,7 +159,7 @@ public final class Main {
             }
             writer.finish(!complete);
         }
-        writeHarnessJson(o, harness.placements(), clockReads, complete, startedRealtime, tStart, tEnd);
+        writeHarnessJson(o, harness, clockReads, complete, startedRealtime, tStart, tEnd);
         written.countDown();
         if (complete) Runtime.getRuntime().removeShutdownHook(hook);
         return complete ? 0 : 130;
@@ -175,8 +178,9 @@ public final class Main {
         return d;
     }
 
-    static void writeHarnessJson(Options o, Placements placements, long[] clockReads, boolean complete,
+    static void writeHarnessJson(Options o, Benchmark harness, long[] clockReads, boolean complete,
                                  long startedRealtime, long tStart, long tEnd) throws IOException {
+        Placements placements = harness.placements();
         List<String> gcs = new ArrayList<>();
         for (GarbageCollectorMXBean gc : ManagementFactory.getGarbageCollectorMXBeans()) gcs.add(gc.getName());
         String[] policy = Placements.obtainedPolicy();
@@ -185,6 +189,11 @@ public final class Main {
         j.field("technique", o.technique()).field("pairs", o.pairs()).field("samples_requested", o.samples());
         j.field("warmup", o.warmup()).field("block_ints", o.blockInts()).field("wait_strategy", o.waitStrategy());
         j.field("dispatcher", o.dispatcher());
+        if (harness instanceof PipelineBenchmark pipeline) {
+            j.field("interval_ns", o.intervalNs()).strings("series", List.of(PipelineBenchmark.SERIES));
+            j.field("journal_bytes", pipeline.journalBytes()).field("journal_error", pipeline.journalError());
+            j.field("spin_mode", pipeline.yielding ? "yield" : "busy").field("spin_fallback_reason", pipeline.spinFallbackReason());
+        }
         j.key("java").begin().field("version", System.getProperty("java.version"))
                 .field("feature", Runtime.version().feature()).field("vm_name", System.getProperty("java.vm.name"))
                 .field("vm_version", System.getProperty("java.vm.version")).strings("gc_beans", gcs)
@@ -202,7 +211,10 @@ public final class Main {
                 .field("p99", clockReads[(int) (clockReads.length * 0.99)]).end();
         j.key("c2c_one_way_ns").begin().field("measured", false)
                 .field("skipped_reason", "the JVM harness does not pin threads").end().end();
-        j.strings("warnings", List.of());
+        j.key("warnings").array();
+        if (harness instanceof PipelineBenchmark pipeline && pipeline.yielding)
+            j.begin().field("code", "spin-fallback").field("detail", pipeline.spinFallbackReason()).end();
+        j.endArray();
         j.field("status", complete ? "complete" : "partial");
         j.field("partial_reason", complete ? "" : "interrupted by a signal");
         j.field("started_realtime_ns", startedRealtime).field("t_start_ns", tStart).field("t_end_ns", tEnd);

@@ -19,7 +19,7 @@ class HarnessTest {
     @ParameterizedTest
     @ValueSource(strings = {"java-monitor", "java-lock", "disruptor"})
     void everyPairRecordsEverySampleInOrderWithReceiveAfterSend(String technique) throws Exception {
-        Main.Options o = new Main.Options(technique, 3, 500, 50, 1024, "blocking", "default", 1, Path.of("."));
+        Main.Options o = new Main.Options(technique, 3, 500, 50, 1024, "blocking", "default", 1, 10_000, Path.of("."));
         Harness h = new Harness(3, 500, 50, 1024, 1, Main.channels(o), false);
         assertTrue(h.run());
         for (PairRecord r : h.records()) {
@@ -34,7 +34,7 @@ class HarnessTest {
     @ParameterizedTest
     @ValueSource(strings = {"yielding", "busy-spin"})
     void disruptorWaitStrategiesDeliver(String wait) throws Exception {
-        Main.Options o = new Main.Options("disruptor", 1, 200, 0, 16, wait, "default", 1, Path.of("."));
+        Main.Options o = new Main.Options("disruptor", 1, 200, 0, 16, wait, "default", 1, 10_000, Path.of("."));
         Harness h = new Harness(1, 200, 0, 16, 1, Main.channels(o), false);
         assertTrue(h.run());
         assertEquals(200, h.records()[0].count);
@@ -42,7 +42,7 @@ class HarnessTest {
 
     @Test
     void aStopKeepsWhatWasRecorded() throws Exception {
-        Main.Options o = new Main.Options("java-lock", 2, 50_000_000, 0, 16, "blocking", "default", 1, Path.of("."));
+        Main.Options o = new Main.Options("java-lock", 2, 50_000_000, 0, 16, "blocking", "default", 1, 10_000, Path.of("."));
         Harness h = new Harness(2, 1_000_000, 0, 16, 1, Main.channels(o), false);
         Thread stopper = new Thread(() -> {
             while (h.recorded() < 1000) Thread.onSpinWait();
@@ -86,10 +86,10 @@ class HarnessTest {
 
     @Test
     void harnessJsonNamesEverySenderAndReceiverThread(@TempDir Path dir) throws Exception {
-        Main.Options o = new Main.Options("java-lock", 2, 100, 0, 16, "blocking", "default", 1, dir);
+        Main.Options o = new Main.Options("java-lock", 2, 100, 0, 16, "blocking", "default", 1, 10_000, dir);
         Benchmark h = Main.benchmark(o);
         assertTrue(h.run());
-        Main.writeHarnessJson(o, h.placements(), Main.clockReadsNs(1000), true, 0, 1, 2);
+        Main.writeHarnessJson(o, h, Main.clockReadsNs(1000), true, 0, 1, 2);
         String json = Files.readString(dir.resolve("harness.json"));
         for (String thread : List.of("main", "sender-0", "receiver-0", "sender-1", "receiver-1"))
             assertTrue(json.contains("\"thread\":\"" + thread + "\""), thread + " missing in " + json);
@@ -121,5 +121,22 @@ class HarnessTest {
         assertEquals((int) crc.getValue(), b.getInt(footer + 16));
         assertEquals(1L, b.getLong(footer + 24));
         assertTrue(!Files.exists(dir.resolve("samples.jlraw.tmp")));
+    }
+
+    @Test
+    void thePipelineRecordsFourSeriesAndJournalsEveryMessage(@TempDir Path dir) throws Exception {
+        PipelineBenchmark p = new PipelineBenchmark(5_000, 100, 10_000, dir.resolve("journal.bin"));
+        assertTrue(p.run());
+        PairRecord[] series = p.records();
+        assertEquals(4, series.length);
+        for (PairRecord r : series) {
+            assertEquals(5_000, r.count);
+            for (int i = 0; i < r.count; i++) assertTrue(r.tRecv[i] >= r.tSend[i], "negative at " + i);
+        }
+        for (int i = 1; i < series[1].count; i++)  // inter-message: from the previous message's arrival
+            assertEquals(series[1].tRecv[i - 1], series[1].tSend[i]);
+        assertEquals("", p.journalError());
+        assertEquals(5_100L * Long.BYTES, p.journalBytes());
+        assertEquals(5_100L * Long.BYTES, Files.size(dir.resolve("journal.bin")));
     }
 }
