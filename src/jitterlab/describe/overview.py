@@ -228,7 +228,7 @@ def scaling_figure(digests: Sequence[RunDigest], style: dict[str, Style]) -> str
 
 def spectrum_overlay(digests: Sequence[RunDigest], style: dict[str, Style]) -> str:
     """Every run's percentile spectrum on one 1/(1-p) axis (HdrHistogram's plotter view)."""
-    fig, ax = plt.subplots(figsize=(11, 5.2))
+    fig, ax = plt.subplots(figsize=(12.5, 5.6))
     deepest = 0.5
     for d in digests:
         s = style[d.run.id]
@@ -252,7 +252,7 @@ def spectrum_overlay(digests: Sequence[RunDigest], style: dict[str, Style]) -> s
     ax.grid(True, which="major", alpha=0.3)
     columns = 1 + len(digests) // 24
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), ncol=columns)
-    fig.subplots_adjust(left=0.07, right=0.98 - 0.22 * columns, bottom=0.11, top=0.97)
+    fig.subplots_adjust(left=0.07, right=0.98 - 0.15 * columns, bottom=0.11, top=0.97)
     return figure_img(fig, "percentile spectrum of every run")
 
 
@@ -293,7 +293,10 @@ def overview_html(
             "compares every run with one you name.</div>"
         )
     if groups:
-        parts.append(verdicts_html(groups, comparisons) + qq[0])
+        shown = (
+            "" if len(groups) <= MAX_QQ_PANELS else f" (the first {MAX_QQ_PANELS} of {len(groups)} groups)"
+        )
+        parts.append(verdicts_html(groups, comparisons) + f"<h3>QQ plots, one per group{shown}</h3>" + qq[0])
     else:
         parts.append("<p class='muted'>No two runs measure the same technique and pairs: no verdicts.</p>")
     return "".join(parts)
