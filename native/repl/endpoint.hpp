@@ -1,6 +1,7 @@
-// The replication server and its client fleet (docs/replication.md). Both are single
-// event loops over non-blocking UDP sockets with every buffer allocated up front, so the
-// send and receive paths never allocate.
+// The replication server and its client fleet (docs/replication.md): the server is one
+// tick loop, the fleet a pacer thread (sends on schedule) and a receiver loop (epoll), all
+// over non-blocking UDP sockets with every buffer allocated up front, so the send and
+// receive paths never allocate.
 #pragma once
 
 #include <netinet/in.h>
@@ -8,6 +9,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
