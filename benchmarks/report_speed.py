@@ -9,7 +9,9 @@ harness. Both contenders render the report of the same store, each in its own pr
 
 Targets: ≤ 10 s and ≤ 300 MB for the 28 runs, ≥ 7× faster than before.
 
-Usage: python benchmarks/report_speed.py [--before COMMIT] [--runs 28] [--samples 200000]
+``--store DIR`` renders an existing store instead (the main job's ./jitterlab-results).
+
+Usage: python benchmarks/report_speed.py [--before COMMIT] [--runs 28] [--samples 200000] [--store DIR]
 """
 
 from __future__ import annotations
@@ -118,6 +120,7 @@ def main() -> int:
     parser.add_argument("--before", default=BEFORE, help=f"commit of the code to compare with ({BEFORE})")
     parser.add_argument("--runs", type=int, default=28)
     parser.add_argument("--samples", type=int, default=200_000, help="samples per pair (200000)")
+    parser.add_argument("--store", type=Path, help="render this store instead of a synthetic one")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -125,14 +128,18 @@ def main() -> int:
         return 0
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        print(f"making a store of {args.runs} runs…", file=sys.stderr)
-        make_store(root / "store", args.runs, args.samples)
+        store = args.store
+        if store is None:
+            print(f"making a store of {args.runs} runs…", file=sys.stderr)
+            store = root / "store"
+            make_store(store, args.runs, args.samples)
         old_src = extract_before(args.before, root / "before")
         print("rendering with today's code…", file=sys.stderr)
-        now = run_child(root / "store", root / "now.html", None)
+        now = run_child(store, root / "now.html", None)
         print(f"rendering with the code at {args.before}…", file=sys.stderr)
-        before = run_child(root / "store", root / "before.html", old_src)
-    print(f"report of {now['runs']:.0f} runs, {args.samples:,} samples per pair")
+        before = run_child(store, root / "before.html", old_src)
+    what = f"{args.store}" if args.store else f"synthetic, {args.samples:,} samples per pair"
+    print(f"report of {now['runs']:.0f} runs ({what})")
     print(f"{'contender':<22}{'time':>9}{'peak RSS':>11}{'size':>9}")
     for name, r in (("jitterlab now", now), (f"before ({args.before})", before)):
         print(f"{name:<22}{r['seconds']:>8.1f}s{r['peak_bytes'] / 1e6:>9.0f}MB{r['bytes'] / 1e6:>7.1f}MB")
