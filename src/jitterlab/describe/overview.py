@@ -12,7 +12,7 @@ instead.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -256,15 +256,11 @@ def spectrum_overlay(digests: Sequence[RunDigest], style: dict[str, Style]) -> s
     return figure_img(fig, "percentile spectrum of every run")
 
 
-def _draw_inline(jobs: list[tuple[Any, tuple[Any, ...]]], _progress: Any) -> list[Any]:
-    return [fn(*args) for fn, args in jobs]
-
-
 def overview_html(
     digests: Sequence[RunDigest],
     comparisons: dict[tuple[str, str], Comparison],
-    baseline_id: str | None = None,
-    run_jobs: Any = _draw_inline,
+    baseline_id: str | None,
+    run_jobs: Callable[[list[tuple[Any, tuple[Any, ...]]], Any], list[Any]],
 ) -> str:
     """The figures and verdicts of the overview card (the tables are the caller's);
     ``comparisons`` holds :func:`compare_runs_for_report` of every pair of
