@@ -203,7 +203,9 @@ void Server::drain(std::int64_t now, const Schedule& schedule) {
                 if (counted) ++stats_.bad_datagrams;
                 continue;
             }
-            if (counted) {
+            // A pose belongs to the window it was sent in (as the fleet counts it), not to
+            // the tick that drained it: one sent just before the end is drained after it.
+            if (schedule.in_window(h.t_send_ns)) {
                 ++stats_.pose_datagrams_in;
                 stats_.pose_bytes_in += static_cast<std::int64_t>(len);
             }
@@ -313,8 +315,8 @@ void ClientFleet::send_pose(int client, std::int64_t t_due, const Schedule& sche
     write_pose_header(pose_.data(), {Kind::pose, static_cast<std::uint16_t>(client), seq_[client]++,
                                      static_cast<std::uint32_t>(payload_), t_send});
     const ssize_t n = ::send(sockets_[client].get(), pose_.data(), payload_, MSG_DONTWAIT);
-    if (!schedule.in_window(t_due)) return;
-    stats_.lag_ns.push_back(t_send - t_due);
+    if (schedule.in_window(t_due)) stats_.lag_ns.push_back(t_send - t_due);  // lag: by schedule
+    if (!schedule.in_window(t_send)) return;  // counts: by send time, as the server counts them
     if (n < 0) {
         ++stats_.send_failures;
         return;
