@@ -18,8 +18,12 @@ cd "$(dirname "$0")/.."
 #   python3-venv              the virtual environment
 #   prometheus pkgconf        a real Prometheus scraping `monitor serve` in the tests; pkg-config for the
 #                             SDK example built against the installed package
+#   iproute2 iptables libnetfilter-queue-dev sockperf openssh-server netcat-openbsd
+#                             `jitterlab net`: namespaces, the NFQUEUE impairment engine, sockperf beside
+#                             it in benchmarks/net_floor.py, and an sshd in a namespace for the ssh launcher's test
 packages=(cmake ninja-build g++ libgtest-dev libcaf-dev nlohmann-json3-dev maven chromium chromium-driver stress-ng rt-tests linux-perf
-          util-linux python3-venv prometheus pkgconf)
+          util-linux python3-venv prometheus pkgconf iproute2 iptables libnetfilter-queue-dev sockperf openssh-server
+          netcat-openbsd)
 
 missing=()
 for p in "${packages[@]}"; do

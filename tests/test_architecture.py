@@ -24,7 +24,9 @@ ALLOWED: dict[str, set[str]] = {
     "monitor": {"core", "stats", "store"},
     # replication scaling: runs the native tool with the measure room's job runner
     "repl": {"core", "stats", "store", "measure"},
-    "cli": {"core", "stats", "store", "measure", "describe", "simulate", "mtp", "monitor", "repl"},
+    # across nodes: agents, namespaces, and the injection engine's models on the link
+    "net": {"core", "stats", "store", "measure", "simulate"},
+    "cli": {"core", "stats", "store", "measure", "describe", "simulate", "mtp", "monitor", "repl", "net"},
 }
 TOP_LEVEL = {"__init__", "__main__"}  # the public face re-exports; __main__ calls the cli
 

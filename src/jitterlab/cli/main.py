@@ -10,7 +10,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from jitterlab.cli import bench, describe, inject, model, monitor, mtp, repl, runs, system
+from jitterlab.cli import bench, describe, inject, model, monitor, mtp, net, repl, runs, system
 from jitterlab.cli.common import EXIT_INTERRUPTED, EXIT_USAGE, Parser
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.signals import Interrupted, stop_on_signals
@@ -26,6 +26,7 @@ COMMANDS: dict[str, Callable[..., int]] = (
     | mtp.COMMANDS
     | monitor.COMMANDS
     | repl.COMMANDS
+    | net.COMMANDS
 )
 
 
@@ -42,6 +43,7 @@ def build_parser() -> Parser:
     mtp.add_parser(sub)
     monitor.add_parsers(sub)
     repl.add_parser(sub)
+    net.add_parser(sub)
     return parser
 
 

@@ -263,21 +263,32 @@ class ResultsStore:
         """Fail before any work when runs could not be stored."""
         self.discard_staging(self.staging_dir(self.new_run_id("write-check")))
 
-    def commit(self, staging: Path, raw: RawSamples, meta: dict[str, Any]) -> Run:
+    def commit(
+        self,
+        staging: Path,
+        raw: RawSamples,
+        meta: dict[str, Any],
+        extra_columns: dict[str, np.ndarray] | None = None,
+    ) -> Run:
         """Turn a harness's output into a stored run: Parquet samples, summary, run.json.
 
+        ``extra_columns`` (int64, one value per sample) follow the four every run has, for
+        capabilities that know more per sample (``net``: the intended send time and the nodes).
         The samples are written and verified before run.json, and the folder is renamed
         into place last, so a listed run is always complete on disk.
         """
         records = raw.records
+        extra = extra_columns or {}
+        schema = pa.schema([*SAMPLE_SCHEMA, *(pa.field(name, pa.int64(), nullable=False) for name in extra)])
         table = pa.table(
             {
                 "pair": pa.array(records["pair"], pa.int32()),
                 "seq": pa.array(records["seq"], pa.int64()),
                 "t_send_ns": pa.array(records["t_send_ns"], pa.int64()),
                 "t_recv_ns": pa.array(records["t_recv_ns"], pa.int64()),
+                **{name: pa.array(values, pa.int64()) for name, values in extra.items()},
             },
-            schema=SAMPLE_SCHEMA.with_metadata(
+            schema=schema.with_metadata(
                 {"jitterlab.schema_version": str(SCHEMA_VERSION), "jitterlab.run_id": meta["id"]}
             ),
         )
@@ -294,7 +305,7 @@ class ResultsStore:
             "rows": int(table.num_rows),
             "bytes": samples_path.stat().st_size,
             "sha256": sha256_file(samples_path),
-            "columns": ["pair", "seq", "t_send_ns", "t_recv_ns"],
+            "columns": ["pair", "seq", "t_send_ns", "t_recv_ns", *extra],
             "clock": "CLOCK_MONOTONIC",
             "unit": "ns",
         }

@@ -1,0 +1,369 @@
+// jitterlab-net: the node agent of `jitterlab net` (docs/net.md). One program on every node,
+// started by `ip netns exec` or by `ssh`, driven by one line protocol on stdin/stdout, so the
+// coordinator runs the same benchmark on namespaces and on real hosts:
+//
+//   agent says: hello jitterlab-net VERSION PROTOCOL TRANSPORTS
+//   serve transport=T bind=A port=P payload=B node=I   -> serving PORT
+//   run scenario=S transport=T peers=A:P[,A:P] payload=B node=I duration_ns=D warmup_ns=W
+//       rate=R messages=N steps=S fps=F sync=0|1 states=K timeout_ns=T
+//                                                     -> ready; then "go" -> progress... result ... samples N + bytes
+//   collect                                           -> result ... samples N + bytes (what a server recorded)
+//   quit (or end of input: the coordinator is gone)   -> exit 0
+// Errors the user can fix: "error MESSAGE". Samples are wire::Record, little-endian.
+#include <sys/prctl.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "../src/tool_util.hpp"
+#include "jitterlab/clock.hpp"
+#include "transport.hpp"
+
+namespace jl = jitterlab;
+namespace net = jitterlab::net;
+
+namespace {
+
+constexpr const char* kTool = "jitterlab-net";
+constexpr std::int64_t kLateNs = 1'000'000;  // a send this much behind its schedule counts as late
+
+using Params = std::map<std::string, std::string>;
+
+Params parse_params(std::istringstream& in) {
+    Params p;
+    std::string word;
+    while (in >> word) {
+        const auto eq = word.find('=');
+        if (eq != std::string::npos) p[word.substr(0, eq)] = word.substr(eq + 1);
+    }
+    return p;
+}
+
+std::int64_t number(const Params& p, const std::string& key, std::int64_t fallback) {
+    const auto it = p.find(key);
+    if (it == p.end()) return fallback;
+    try {
+        return std::stoll(it->second);
+    } catch (const std::logic_error&) {
+        throw net::SetupError(key + " expects an integer, got '" + it->second + "'");
+    }
+}
+
+double real(const Params& p, const std::string& key, double fallback) {
+    const auto it = p.find(key);
+    if (it == p.end()) return fallback;
+    try {
+        return std::stod(it->second);
+    } catch (const std::logic_error&) {
+        throw net::SetupError(key + " expects a number, got '" + it->second + "'");
+    }
+}
+
+std::string text(const Params& p, const std::string& key) {
+    const auto it = p.find(key);
+    if (it == p.end()) throw net::SetupError("missing " + key + "=");
+    return it->second;
+}
+
+void say(const std::string& line) {
+    std::fputs((line + "\n").c_str(), stdout);
+    std::fflush(stdout);
+}
+
+void send_records(const std::vector<net::Record>& records) {
+    say("samples " + std::to_string(records.size()));
+    std::fwrite(records.data(), sizeof(net::Record), records.size(), stdout);
+    std::fflush(stdout);
+}
+
+/// What every scenario reports beside its samples.
+struct Outcome {
+    std::vector<net::Record> records;
+    std::int64_t sent = 0, answered = 0, lost = 0, late = 0, send_failures = 0, max_lag = 0;
+    std::int64_t frames = 0, frames_complete = 0;
+    std::vector<std::string> steps;  // stream: "count:receiver_ns:sender_ns" per step
+    bool interrupted = false;
+};
+
+class Scenario {
+public:
+    Scenario(const Params& p, net::Client& client, int peers)
+        : p_(p), client_(client), peers_(peers), payload_(static_cast<int>(number(p, "payload", 64))),
+          node_(static_cast<std::uint32_t>(number(p, "node", 0))), timeout_(number(p, "timeout_ns", 1'000'000'000)),
+          out_(static_cast<std::size_t>(payload_)), in_(net::kMaxPayload) {}
+
+    Outcome run(std::int64_t t0) {
+        t0_ = t0;
+        warm_end_ = t0 + number(p_, "warmup_ns", 0);
+        end_ = warm_end_ + number(p_, "duration_ns", 10'000'000'000);
+        const std::string s = text(p_, "scenario");
+        if (s == "ping") ping();
+        else if (s == "open-loop") open_loop(real(p_, "rate", 1000));
+        else if (s == "stream") stream(number(p_, "messages", 100'000), number(p_, "steps", 5));
+        else if (s == "frame-sync") frame_sync(real(p_, "fps", 60), number(p_, "sync", 1) != 0, number(p_, "states", 12));
+        else throw net::SetupError("unknown scenario '" + s + "'");
+        return std::move(o_);
+    }
+
+private:
+    bool stopping() {
+        const std::int64_t now = jl::now_ns();
+        if (now >= next_progress_) {
+            next_progress_ = now + 200'000'000;
+            say("progress " + std::to_string(std::clamp<std::int64_t>(now - t0_, 0, end_ - t0_)) + " " + std::to_string(end_ - t0_));
+        }
+        if (jl::tool::g_signal != 0) o_.interrupted = true;
+        return o_.interrupted;
+    }
+
+    bool send(int peer, net::Kind kind, std::int64_t seq, std::int64_t intended) {
+        const std::int64_t t = jl::now_ns();
+        net::write_header(out_.data(), {kind, node_, seq, intended, t});
+        const bool ok = client_.send(peer, out_.data(), payload_);
+        if (!ok) ++o_.send_failures;
+        last_send_ = t;
+        return ok;
+    }
+
+    /// One message before the deadline (its receive time in `t`), or nullopt.
+    bool receive(std::int64_t deadline, net::Header& h, std::int64_t& t) {
+        const int n = client_.recv(in_.data(), static_cast<int>(in_.size()), deadline);
+        t = jl::now_ns();
+        if (n < net::kHeaderBytes) return false;
+        h = net::read_header(in_.data());
+        return true;
+    }
+
+    void ping() {
+        for (std::int64_t seq = 0; jl::now_ns() < end_ && !stopping(); ++seq) {
+            send(0, net::Kind::ping, seq, 0);
+            const std::int64_t sent = last_send_;
+            ++o_.sent;
+            net::Header h{};
+            std::int64_t t = 0;
+            bool answered = false;
+            while (receive(sent + timeout_, h, t))
+                if (h.kind == net::Kind::pong && h.seq == seq) {
+                    answered = true;
+                    break;
+                }  // else a late answer to an earlier ping: already counted lost
+            if (!answered) {
+                ++o_.lost;
+                continue;
+            }
+            ++o_.answered;
+            if (sent >= warm_end_) o_.records.push_back({0, static_cast<std::int32_t>(h.node), seq, sent, sent, t});
+        }
+    }
+
+    void open_loop(double rate) {
+        const auto period = static_cast<std::int64_t>(1e9 / rate);
+        std::vector<net::Record> pending;
+        pending.reserve(static_cast<std::size_t>((end_ - t0_) / period + 1));
+        net::Header h{};
+        std::int64_t t = 0;
+        auto take = [&] {
+            if (h.kind != net::Kind::pong || h.seq < 0 || h.seq >= static_cast<std::int64_t>(pending.size())) return;
+            auto& r = pending[static_cast<std::size_t>(h.seq)];
+            if (r.t_recv == 0) {
+                r.t_recv = t;
+                r.peer = static_cast<std::int32_t>(h.node);
+                ++o_.answered;
+            }
+        };
+        for (std::int64_t seq = 0;; ++seq) {
+            const std::int64_t due = t0_ + seq * period;
+            if (due >= end_ || stopping()) break;
+            while (jl::now_ns() < due)
+                if (receive(due, h, t)) take();
+            send(0, net::Kind::ping, seq, due);
+            pending.push_back({0, 0, seq, due, last_send_, 0});
+            ++o_.sent;
+            const std::int64_t lag = last_send_ - due;
+            o_.max_lag = std::max(o_.max_lag, lag);
+            if (lag > kLateNs) ++o_.late;
+        }
+        const std::int64_t grace = jl::now_ns() + timeout_;
+        while (o_.answered < o_.sent && jl::now_ns() < grace && jl::tool::g_signal == 0)
+            if (receive(grace, h, t)) take();
+        o_.lost = o_.sent - o_.answered;
+        for (const auto& r : pending)
+            if (r.t_recv != 0 && r.t_intended >= warm_end_) o_.records.push_back(r);
+    }
+
+    void stream(std::int64_t messages, std::int64_t steps) {
+        for (std::int64_t step = 0; step < steps && !stopping(); ++step) {
+            const std::int64_t t_start = jl::now_ns();
+            send(0, net::Kind::start, messages, 0);
+            for (std::int64_t k = 0; k < messages; ++k) {
+                send(0, net::Kind::data, step * messages + k, 0);
+                if ((k & 0x3fff) == 0 && stopping()) break;
+            }
+            send(0, net::Kind::end, messages, 0);
+            o_.sent += messages;
+            net::Header h{};
+            std::int64_t t = 0;
+            bool ready = false;
+            while (receive(jl::now_ns() + std::max<std::int64_t>(timeout_, 30'000'000'000), h, t))
+                if (h.kind == net::Kind::ready) {
+                    ready = true;
+                    break;
+                }
+            if (!ready) {
+                o_.lost += messages;
+                o_.steps.push_back("0:0:" + std::to_string(t - t_start));
+                continue;
+            }
+            o_.answered += h.seq;
+            o_.lost += messages - h.seq;
+            o_.steps.push_back(std::to_string(h.seq) + ":" + std::to_string(h.t_intended) + ":" + std::to_string(t - t_start));
+        }
+        end_ = jl::now_ns();
+    }
+
+    /// The seed's distributed rendering: each frame, `states` state updates and the frame token
+    /// to every render node; synchronised, the next frame waits for every node's done.
+    void frame_sync(double fps, bool sync, std::int64_t states) {
+        const auto period = static_cast<std::int64_t>(1e9 / fps);
+        std::vector<std::int64_t> intended, sent_at, done_count;
+        net::Header h{};
+        std::int64_t t = 0;
+        auto take = [&] {
+            if (h.kind != net::Kind::done || h.seq < 0 || h.seq >= static_cast<std::int64_t>(done_count.size())) return;
+            const auto f = static_cast<std::size_t>(h.seq);
+            if (++done_count[f] == peers_) ++o_.frames_complete;
+            if (sent_at[f] >= warm_end_)
+                o_.records.push_back({static_cast<std::int32_t>(h.node), static_cast<std::int32_t>(h.node), h.seq, intended[f], sent_at[f], h.t_intended});
+        };
+        std::int64_t due = t0_;
+        for (std::int64_t f = 0; due < end_ && !stopping(); ++f) {
+            if (sync && f > 0) {  // every node has shown the last frame before the next one starts
+                const std::int64_t give_up = jl::now_ns() + timeout_;
+                while (done_count.back() < peers_ && jl::now_ns() < give_up && !stopping())
+                    if (receive(give_up, h, t)) take();
+            }
+            while (jl::now_ns() < due)
+                if (receive(due, h, t)) take();
+            intended.push_back(due);
+            sent_at.push_back(jl::now_ns());
+            done_count.push_back(0);
+            for (int peer = 0; peer < peers_; ++peer) {
+                for (std::int64_t k = 0; k < states; ++k) send(peer, net::Kind::state, f, due);
+                send(peer, net::Kind::frame, f, due);
+            }
+            ++o_.frames;
+            o_.sent += peers_;
+            const std::int64_t lag = sent_at.back() - due;
+            if (!sync && lag > kLateNs) ++o_.late;
+            o_.max_lag = std::max(o_.max_lag, lag);
+            due += period;
+            if (jl::now_ns() > due) due = jl::now_ns();  // late: no burst to catch up
+        }
+        const std::int64_t grace = jl::now_ns() + timeout_;
+        while (o_.frames_complete < o_.frames && jl::now_ns() < grace && jl::tool::g_signal == 0)
+            if (receive(grace, h, t)) take();
+        std::int64_t answered = 0;
+        for (auto c : done_count) answered += c;
+        o_.answered = answered;
+        o_.lost = o_.sent - answered;
+    }
+
+    const Params& p_;
+    net::Client& client_;
+    int peers_, payload_;
+    std::uint32_t node_;
+    std::int64_t timeout_, t0_ = 0, warm_end_ = 0, end_ = 0, last_send_ = 0, next_progress_ = 0;
+    std::vector<char> out_, in_;
+    Outcome o_;
+};
+
+void report(const Outcome& o, std::int64_t window_ns) {
+    std::string steps;
+    for (const auto& s : o.steps) steps += (steps.empty() ? "" : ",") + s;
+    say("result sent=" + std::to_string(o.sent) + " answered=" + std::to_string(o.answered) + " lost=" + std::to_string(o.lost) +
+        " late=" + std::to_string(o.late) + " max_lag_ns=" + std::to_string(o.max_lag) + " send_failures=" +
+        std::to_string(o.send_failures) + " frames=" + std::to_string(o.frames) + " frames_complete=" +
+        std::to_string(o.frames_complete) + " window_ns=" + std::to_string(window_ns) + " interrupted=" +
+        (o.interrupted ? "1" : "0") + " steps=" + (steps.empty() ? "-" : steps));
+    send_records(o.records);
+}
+
+std::vector<net::Endpoint> peers_of(const std::string& list) {
+    std::vector<net::Endpoint> peers;
+    std::istringstream in(list);
+    std::string one;
+    while (std::getline(in, one, ',')) peers.push_back(net::parse_endpoint(one));
+    if (peers.empty()) throw net::SetupError("peers= names no peer");
+    return peers;
+}
+
+int payload_of(const Params& p) {
+    const auto payload = number(p, "payload", 64);
+    if (payload < net::kHeaderBytes || payload > net::kMaxPayload)
+        throw net::SetupError("payload must be " + std::to_string(net::kHeaderBytes) + ".." + std::to_string(net::kMaxPayload) +
+                              " bytes (the header is " + std::to_string(net::kHeaderBytes) + "), got " + std::to_string(payload));
+    return static_cast<int>(payload);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc > 1 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
+        std::puts("usage: jitterlab-net   (a node agent: commands on stdin, see docs/net.md)");
+        return 0;
+    }
+    if (argc > 1 && std::string(argv[1]) == "--version") {
+        std::printf("%s %s %d\n", kTool, JITTERLAB_VERSION, net::kProtocolVersion);
+        return 0;
+    }
+    jl::tool::install_signal_handlers();
+    ::prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+    std::string names;
+    for (const auto& t : net::transports()) names += (names.empty() ? "" : ",") + t;
+    say(std::string("hello ") + kTool + " " + JITTERLAB_VERSION + " " + std::to_string(net::kProtocolVersion) + " " + names);
+    std::unique_ptr<net::Responder> responder;
+    std::unique_ptr<net::Server> server;
+    std::string line;
+    while (std::getline(std::cin, line)) {
+        std::istringstream in(line);
+        std::string command;
+        in >> command;
+        try {
+            const Params p = parse_params(in);
+            if (command == "quit") break;
+            if (command == "serve") {
+                const int payload = payload_of(p);
+                responder = std::make_unique<net::Responder>(static_cast<int>(number(p, "node", 0)), payload,
+                                                             static_cast<std::size_t>(number(p, "capacity", 4'000'000)));
+                server = net::make_server(text(p, "transport"), text(p, "bind"), static_cast<int>(number(p, "port", 0)), payload, *responder);
+                say("serving " + std::to_string(server->port()));
+            } else if (command == "run") {
+                payload_of(p);
+                const auto peers = peers_of(text(p, "peers"));
+                auto client = net::make_client(text(p, "transport"), peers, static_cast<int>(number(p, "payload", 64)));
+                say("ready");
+                if (!std::getline(std::cin, line) || line != "go") break;
+                Scenario scenario(p, *client, static_cast<int>(peers.size()));
+                const std::int64_t t0 = jl::now_ns();
+                const Outcome o = scenario.run(t0);
+                report(o, jl::now_ns() - t0 - number(p, "warmup_ns", 0));
+            } else if (command == "collect") {
+                if (!responder) throw net::SetupError("collect before serve");
+                say("result received=" + std::to_string(responder->received()) + " dropped_records=" + std::to_string(responder->dropped_records()));
+                send_records(responder->take_records());
+            } else {
+                throw net::SetupError("unknown command '" + command + "'");
+            }
+        } catch (const std::exception& e) {  // SetupError and CAF/system failures alike: one line
+            say(std::string("error ") + e.what());
+        }
+    }
+    server.reset();
+    return 0;
+}

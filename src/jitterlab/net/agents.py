@@ -1,0 +1,177 @@
+"""Node agents and the control protocol (docs/net.md).
+
+One agent program (``jitterlab-net``) runs on every node, started with ``ip netns exec`` on
+a namespace or with ``ssh -o BatchMode=yes`` on a host; the coordinator talks to each over
+its stdin/stdout with the same line protocol either way. An agent exits when its stdin
+closes, so a coordinator killed by any signal leaves no agent behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import shlex
+import signal
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import IO, Any
+
+import numpy as np
+
+from jitterlab.core.errors import JitterlabError
+from jitterlab.core.programs import native_program
+from jitterlab.core.version import __version__
+
+PROTOCOL = 1
+RECORD_DTYPE = np.dtype(
+    [
+        ("pair", "<i4"),
+        ("peer", "<i4"),
+        ("seq", "<i8"),
+        ("t_intended", "<i8"),
+        ("t_send", "<i8"),
+        ("t_recv", "<i8"),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class Launcher:
+    """How a node's agent starts: inside a namespace, or on a host over ssh."""
+
+    node: str  # a display name
+    netns: str | None = None
+    ssh: str | None = None  # an ssh target (user@host)
+    ssh_options: tuple[str, ...] = ()
+    agent: str | None = None  # the agent's path on the host (default: this machine's)
+
+    def argv(self) -> list[str]:
+        program = self.agent or str(native_program("jitterlab-net"))
+        if self.ssh:
+            return [
+                "ssh",
+                "-o",
+                "BatchMode=yes",
+                "-o",
+                "ConnectTimeout=5",
+                *self.ssh_options,
+                self.ssh,
+                shlex.quote(program),
+            ]
+        if self.netns:
+            return ["ip", "netns", "exec", self.netns, program]
+        return [program]
+
+
+def _die_with_parent() -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+class Agent:
+    """One running agent: send a command line, read its answers."""
+
+    def __init__(self, launcher: Launcher) -> None:
+        self.launcher = launcher
+        self.proc = subprocess.Popen(
+            launcher.argv(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            preexec_fn=_die_with_parent,
+            start_new_session=True,  # Ctrl-C reaches the coordinator, which stops the agents in order
+        )
+        hello = self._line()
+        words = hello.split()
+        if len(words) < 4 or words[0] != "hello":
+            why = self._failure(hello)
+            self.close()
+            raise JitterlabError(f"{self._where()}: the agent did not start: {why}")
+        self.version, self.protocol = words[2], int(words[3])
+        self.transports = words[4].split(",") if len(words) > 4 else []
+        if self.version != __version__ or self.protocol != PROTOCOL:
+            self.close()
+            raise JitterlabError(
+                f"{self._where()}: agent version {self.version} (protocol {self.protocol}) differs from this "
+                f"coordinator's {__version__} (protocol {PROTOCOL}): install the same jitterlab there"
+            )
+
+    def _where(self) -> str:
+        return f"node {self.launcher.node}" + (f" (ssh {self.launcher.ssh})" if self.launcher.ssh else "")
+
+    def _failure(self, line: str) -> str:
+        try:
+            err = self.proc.communicate(timeout=5)[1].decode(errors="replace").strip()
+        except subprocess.TimeoutExpired:
+            err = ""
+        last = err.splitlines()[-1] if err else line.strip() or "no answer"
+        return last
+
+    def _line(self) -> str:
+        out: IO[bytes] = self.proc.stdout  # type: ignore[assignment]
+        return out.readline().decode(errors="replace")
+
+    def send(self, line: str) -> None:
+        stdin: IO[bytes] = self.proc.stdin  # type: ignore[assignment]
+        try:
+            stdin.write((line + "\n").encode())
+            stdin.flush()
+        except (BrokenPipeError, ValueError):  # ValueError: the pipe was already closed
+            raise JitterlabError(f"{self._where()}: the agent exited ({self._failure('')})") from None
+
+    def expect(self, word: str, progress: Callable[[int, int], None] | None = None) -> str:
+        """The next line starting with ``word`` (progress lines go to ``progress``)."""
+        while True:
+            line = self._line()
+            if not line:
+                raise JitterlabError(f"{self._where()}: the agent exited ({self._failure('')})")
+            if line.startswith("progress "):
+                if progress:
+                    _, done, total = line.split()
+                    progress(int(done), int(total))
+                continue
+            if line.startswith("error "):
+                raise JitterlabError(f"{self._where()}: {line[6:].strip()}")
+            if line.startswith(word):
+                return line.strip()
+
+    def records(self) -> np.ndarray:
+        """The ``samples N`` block that follows a result."""
+        count = int(self.expect("samples").split()[1])
+        out: IO[bytes] = self.proc.stdout  # type: ignore[assignment]
+        data = out.read(count * RECORD_DTYPE.itemsize)
+        whole = len(data) // RECORD_DTYPE.itemsize
+        return np.frombuffer(data[: whole * RECORD_DTYPE.itemsize], dtype=RECORD_DTYPE).copy()
+
+    def serve(self, transport: str, bind: str, port: int, payload: int, node: int) -> int:
+        self.send(f"serve transport={transport} bind={bind} port={port} payload={payload} node={node}")
+        return int(self.expect("serving").split()[1])
+
+    def collect(self) -> tuple[dict[str, Any], np.ndarray]:
+        self.send("collect")
+        result = parse_result(self.expect("result"))
+        return result, self.records()
+
+    def close(self) -> None:
+        """Ask the agent to quit; stop it if it does not."""
+        if self.proc.poll() is None:
+            with contextlib.suppress(JitterlabError):
+                self.send("quit")
+            try:
+                self.proc.wait(timeout=3)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if stream:
+                stream.close()
+
+
+def parse_result(line: str) -> dict[str, Any]:
+    """``result k=v ...`` as a dict (numbers as int)."""
+    fields: dict[str, Any] = {}
+    for word in line.split()[1:]:
+        key, _, value = word.partition("=")
+        fields[key] = int(value) if value.lstrip("-").isdigit() else value
+    return fields

@@ -1,0 +1,460 @@
+"""``jitterlab net bench``: seed 004's inter-node measurements on namespaces or hosts.
+
+Each (scenario, transport[, synchronisation]) is one stored run. The coordinator starts an
+agent on every node it needs (nodes.py), has the servers listen, the client connect, releases
+them together (a barrier: every agent says ``ready`` before any gets ``go``), and collects
+each node's samples. Samples carry, beyond the four columns every run has, the intended send
+time and the source and destination node (docs/net.md).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from jitterlab.core.errors import JitterlabError
+from jitterlab.core.progress import ProgressBar
+from jitterlab.measure.jobs import common_meta
+from jitterlab.net.agents import RECORD_DTYPE, Agent, parse_result
+from jitterlab.net.impair import Impairment, Link, check
+from jitterlab.net.nodes import Nodes, intra_node
+from jitterlab.store import ResultsStore, Run
+from jitterlab.store.rawfile import RECORD_DTYPE as STORE_DTYPE
+from jitterlab.store.rawfile import RawSamples
+
+SCENARIOS = ("ping", "open-loop", "stream", "frame-sync")
+NATIVE_TRANSPORTS = ("udp", "tcp", "caf-io")
+HEADER_BYTES = 32  # native/net/wire.hpp
+MAX_PAYLOAD = 65000
+LATE_LIMIT = 0.01  # more than 1 % of sends behind schedule: the generator was measured
+
+
+@dataclass(frozen=True)
+class NetOptions:
+    scenarios: tuple[str, ...] = ("ping",)
+    transports: tuple[str, ...] = ("udp",)
+    nodes: int = 2  # frame-sync: the renderer and nodes - 1 render nodes
+    duration_s: float = 10.0
+    warmup_s: float = 1.0
+    payload: int = 64
+    rate_hz: float = 1000.0  # open-loop
+    messages: int = 100_000  # stream: messages per step
+    steps: int = 5
+    fps: float = 60.0  # frame-sync
+    states: int = 12  # state messages per frame and render node (12 x 60 fps = the seed's 720/s)
+    sync: tuple[bool, ...] = (True, False)
+    timeout_s: float = 1.0
+    port: int = 0
+
+
+# Seed 004 (Wiebusch et al.): ping, throughput, distributed rendering with 2 and 9 render nodes.
+PRESETS: dict[str, NetOptions] = {
+    "seed-004": NetOptions(
+        scenarios=("ping", "open-loop", "stream", "frame-sync"),
+        transports=("udp", "tcp", "caf-io"),
+        nodes=3,
+        duration_s=20.0,
+        rate_hz=1000.0,
+        messages=100_000,
+        steps=5,
+    )
+}
+
+
+def with_preset(name: str, **overrides: Any) -> NetOptions:
+    return replace(PRESETS[name], **overrides)
+
+
+def check_options(o: NetOptions) -> None:
+    """Bad input as one line, before anything starts."""
+    for s in o.scenarios:
+        if s not in SCENARIOS:
+            raise JitterlabError(f"unknown scenario {s!r}; choose from {', '.join(SCENARIOS)}")
+    for t in o.transports:
+        if t not in NATIVE_TRANSPORTS:
+            raise JitterlabError(
+                f"unknown transport {t!r}; this build has {', '.join(NATIVE_TRANSPORTS)} (pekko-artery is not built yet)"
+            )
+    if o.nodes < 2:
+        raise JitterlabError(f"--nodes must be at least 2 (a sender and a receiver), got {o.nodes}")
+    if not HEADER_BYTES <= o.payload <= MAX_PAYLOAD:
+        raise JitterlabError(
+            f"--payload must be {HEADER_BYTES}..{MAX_PAYLOAD} bytes (the message header is {HEADER_BYTES} B), got {o.payload}"
+        )
+    if not 0 < o.rate_hz <= 1_000_000:
+        raise JitterlabError(f"--rate must be in (0, 1000000] messages/s, got {o.rate_hz:g}")
+    if o.duration_s <= 0:
+        raise JitterlabError("--duration must be positive")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One stored run: what runs, over which transport, on how many nodes, where."""
+
+    scenario: str
+    transport: str
+    sync: bool | None = None  # frame-sync only
+    count: int = 2  # agents: client (node 0) and servers
+    intra: bool = False  # every agent on node 0 (the seed's intra-node comparison)
+    impairment: Impairment | None = None
+
+    @property
+    def label(self) -> str:
+        sync = "" if self.sync is None else ("-sync" if self.sync else "-async")
+        where = " intra-node" if self.intra else ""
+        impaired = f" impaired {self.impairment.spec}" if self.impairment else ""
+        return f"{self.scenario}{sync} {self.transport}{where}{impaired}"
+
+
+def plan(o: NetOptions, impairment: Impairment | None) -> list[Case]:
+    """Every scenario x transport (x sync for frame-sync) on the nodes given."""
+    cases = []
+    for scenario in o.scenarios:
+        count = o.nodes if scenario == "frame-sync" else 2
+        for transport in o.transports:
+            for sync in o.sync if scenario == "frame-sync" else (None,):
+                cases.append(Case(scenario, transport, sync, count, False, impairment))
+    return cases
+
+
+SEED_004_IMPAIRMENT = "delay=100ms"
+
+
+def seed_004_plan(o: NetOptions, impairment: Impairment) -> list[Case]:
+    """Tables 3-6: ping and stream per transport (stream intra- and inter-node), frame-sync
+    with 2 and 9 render nodes synchronised and not, intra- and inter-node, and the same with
+    100 ms each way on the link (the seed's 5 fps, reproduced by its cause)."""
+    cases = [Case("ping", t) for t in o.transports]
+    cases += [Case("open-loop", t) for t in o.transports]
+    cases += [Case("stream", t, intra=intra) for intra in (True, False) for t in o.transports]
+    for render_nodes in (2, 9):
+        for intra in (True, False):
+            cases += [Case("frame-sync", "tcp", sync, render_nodes + 1, intra) for sync in (True, False)]
+    cases += [Case("frame-sync", "tcp", sync, 3, False, impairment) for sync in (True, False)]
+    return cases
+
+
+def run_bench(
+    store: ResultsStore,
+    o: NetOptions,
+    nodes: Nodes,
+    cases: list[Case],
+    warn: Callable[[str], None],
+    on_stored: Callable[[Run], None] = lambda _run: None,
+) -> tuple[list[Run], bool]:
+    """Each case as one run; (runs, interrupted)."""
+    check_options(o)
+    runs: list[Run] = []
+    for case in cases:
+        if case.count > nodes.count:
+            raise JitterlabError(f"{case.label} needs {case.count} nodes; the topology has {nodes.count}")
+        if case.impairment and not nodes.router:
+            raise JitterlabError("--impair needs a router between the nodes: add --router (namespaces only)")
+        try:
+            run = _run_one(store, o, intra_node(nodes, case.count) if case.intra else nodes, case, warn)
+        except KeyboardInterrupt:
+            return runs, True
+        runs.append(run)
+        on_stored(run)
+        if run.partial and run.meta.get("partial_reason", "").startswith("interrupted"):
+            return runs, True
+    return runs, False
+
+
+@contextmanager
+def _agents(nodes: Nodes, count: int) -> Iterator[list[Agent]]:
+    """An agent on each of the first ``count`` nodes, each closed on every way out."""
+    with ExitStack() as stack:
+        agents = []
+        for i in range(count):
+            agent = Agent(nodes.launcher(i))
+            stack.callback(agent.close)
+            agents.append(agent)
+        yield agents
+
+
+def _run_one(
+    store: ResultsStore, o: NetOptions, nodes: Nodes, case: Case, warn: Callable[[str], None]
+) -> Run:
+    scenario, transport, sync, count, impairment = (
+        case.scenario,
+        case.transport,
+        case.sync,
+        case.count,
+        case.impairment,
+    )
+    label = case.label
+    started = dt.datetime.now(dt.timezone.utc)
+    run_id = store.new_run_id(
+        "net",
+        scenario,
+        transport,
+        *([] if sync is None else ["sync" if sync else "async"]),
+        *(["intra"] if case.intra else []),
+    )
+    staging = store.staging_dir(run_id)
+    total = int((o.warmup_s + o.duration_s) * 1e9)
+    bar = ProgressBar(label, total, scale=1e9, unit="s")
+    interrupted = False
+    server_records = np.zeros(0, RECORD_DTYPE)
+    server_results: list[dict[str, Any]] = []
+    log = np.zeros((0, 3), np.int64)
+    with _agents(nodes, count) as agents:
+        client, servers = agents[0], agents[1:]
+        peers = []
+        for k, server in enumerate(servers, start=1):
+            if transport not in server.transports:
+                raise JitterlabError(f"node {k} has no {transport} transport (agent built without it)")
+            port = server.serve(transport, nodes.bind(k), o.port, o.payload, k)
+            peers.append(f"{nodes.address(0, k)}:{port}")
+        params = {
+            "scenario": scenario,
+            "transport": transport,
+            "peers": ",".join(peers),
+            "payload": o.payload,
+            "node": 0,
+            "duration_ns": int(o.duration_s * 1e9),
+            "warmup_ns": int(o.warmup_s * 1e9),
+            "rate": f"{o.rate_hz:g}",
+            "messages": o.messages,
+            "steps": o.steps,
+            "fps": f"{o.fps:g}",
+            "sync": int(bool(sync)),
+            "states": o.states,
+            # an answer crosses the impaired link twice: wait that long on top before calling it lost
+            "timeout_ns": int((o.timeout_s + (2 * impairment.longest_delay_s() if impairment else 0)) * 1e9),
+        }
+        client.send("run " + " ".join(f"{k}={v}" for k, v in params.items()))
+        client.expect("ready")
+        link = Link(nodes.router, impairment, staging) if impairment and nodes.router else None
+        try:
+            t_start = _now_ns()
+            client.send("go")  # every server listens and the client is connected: the barrier
+            try:
+                result = parse_result(client.expect("result", lambda done, _t: bar.update(done)))
+            except KeyboardInterrupt:
+                interrupted = True
+                client.proc.send_signal(2)  # the agent stops at its next check and reports
+                result = parse_result(client.expect("result"))
+            records = client.records()
+            t_end = _now_ns()
+            if scenario == "stream":
+                for server in servers:
+                    res, recs = server.collect()
+                    server_results.append(res)
+                    server_records = np.concatenate([server_records, recs])
+        finally:
+            bar.close()
+            if link:
+                log = link.stop()
+    if scenario == "stream":  # one-way per message, timed at the receiver
+        samples, src, dst = server_records, server_records["peer"], np.full(server_records.size, 1)
+    elif scenario == "frame-sync":
+        samples, src, dst = records, np.zeros(records.size, np.int64), records["peer"]
+    else:
+        samples, src, dst = records, np.zeros(records.size, np.int64), records["peer"]
+    net_block = _net_block(o, nodes, scenario, transport, sync, result, records, server_results)
+    meta = common_meta(run_id, started) | {
+        "config": {
+            "runtime": "native",
+            "technique": transport,
+            "variant": case.label.split(" ")[0]
+            + (" intra-node" if case.intra else "")
+            + (f" {impairment.spec}" if impairment else ""),
+            "pairs": max(count - 1, 1),
+            "scenario": scenario,
+            "transport": transport,
+            "nodes": count,
+            "payload_bytes": o.payload,
+            "duration_s": o.duration_s,
+            "warmup_s": o.warmup_s,
+            **({"rate_hz": o.rate_hz} if scenario == "open-loop" else {}),
+            **({"messages": o.messages, "steps": o.steps} if scenario == "stream" else {}),
+            **(
+                {"fps": o.fps, "sync": sync, "states_per_frame": o.states} if scenario == "frame-sync" else {}
+            ),
+            "placement": nodes.kind,
+            "intra_node": case.intra,
+            "impaired": impairment.spec if impairment else None,
+        },
+        "timing": {"t_start_ns": t_start, "t_end_ns": t_end},
+        "net": net_block,
+        "topology": nodes.describe(),
+        "clock": nodes.clock(),
+        "obtained": {"warnings": []},
+    }
+    if impairment:
+        meta["impairment"] = impairment.describe() | {"check": check(impairment, log) if log.size else None}
+    problems = _problems(net_block, interrupted)
+    if problems:
+        meta["status"], meta["partial_reason"] = "partial", "; ".join(problems)
+        warn(f"{label}: {meta['partial_reason']}")
+    if net_block["generator_limited"]:
+        detail = (
+            f"{net_block['late_share']:.1%} of sends left more than 1 ms after their schedule "
+            f"(max lag {net_block['max_lag_ns'] / 1e6:.2f} ms): the sender, not the link, was measured"
+        )
+        meta["obtained"]["warnings"].append({"code": "generator-limited", "detail": detail})
+        warn(f"{label}: {detail}")
+    return _commit(store, staging, meta, samples, src, dst)
+
+
+def _now_ns() -> int:
+    import time
+
+    return time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+
+
+def _problems(net_block: dict[str, Any], interrupted: bool) -> list[str]:
+    problems = []
+    if interrupted:
+        problems.append("interrupted: the samples recorded before the stop are kept")
+    if net_block["lost"] > 0:
+        problems.append(f"{net_block['lost']} of {net_block['sent']} messages lost")
+    return problems
+
+
+def _net_block(
+    o: NetOptions,
+    nodes: Nodes,
+    scenario: str,
+    transport: str,
+    sync: bool | None,
+    result: dict[str, Any],
+    records: np.ndarray,
+    server_results: list[dict[str, Any]],
+) -> dict[str, Any]:
+    sent = int(result.get("sent", 0))
+    late = int(result.get("late", 0))
+    block: dict[str, Any] = {
+        "scenario": scenario,
+        "transport": transport,
+        "sent": sent,
+        "answered": int(result.get("answered", 0)),
+        "lost": int(result.get("lost", 0)),
+        "send_failures": int(result.get("send_failures", 0)),
+        "late": late,
+        "late_share": late / sent if sent else 0.0,
+        "max_lag_ns": int(result.get("max_lag_ns", 0)),
+        "window_ns": int(result.get("window_ns", 0)),
+        "generator_limited": bool(sent and late / sent > LATE_LIMIT),
+        "one_way": scenario in ("stream", "frame-sync"),
+        "agent_versions": nodes.versions,
+    }
+    if scenario == "stream":
+        steps = []
+        for part in str(result.get("steps", "-")).split(","):
+            if part and part != "-":
+                got, receiver_ns, sender_ns = (int(x) for x in part.split(":"))
+                steps.append(
+                    {
+                        "messages": o.messages,
+                        "received": got,
+                        "receiver_ns": receiver_ns,
+                        "sender_ns": sender_ns,
+                        "msg_per_s": got / (receiver_ns / 1e9) if receiver_ns else 0.0,
+                    }
+                )
+        block["steps"] = steps
+        block["msg_per_s"] = float(np.median([s["msg_per_s"] for s in steps])) if steps else 0.0
+        block["receiver_records_dropped"] = sum(int(r.get("dropped_records", 0)) for r in server_results)
+    if scenario == "frame-sync":
+        frames = int(result.get("frames", 0))
+        window_s = max(block["window_ns"], 1) / 1e9
+        block["frames"] = frames
+        block["frames_complete"] = int(result.get("frames_complete", 0))
+        block["fps"] = frames / (window_s + o.warmup_s)
+        block["render_nodes"] = o.nodes - 1
+        block["skew"] = _skew(records)
+    return block
+
+
+def _skew(records: np.ndarray) -> dict[str, Any]:
+    """Per frame, how much later each render node got it than the first node that did."""
+    if records.size == 0:
+        return {}
+    order = np.lexsort((records["t_recv"], records["seq"]))
+    seq, t = records["seq"][order], records["t_recv"][order]
+    first = np.minimum.reduceat(t, np.flatnonzero(np.r_[True, seq[1:] != seq[:-1]]))
+    frame_index = np.searchsorted(np.unique(seq), seq)
+    skew = t - first[frame_index]
+    per_frame = np.maximum.reduceat(skew, np.flatnonzero(np.r_[True, seq[1:] != seq[:-1]]))
+    per_node = {}
+    for node in np.unique(records["peer"][order]):
+        mine = skew[records["peer"][order] == node]
+        per_node[str(int(node))] = {"p50_ns": float(np.median(mine)), "max_ns": int(mine.max())}
+    return {
+        "frame_p50_ns": float(np.median(per_frame)),
+        "frame_p99_ns": float(np.percentile(per_frame, 99)),
+        "frame_max_ns": int(per_frame.max()),
+        "per_node": per_node,
+    }
+
+
+def _commit(
+    store: ResultsStore,
+    staging: Any,
+    meta: dict[str, Any],
+    samples: np.ndarray,
+    src: np.ndarray,
+    dst: np.ndarray,
+) -> Run:
+    out = np.zeros(samples.size, STORE_DTYPE)
+    out["pair"], out["seq"] = samples["pair"], samples["seq"]
+    out["t_send_ns"], out["t_recv_ns"] = samples["t_send"], samples["t_recv"]
+    # Latency counts from when a message should have left (open loop: coordinated omission
+    # corrected, as wrk2 and HdrHistogram do); the actual send time is kept beside it.
+    intended = np.where(samples["t_intended"] > 0, samples["t_intended"], samples["t_send"])
+    if meta["config"]["scenario"] == "open-loop":
+        out["t_send_ns"] = intended
+    order = np.lexsort((out["seq"], out["pair"]))
+    extra = {
+        "t_intended_ns": intended[order].astype(np.int64),
+        "t_actual_send_ns": samples["t_send"][order].astype(np.int64),
+        "src_node": np.asarray(src, np.int64)[order],
+        "dst_node": np.asarray(dst, np.int64)[order],
+    }
+    raw = RawSamples(out[order], partial=meta["status"] == "partial", truncated=False, note="")
+    return store.commit(staging, raw, meta, extra_columns=extra)
+
+
+ROUND_TRIP_TOLERANCE_NS = 500_000  # the issue's ±0.5 ms on the added round trip
+
+
+def check_impairment(
+    store: ResultsStore, o: NetOptions, nodes: Nodes, impairment: Impairment, warn: Callable[[str], None]
+) -> tuple[list[Run], dict[str, Any]]:
+    """Ping across the router without and with the impairment: the engine's realised delay per
+    packet against the model, and the round trip it adds against twice the model's median
+    (each way once)."""
+    runs, _ = run_bench(
+        store,
+        o,
+        nodes,
+        [Case("ping", o.transports[0]), Case("ping", o.transports[0], impairment=impairment)],
+        warn,
+    )
+    if len(runs) < 2:
+        raise JitterlabError("the impairment check was interrupted")
+    base, impaired = runs
+    added = float(np.median(impaired.latency_ns) - np.median(base.latency_ns))
+    expected = (
+        2 * float(np.median(impairment.model.base.values))
+        if impairment.model.base is not None
+        else float("nan")
+    )
+    per_packet = (impaired.meta.get("impairment") or {}).get("check") or {}
+    verdict = {
+        "per_packet": per_packet,
+        "round_trip_added_ns": added,
+        "round_trip_expected_ns": expected,
+        "round_trip_ok": abs(added - expected) <= ROUND_TRIP_TOLERANCE_NS,
+        "passed": bool(per_packet.get("reproduced")) and abs(added - expected) <= ROUND_TRIP_TOLERANCE_NS,
+    }
+    store.amend(impaired, {"impairment": impaired.meta["impairment"] | {"round_trip": verdict}})
+    return runs, verdict

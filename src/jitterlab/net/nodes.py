@@ -1,0 +1,144 @@
+"""Where the agents run: the namespaces of a topology, or real hosts listed in hosts.toml.
+
+Both give the benchmark the same things: a launcher per node, the address one node uses for
+another, the router (for impairment) and the clock the samples are on. Namespaces share the
+host's CLOCK_MONOTONIC, so one-way times between them are exact; separate hosts do not, so
+their one-way times are marked unsynchronised unless hosts.toml names how the clocks are
+synchronised and the error bound.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tomllib
+
+from jitterlab.core.errors import JitterlabError
+from jitterlab.core.version import __version__
+from jitterlab.net import topo as topology
+from jitterlab.net.agents import Launcher
+
+
+@dataclass
+class Nodes:
+    kind: str  # "netns" or "hosts"
+    launchers: list[Launcher]
+    addresses: list[list[str]]  # addresses[src][dst]
+    router: str | None = None
+    topo: topology.Topology | None = None
+    clock_block: dict[str, Any] = field(default_factory=dict)
+    versions: dict[str, str] = field(default_factory=lambda: {"jitterlab-net": __version__})
+
+    @property
+    def count(self) -> int:
+        return len(self.launchers)
+
+    def launcher(self, i: int) -> Launcher:
+        return self.launchers[i]
+
+    def address(self, src: int, dst: int) -> str:
+        return self.addresses[src][dst]
+
+    def bind(self, _node: int) -> str:
+        return "0.0.0.0"
+
+    def clock(self) -> dict[str, Any]:
+        return self.clock_block
+
+    def describe(self) -> dict[str, Any]:
+        if self.topo is not None:
+            return {"kind": "netns", **self.topo.to_json()}
+        return {"kind": "hosts", "nodes": [launcher.node for launcher in self.launchers]}
+
+
+def from_topology(topo: topology.Topology) -> Nodes:
+    n = len(topo.nodes)
+    return Nodes(
+        kind="netns",
+        launchers=[Launcher(node=f"n{i}", netns=ns) for i, ns in enumerate(topo.nodes)],
+        addresses=[[topo.address(s, d) if s != d else "127.0.0.1" for d in range(n)] for s in range(n)],
+        router=topo.router,
+        topo=topo,
+        clock_block={
+            "mode": "shared",
+            "method": "one kernel: namespaces share CLOCK_MONOTONIC",
+            "error_bound_ns": 0,
+        },
+    )
+
+
+@contextmanager
+def namespace_nodes(
+    name: str | None, nodes: int, router: bool, shape: dict[str, str] | None
+) -> Iterator[Nodes]:
+    """An existing topology by name, or one made now and removed on every way out."""
+    if name:
+        topo = topology.load(name)
+        if len(topo.nodes) < nodes:
+            raise JitterlabError(f"topology {name} has {len(topo.nodes)} nodes; this needs {nodes}")
+        yield from_topology(topo)
+        return
+    topo = topology.up(nodes, router=router, shape=shape)
+    try:
+        yield from_topology(topo)
+    finally:
+        topology.down(topo.name)
+
+
+def from_hosts(path: Path) -> Nodes:
+    """hosts.toml: ``[[host]]`` tables with name, address, ssh (target), and optional agent
+    (path there), ssh_options (list); optional top-level ``[clock]`` with mode and error_ns."""
+    try:
+        doc = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise JitterlabError(f"--hosts {path}: no such file") from None
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise JitterlabError(f"--hosts {path}: not a readable TOML file ({e})") from None
+    hosts = doc.get("host")
+    if not isinstance(hosts, list) or len(hosts) < 2:
+        raise JitterlabError(f"--hosts {path}: needs at least two [[host]] tables (a sender and a receiver)")
+    launchers, addresses = [], []
+    for i, h in enumerate(hosts):
+        missing = [k for k in ("name", "address", "ssh") if not isinstance(h.get(k), str)]
+        if missing:
+            raise JitterlabError(f"--hosts {path}: host {i + 1} lacks {', '.join(missing)}")
+        options = h.get("ssh_options", [])
+        if not isinstance(options, list) or not all(isinstance(x, str) for x in options):
+            raise JitterlabError(f"--hosts {path}: host {h['name']}: ssh_options must be a list of strings")
+        launchers.append(
+            Launcher(node=h["name"], ssh=h["ssh"], ssh_options=tuple(options), agent=h.get("agent"))
+        )
+        addresses.append(h["address"])
+    clock = doc.get("clock", {})
+    mode = clock.get("mode", "unsynchronised")
+    clock_block = {
+        "mode": mode,
+        "method": clock.get(
+            "method",
+            "none: one-way times across hosts include the clock offset" if mode == "unsynchronised" else mode,
+        ),
+        "error_bound_ns": clock.get("error_ns"),
+    }
+    return Nodes(
+        kind="hosts",
+        launchers=launchers,
+        addresses=[list(addresses) for _ in hosts],
+        clock_block=clock_block,
+    )
+
+
+def intra_node(nodes: Nodes, count: int) -> Nodes:
+    """Every agent on node 0, talking over its loopback: the seed's intra-node comparison."""
+    first = nodes.launchers[0]
+    return Nodes(
+        kind=f"{nodes.kind}-intra-node",
+        launchers=[first] * count,
+        addresses=[["127.0.0.1"] * count for _ in range(count)],
+        router=None,
+        topo=nodes.topo,
+        clock_block=nodes.clock_block | {"mode": "shared", "error_bound_ns": 0},
+    )

@@ -1,0 +1,451 @@
+"""Across nodes (seed 004): real namespaces, veth pairs, a router, the real agents over udp,
+tcp and CAF's io, NFQUEUE impairment, an sshd in a namespace for the ssh launcher, and every
+bad input. Every test removes what it made; the last one checks nothing is left."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import assert_one_line_error, run_cli
+from jitterlab.core.errors import JitterlabError
+from jitterlab.describe.network import network_text
+from jitterlab.net import topo
+from jitterlab.net.agents import Agent, Launcher
+from jitterlab.net.bench import Case, NetOptions, run_bench
+from jitterlab.net.impair import parse as parse_impairment
+from jitterlab.net.nodes import from_topology
+from jitterlab.store import ResultsStore
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("ip") is None, reason="network namespaces need root and iproute2"
+)
+
+
+def _quiet(_message: str) -> None:
+    pass
+
+
+@pytest.fixture(scope="module")
+def bench(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """One real `net bench` of every scenario over udp and caf-io on 3 namespaces."""
+    store = tmp_path_factory.mktemp("net") / "results"
+    done = run_cli(
+        *("net", "bench", "--scenario", "ping,open-loop,stream,frame-sync", "--transport", "udp,caf-io"),
+        *("--nodes", "3", "--duration", "1s", "--warmup", "0.3s", "--messages", "20000", "--steps", "2"),
+        *("--rate", "500", "--store", str(store)),
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stderr
+    return store, done.stdout
+
+
+def test_every_scenario_and_transport_is_a_run_with_nodes_and_times(bench: tuple[Path, str]) -> None:
+    store, out = bench
+    runs = ResultsStore(store).runs()
+    got = sorted((r.config["scenario"], r.config["transport"], r.config.get("sync")) for r in runs)
+    assert got == sorted(
+        [(s, t, None) for s in ("ping", "open-loop", "stream") for t in ("udp", "caf-io")]
+        + [("frame-sync", t, sync) for t in ("udp", "caf-io") for sync in (True, False)]
+    )
+    for run in runs:
+        assert run.meta["samples"]["columns"][4:] == [
+            "t_intended_ns",
+            "t_actual_send_ns",
+            "src_node",
+            "dst_node",
+        ]
+        assert run.latency_ns.size > 0 and run.latency_ns.min() > 0
+        assert run.meta["clock"]["mode"] == "shared"
+        assert run.meta["topology"]["kind"] == "netns"
+        assert run.meta["net"]["lost"] == 0, run.meta["net"]
+    assert "Table 6 layout" in out and "Table 5 layout" in out and "open loop" in out
+
+
+def test_ping_round_trips_go_from_node_0_to_node_1(bench: tuple[Path, str]) -> None:
+    run = next(r for r in ResultsStore(bench[0]).runs() if r.config["scenario"] == "ping")
+    assert set(run.column("src_node")) == {0} and set(run.column("dst_node")) == {1}
+    assert run.meta["net"]["answered"] >= run.latency_ns.size  # warm-up pings are not stored
+    assert np.array_equal(run.t_send_ns, run.column("t_actual_send_ns"))
+
+
+def test_open_loop_latency_counts_from_the_intended_send_time(bench: tuple[Path, str]) -> None:
+    run = next(r for r in ResultsStore(bench[0]).runs() if r.config["scenario"] == "open-loop")
+    intended, actual = run.column("t_intended_ns"), run.column("t_actual_send_ns")
+    assert np.array_equal(run.t_send_ns, intended)  # coordinated omission corrected
+    assert (actual >= intended).all()
+    gaps = np.diff(np.sort(intended))
+    assert np.allclose(gaps, 2_000_000, atol=1)  # 500/s on a fixed schedule, not on replies
+    assert run.meta["net"]["sent"] == pytest.approx(500 * 1.3, abs=2)
+
+
+def test_stream_counts_every_message_one_way_at_the_receiver(bench: tuple[Path, str]) -> None:
+    for run in (r for r in ResultsStore(bench[0]).runs() if r.config["scenario"] == "stream"):
+        net = run.meta["net"]
+        assert [s["received"] for s in net["steps"]] == [20000, 20000]
+        assert run.table.num_rows == 40000 and net["msg_per_s"] > 0
+        assert run.meta["net"]["one_way"] is True
+        assert set(run.column("dst_node")) == {1}
+
+
+def test_frame_sync_records_every_render_node_and_the_skew(bench: tuple[Path, str]) -> None:
+    for run in (r for r in ResultsStore(bench[0]).runs() if r.config["scenario"] == "frame-sync"):
+        net = run.meta["net"]
+        assert set(run.pair) == {1, 2} and net["render_nodes"] == 2
+        assert net["frames_complete"] == net["frames"] > 0
+        assert net["fps"] > 0 and set(net["skew"]["per_node"]) == {"1", "2"}
+
+
+def test_the_bench_left_no_namespace_behind(bench: tuple[Path, str]) -> None:
+    assert topo.namespaces() == []
+
+
+def test_topology_up_list_and_down(tmp_path: Path) -> None:
+    up = run_cli("net", "topo", "up", "--nodes", "3", "--router")
+    assert up.returncode == 0, up.stderr
+    name = up.stdout.strip()
+    try:
+        assert sorted(topo.namespaces()) == sorted([f"{name}-n0", f"{name}-n1", f"{name}-n2", f"{name}-r"])
+        listed = run_cli("net", "topo", "list")
+        assert name in listed.stdout and "yes" in listed.stdout
+        # a node reaches another through the router
+        t = topo.load(name)
+        ping = subprocess.run(
+            ["ip", "netns", "exec", t.nodes[0], "ping", "-c1", "-W2", t.address(0, 2)],
+            capture_output=True,
+            check=False,
+        )
+        assert ping.returncode == 0 or shutil.which("ping") is None
+    finally:
+        down = run_cli("net", "topo", "down", name)
+    assert down.returncode == 0 and topo.namespaces() == []
+
+
+def test_a_link_through_the_router_carries_the_model_delay(store: Path) -> None:
+    t = topo.up(2, router=True)
+    try:
+        nodes = from_topology(t)
+        o = NetOptions(duration_s=2.0, warmup_s=0.3)
+        impaired = parse_impairment("delay=5ms")
+        runs, _ = run_bench(
+            ResultsStore(store),
+            o,
+            nodes,
+            [Case("ping", "tcp"), Case("ping", "tcp", impairment=impaired)],
+            _quiet,
+        )
+    finally:
+        topo.down(t.name)
+    base, through = runs
+    check = through.meta["impairment"]["check"]
+    # every packet held about 5 ms each way (timer wake-ups add tens of µs, host stalls more)
+    assert 5_000_000 <= check["realised_p50_ns"] < 5_600_000
+    assert check["packets"] >= 2 * through.meta["net"]["sent"]
+    added = float(np.median(through.latency_ns) - np.median(base.latency_ns))
+    assert 9_500_000 < added < 12_000_000
+    assert "impairment delay=5ms" in network_text(runs)
+
+
+def test_loss_on_the_link_is_counted_and_makes_the_run_partial(store: Path) -> None:
+    t = topo.up(2, router=True)
+    try:
+        o = NetOptions(duration_s=2.0, warmup_s=0.2, timeout_s=0.02)
+        runs, _ = run_bench(
+            ResultsStore(store),
+            o,
+            from_topology(t),
+            [Case("ping", "udp", impairment=parse_impairment("loss=20%"))],
+            _quiet,
+        )
+    finally:
+        topo.down(t.name)
+    run = runs[0]
+    check, net = run.meta["impairment"]["check"], run.meta["net"]
+    # each packet dropped with probability 0.2, whichever way it goes: within 4 binomial SDs
+    assert abs(check["dropped_share"] - 0.2) < 4 * (0.2 * 0.8 / check["packets"]) ** 0.5
+    assert net["lost"] > 0 and run.partial and "lost" in run.meta["partial_reason"]
+
+
+@pytest.mark.slow
+def test_100ms_each_way_takes_synchronised_rendering_to_5_fps_and_not_the_other(store: Path) -> None:
+    """The seed's Tables 3-4 by their cause: waiting for every node costs a round trip a frame."""
+    t = topo.up(3, router=True)
+    try:
+        o = NetOptions(duration_s=3.0, warmup_s=0.5, nodes=3)
+        delay = parse_impairment("delay=100ms")
+        cases = [Case("frame-sync", "tcp", sync, 3, impairment=delay) for sync in (True, False)]
+        runs, _ = run_bench(ResultsStore(store), o, from_topology(t), cases, _quiet)
+    finally:
+        topo.down(t.name)
+    fps = {r.config["sync"]: r.meta["net"]["fps"] for r in runs}
+    assert fps[True] <= 5.0
+    assert fps[False] >= 45.0
+
+
+def _sshd(tmp: Path, netns: str) -> subprocess.Popen[bytes]:
+    config = tmp / "sshd_config"
+    config.write_text(
+        f"HostKey {tmp / 'hostkey'}\nAuthorizedKeysFile {tmp / 'authorized_keys'}\nPermitRootLogin prohibit-password\n"
+        "PasswordAuthentication no\nStrictModes no\nUsePAM no\nPidFile none\nPort 22\n"
+    )
+    Path("/run/sshd").mkdir(exist_ok=True)
+    return subprocess.Popen(
+        ["ip", "netns", "exec", netns, "/usr/sbin/sshd", "-D", "-e", "-f", str(config)],
+        stderr=subprocess.DEVNULL,
+    )
+
+
+@pytest.fixture
+def two_hosts(tmp_path: Path) -> Iterator[tuple[Path, topo.Topology]]:
+    """Two namespaces, each running a real sshd; hosts.toml reaches them through nc."""
+    if not Path("/usr/sbin/sshd").exists() or shutil.which("nc") is None:
+        pytest.skip("needs openssh-server and netcat-openbsd (scripts/setup.sh installs them)")
+    for key in ("hostkey", "clientkey"):
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / key)], check=True)
+    shutil.copy(tmp_path / "clientkey.pub", tmp_path / "authorized_keys")
+    t = topo.up(2)
+    daemons = [_sshd(tmp_path, ns) for ns in t.nodes]
+    agent = shutil.which("jitterlab-net") or str(Path(sys.executable).parent.parent / "lib")
+    from jitterlab.core.programs import native_program
+
+    agent = str(native_program("jitterlab-net"))
+    hosts = ""
+    for i, ns in enumerate(t.nodes):
+        address = t.address(1 - i, i)
+        options = [
+            "-i",
+            str(tmp_path / "clientkey"),
+            "-o",
+            "StrictHostKeyChecking=no",
+            "-o",
+            "UserKnownHostsFile=/dev/null",
+        ]
+        options += ["-o", "LogLevel=ERROR", "-o", f"ProxyCommand=ip netns exec {ns} nc %h %p"]
+        hosts += f'[[host]]\nname = "h{i}"\naddress = "{address}"\nssh = "root@{address}"\nagent = "{agent}"\nssh_options = {json.dumps(options)}\n'
+    (tmp_path / "hosts.toml").write_text(hosts)
+    time.sleep(0.5)
+    try:
+        yield tmp_path / "hosts.toml", t
+    finally:
+        for d in daemons:
+            d.terminate()
+            d.wait()
+        topo.down(t.name)
+
+
+def test_the_ssh_launcher_gives_the_same_kind_of_run(
+    two_hosts: tuple[Path, topo.Topology], store: Path
+) -> None:
+    hosts, t = two_hosts
+    done = run_cli(
+        "net",
+        "bench",
+        "--hosts",
+        str(hosts),
+        "--transport",
+        "tcp",
+        "--duration",
+        "1s",
+        "--warmup",
+        "0.2s",
+        "--store",
+        str(store),
+    )
+    assert done.returncode == 0, done.stderr
+    over_ssh = ResultsStore(store).runs()[0]
+    o = NetOptions(transports=("tcp",), duration_s=1.0, warmup_s=0.2)
+    in_netns = run_bench(ResultsStore(store), o, from_topology(t), [Case("ping", "tcp")], _quiet)[0][0]
+    assert over_ssh.meta["topology"]["kind"] == "hosts" and in_netns.meta["topology"]["kind"] == "netns"
+    assert over_ssh.meta["clock"]["mode"] == "unsynchronised"
+    assert over_ssh.table.column_names == in_netns.table.column_names
+    assert over_ssh.config["technique"] == in_netns.config["technique"] == "tcp"
+    assert over_ssh.latency_ns.size > 100 and over_ssh.meta["net"]["lost"] == 0
+
+
+def test_an_unreachable_ssh_host_is_one_line_naming_it(tmp_path: Path) -> None:
+    hosts = tmp_path / "hosts.toml"
+    hosts.write_text(
+        '[[host]]\nname = "far"\naddress = "127.0.0.1"\nssh = "root@127.0.0.1"\nssh_options = ["-p", "1"]\n'
+        '[[host]]\nname = "near"\naddress = "127.0.0.1"\nssh = "root@127.0.0.1"\nssh_options = ["-p", "1"]\n'
+    )
+    done = run_cli("net", "bench", "--hosts", str(hosts), "--duration", "1s", "--store", str(tmp_path / "s"))
+    assert done.returncode == 2
+    assert_one_line_error(done.stderr)
+    assert "node far (ssh root@127.0.0.1)" in done.stderr and "refused" in done.stderr
+
+
+def test_an_agent_of_another_version_is_refused(tmp_path: Path) -> None:
+    fake = tmp_path / "agent"
+    fake.write_text("#!/bin/sh\necho 'hello jitterlab-net 9.9.9 1 udp'\ncat >/dev/null\n")
+    fake.chmod(0o755)
+    with pytest.raises(JitterlabError, match=r"agent version 9\.9\.9 .* differs"):
+        Agent(Launcher(node="old", agent=str(fake)))
+
+
+def _udp_port_held_in(netns: str) -> tuple[subprocess.Popen[bytes], int]:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    holder = subprocess.Popen(
+        ["ip", "netns", "exec", netns, "nc", "-u", "-l", "-p", str(port)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+    )
+    time.sleep(0.3)
+    return holder, port
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--nodes", "1"], "--nodes must be at least 2"),
+        (["--payload", "16"], "--payload must be 32..65000"),
+        (["--transport", "smoke"], "unknown transport 'smoke'"),
+        (["--scenario", "fly"], "unknown scenario 'fly'"),
+        (["--impair", "delay=5ms"], "--impair needs a router"),
+        (["--impair", "jitter=5ms", "--router"], "unknown part 'jitter=5ms'"),
+        (["--hosts", "/nonexistent.toml"], "no such file"),
+        (["--topo", "jl-nothere"], "no topology named jl-nothere"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args: list[str], expected: str, tmp_path: Path) -> None:
+    done = run_cli("net", "bench", *args, "--duration", "1s", "--store", str(tmp_path / "s"))
+    assert done.returncode == 2, done.stderr
+    assert_one_line_error(done.stderr)
+    assert expected in done.stderr
+    assert topo.namespaces() == []
+
+
+def test_a_port_in_use_on_a_node_is_one_line(tmp_path: Path) -> None:
+    if shutil.which("nc") is None:
+        pytest.skip("needs netcat-openbsd")
+    t = topo.up(2)
+    holder, port = _udp_port_held_in(t.nodes[1])
+    try:
+        done = run_cli(
+            "net",
+            "bench",
+            "--topo",
+            t.name,
+            "--port",
+            str(port),
+            "--duration",
+            "1s",
+            "--store",
+            str(tmp_path / "s"),
+        )
+    finally:
+        holder.kill()
+        holder.wait()
+        topo.down(t.name)
+    assert done.returncode == 2
+    assert_one_line_error(done.stderr)
+    assert f"port {port}" in done.stderr and "in use" in done.stderr
+
+
+def test_a_missing_tool_names_its_package(tmp_path: Path) -> None:
+    env = dict(os.environ, PATH=str(Path(sys.executable).parent))  # no /usr/sbin: no ip
+    done = subprocess.run(
+        [sys.executable, "-m", "jitterlab", "net", "topo", "up"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert_one_line_error(done.stderr)
+    assert "install the package iproute2" in done.stderr
+
+
+def test_not_root_is_one_line(tmp_path: Path) -> None:
+    if shutil.which("setpriv") is None:
+        pytest.skip("needs setpriv (util-linux)")
+    done = subprocess.run(
+        [
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            sys.executable,
+            "-m",
+            "jitterlab",
+            "net",
+            "topo",
+            "up",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=dict(os.environ, HOME="/tmp", MPLCONFIGDIR="/tmp"),
+    )
+    assert done.returncode == 2
+    assert_one_line_error(done.stderr)
+    assert "need root" in done.stderr
+
+
+def _wait_for_namespaces(before: set[str], timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not (set(topo.namespaces()) - before):
+        time.sleep(0.05)
+
+
+def test_sigterm_keeps_what_was_recorded_and_removes_the_namespaces(tmp_path: Path) -> None:
+    store = tmp_path / "s"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jitterlab", "net", "bench", "--duration", "30s", "--store", str(store)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    _wait_for_namespaces(set())
+    time.sleep(3)
+    proc.send_signal(signal.SIGTERM)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    runs = ResultsStore(store).runs()
+    assert len(runs) == 1 and runs[0].partial and runs[0].latency_ns.size > 0
+    assert "interrupted" in runs[0].meta["partial_reason"]
+    assert topo.namespaces() == []
+
+
+def test_kill_9_of_the_coordinator_leaves_nothing_after_topo_down(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "jitterlab",
+            "net",
+            "bench",
+            "--duration",
+            "30s",
+            "--store",
+            str(tmp_path / "s"),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    _wait_for_namespaces(set())
+    time.sleep(2)
+    proc.kill()
+    proc.wait()
+    time.sleep(1)
+    agents = subprocess.run(
+        ["pgrep", "-f", "bin/jitterlab-net"], capture_output=True, text=True, check=False
+    ).stdout.split()
+    assert agents == []  # an agent exits when its coordinator's pipe closes
+    listed = run_cli("net", "topo", "list")
+    assert "gone" in listed.stdout
+    down = run_cli("net", "topo", "down", "--all")
+    assert down.returncode == 0
+    assert topo.namespaces() == []
