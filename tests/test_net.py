@@ -111,6 +111,32 @@ def test_the_bench_left_no_namespace_behind(bench: tuple[Path, str]) -> None:
     assert topo.namespaces() == []
 
 
+@pytest.mark.slow
+def test_pekko_artery_between_namespaces_is_the_same_kind_of_run(store: Path) -> None:
+    """The JVM agent (Pekko classic actors over Artery TCP) speaks the native agents' protocol."""
+    t = topo.up(2, router=True)
+    try:
+        o = NetOptions(duration_s=1.5, warmup_s=1.0, messages=20_000, steps=2)
+        runs, _ = run_bench(
+            ResultsStore(store),
+            o,
+            from_topology(t),
+            [Case("ping", "pekko-artery"), Case("stream", "pekko-artery")],
+            _quiet,
+        )
+    finally:
+        topo.down(t.name)
+    ping, stream = runs
+    assert ping.config["runtime"] == "jvm" and ping.config["technique"] == "pekko-artery"
+    assert ping.latency_ns.size > 10 and ping.meta["net"]["lost"] == 0
+    assert ping.meta["net"]["runtime_versions"]["pekko"] == "1.7.0"
+    assert [s["received"] for s in stream.meta["net"]["steps"]] == [
+        20000,
+        20000,
+    ]  # nothing dropped on the way
+    assert stream.table.num_rows == 40000
+
+
 def test_topology_up_list_and_down(tmp_path: Path) -> None:
     up = run_cli("net", "topo", "up", "--nodes", "3", "--router")
     assert up.returncode == 0, up.stderr

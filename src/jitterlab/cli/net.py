@@ -82,7 +82,9 @@ def add_parser(sub: Any) -> None:
     b = net.add_parser("bench", help="one run per scenario x transport; the seed's Tables 3-6")
     b.add_argument("--preset", choices=sorted(PRESETS), help="seed-004: every scenario, the seed's tables")
     b.add_argument("--scenario", type=_words, help=f"comma list of {', '.join(SCENARIOS)} (default ping)")
-    b.add_argument("--transport", type=_words, help="comma list of udp, tcp, caf-io (default udp)")
+    b.add_argument(
+        "--transport", type=_words, help="comma list of udp, tcp, caf-io, pekko-artery (default udp)"
+    )
     b.add_argument(
         "--nodes", type=positive_int, help="nodes; frame-sync: the renderer plus render nodes (default 2)"
     )

@@ -45,10 +45,12 @@ class Launcher:
     ssh: str | None = None  # an ssh target (user@host)
     ssh_options: tuple[str, ...] = ()
     agent: str | None = None  # the agent's path on the host (default: this machine's)
+    program: tuple[str, ...] = ()  # another agent program's argv (the JVM's pekko-artery agent)
 
     def argv(self) -> list[str]:
-        program = self.agent or str(native_program("jitterlab-net"))
+        program = list(self.program) or [self.agent or str(native_program("jitterlab-net"))]
         if self.ssh:
+            remote = " ".join(shlex.quote(word) for word in program)
             return [
                 "ssh",
                 "-o",
@@ -57,11 +59,11 @@ class Launcher:
                 "ConnectTimeout=5",
                 *self.ssh_options,
                 self.ssh,
-                shlex.quote(program),
+                remote,
             ]
         if self.netns:
-            return ["ip", "netns", "exec", self.netns, program]
-        return [program]
+            return ["ip", "netns", "exec", self.netns, *program]
+        return program
 
 
 def _die_with_parent() -> None:
@@ -144,8 +146,11 @@ class Agent:
         whole = len(data) // RECORD_DTYPE.itemsize
         return np.frombuffer(data[: whole * RECORD_DTYPE.itemsize], dtype=RECORD_DTYPE).copy()
 
-    def serve(self, transport: str, bind: str, port: int, payload: int, node: int) -> int:
-        self.send(f"serve transport={transport} bind={bind} port={port} payload={payload} node={node}")
+    def serve(self, transport: str, bind: str, advertise: str, port: int, payload: int, node: int) -> int:
+        """Listen; ``advertise`` is the address the others reach this node at (Artery needs it)."""
+        self.send(
+            f"serve transport={transport} bind={bind} advertise={advertise} port={port} payload={payload} node={node}"
+        )
         return int(self.expect("serving").split()[1])
 
     def collect(self) -> tuple[dict[str, Any], np.ndarray]:

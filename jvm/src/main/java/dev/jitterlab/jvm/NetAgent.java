@@ -1,0 +1,450 @@
+package dev.jitterlab.jvm;
+
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigFactory;
+import java.io.BufferedOutputStream;
+import java.io.BufferedReader;
+import java.io.FileDescriptor;
+import java.io.FileOutputStream;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import org.apache.pekko.actor.AbstractActor;
+import org.apache.pekko.actor.ActorRef;
+import org.apache.pekko.actor.ActorSystem;
+import org.apache.pekko.actor.Props;
+import org.apache.pekko.actor.ExtendedActorSystem;
+
+/**
+ * The pekko-artery node agent of {@code jitterlab net} (docs/net.md): the same line protocol
+ * and the same message layout as the native {@code jitterlab-net}, with Pekko classic actors
+ * talking over Artery TCP remoting. Messages are byte[] (Pekko's ByteArraySerializer): a
+ * 32-byte little-endian header (kind, node, seq, t_intended, t_send) padded to the payload.
+ * Times are System.nanoTime(), CLOCK_MONOTONIC on Linux, the native agents' clock.
+ *
+ * <p>Pekko logs to stdout by default, which would corrupt the protocol: stdout is kept for
+ * the protocol only and System.out is pointed at stderr.
+ */
+public final class NetAgent {
+    static final int HEADER = 32, PING = 1, PONG = 2, START = 3, DATA = 4, END = 5, READY = 6, STATE = 7, FRAME = 8, DONE = 9;
+    static final int RECORD = 40;
+    static final long LATE_NS = 1_000_000;
+
+    private static OutputStream proto;
+
+    private NetAgent() {}
+
+    static synchronized void say(String line) {
+        try {
+            proto.write((line + "\n").getBytes(StandardCharsets.UTF_8));
+            proto.flush();
+        } catch (IOException e) {
+            System.exit(0);  // the coordinator is gone
+        }
+    }
+
+    static synchronized void sendRecords(List<long[]> records) throws IOException {
+        say("samples " + records.size());
+        ByteBuffer b = ByteBuffer.allocate(RECORD).order(ByteOrder.LITTLE_ENDIAN);
+        for (long[] r : records) {
+            b.clear();
+            b.putInt((int) r[0]).putInt((int) r[1]).putLong(r[2]).putLong(r[3]).putLong(r[4]).putLong(r[5]);
+            proto.write(b.array());
+        }
+        proto.flush();
+    }
+
+    static byte[] message(int payload, int kind, int node, long seq, long intended, long send) {
+        byte[] m = new byte[payload];
+        ByteBuffer.wrap(m).order(ByteOrder.LITTLE_ENDIAN).putInt(kind).putInt(node).putLong(seq).putLong(intended).putLong(send);
+        return m;
+    }
+
+    static ByteBuffer header(byte[] m) {
+        return ByteBuffer.wrap(m).order(ByteOrder.LITTLE_ENDIAN);
+    }
+
+    /** What a server node does with each message; the native Responder's rules. */
+    static final class Responder {
+        final int node, payload, capacity;
+        final List<long[]> records = new ArrayList<>();
+        long received, streamCount, streamStart, dropped;
+
+        Responder(int node, int payload, int capacity) {
+            this.node = node;
+            this.payload = payload;
+            this.capacity = capacity;
+        }
+
+        synchronized byte[] handle(byte[] m, long now) {
+            if (m.length < HEADER) return null;
+            ByteBuffer h = header(m);
+            int kind = h.getInt(0);
+            long seq = h.getLong(8), intended = h.getLong(16), send = h.getLong(24);
+            received++;
+            switch (kind) {
+                case PING: {
+                    byte[] reply = m.clone();
+                    header(reply).putInt(0, PONG).putInt(4, node);
+                    return reply;
+                }
+                case START:
+                    streamCount = 0;
+                    streamStart = now;
+                    return null;
+                case DATA:
+                    streamCount++;
+                    if (records.size() < capacity) records.add(new long[] {0, h.getInt(4), seq, intended, send, now});
+                    else dropped++;
+                    return null;
+                case END:
+                    return message(payload, READY, node, streamCount, now - streamStart, now);
+                case FRAME:
+                    return message(payload, DONE, node, seq, now, send);
+                default:
+                    return null;
+            }
+        }
+    }
+
+    static final class ResponderActor extends AbstractActor {
+        private final Responder responder;
+
+        ResponderActor(Responder responder) {
+            this.responder = responder;
+        }
+
+        @Override
+        public Receive createReceive() {
+            return receiveBuilder().match(byte[].class, m -> {
+                byte[] reply = responder.handle(m, System.nanoTime());
+                if (reply != null) getSender().tell(reply, getSelf());
+            }).build();
+        }
+    }
+
+    record Received(byte[] message, long at) {}
+
+    /** The client's mailbox: every answer with the time the actor got it. */
+    static final class Inbox extends AbstractActor {
+        private final LinkedBlockingQueue<Received> queue;
+
+        Inbox(LinkedBlockingQueue<Received> queue) {
+            this.queue = queue;
+        }
+
+        @Override
+        public Receive createReceive() {
+            return receiveBuilder().match(byte[].class, m -> queue.add(new Received(m, System.nanoTime()))).build();
+        }
+    }
+
+    static ActorSystem system(String advertise, String bind, int port) {
+        Config config = ConfigFactory.parseString(String.join("\n",
+                "pekko.actor.provider = remote",
+                "pekko.remote.artery.transport = tcp",
+                "pekko.remote.artery.canonical.hostname = \"" + advertise + "\"",
+                "pekko.remote.artery.canonical.port = " + port,
+                "pekko.remote.artery.bind.hostname = \"" + bind + "\"",
+                // the stream scenario sends 100,000 messages before it waits: nothing may be
+                // dropped for a full outbound queue (the receiver counts what arrived)
+                "pekko.remote.artery.advanced.outbound-message-queue-size = 1048576",
+                "pekko.remote.artery.advanced.inbound-lanes = 1",  // two vCPUs: one lane, fewer hand-offs
+                "pekko.loglevel = WARNING",
+                "pekko.stdout-loglevel = WARNING",
+                "pekko.log-dead-letters = off",
+                "pekko.log-dead-letters-during-shutdown = off",
+                "pekko.coordinated-shutdown.exit-jvm = off",
+                "pekko.actor.default-dispatcher.fork-join-executor.parallelism-max = 2"))
+                .withFallback(ConfigFactory.load());
+        return ActorSystem.create("net", config);
+    }
+
+    static Map<String, String> params(String[] words) {
+        Map<String, String> p = new HashMap<>();
+        for (int i = 1; i < words.length; i++) {
+            int eq = words[i].indexOf('=');
+            if (eq > 0) p.put(words[i].substring(0, eq), words[i].substring(eq + 1));
+        }
+        return p;
+    }
+
+    static long num(Map<String, String> p, String key, long fallback) {
+        String v = p.get(key);
+        return v == null ? fallback : Long.parseLong(v);
+    }
+
+    static double real(Map<String, String> p, String key, double fallback) {
+        String v = p.get(key);
+        return v == null ? fallback : Double.parseDouble(v);
+    }
+
+    public static void main(String[] args) throws Exception {
+        proto = new BufferedOutputStream(new FileOutputStream(FileDescriptor.out));
+        System.setOut(System.err);
+        String version = NetAgent.class.getPackage().getImplementationVersion();
+        say("hello jitterlab-net " + (version == null ? "0.0.0-dev" : version) + " 1 pekko-artery");
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        ActorSystem server = null;
+        Responder responder = null;
+        String line;
+        while ((line = in.readLine()) != null) {
+            String[] words = line.trim().split("\\s+");
+            Map<String, String> p = params(words);
+            try {
+                if (words[0].equals("quit")) break;
+                switch (words[0]) {
+                    case "serve" -> {
+                        int payload = (int) num(p, "payload", 64);
+                        responder = new Responder((int) num(p, "node", 0), payload, (int) num(p, "capacity", 4_000_000));
+                        server = system(p.getOrDefault("advertise", "127.0.0.1"), p.getOrDefault("bind", "0.0.0.0"), (int) num(p, "port", 0));
+                        server.actorOf(Props.create(ResponderActor.class, responder), "responder");
+                        int port = ((ExtendedActorSystem) server).provider().getDefaultAddress().getPort().get().intValue();
+                        say("serving " + port);
+                    }
+                    case "run" -> {
+                        if (!run(p, in)) return;
+                    }
+                    case "collect" -> {
+                        if (responder == null) throw new IllegalStateException("collect before serve");
+                        List<long[]> records;
+                        synchronized (responder) {
+                            say("result received=" + responder.received + " dropped_records=" + responder.dropped);
+                            records = new ArrayList<>(responder.records);
+                            responder.records.clear();
+                        }
+                        sendRecords(records);
+                    }
+                    default -> throw new IllegalArgumentException("unknown command '" + words[0] + "'");
+                }
+            } catch (Exception e) {
+                say("error " + (e.getMessage() == null ? e.toString() : e.getMessage()).replace('\n', ' '));
+            }
+        }
+        if (server != null) server.terminate();
+        System.exit(0);
+    }
+
+    /** Connects, says ready, waits for go, runs the scenario, reports. False: input ended. */
+    static boolean run(Map<String, String> p, BufferedReader in) throws Exception {
+        ActorSystem system = system(p.getOrDefault("advertise", "127.0.0.1"), "0.0.0.0", 0);
+        try {
+            LinkedBlockingQueue<Received> queue = new LinkedBlockingQueue<>();
+            ActorRef inbox = system.actorOf(Props.create(Inbox.class, queue), "inbox");
+            List<ActorRef> peers = new ArrayList<>();
+            for (String peer : p.get("peers").split(",")) {
+                String path = "pekko://net@" + peer + "/user/responder";
+                peers.add(system.actorSelection(path).resolveOne(Duration.ofSeconds(10)).toCompletableFuture().get(15, TimeUnit.SECONDS));
+            }
+            say("ready");
+            String go = in.readLine();
+            if (go == null || !go.equals("go")) return false;
+            Scenario s = new Scenario(p, peers, inbox, queue);
+            long t0 = System.nanoTime();
+            s.run(t0);
+            s.report(System.nanoTime() - t0 - num(p, "warmup_ns", 0));
+            return true;
+        } finally {
+            system.terminate();
+        }
+    }
+
+    /** The native agent's scenarios (native/net/agent.cpp), over actors. */
+    static final class Scenario {
+        final Map<String, String> p;
+        final List<ActorRef> peers;
+        final ActorRef inbox;
+        final LinkedBlockingQueue<Received> queue;
+        final int payload, node;
+        final long timeout;
+        final List<long[]> records = new ArrayList<>();
+        final List<String> steps = new ArrayList<>();
+        long t0, warmEnd, end, nextProgress, sent, answered, lost, late, maxLag, frames, framesComplete;
+        Received last;
+
+        Scenario(Map<String, String> p, List<ActorRef> peers, ActorRef inbox, LinkedBlockingQueue<Received> queue) {
+            this.p = p;
+            this.peers = peers;
+            this.inbox = inbox;
+            this.queue = queue;
+            this.payload = (int) num(p, "payload", 64);
+            this.node = (int) num(p, "node", 0);
+            this.timeout = num(p, "timeout_ns", 1_000_000_000);
+        }
+
+        void run(long start) throws InterruptedException {
+            t0 = start;
+            warmEnd = t0 + num(p, "warmup_ns", 0);
+            end = warmEnd + num(p, "duration_ns", 10_000_000_000L);
+            switch (p.get("scenario")) {
+                case "ping" -> ping();
+                case "open-loop" -> openLoop(real(p, "rate", 1000));
+                case "stream" -> stream(num(p, "messages", 100_000), num(p, "steps", 5));
+                case "frame-sync" -> frameSync(real(p, "fps", 60), num(p, "sync", 1) != 0, num(p, "states", 12));
+                default -> throw new IllegalArgumentException("unknown scenario '" + p.get("scenario") + "'");
+            }
+        }
+
+        void progress() {
+            long now = System.nanoTime();
+            if (now >= nextProgress) {
+                nextProgress = now + 200_000_000;
+                say("progress " + Math.max(0, Math.min(now - t0, end - t0)) + " " + (end - t0));
+            }
+        }
+
+        long send(int peer, int kind, long seq, long intended) {
+            long t = System.nanoTime();
+            peers.get(peer).tell(message(payload, kind, node, seq, intended, t), inbox);
+            return t;
+        }
+
+        /** The next answer before the deadline (in {@code last}), or false. */
+        boolean receive(long deadline) throws InterruptedException {
+            last = queue.poll(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+            return last != null;
+        }
+
+        void ping() throws InterruptedException {
+            for (long seq = 0; System.nanoTime() < end; seq++) {
+                progress();
+                long t = send(0, PING, seq, 0);
+                sent++;
+                boolean ok = false;
+                while (receive(t + timeout)) {
+                    ByteBuffer h = header(last.message());
+                    if (h.getInt(0) == PONG && h.getLong(8) == seq) {
+                        ok = true;
+                        break;
+                    }
+                }
+                if (!ok) {
+                    lost++;
+                    continue;
+                }
+                answered++;
+                if (t >= warmEnd) records.add(new long[] {0, header(last.message()).getInt(4), seq, t, t, last.at()});
+            }
+        }
+
+        void openLoop(double rate) throws InterruptedException {
+            long period = (long) (1e9 / rate);
+            List<long[]> pending = new ArrayList<>();
+            for (long seq = 0;; seq++) {
+                long due = t0 + seq * period;
+                if (due >= end) break;
+                progress();
+                while (System.nanoTime() < due) if (receive(due)) take(pending);
+                long t = send(0, PING, seq, due);
+                pending.add(new long[] {0, 0, seq, due, t, 0});
+                sent++;
+                long lag = t - due;
+                maxLag = Math.max(maxLag, lag);
+                if (lag > LATE_NS) late++;
+            }
+            long grace = System.nanoTime() + timeout;
+            while (answered < sent && System.nanoTime() < grace) if (receive(grace)) take(pending);
+            lost = sent - answered;
+            for (long[] r : pending) if (r[5] != 0 && r[3] >= warmEnd) records.add(r);
+        }
+
+        void take(List<long[]> pending) {
+            ByteBuffer h = header(last.message());
+            long seq = h.getLong(8);
+            if (h.getInt(0) != PONG || seq < 0 || seq >= pending.size()) return;
+            long[] r = pending.get((int) seq);
+            if (r[5] == 0) {
+                r[5] = last.at();
+                r[1] = h.getInt(4);
+                answered++;
+            }
+        }
+
+        void stream(long messages, long stepCount) throws InterruptedException {
+            for (long step = 0; step < stepCount; step++) {
+                progress();
+                long start = System.nanoTime();
+                send(0, START, messages, 0);
+                for (long k = 0; k < messages; k++) send(0, DATA, step * messages + k, 0);
+                send(0, END, messages, 0);
+                sent += messages;
+                boolean ready = false;
+                while (receive(System.nanoTime() + Math.max(timeout, 30_000_000_000L)))
+                    if (header(last.message()).getInt(0) == READY) {
+                        ready = true;
+                        break;
+                    }
+                long t = System.nanoTime();
+                if (!ready) {
+                    lost += messages;
+                    steps.add("0:0:" + (t - start));
+                    continue;
+                }
+                ByteBuffer h = header(last.message());
+                answered += h.getLong(8);
+                lost += messages - h.getLong(8);
+                steps.add(h.getLong(8) + ":" + h.getLong(16) + ":" + (t - start));
+            }
+            end = System.nanoTime();
+        }
+
+        void frameSync(double fps, boolean sync, long states) throws InterruptedException {
+            long period = (long) (1e9 / fps);
+            List<long[]> frameTimes = new ArrayList<>();  // intended, sent, dones
+            long due = t0;
+            for (long f = 0; due < end; f++) {
+                progress();
+                if (sync && f > 0) {
+                    long giveUp = System.nanoTime() + timeout;
+                    while (frameTimes.get(frameTimes.size() - 1)[2] < peers.size() && System.nanoTime() < giveUp)
+                        if (receive(giveUp)) done(frameTimes);
+                }
+                while (System.nanoTime() < due) if (receive(due)) done(frameTimes);
+                long t = System.nanoTime();
+                frameTimes.add(new long[] {due, t, 0});
+                for (int peer = 0; peer < peers.size(); peer++) {
+                    for (long k = 0; k < states; k++) send(peer, STATE, f, due);
+                    send(peer, FRAME, f, due);
+                }
+                frames++;
+                sent += peers.size();
+                long lag = t - due;
+                if (!sync && lag > LATE_NS) late++;
+                maxLag = Math.max(maxLag, lag);
+                due += period;
+                if (System.nanoTime() > due) due = System.nanoTime();
+            }
+            long grace = System.nanoTime() + timeout;
+            while (framesComplete < frames && System.nanoTime() < grace) if (receive(grace)) done(frameTimes);
+            for (long[] ft : frameTimes) answered += ft[2];
+            lost = sent - answered;
+        }
+
+        void done(List<long[]> frameTimes) {
+            ByteBuffer h = header(last.message());
+            long f = h.getLong(8);
+            if (h.getInt(0) != DONE || f < 0 || f >= frameTimes.size()) return;
+            long[] ft = frameTimes.get((int) f);
+            if (++ft[2] == peers.size()) framesComplete++;
+            int from = h.getInt(4);
+            if (ft[1] >= warmEnd) records.add(new long[] {from, from, f, ft[0], ft[1], h.getLong(16)});
+        }
+
+        void report(long window) throws IOException {
+            say("result sent=" + sent + " answered=" + answered + " lost=" + lost + " late=" + late + " max_lag_ns=" + maxLag
+                    + " send_failures=0 frames=" + frames + " frames_complete=" + framesComplete + " window_ns=" + window
+                    + " interrupted=0 steps=" + (steps.isEmpty() ? "-" : String.join(",", steps)));
+            sendRecords(records);
+        }
+    }
+}
