@@ -10,7 +10,12 @@
 //   collect                                           -> result ... samples N + bytes (what a server recorded)
 //   quit (or end of input: the coordinator is gone)   -> exit 0
 // Errors the user can fix: "error MESSAGE". Samples are wire::Record, little-endian.
+#include <fcntl.h>
 #include <sys/prctl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <algorithm>
 #include <cstdio>
@@ -283,14 +288,14 @@ private:
     Outcome o_;
 };
 
-void report(const Outcome& o, std::int64_t window_ns) {
+void report(const Outcome& o, std::int64_t window_ns, const std::string& pm_qos) {
     std::string steps;
     for (const auto& s : o.steps) steps += (steps.empty() ? "" : ",") + s;
     say("result sent=" + std::to_string(o.sent) + " answered=" + std::to_string(o.answered) + " lost=" + std::to_string(o.lost) +
         " late=" + std::to_string(o.late) + " max_lag_ns=" + std::to_string(o.max_lag) + " send_failures=" +
         std::to_string(o.send_failures) + " frames=" + std::to_string(o.frames) + " frames_complete=" +
         std::to_string(o.frames_complete) + " window_ns=" + std::to_string(window_ns) + " interrupted=" +
-        (o.interrupted ? "1" : "0") + " steps=" + (steps.empty() ? "-" : steps));
+        (o.interrupted ? "1" : "0") + " pm_qos=" + (pm_qos.empty() ? "held" : "refused") + " steps=" + (steps.empty() ? "-" : steps));
     send_records(o.records);
 }
 
@@ -302,6 +307,26 @@ std::vector<net::Endpoint> peers_of(const std::string& list) {
     if (peers.empty()) throw net::SetupError("peers= names no peer");
     return peers;
 }
+
+/// Holds /dev/cpu_dma_latency at 0 µs while it lives (cyclictest's habit, as jitterlab-repl
+/// does): a halted vCPU takes milliseconds to wake here, which an open-loop sender would
+/// record as its own lag. Empty `error` when held.
+class CpuAwake {
+public:
+    CpuAwake() : fd_(::open("/dev/cpu_dma_latency", O_WRONLY | O_CLOEXEC)) {
+        const std::int32_t zero = 0;
+        if (fd_ < 0 || ::write(fd_, &zero, sizeof zero) != static_cast<ssize_t>(sizeof zero)) error = std::strerror(errno);
+    }
+    ~CpuAwake() {
+        if (fd_ >= 0) ::close(fd_);
+    }
+    CpuAwake(const CpuAwake&) = delete;
+    CpuAwake& operator=(const CpuAwake&) = delete;
+    std::string error;
+
+private:
+    int fd_;
+};
 
 int payload_of(const Params& p) {
     const auto payload = number(p, "payload", 64);
@@ -349,10 +374,11 @@ int main(int argc, char** argv) {
                 auto client = net::make_client(text(p, "transport"), peers, static_cast<int>(number(p, "payload", 64)));
                 say("ready");
                 if (!std::getline(std::cin, line) || line != "go") break;
+                const CpuAwake awake;
                 Scenario scenario(p, *client, static_cast<int>(peers.size()));
                 const std::int64_t t0 = jl::now_ns();
                 const Outcome o = scenario.run(t0);
-                report(o, jl::now_ns() - t0 - number(p, "warmup_ns", 0));
+                report(o, jl::now_ns() - t0 - number(p, "warmup_ns", 0), awake.error);
             } else if (command == "collect") {
                 if (!responder) throw net::SetupError("collect before serve");
                 say("result received=" + std::to_string(responder->received()) + " dropped_records=" + std::to_string(responder->dropped_records()));

@@ -290,7 +290,8 @@ def _run_one(
     else:
         samples, src, dst = records, np.zeros(records.size, np.int64), records["peer"]
     net_block = _net_block(o, scenario, transport, result, records, server_results) | {
-        "runtime_versions": versions
+        "runtime_versions": versions,
+        **({"render_nodes": count - 1} if scenario == "frame-sync" else {}),
     }
     meta = common_meta(run_id, started) | {
         "config": {
@@ -375,6 +376,7 @@ def _net_block(
         "window_ns": int(result.get("window_ns", 0)),
         "generator_limited": bool(sent and late / sent > LATE_LIMIT),
         "one_way": scenario in ("stream", "frame-sync"),
+        "pm_qos": result.get("pm_qos", "refused"),  # /dev/cpu_dma_latency held at 0 on the sender
     }
     if scenario == "stream":
         steps = []
@@ -401,7 +403,6 @@ def _net_block(
         block["frames"] = frames
         block["frames_complete"] = int(result.get("frames_complete", 0))
         block["fps"] = frames / (window_s + o.warmup_s)
-        block["render_nodes"] = o.nodes - 1
         block["skew"] = _skew(records)
     return block
 

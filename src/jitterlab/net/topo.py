@@ -63,9 +63,7 @@ def require_tools() -> None:
             "the 'ip' command is missing: install the package iproute2 (apt-get install iproute2)"
         )
     if os.geteuid() != 0:
-        raise JitterlabError(
-            "network namespaces need root: run as root (or inside `unshare -rn`, a user namespace)"
-        )
+        raise JitterlabError("network namespaces need root: run jitterlab net as root (sudo)")
 
 
 def _ip(*args: str, netns: str | None = None) -> None:

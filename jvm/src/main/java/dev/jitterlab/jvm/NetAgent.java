@@ -249,10 +249,22 @@ public final class NetAgent {
             say("ready");
             String go = in.readLine();
             if (go == null || !go.equals("go")) return false;
+            // hold /dev/cpu_dma_latency at 0 while the scenario runs, as the native agent does
+            FileOutputStream awake = null;
+            String pmQos = "held";
+            try {
+                awake = new FileOutputStream("/dev/cpu_dma_latency");
+                awake.write(new byte[4]);
+                awake.flush();
+            } catch (IOException e) {
+                pmQos = "refused";
+            }
             Scenario s = new Scenario(p, peers, inbox, queue);
+            s.pmQos = pmQos;
             long t0 = System.nanoTime();
             s.run(t0);
             s.report(System.nanoTime() - t0 - num(p, "warmup_ns", 0));
+            if (awake != null) awake.close();
             return true;
         } finally {
             system.terminate();
@@ -270,6 +282,7 @@ public final class NetAgent {
         final List<long[]> records = new ArrayList<>();
         final List<String> steps = new ArrayList<>();
         long t0, warmEnd, end, nextProgress, sent, answered, lost, late, maxLag, frames, framesComplete;
+        String pmQos = "refused";
         Received last;
 
         Scenario(Map<String, String> p, List<ActorRef> peers, ActorRef inbox, LinkedBlockingQueue<Received> queue) {
@@ -443,7 +456,7 @@ public final class NetAgent {
         void report(long window) throws IOException {
             say("result sent=" + sent + " answered=" + answered + " lost=" + lost + " late=" + late + " max_lag_ns=" + maxLag
                     + " send_failures=0 frames=" + frames + " frames_complete=" + framesComplete + " window_ns=" + window
-                    + " interrupted=0 steps=" + (steps.isEmpty() ? "-" : String.join(",", steps)));
+                    + " interrupted=0 pm_qos=" + pmQos + " steps=" + (steps.isEmpty() ? "-" : String.join(",", steps)));
             sendRecords(records);
         }
     }
