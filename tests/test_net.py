@@ -138,7 +138,7 @@ def test_pekko_artery_between_namespaces_is_the_same_kind_of_run(store: Path) ->
 
 
 def test_topology_up_list_and_down(tmp_path: Path) -> None:
-    up = run_cli("net", "topo", "up", "--nodes", "3", "--router")
+    up = run_cli("net", "topo", "up", "--nodes", "3", "--router", "--shape", "rate=10mbit")
     assert up.returncode == 0, up.stderr
     name = up.stdout.strip()
     try:
@@ -153,6 +153,13 @@ def test_topology_up_list_and_down(tmp_path: Path) -> None:
             check=False,
         )
         assert ping.returncode == 0 or shutil.which("ping") is None
+        qdisc = subprocess.run(
+            ["ip", "netns", "exec", t.nodes[1], "tc", "qdisc", "show", "dev", "v1"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert "tbf" in qdisc.stdout and "10Mbit" in qdisc.stdout
     finally:
         down = run_cli("net", "topo", "down", name)
     assert down.returncode == 0 and topo.namespaces() == []

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import signal
+import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
@@ -270,7 +272,7 @@ def _run_one(
                 result = parse_result(client.expect("result", lambda done, _t: bar.update(done)))
             except KeyboardInterrupt:
                 interrupted = True
-                client.proc.send_signal(2)  # the agent stops at its next check and reports
+                client.proc.send_signal(signal.SIGINT)  # the agent stops at its next check and reports
                 result = parse_result(client.expect("result"))
             records = client.records()
             t_end = _now_ns()
@@ -285,9 +287,7 @@ def _run_one(
                 log = link.stop()
     if scenario == "stream":  # one-way per message, timed at the receiver
         samples, src, dst = server_records, server_records["peer"], np.full(server_records.size, 1)
-    elif scenario == "frame-sync":
-        samples, src, dst = records, np.zeros(records.size, np.int64), records["peer"]
-    else:
+    else:  # the client's records: node 0 to the node that answered
         samples, src, dst = records, np.zeros(records.size, np.int64), records["peer"]
     net_block = _net_block(o, scenario, transport, result, records, server_results) | {
         "runtime_versions": versions,
@@ -339,8 +339,6 @@ def _run_one(
 
 
 def _now_ns() -> int:
-    import time
-
     return time.clock_gettime_ns(time.CLOCK_MONOTONIC)
 
 

@@ -113,8 +113,15 @@ class Link:
         self.router, self.workdir = router, workdir
         model_path = workdir / "impair-model.json"
         atomic_write_json(model_path, model_to_json(impairment.model))
+        try:
+            engine = native_program("jitterlab-net-impair")
+        except JitterlabError:
+            raise JitterlabError(
+                "--impair needs jitterlab-net-impair, built only with libnetfilter_queue: install the package "
+                "libnetfilter-queue-dev and reinstall jitterlab (pip install .)"
+            ) from None
         argv = [
-            *("ip", "netns", "exec", router, str(native_program("jitterlab-net-impair"))),
+            *("ip", "netns", "exec", router, str(engine)),
             *("--queue", str(QUEUE), "--model", str(model_path), "--loss", repr(impairment.loss)),
             *("--seed", str(SEED), "--out", str(workdir)),
         ]
