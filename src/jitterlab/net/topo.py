@@ -164,77 +164,39 @@ def up(
             _ip("link", "set", "lo", "up", netns=ns)
         if topo.router:
             _run_in(topo.router, "sysctl", "-qw", "net.ipv4.ip_forward=1")
-            for i, ns in enumerate(topo.nodes):
+            for i, ns in enumerate(topo.nodes):  # node i: 10.213.(i+1).2/24, its router side .1
                 block = ipaddress.IPv4Address(base + (i + 1) * 256)
-                node_addr, router_addr = str(block + 2), str(block + 1)
-                node_dev, router_dev = f"v{i}", f"r{i}"
-                _ip(
-                    "link",
-                    "add",
-                    node_dev,
-                    "netns",
-                    ns,
-                    "type",
-                    "veth",
-                    "peer",
-                    "name",
-                    router_dev,
-                    "netns",
-                    topo.router,
-                )
-                _ip("addr", "add", f"{node_addr}/24", "dev", node_dev, netns=ns)
-                _ip("addr", "add", f"{router_addr}/24", "dev", router_dev, netns=topo.router)
-                _ip("link", "set", node_dev, "up", netns=ns)
-                _ip("link", "set", router_dev, "up", netns=topo.router)
-                _ip("route", "add", "default", "via", router_addr, netns=ns)
-                _shape(ns, node_dev, topo.shape)
-                _shape(topo.router, router_dev, topo.shape)
-                topo.links.append(
-                    {
-                        "a": i,
-                        "b": -1,
-                        "a_addr": node_addr,
-                        "b_addr": router_addr,
-                        "a_dev": node_dev,
-                        "b_dev": router_dev,
-                    }
-                )
+                _veth(topo, (i, ns, f"v{i}", str(block + 2)), (-1, topo.router, f"r{i}", str(block + 1)), 24)
+                _ip("route", "add", "default", "via", str(block + 1), netns=ns)
         else:
-            k = 0
-            for a in range(nodes):
-                for b in range(a + 1, nodes):
-                    block = ipaddress.IPv4Address(base + (k + 1) * 4)
-                    a_addr, b_addr = str(block + 1), str(block + 2)
-                    a_dev, b_dev = f"p{b}", f"p{a}"
-                    _ip(
-                        "link",
-                        "add",
-                        a_dev,
-                        "netns",
-                        topo.nodes[a],
-                        "type",
-                        "veth",
-                        "peer",
-                        "name",
-                        b_dev,
-                        "netns",
-                        topo.nodes[b],
-                    )
-                    _ip("addr", "add", f"{a_addr}/30", "dev", a_dev, netns=topo.nodes[a])
-                    _ip("addr", "add", f"{b_addr}/30", "dev", b_dev, netns=topo.nodes[b])
-                    _ip("link", "set", a_dev, "up", netns=topo.nodes[a])
-                    _ip("link", "set", b_dev, "up", netns=topo.nodes[b])
-                    _shape(topo.nodes[a], a_dev, topo.shape)
-                    _shape(topo.nodes[b], b_dev, topo.shape)
-                    topo.links.append(
-                        {"a": a, "b": b, "a_addr": a_addr, "b_addr": b_addr, "a_dev": a_dev, "b_dev": b_dev}
-                    )
-                    k += 1
+            pairs = [(a, b) for a in range(nodes) for b in range(a + 1, nodes)]
+            for k, (a, b) in enumerate(pairs):  # one /30 per pair of nodes
+                block = ipaddress.IPv4Address(base + (k + 1) * 4)
+                _veth(
+                    topo,
+                    (a, topo.nodes[a], f"p{b}", str(block + 1)),
+                    (b, topo.nodes[b], f"p{a}", str(block + 2)),
+                    30,
+                )
         _save(topo)
     except BaseException:
         down(topo.name)
         raise
     return topo
+
+
+def _veth(topo: Topology, a: tuple[int, str, str, str], b: tuple[int, str, str, str], prefix: int) -> None:
+    """A veth pair between two namespaces, each end (node, namespace, device, address)
+    addressed, up and shaped, and recorded in ``topo.links`` (node -1 is the router)."""
+    (a_node, a_ns, a_dev, a_addr), (b_node, b_ns, b_dev, b_addr) = a, b
+    _ip("link", "add", a_dev, "netns", a_ns, "type", "veth", "peer", "name", b_dev, "netns", b_ns)
+    for ns, dev, addr in ((a_ns, a_dev, a_addr), (b_ns, b_dev, b_addr)):
+        _ip("addr", "add", f"{addr}/{prefix}", "dev", dev, netns=ns)
+        _ip("link", "set", dev, "up", netns=ns)
+        _shape(ns, dev, topo.shape)
+    topo.links.append(
+        {"a": a_node, "b": b_node, "a_addr": a_addr, "b_addr": b_addr, "a_dev": a_dev, "b_dev": b_dev}
+    )
 
 
 def _state_file(name: str) -> Path:
