@@ -207,7 +207,7 @@ def test_a_damaged_interval_inside_an_hlog_is_one_line(tmp_path: Path) -> None:
 
 def test_the_java_readers_fixture_is_what_the_exporter_writes_today(tmp_path: Path) -> None:
     # jvm/src/test/.../ExportedLogTest reads this file with Java's HdrHistogram (JUnit, in CI)
-    fixture = Path(__file__).parents[1] / "jvm" / "src" / "test" / "resources" / "exported.hlog"
+    fixture = Path(__file__).parents[2] / "jvm" / "src" / "test" / "resources" / "exported.hlog"
     run = make_run(tmp_path / "s", latency_clusters(4, 2_000))
     out = tmp_path / "now.hlog"
     export_run(run, "hlog", out, window_ns=5_000_000)

@@ -26,7 +26,7 @@ from jitterlab.stats import stacked_z_test
 from jitterlab.stats.screening import baseline_of, screen
 from jitterlab.stats.ssq import ITEMS, score
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def free_port() -> int:

@@ -17,7 +17,7 @@ from jitterlab.measure.doctor import run_checks
 from jitterlab.measure.load import LoadSpec, parse_load, running_load
 from jitterlab.store import ResultsStore
 
-FIXTURES = Path(__file__).parent / "fixtures" / "doctor"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "doctor"
 
 
 def statuses(tree: str) -> dict[str, str]:
