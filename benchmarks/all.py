@@ -131,11 +131,14 @@ def regime(c2c_ns: float | None) -> str:
 
 def run_bench(bench: Bench, quick: bool, repeats: int) -> Outcome:
     outcome = Outcome(bench)
+    # the benchmarks call `jitterlab` and the native programs of this interpreter's environment
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
     for i in range(repeats):
         print(f"[{bench.name} {i + 1}/{repeats}] {bench.shown(quick)}", file=sys.stderr, flush=True)
-        m = run_measured(bench.argv(quick), cwd=REPO)
+        m = run_measured(bench.argv(quick), cwd=REPO, env=env)
         found, missing = read_figures(bench, m.stdout)
-        if m.returncode not in (0, 1):  # 1 = ran, but a target was missed: its figures still count
+        # 1 = it ran, but a target was missed: its figures still count; a traceback never does
+        if m.returncode not in (0, 1) or "Traceback (most recent call last)" in m.stderr:
             tail = (m.stderr.strip().splitlines() or ["no output"])[-1]
             outcome.failures.append(f"exit {m.returncode}: {tail}")
         if missing:
