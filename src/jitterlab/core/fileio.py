@@ -175,9 +175,9 @@ def _resolve(target: Path | str) -> tuple[Path, os.stat_result | None]:
     except FileNotFoundError:
         return path, None
     except OSError as e:
-        raise JitterlabError(f"{target}: {os_error_text(e)}") from None
+        raise JitterlabError(f"cannot write {target}: {os_error_text(e)}") from None
     if stat.S_ISDIR(st.st_mode):
-        raise JitterlabError(f"{target}: is a folder")
+        raise JitterlabError(f"cannot write {target}: is a folder")
     return path, st
 
 
@@ -225,7 +225,7 @@ def open_output(target: Path | str, mode: int | None = None) -> Iterator[BinaryI
         except OSError as e:
             if isinstance(e, BrokenPipeError):
                 raise
-            raise JitterlabError(f"standard output: {os_error_text(e)}") from None
+            raise JitterlabError(f"cannot write standard output: {os_error_text(e)}") from None
         return
     path, st = _resolve(target)
     if _special(st):
@@ -233,12 +233,12 @@ def open_output(target: Path | str, mode: int | None = None) -> Iterator[BinaryI
         try:
             fd, sock = _open_special(path, st)
         except OSError as e:
-            raise JitterlabError(f"{target}: {os_error_text(e)}") from None
+            raise JitterlabError(f"cannot write {target}: {os_error_text(e)}") from None
         sink = _Sink(fd, close_fd=sock is None)
         try:
             yield sink  # type: ignore[misc]
         except OSError as e:
-            raise JitterlabError(f"{target}: {os_error_text(e)}") from None
+            raise JitterlabError(f"cannot write {target}: {os_error_text(e)}") from None
         finally:
             sink.close()
             if sock is not None:
@@ -254,7 +254,7 @@ def _replacing(path: Path, st: os.stat_result | None, mode: int | None, shown: s
     try:
         dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as e:
-        raise JitterlabError(f"{shown}: folder {path.parent}: {os_error_text(e)}") from None
+        raise JitterlabError(f"cannot write {shown}: folder {path.parent}: {os_error_text(e)}") from None
     tmp = f".{path.name[:100]}.{secrets.token_hex(8)}.tmp"
     try:
         try:
@@ -265,7 +265,7 @@ def _replacing(path: Path, st: os.stat_result | None, mode: int | None, shown: s
                 dir_fd=dir_fd,
             )
         except OSError as e:
-            raise JitterlabError(f"{shown}: {os_error_text(e)}") from None
+            raise JitterlabError(f"cannot write {shown}: {os_error_text(e)}") from None
         sink = _Sink(fd, close_fd=True)
         try:
             yield sink
@@ -279,7 +279,7 @@ def _replacing(path: Path, st: os.stat_result | None, mode: int | None, shown: s
             with suppress(OSError):
                 os.unlink(tmp, dir_fd=dir_fd)
             if isinstance(e, OSError) and not isinstance(e, BrokenPipeError):
-                raise JitterlabError(f"{shown}: {os_error_text(e)}") from None
+                raise JitterlabError(f"cannot write {shown}: {os_error_text(e)}") from None
             raise
     finally:
         os.close(dir_fd)
