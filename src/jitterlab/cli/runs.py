@@ -9,16 +9,21 @@ from pathlib import Path
 from typing import Any
 
 from jitterlab.cli.common import (
+    expected_interval_ns,
+    expected_interval_option,
     load,
     non_negative_float,
     note,
+    positive_int,
     print_json,
     store_option,
+    time_range_options,
     warn,
     writable_store,
 )
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.fileio import check_writable_file
+from jitterlab.core.percentiles import parse_percentiles
 from jitterlab.core.render import render
 from jitterlab.core.units import parse_duration_ns
 from jitterlab.core.warnings import normalized
@@ -31,7 +36,8 @@ from jitterlab.describe.tables import runs_table, summary_row
 from jitterlab.describe.text import show_text
 from jitterlab.measure.jobs import recover
 from jitterlab.store import ResultsStore, load_run
-from jitterlab.store.ingest import import_file
+from jitterlab.store.hdr.streams import UNITS_NS
+from jitterlab.store.ingest import ImportOptions, import_file
 
 
 def add_parsers(sub: Any) -> None:
@@ -69,6 +75,24 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--format", required=True, choices=FORMATS)
     p.add_argument("-o", "--output", help="output file, - for standard output (default RUN_ID.FORMAT)")
     p.add_argument("--window", default="1s", help="interval of the hlog histograms (default 1s)")
+    p.add_argument(
+        "--unit", default="us", choices=tuple(UNITS_NS), help="hgrm: the unit of its values (default us)"
+    )
+    p.add_argument(
+        "--ticks",
+        type=positive_int,
+        default=5,
+        help="hgrm: percentile rows per half distance to 100 %% (Java's outputPercentileDistribution; default 5)",
+    )
+    p.add_argument(
+        "--percentiles",
+        type=percentile_list,
+        help="hgrm: rows at these percentiles instead (e.g. 50,90,99,99.9,99.99,99.999,max)",
+    )
+    p.add_argument(
+        "--tag", help="imported HdrHistogram log: export this tag's intervals (default: the run's)"
+    )
+    time_range_options(p)
     store_option(p)
     p = sub.add_parser(
         "recover", help="store what killed measurements left in the store's .staging/ as partial runs"
@@ -77,9 +101,29 @@ def add_parsers(sub: Any) -> None:
     p = sub.add_parser("import", help="store an HdrHistogram log (.hlog) or a CSV of samples as a run")
     p.add_argument("file")
     p.add_argument(
-        "--skip-invalid", action="store_true", help="CSV: drop rows that are not latencies, and count them"
+        "--skip-invalid",
+        action="store_true",
+        help="leave out damaged log lines or CSV rows that are not latencies, count them (the run is partial)",
     )
+    p.add_argument(
+        "--unit",
+        choices=tuple(UNITS_NS),
+        help="the file's values are in this unit (default: what its header names, else ns; YCSB and wrk2 log us)",
+    )
+    p.add_argument("--tag", help="hlog: keep only the intervals of this tag (default: every tag, kept apart)")
+    time_range_options(p)
+    p.add_argument(
+        "--time-column", metavar="NAME[:UNIT]", help="CSV: the column of send times beside a latency column"
+    )
+    expected_interval_option(p)
     store_option(p)
+
+
+def percentile_list(text: str) -> tuple[float, ...]:
+    try:
+        return parse_percentiles(text)
+    except JitterlabError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix("--percentiles: ")) from None
 
 
 def report_damage(damaged: list[tuple[Path, str]]) -> None:
@@ -189,14 +233,25 @@ def cmd_export(args: argparse.Namespace) -> int:
     window = parse_duration_ns(args.window, "s")
     if window <= 0:
         raise JitterlabError("--window must be a positive duration such as 1s or 100ms")
+    if args.format != "hgrm" and (args.percentiles is not None or args.ticks != 5):
+        raise JitterlabError("--percentiles and --ticks shape an hgrm export (--format hgrm)")
+    options = ExportOptions(
+        window_ns=window,
+        unit=args.unit,
+        ticks=args.ticks,
+        percentiles=args.percentiles,
+        tag=args.tag,
+        from_s=args.from_s,
+        to_s=args.to_s,
+    )
     run = load(args.run, args)
     if args.output == "-":
-        sys.stdout.buffer.write(export_bytes(run, args.format, ExportOptions(window_ns=window)))
+        sys.stdout.buffer.write(export_bytes(run, args.format, options))
         sys.stdout.buffer.flush()
         return 0
     out = Path(args.output or f"{run.id}.{args.format}")
     try:
-        export_run(run, args.format, out, window)
+        export_run(run, args.format, out, options)
     except OSError as e:
         raise JitterlabError(f"cannot write {out}: {e.strerror or e}") from e
     note(f"wrote {out}")
@@ -204,7 +259,16 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    run = import_file(Path(args.file), writable_store(args), args.skip_invalid, warn)
+    options = ImportOptions(
+        skip_invalid=args.skip_invalid,
+        unit=args.unit,
+        tag=args.tag,
+        from_s=args.from_s,
+        to_s=args.to_s,
+        expected_interval_ns=expected_interval_ns(args),
+        time_column=args.time_column,
+    )
+    run = import_file(Path(args.file), writable_store(args), options, warn)
     kind = "histogram-only run" if run.histogram_only else "run"
     note(f"stored {run.id} ({kind}, {run.meta['summary']['latency_ns']['count']:,} values)")
     print(run.id)

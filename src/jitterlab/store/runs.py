@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from jitterlab.core.errors import CorruptRunError, JitterlabError
-from jitterlab.core.fileio import atomic_write_bytes, atomic_write_json, fsync_dir, sha256_file
+from jitterlab.core.fileio import atomic_write_json, fsync_dir, sha256_file
 from jitterlab.stats import summarize
 from jitterlab.store.rawfile import RECORD_DTYPE, RawSamples
 from jitterlab.store.schema import (
@@ -386,7 +386,8 @@ class ResultsStore:
             "unit": "ns",
         }
         summary = summarize(latency).to_dict()
-        meta["summary"] = {"latency_ns": {k: v if v == v else None for k, v in summary.items()}}
+        # figures the caller computed (e.g. latency_corrected_ns) stay beside the summary
+        meta["summary"] = meta.get("summary", {}) | {"latency_ns": {k: v if v == v else None for k, v in summary.items()}}
         return self._publish(staging, meta)
 
     def recover_parts(self, staging: Path) -> Run | None:
@@ -403,10 +404,11 @@ class ResultsStore:
         meta["partial_reason"] = "recovered from .staging: the recording process did not finish"
         return self.commit_parts(staging, meta)
 
-    def commit_histogram(self, staging: Path, histogram_log: str, meta: dict[str, Any]) -> Run:
-        """Store an HdrHistogram log (its text) as a histogram-only run (``meta`` carries its
-        ``histogram`` and ``summary`` blocks)."""
-        atomic_write_bytes(staging / HISTOGRAM_FILE, histogram_log.encode())
+    def commit_histogram(self, staging: Path, meta: dict[str, Any]) -> Run:
+        """Store the HdrHistogram log written to ``staging/histogram.hlog`` as a
+        histogram-only run (``meta`` carries its ``histogram`` and ``summary`` blocks)."""
+        if not (staging / HISTOGRAM_FILE).is_file():
+            raise JitterlabError(f"{staging}: no {HISTOGRAM_FILE} to store")
         meta["schema_version"] = SCHEMA_VERSION
         meta["samples"] = None
         meta["histogram"] = {"file": HISTOGRAM_FILE} | meta.get("histogram", {})
