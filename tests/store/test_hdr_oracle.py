@@ -31,7 +31,9 @@ PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99, 99.999)
 def oracle(tmp_path_factory: pytest.TempPathFactory):
     """Run jobs through Java's HdrHistogram: a function of job lines → answers."""
     if shutil.which("javac") is None or not JAR.is_file():
-        pytest.fail(f"the Java oracle needs javac and {JAR} (scripts/setup.sh and the Maven build install them)")
+        pytest.fail(
+            f"the Java oracle needs javac and {JAR} (scripts/setup.sh and the Maven build install them)"
+        )
     classes = tmp_path_factory.mktemp("oracle")
     subprocess.run(["javac", "-cp", str(JAR), "-d", str(classes), str(ORACLE)], check=True)
 
@@ -83,7 +85,9 @@ VALUE_SETS = {
 
 @pytest.mark.parametrize("digits", [2, 3, 5])
 @pytest.mark.parametrize("shape", sorted(VALUE_SETS))
-def test_figures_and_percentile_distribution_equal_java(oracle, tmp_path: Path, shape: str, digits: int) -> None:
+def test_figures_and_percentile_distribution_equal_java(
+    oracle, tmp_path: Path, shape: str, digits: int
+) -> None:
     rng = np.random.default_rng(7)
     values = np.abs(VALUE_SETS[shape](rng)).astype(np.int64)
     unique, counts = np.unique(values, return_counts=True)

@@ -162,7 +162,9 @@ class Histogram:
             raise HistogramRangeError("Histogram recorded value cannot be negative.")
         bucket = self.bucket_index(value)
         sub_bucket = value >> (bucket + self.unit_magnitude)
-        return ((bucket + 1) << self.sub_bucket_half_count_magnitude) + sub_bucket - self.sub_bucket_half_count
+        return (
+            ((bucket + 1) << self.sub_bucket_half_count_magnitude) + sub_bucket - self.sub_bucket_half_count
+        )
 
     def indices_of(self, values: np.ndarray) -> np.ndarray:
         """:meth:`index_of` of every value of a non-negative int64 array."""
