@@ -58,10 +58,15 @@ def add_parsers(mtp: Any) -> None:
     q.add_argument("--jitter", type=millis, default=0.0005, help="frame-to-frame SD of the latency (0.5ms)")
     q.add_argument("--raw", action="store_true", help="also write motor.csv, photo.csv and tracker.csv")
     q.add_argument(
-        "--runup", type=seconds, default=0.0, help="the motor's run-up, whose codes say nothing (ingest --warmup)"
+        "--runup",
+        type=seconds,
+        default=0.0,
+        help="the motor's run-up, whose codes say nothing (ingest --warmup)",
     )
     q.add_argument(
-        "--tick-wrap", type=positive_int, help="write frames.csv's t_us from a counter that wraps at this value"
+        "--tick-wrap",
+        type=positive_int,
+        help="write frames.csv's t_us from a counter that wraps at this value",
     )
     q.add_argument("--seed", type=int, default=0)
     _rig_options(q)

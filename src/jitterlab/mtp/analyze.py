@@ -174,7 +174,9 @@ def _regions_hold_paths(regions: dict[str, tracking.Region], motion: tracking.Mo
         return False
     (_, a), (_, b) = motion.paths[0], motion.paths[1]
     for own, other in ((a, b), (b, a)):
-        holders = [r for r in regions.values() if tracking.exclude_path(r, own, other) == r and _inside(own, r)]
+        holders = [
+            r for r in regions.values() if tracking.exclude_path(r, own, other) == r and _inside(own, r)
+        ]
         if not holders:
             return False
     return True
@@ -231,7 +233,9 @@ def analyze(path: Path, options: AnalyzeOptions, warn: Callable[[str], None] = l
     bar = ProgressBar(f"tracking {path.name}", max(info.frames, len(source.prefix)), unit=" frames")
     second_pass = ""
     try:
-        regions, cut = (given, False) if given else _auto_regions(tracking.find_motion(stack), info.width, info.height)
+        regions, cut = (
+            (given, False) if given else _auto_regions(tracking.find_motion(stack), info.width, info.height)
+        )
         trackers = tracking.make_trackers(regions, stack, options.tracker)
     except JitterlabError:
         # nothing (or one thing) moves in the first seconds: sample the whole video first
@@ -395,9 +399,7 @@ def _estimate(
     deviations = copy.deviations_s
     estimator_sds = {k: abs(d) / sd for k, d in deviations.items()}
     w = windows.latencies_s
-    window_sds = (
-        float(np.sqrt(np.mean(((w - w.mean()) / windows.noise_sd_s) ** 2))) if len(w) > 1 else 0.0
-    )
+    window_sds = float(np.sqrt(np.mean(((w - w.mean()) / windows.noise_sd_s) ** 2))) if len(w) > 1 else 0.0
     checks = Checks(
         noise_px={"physical": noise[0], "rendered": noise[1]},
         delay_sd_s=sd,

@@ -232,7 +232,9 @@ def scan(tr: np.ndarray, xr: np.ndarray, physical: Interpolated, lags: np.ndarra
     return corr
 
 
-def refine(tr: np.ndarray, xr: np.ndarray, physical: Interpolated, low: float, high: float, sign: int = 1) -> float:
+def refine(
+    tr: np.ndarray, xr: np.ndarray, physical: Interpolated, low: float, high: float, sign: int = 1
+) -> float:
     """The lag of the largest ``sign``·r between ``low`` and ``high`` (a bounded scalar
     search, Brent's method): below a frame interval."""
     tr, xr = _valid(tr, xr)
@@ -345,7 +347,9 @@ class CopyCheck:
     copy_freq_hz: float  # the copy's
 
 
-def _fits(tp: np.ndarray, xp: np.ndarray, tr: np.ndarray, xr: np.ndarray, lag_s: float) -> tuple[dict[str, float], float]:
+def _fits(
+    tp: np.ndarray, xp: np.ndarray, tr: np.ndarray, xr: np.ndarray, lag_s: float
+) -> tuple[dict[str, float], float]:
     f0 = dominant_frequency(tp, xp)
     fit_p, fit_r = fit_damped_sine(tp, xp, f0), fit_damped_sine(tr, xr, f0)
     tau, _ = joint(tp, xp, tr, xr, fit_p, fit_r, lag_s)
@@ -458,7 +462,9 @@ def windowed(
         t_w, x_w = tr[inside], xr[inside]
         x_p = physical(t_w - around_s)
         usable = np.isfinite(x_w) & np.isfinite(x_p)
-        moving = usable.sum() >= 8 and min(np.std(x_w[usable]) / noise[1], np.std(x_p[usable]) / noise[0]) > STILL
+        moving = (
+            usable.sum() >= 8 and min(np.std(x_w[usable]) / noise[1], np.std(x_p[usable]) / noise[0]) > STILL
+        )
         if usable.sum() >= 0.8 * inside.sum() and moving:
             t_u, x_u = t_w[usable], x_w[usable]
             lag = refine(t_u, x_u, physical, around_s - reach_s, around_s + reach_s)

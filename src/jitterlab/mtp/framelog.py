@@ -314,7 +314,11 @@ def write_synth_logs(folder: Path, spec: LogSpec, rig: Rig, raw: bool) -> dict[s
 
     t_us = np.round(photon * 1e6).astype(np.int64)
     frames = pd.DataFrame(
-        {"t_us": np.mod(t_us, spec.tick_wrap) if spec.tick_wrap else t_us, "motor_step": motor_step, "code": code}
+        {
+            "t_us": np.mod(t_us, spec.tick_wrap) if spec.tick_wrap else t_us,
+            "motor_step": motor_step,
+            "code": code,
+        }
     )
     atomic_write_bytes(folder / "frames.csv", frames.to_csv(index=False).encode())
     if raw:

@@ -189,7 +189,9 @@ def write_video(path: Path, spec: SynthSpec) -> dict[str, Any]:
     rows_p, rows_r = band(physical), band(rendered)
     # the instants the shutter is open, from the frame's (row's) time: one, or spread over the exposure
     subsamples = BLUR_SUBSAMPLES if spec.shutter else 1
-    exposure = (np.arange(subsamples) + 0.5) / subsamples * spec.shutter / spec.fps if spec.shutter else np.zeros(1)
+    exposure = (
+        (np.arange(subsamples) + 0.5) / subsamples * spec.shutter / spec.fps if spec.shutter else np.zeros(1)
+    )
     hold_ages: list[float] = []
     stored_rate = spec.stored_fps or spec.fps
     # written beside the target and renamed into place: an interrupted synth leaves no half video

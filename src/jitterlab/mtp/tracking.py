@@ -205,7 +205,7 @@ class _Centroid:
         if self.spread:
             core = cv2.dilate(core, np.ones((2 * self.spread + 1, 2 * self.spread + 1), np.uint8))
         diff *= core
-        return diff
+        return np.asarray(diff)
 
     def locate(self, luma: np.ndarray) -> tuple[float, float]:
         x, y, w, h = self.region

@@ -19,7 +19,7 @@ import dataclasses
 import math
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -285,7 +285,7 @@ def verdicts(outcomes: list[Outcome], quick: bool) -> list[tuple[bool, str]]:
 class LogCase:
     name: str
     spec: framelog.LogSpec
-    rig: framelog.Rig = framelog.Rig()
+    rig: framelog.Rig = field(default_factory=framelog.Rig)
 
 
 @dataclass
@@ -308,10 +308,11 @@ def log_cases(quick: bool) -> list[LogCase]:
         LogCase("defaults (56 ms, 90 Hz, 400 steps, 2 rev/s)", base),
         LogCase("--offset-steps 7 --modulus 256", base, framelog.Rig(offset_steps=7, modulus=256)),
         LogCase("--offset-steps -5", base, framelog.Rig(offset_steps=-5)),
+        LogCase("--steps-per-rev 200 --rev-per-s 3", base, framelog.Rig(steps_per_rev=200, rev_per_s=3.0)),
         LogCase(
-            "--steps-per-rev 200 --rev-per-s 3", base, framelog.Rig(steps_per_rev=200, rev_per_s=3.0)
+            "--fps 144 --latency 20ms --jitter 2ms",
+            dataclasses.replace(base, fps=144.0, latency_s=0.02, jitter_s=0.002),
         ),
-        LogCase("--fps 144 --latency 20ms --jitter 2ms", dataclasses.replace(base, fps=144.0, latency_s=0.02, jitter_s=0.002)),
         LogCase("--drop-every 16 --drop-frames 2", dataclasses.replace(base, drop_every=16, drop_frames=2)),
         LogCase("--load 0.02 --spike 10ms", dataclasses.replace(base, load=0.02, spike_s=0.010, seed=3)),
         LogCase("--runup 4s (ingest --warmup 4s)", dataclasses.replace(base, runup_s=4.0, seed=4)),
@@ -346,7 +347,15 @@ def run_logs(quick: bool) -> list[LogOutcome]:
     return outcomes
 
 
-LOG_HEADERS = ["synth-log → ingest", "frames", "true mean", "measured", "error", "limit", "vs quantised truth"]
+LOG_HEADERS = [
+    "synth-log → ingest",
+    "frames",
+    "true mean",
+    "measured",
+    "error",
+    "limit",
+    "vs quantised truth",
+]
 
 
 def log_rows(outcomes: list[LogOutcome]) -> list[list[str]]:
