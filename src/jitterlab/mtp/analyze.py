@@ -9,7 +9,7 @@ sliding windows, which become the run's samples (one per window).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,7 @@ import numpy as np
 
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.progress import ProgressBar
+from jitterlab.core.warnings import CodedWarning, Warn
 from jitterlab.mtp import estimate as est
 from jitterlab.mtp import tracking, video
 from jitterlab.mtp.storing import store_latencies
@@ -116,7 +117,7 @@ def _signal(
     return t[order], x[order]
 
 
-def analyze(path: Path, options: AnalyzeOptions, warn: Callable[[str], None] = lambda _: None) -> Analysis:
+def analyze(path: Path, options: AnalyzeOptions, warn: Warn = lambda _: None) -> Analysis:
     """Analyse ``path``; :class:`JitterlabError` with one line for every unusable input."""
     if options.tracker not in ("centroid", "kcf"):
         raise JitterlabError(f"--tracker is centroid or kcf, not '{options.tracker}'")
@@ -142,8 +143,9 @@ def analyze(path: Path, options: AnalyzeOptions, warn: Callable[[str], None] = l
     warnings: list[dict[str, str]] = []
 
     def warning(code: str, detail: str) -> None:
-        warnings.append({"code": code, "detail": detail})
-        warn(detail)
+        w = CodedWarning(code, detail)
+        warnings.append(w.as_dict())
+        warn(w)
 
     lost = {name: float(track.lost.mean()) for name, track in tracks.items()}
     for name, share in lost.items():

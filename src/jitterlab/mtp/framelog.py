@@ -26,6 +26,7 @@ import pandas as pd
 from jitterlab.core.csvtext import read_csv_text
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.fileio import atomic_write_bytes, atomic_write_json
+from jitterlab.core.warnings import warning
 from jitterlab.mtp import quaternion as quat
 from jitterlab.mtp.storing import store_latencies
 from jitterlab.store.runs import ResultsStore, Run
@@ -136,12 +137,12 @@ def _finish(
     near = result.latency_ns >= ALIAS_WARNING_SHARE * rig.alias_s * 1e9
     if near.any():
         result.warnings.append(
-            {
-                "code": "latency-aliasing",
-                "detail": f"{int(near.sum())} frame(s) within {100 - ALIAS_WARNING_SHARE * 100:.0f} % of the "
+            warning(
+                "latency-aliasing",
+                f"{int(near.sum())} frame(s) within {100 - ALIAS_WARNING_SHARE * 100:.0f} % of the "
                 f"aliasing limit {rig.alias_s * 1e3:g} ms (codes modulo {rig.modulus}): a longer latency reads "
                 "as a short one",
-            }
+            )
         )
     return result
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from jitterlab.core.errors import JitterlabError
+from jitterlab.core.warnings import CodedWarning, Warn
 from jitterlab.store.hdr import LONGEST_NS, histogram_summary, new_histogram, read_hlog
 from jitterlab.store.rawfile import RECORD_DTYPE, RawSamples
 from jitterlab.store.runs import ResultsStore, Run
@@ -44,7 +44,7 @@ def _import_meta(store: ResultsStore, source: Path, kind: str) -> dict[str, Any]
     )
 
 
-def import_hlog(path: Path, store: ResultsStore, warn: Callable[[str], None] = lambda _: None) -> Run:
+def import_hlog(path: Path, store: ResultsStore, warn: Warn = lambda _: None) -> Run:
     """Store an HdrHistogram log as a histogram-only run (no raw samples). A log cut off in
     its last interval (still being written) keeps its complete intervals and is partial."""
     contents = read_hlog(path)
@@ -66,7 +66,7 @@ def import_hlog(path: Path, store: ResultsStore, warn: Callable[[str], None] = l
     meta["summary"] = {"latency_ns": histogram_summary(merged)}
     meta["config"]["samples_per_pair"] = meta["summary"]["latency_ns"]["count"]
     if contents.truncated:
-        warn(f"{path}: {contents.truncated}")
+        warn(CodedWarning("import-truncated", f"{path}: {contents.truncated}"))
         meta["status"], meta["partial_reason"] = "partial", contents.truncated
     return store.commit_histogram(store.staging_dir(meta["id"]), contents.complete_text, meta)
 
@@ -96,7 +96,7 @@ def _integers(table: pa.Table, name: str) -> np.ndarray | None:
 
 
 def _validate_rows(
-    path: Path, table: pa.Table, columns: set[str], skip_invalid: bool, warn: Callable[[str], None]
+    path: Path, table: pa.Table, columns: set[str], skip_invalid: bool, warn: Warn
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(keep mask, t_send, t_recv) of the CSV's rows; an invalid row is refused with its
     line number, or dropped and counted when ``skip_invalid``."""
@@ -135,7 +135,12 @@ def _validate_rows(
             raise JitterlabError(
                 f"{path}: line {line}: {first[1]} ({int(bad.sum()):,} invalid rows; --skip-invalid drops and counts them)"
             )
-        warn(f"{path}: skipped {int(bad.sum()):,} invalid rows (first: line {line}, {first[1]})")
+        warn(
+            CodedWarning(
+                "rows-skipped",
+                f"{path}: skipped {int(bad.sum()):,} invalid rows (first: line {line}, {first[1]})",
+            )
+        )
     keep = ~bad
     if "latency_ns" in values:
         exact = _integers(table, "latency_ns")
@@ -149,7 +154,7 @@ def _validate_rows(
 
 
 def import_csv(
-    path: Path, store: ResultsStore, skip_invalid: bool = False, warn: Callable[[str], None] = lambda _: None
+    path: Path, store: ResultsStore, skip_invalid: bool = False, warn: Warn = lambda _: None
 ) -> Run:
     """Store a CSV of samples: columns t_send_ns and t_recv_ns (optionally pair, seq), or
     latency_ns alone (then send times are unknown and set to the row number). Every value
@@ -188,7 +193,7 @@ def import_csv(
 
 
 def import_file(
-    path: Path, store: ResultsStore, skip_invalid: bool = False, warn: Callable[[str], None] = lambda _: None
+    path: Path, store: ResultsStore, skip_invalid: bool = False, warn: Warn = lambda _: None
 ) -> Run:
     """Store ``path`` as a run, by its suffix (.hlog or .csv)."""
     if not path.is_file():
