@@ -31,7 +31,7 @@ from jitterlab.describe.tables import (
     summary_row,
     table1,
 )
-from jitterlab.describe.text import stored_line
+from jitterlab.describe.text import floor_note, stored_line
 from jitterlab.measure import jvm, plans
 from jitterlab.measure.bench import CAF_SCHEDULERS, run_plan
 from jitterlab.measure.load import parse_load, running_load
@@ -221,6 +221,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print_json([summary_row(r) for r in runs])
     elif runs:
         print(table1(runs))
+        floor = floor_note(runs)
+        if floor:
+            note(floor)
         if covers_several_collectors(runs):
             print("\ngarbage collector × scheduler (Stauffert et al. 2016, Tables 2–3)")
             print(collector_table(runs))

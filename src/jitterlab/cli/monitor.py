@@ -22,6 +22,7 @@ from jitterlab.cli.common import (
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.programs import PACKAGE_ROOT
 from jitterlab.core.render import render
+from jitterlab.core.warnings import CodedWarning
 from jitterlab.monitor import recorder, server, ssq, trials
 from jitterlab.monitor.metrics import parse_listen, start_endpoint
 from jitterlab.stats import summarize
@@ -101,10 +102,20 @@ def _serve(args: argparse.Namespace) -> int:
             baseline = server.load_baseline(run.latency_ns, run.id)
             reference = run.id
         else:
-            warn("no --baseline: samples are stored and counted but not classified, trials not screened")
+            warn(
+                CodedWarning(
+                    "no-baseline",
+                    "no --baseline: samples are stored and counted but not classified, trials not screened",
+                )
+            )
         srv = server.Server(args.channel, store, baseline, reference, args.alpha)
         if srv.backlog_skipped:
-            warn(f"left out {srv.backlog_skipped} entries recorded while no server ran (an earlier session)")
+            warn(
+                CodedWarning(
+                    "backlog-skipped",
+                    f"left out {srv.backlog_skipped} entries recorded while no server ran (an earlier session)",
+                )
+            )
         endpoint = start_endpoint(srv.state, args.listen)
         note(
             f"serving channel {args.channel}: metrics on http://{args.listen}/metrics, run {srv.run_id} "

@@ -20,6 +20,7 @@ from jitterlab.cli.common import (
     writable_store,
 )
 from jitterlab.core.errors import JitterlabError
+from jitterlab.core.warnings import from_stored
 from jitterlab.mtp import framelog
 
 
@@ -115,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         raise JitterlabError("give frames.csv, or the raw logs --motor and --photo")
     for w in result.warnings:
-        warn(w["detail"])
+        warn(from_stored(w))
     run_ = framelog.store_run(result, store, args.condition)
     summary = framelog.describe_result(result)
     if args.json:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from jitterlab.core.errors import JitterlabError
+from jitterlab.core.warnings import CodedWarning, Warn, print_warning
 from jitterlab.measure.jobs import NativeJob, run_native_job
 from jitterlab.measure.policy import is_realtime, policy_label, priority_for
 from jitterlab.measure.techniques import native_techniques, technique_kind
@@ -56,7 +56,7 @@ class BenchOutcome:
     failures: list[str]
 
 
-def resolve_techniques(requested: list[str]) -> tuple[list[str], list[str]]:
+def resolve_techniques(requested: list[str]) -> tuple[list[str], list[CodedWarning]]:
     """Expand ``all`` and check names against the harness. Returns (techniques, warnings).
 
     ``all`` means every available technique except the c2c floor (which every run
@@ -64,7 +64,7 @@ def resolve_techniques(requested: list[str]) -> tuple[list[str], list[str]]:
     """
     offered = {t.name: t for t in native_techniques()}
     names: list[str] = []
-    warnings: list[str] = []
+    warnings: list[CodedWarning] = []
     for item in requested:
         if item == "all":
             for t in offered.values():
@@ -73,7 +73,9 @@ def resolve_techniques(requested: list[str]) -> tuple[list[str], list[str]]:
                 if t.available:
                     names.append(t.name)
                 else:
-                    warnings.append(f"technique {t.name} skipped: {t.description}")
+                    warnings.append(
+                        CodedWarning("technique-skipped", f"technique {t.name} skipped: {t.description}")
+                    )
             continue
         if item not in offered:
             raise JitterlabError(f"unknown technique '{item}' (available: {', '.join(offered)})")
@@ -127,7 +129,7 @@ def run_point(
     technique: str,
     pairs: int,
     policy: str,
-    warn: Callable[[str], None],
+    warn: Warn,
     extra_meta: dict[str, Any] | None = None,
     trace: PerfTrace | dict[str, Any] | None = None,
 ) -> tuple[Run | None, bool]:
@@ -191,18 +193,18 @@ def spike_cpus(meta: dict[str, Any]) -> dict[str, Any]:
 def run_plan(
     plan: BenchPlan,
     store: ResultsStore,
-    warn: Callable[[str], None] | None = None,
+    warn: Warn | None = None,
     extra_meta: dict[str, Any] | None = None,
     on_stored: Callable[[Run], None] = lambda _: None,
 ) -> BenchOutcome:
     """Run every point of the plan in order; stop at the first interruption. ``on_stored``
     hears of each run as soon as it is stored."""
-    seen: set[str] = set()
+    seen: set[CodedWarning] = set()
 
-    def warn_once(message: str) -> None:
-        if message not in seen:
-            seen.add(message)
-            (warn or (lambda m: print(f"warning: {m}", file=sys.stderr)))(message)
+    def warn_once(w: CodedWarning) -> None:
+        if w not in seen:
+            seen.add(w)
+            (warn or print_warning)(w)
 
     outcome = BenchOutcome([], False, [])
     for technique, pairs, policy in plan.points():

@@ -8,10 +8,10 @@ other run.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from jitterlab.core.warnings import Warn
 from jitterlab.measure.jobs import NativeJob, policy_args, run_native_job
 from jitterlab.measure.tracing import PerfTrace, trace_block
 from jitterlab.store import ResultsStore, Run
@@ -94,7 +94,7 @@ def hiccup_job(
 def run_hiccup(
     store: ResultsStore,
     o: HiccupOptions,
-    warn: Callable[[str], None],
+    warn: Warn,
     extra_meta: dict[str, Any] | None = None,
     trace: PerfTrace | dict[str, Any] | None = None,
 ) -> tuple[Run | None, bool]:

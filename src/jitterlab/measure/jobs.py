@@ -24,7 +24,7 @@ from jitterlab.core.errors import JitterlabError
 from jitterlab.core.programs import native_program
 from jitterlab.core.progress import ProgressBar
 from jitterlab.core.signals import last_signal
-from jitterlab.core.warnings import normalized
+from jitterlab.core.warnings import CodedWarning, Warn, from_stored, normalized
 from jitterlab.measure import environment
 from jitterlab.measure.doctor import doctor_facts
 from jitterlab.measure.policy import is_realtime
@@ -119,7 +119,7 @@ def common_meta(run_id: str, started: dt.datetime) -> dict[str, Any]:
 
 
 def _execute(
-    store: ResultsStore, job: NativeJob, warn: Callable[[str], None], run_id: str
+    store: ResultsStore, job: NativeJob, warn: Warn, run_id: str
 ) -> tuple[tuple[Path, RawSamples, dict[str, Any]] | None, bool]:
     """Run ``job``; returns ((staging folder, samples, run metadata) or None, interrupted)."""
     staging = store.staging_dir(run_id)
@@ -138,12 +138,16 @@ def _execute(
         if code == 2:
             raise JitterlabError(last.split(": error: ", 1)[-1])
         if not interrupted:
-            warn(f"{job.label}: {job.program} failed before writing samples: {last}")
+            warn(
+                CodedWarning(
+                    "tool-failed", f"{job.label}: {job.program} failed before writing samples: {last}"
+                )
+            )
         return None, interrupted
     raw = read_raw_samples(raw_path)
     harness, set_aside = read_harness_json(harness_json)
     for w in normalized(harness.get("warnings", [])):
-        warn(w["detail"])
+        warn(from_stored(w))
     reasons = [r for r in (harness.get("partial_reason"), raw.note, set_aside) if r]
     if interrupted and not reasons:
         reasons.append("interrupted")
@@ -176,9 +180,7 @@ def _execute(
     return (staging, raw, meta), interrupted
 
 
-def run_native_job(
-    store: ResultsStore, job: NativeJob, warn: Callable[[str], None]
-) -> tuple[Run | None, bool]:
+def run_native_job(store: ResultsStore, job: NativeJob, warn: Warn) -> tuple[Run | None, bool]:
     """Run ``job`` and store its output as one run. Returns (run or None, interrupted)."""
     run_id = store.new_run_id(*job.id_parts)
     with store.staging_lock(run_id):
@@ -190,7 +192,7 @@ def run_native_job(
 
 
 def run_native_series(
-    store: ResultsStore, job: NativeJob, series: tuple[str, ...], warn: Callable[[str], None]
+    store: ResultsStore, job: NativeJob, series: tuple[str, ...], warn: Warn
 ) -> tuple[list[Run], bool]:
     """Run ``job``, whose output holds one series per ``pair`` value, and store each
     series as a run of its own (``config.series`` names it, ``config.scenario_run``
@@ -224,7 +226,7 @@ def _store_series(
     return runs
 
 
-def recover(store: ResultsStore, warn: Callable[[str], None]) -> list[Run]:
+def recover(store: ResultsStore, warn: Warn) -> list[Run]:
     """Store what killed measurements left in ``.staging/`` as partial runs.
 
     A measuring process killed outright (SIGKILL, a crash, a power cut) leaves its staging
@@ -243,7 +245,7 @@ def recover(store: ResultsStore, warn: Callable[[str], None]) -> list[Run]:
         )
         lock = staging.parent / f"{staging.name}.lock"
         if raw_path is None:
-            warn(f"{staging.name}: nothing was recorded; removed")
+            warn(CodedWarning("nothing-recorded", f"{staging.name}: nothing was recorded; removed"))
             store.discard_staging(staging)
             lock.unlink(missing_ok=True)
             continue

@@ -25,6 +25,7 @@ import numpy as np
 
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.programs import PACKAGE_ROOT
+from jitterlab.core.warnings import CodedWarning, Warn
 from jitterlab.measure.jobs import NativeJob, run_native_job
 from jitterlab.measure.policy import is_realtime, priority_for
 from jitterlab.store import ResultsStore, Run
@@ -257,7 +258,7 @@ class JvmPlan:
 def run_jvm_plan(
     plan: JvmPlan,
     store: ResultsStore,
-    warn: Callable[[str], None],
+    warn: Warn,
     extra_meta: dict[str, Any] | None = None,
     on_stored: Callable[[Run], None] = lambda _: None,
 ) -> tuple[list[Run], bool]:
@@ -275,7 +276,7 @@ def run_jvm_plan(
     for gc in plan.collectors:
         flags, why = collector_flags(jdk, gc)
         if flags is None:
-            warn(f"collector {gc} skipped: {why}")
+            warn(CodedWarning("collector-skipped", f"collector {gc} skipped: {why}"))
         else:
             usable.append((gc, flags))
     jar = harness_jar()
@@ -303,7 +304,7 @@ def run_jvm_plan(
 def _run_one(
     plan: JvmPlan,
     store: ResultsStore,
-    warn: Callable[[str], None],
+    warn: Warn,
     jdk: Jdk,
     jar: Path,
     technique_variant: tuple[str, str | None],

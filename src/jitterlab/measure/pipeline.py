@@ -7,11 +7,11 @@ Four series are stored as four runs: transit and inter-message time for each con
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from jitterlab.core.errors import JitterlabError
+from jitterlab.core.warnings import Warn
 from jitterlab.measure import jvm
 from jitterlab.measure.jobs import NativeJob, policy_args, run_native_series
 from jitterlab.measure.policy import is_realtime
@@ -41,7 +41,7 @@ class PipelineOptions:
 def run_pipeline(
     store: ResultsStore,
     o: PipelineOptions,
-    warn: Callable[[str], None],
+    warn: Warn,
     extra_meta: dict[str, Any] | None = None,
 ) -> tuple[list[Run], bool]:
     args = [
@@ -97,7 +97,7 @@ NO_GUARANTEED_SAFEPOINTS = ["-XX:+UnlockDiagnosticVMOptions", "-XX:GuaranteedSaf
 def run_jvm_pipeline(
     store: ResultsStore,
     o: PipelineOptions,
-    warn: Callable[[str], None],
+    warn: Warn,
     jdk_spec: str = "auto",
     gc: str = "g1",
     heap: str = "1g",

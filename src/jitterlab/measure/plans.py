@@ -11,6 +11,7 @@ from pathlib import Path
 
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.units import parse_duration_ns
+from jitterlab.core.warnings import CodedWarning
 from jitterlab.measure import jvm
 from jitterlab.measure.bench import BenchPlan, resolve_techniques
 from jitterlab.measure.environment import parse_cpu_list
@@ -162,7 +163,7 @@ def split_techniques(r: BenchRequest) -> tuple[list[str], list[str]]:
     return [t for t in requested if t not in jvm.TECHNIQUES], on_jvm
 
 
-def native_plan(r: BenchRequest, requested: list[str]) -> tuple[BenchPlan, list[str]]:
+def native_plan(r: BenchRequest, requested: list[str]) -> tuple[BenchPlan, list[CodedWarning]]:
     """The native harness's plan and the warnings of resolving its techniques."""
     techniques, warnings = resolve_techniques(requested)
     if not techniques:
@@ -199,7 +200,7 @@ def native_plan(r: BenchRequest, requested: list[str]) -> tuple[BenchPlan, list[
     return plan, warnings
 
 
-def jvm_plan(r: BenchRequest, techniques: list[str]) -> tuple[jvm.JvmPlan, list[str]]:
+def jvm_plan(r: BenchRequest, techniques: list[str]) -> tuple[jvm.JvmPlan, list[CodedWarning]]:
     """The JVM harness's plan and the warnings about flags it ignores."""
     if techniques == list(jvm.TECHNIQUES) and r.technique == "all" and jvm.choose_jdk(r.jdk).feature < 21:
         techniques = [t for t in techniques if t != "java-vthread"]
@@ -214,7 +215,9 @@ def jvm_plan(r: BenchRequest, techniques: list[str]) -> tuple[jvm.JvmPlan, list[
         )
         if not unset
     ]
-    warnings = [f"the JVM harness ignores {', '.join(ignored)}"] if ignored else []
+    warnings = (
+        [CodedWarning("options-ignored", f"the JVM harness ignores {', '.join(ignored)}")] if ignored else []
+    )
     policies = comma_choices(r.policy, THREAD_POLICIES, "--policy for JVM techniques")
     check_priority(r.priority)
     plan = jvm.JvmPlan(

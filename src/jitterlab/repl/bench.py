@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from jitterlab.core.errors import JitterlabError
+from jitterlab.core.warnings import CodedWarning, Warn
 from jitterlab.measure.jobs import NativeJob, policy_args, run_native_job
 from jitterlab.repl.snmp import delta, udp_counters
 from jitterlab.stats import percentiles
@@ -175,7 +176,7 @@ def predicted_rates(payload: int, rate_hz: float, clients: int) -> dict[str, flo
 def run_scaling(
     store: ResultsStore,
     o: ReplOptions,
-    warn: Callable[[str], None],
+    warn: Warn,
     on_stored: Callable[[Run], None] = lambda _run: None,
 ) -> tuple[list[Run], bool]:
     """One run per N in ``o.clients``; returns (runs, interrupted)."""
@@ -200,7 +201,7 @@ def _run_one(
     clients: int,
     pin_server: int,
     pin_clients: int,
-    warn: Callable[[str], None],
+    warn: Warn,
 ) -> tuple[Run | None, bool]:
     args = [
         *("--clients", str(clients), "--observers", str(o.observers)),
@@ -253,12 +254,10 @@ def _run_one(
                 f"the load generator fell behind: p99 lag {repl['generator_lag']['p99_ns'] / 1e6:.2f} ms "
                 f"(limit 1 ms) at N={clients}; this run measures the generator as much as the server"
             )
-            warn(detail)
+            w = CodedWarning("generator-limited", detail)
+            warn(w)
             obtained = dict(meta.get("obtained", {}))
-            obtained["warnings"] = [
-                *obtained.get("warnings", []),
-                {"code": "generator-limited", "detail": detail},
-            ]
+            obtained["warnings"] = [*obtained.get("warnings", []), w.as_dict()]
             blocks["obtained"] = obtained
         return blocks
 

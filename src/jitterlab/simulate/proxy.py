@@ -17,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +27,7 @@ import numpy as np
 
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.programs import native_program
+from jitterlab.core.warnings import Warn
 from jitterlab.measure.jobs import NativeJob, common_meta, run_native_job
 from jitterlab.simulate.model import load_model
 from jitterlab.simulate.validation import Validation, compare_to_model
@@ -157,9 +158,7 @@ def probe_job(o: ValidateOptions, setting: str, target: str, receive: str, meta:
     )
 
 
-def run_setting(
-    store: ResultsStore, o: ValidateOptions, setting: str, warn: Callable[[str], None]
-) -> SettingResult:
+def run_setting(store: ResultsStore, o: ValidateOptions, setting: str, warn: Warn) -> SettingResult:
     receive_port = free_udp_port()
     receive = f"127.0.0.1:{receive_port}"
     if setting == "direct":
@@ -204,7 +203,7 @@ def store_injected(store: ResultsStore, record: Path, probe_run: Run, setting: s
 
 
 def validate(
-    store: ResultsStore, o: ValidateOptions, warn: Callable[[str], None]
+    store: ResultsStore, o: ValidateOptions, warn: Warn
 ) -> tuple[dict[str, SettingResult], Validation]:
     model = load_model(o.model_path)
     results: dict[str, SettingResult] = {}
