@@ -482,3 +482,27 @@ def test_kill_9_of_the_coordinator_leaves_nothing_after_topo_down(tmp_path: Path
     down = run_cli("net", "topo", "down", "--all")
     assert down.returncode == 0
     assert topo.namespaces() == []
+
+
+def test_topology_names_are_never_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 24 item 5: `net topo down ../../../tmp/victim` deleted /tmp/victim.json and
+    `--topo ../../x` loaded any JSON (an internal error)."""
+    victim = tmp_path / "victim.json"
+    victim.write_text("{}")
+    state = tmp_path / "state"
+    state.mkdir()
+    monkeypatch.setenv("JITTERLAB_NET_STATE", str(state))
+    relative = os.path.relpath(tmp_path / "victim", state)
+    for args in (["net", "topo", "down", relative], ["net", "bench", "--topo", relative, "--duration", "1s"]):
+        result = run_cli(*args)
+        assert result.returncode == 2, result.stderr
+        assert "names are 'jl-'" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert victim.read_text() == "{}"
+    # a state file with the right name but not what `up` wrote: one line, not an internal error
+    (state / "jl-abc123.json").write_text(
+        '{"name": "jl-abc123", "nodes": ["/etc"], "router": null, "subnet": "x"}'
+    )
+    (state / "jl-def456.json").write_text("[1, 2]")
+    for name in ("jl-abc123", "jl-def456"):
+        result = run_cli("net", "bench", "--topo", name, "--duration", "1s")
+        assert result.returncode == 2 and "not a state file" in result.stderr, result.stderr
