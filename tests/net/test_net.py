@@ -506,3 +506,40 @@ def test_topology_names_are_never_paths(tmp_path: Path, monkeypatch: pytest.Monk
     for name in ("jl-abc123", "jl-def456"):
         result = run_cli("net", "bench", "--topo", name, "--duration", "1s")
         assert result.returncode == 2 and "not a state file" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "says"),
+    [
+        ("ssh", "-oProxyCommand=touch {pwned}", "is not an ssh target"),
+        ("ssh", "root@h -oProxyCommand=x", "is not an ssh target"),
+        ("address", "10.0.0.1 go", "neither an IP address nor a host name"),
+        ("address", "10.0.0.1\\nsamples 5", "neither an IP address nor a host name"),
+        ("name", "../h", "must be letters, digits"),
+        ("agent", "relative/agent", "absolute path"),
+    ],
+)
+def test_hosts_toml_values_never_become_options_or_protocol_words(
+    tmp_path: Path, store: Path, field: str, value: str, says: str
+) -> None:
+    """Issue 24 item 6: `ssh = "-oProxyCommand=touch /tmp/pwned"` ran the command locally."""
+    pwned = tmp_path / "pwned"
+    hosts = {"name": "h0", "address": "127.0.0.1", "ssh": "root@127.0.0.1", "agent": "/usr/bin/jitterlab-net"}
+    bad = dict(hosts, **{field: value.format(pwned=pwned)})
+    text = "".join(
+        "[[host]]\n" + "".join(f'{k} = "{v}"\n' for k, v in h.items()) for h in (bad, dict(hosts, name="h1"))
+    )
+    (tmp_path / "hosts.toml").write_text(text)
+    result = run_cli(
+        "net", "bench", "--hosts", str(tmp_path / "hosts.toml"), "--duration", "1s", "--store", str(store)
+    )
+    assert result.returncode == 2, result.stderr
+    assert says in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert not pwned.exists()
+
+
+def test_the_ssh_target_follows_a_double_dash() -> None:
+    from jitterlab.net.agents import Launcher
+
+    argv = Launcher(node="h0", ssh="root@host", ssh_options=("-p", "2222")).argv()
+    assert argv[argv.index("--") + 1] == "root@host" and argv.index("-p") < argv.index("--")
