@@ -21,6 +21,7 @@ from jitterlab.cli.common import (
 )
 from jitterlab.core.fileio import check_writable_file
 from jitterlab.core.render import render
+from jitterlab.measure.runner import run_plan
 from jitterlab.mtp import analyze, synth, validate
 
 
@@ -141,8 +142,13 @@ def _analyze(args: argparse.Namespace) -> int:
         step_s=args.step,
         max_latency_s=args.max_latency,
     )
-    result = analyze.analyze(args.video, options, warn=warn)
-    run = analyze.store_run(result, store) if store else None
+    if store is None:  # --no-store: the analysis alone
+        result, run = analyze.analyze(args.video, options, warn=warn), None
+    else:
+        outcome = run_plan(analyze.plan(args.video, options), store, warn)
+        if not outcome.runs:
+            return outcome.exit_code
+        result, run = outcome.results[0], outcome.runs[0]
     if args.report:
         from jitterlab.mtp import report  # matplotlib only when a page is asked for
 

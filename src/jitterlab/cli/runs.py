@@ -29,9 +29,10 @@ from jitterlab.describe.export import FORMATS, ExportOptions, export_bytes, expo
 from jitterlab.describe.report import write_report
 from jitterlab.describe.tables import runs_table, summary_row
 from jitterlab.describe.text import show_text
+from jitterlab.measure.imports import import_plan
 from jitterlab.measure.jobs import recover
+from jitterlab.measure.runner import run_plan
 from jitterlab.store import ResultsStore, load_run
-from jitterlab.store.ingest import import_file
 
 
 def add_parsers(sub: Any) -> None:
@@ -204,11 +205,13 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    run = import_file(Path(args.file), writable_store(args), args.skip_invalid, warn)
-    kind = "histogram-only run" if run.histogram_only else "run"
-    note(f"stored {run.id} ({kind}, {run.meta['summary']['latency_ns']['count']:,} values)")
-    print(run.id)
-    return 0
+    plan = import_plan(Path(args.file), args.skip_invalid)
+    outcome = run_plan(plan, writable_store(args), warn)
+    for run in outcome.runs:
+        kind = "histogram-only run" if run.histogram_only else "run"
+        note(f"stored {run.id} ({kind}, {run.meta['summary']['latency_ns']['count']:,} values)")
+        print(run.id)
+    return outcome.exit_code
 
 
 COMMANDS = {

@@ -18,6 +18,7 @@ import numpy as np
 
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.progress import ProgressBar
+from jitterlab.measure.runner import Plan, analysis_plan
 from jitterlab.mtp import estimate as est
 from jitterlab.mtp import tracking, video
 from jitterlab.mtp.storing import store_latencies
@@ -289,3 +290,8 @@ def store_run(analysis: Analysis, store: ResultsStore) -> Run:
         warnings=analysis.warnings,
         mtp=summary(analysis),
     )
+
+
+def plan(path: Path, options: AnalyzeOptions) -> Plan:
+    """``mtp analyze``: the video analysed and stored as a run."""
+    return analysis_plan("mtp analyze", path.name, lambda warn: analyze(path, options, warn), store_run)
