@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,7 @@ from jitterlab.core.warnings import normalized
 from jitterlab.describe.analysis import run_summary
 from jitterlab.describe.compare import HEADERS, compare_runs, comparison_json, comparison_rows, tests_line
 from jitterlab.describe.context import context_block, context_header
-from jitterlab.describe.export import FORMATS, ExportOptions, export_bytes, export_run
+from jitterlab.describe.export import FORMATS, export_run
 from jitterlab.describe.report import write_report
 from jitterlab.describe.tables import runs_table, summary_row
 from jitterlab.describe.text import show_text
@@ -191,16 +190,10 @@ def cmd_export(args: argparse.Namespace) -> int:
     if window <= 0:
         raise JitterlabError("--window must be a positive duration such as 1s or 100ms")
     run = load(args.run, args)
-    if args.output == "-":
-        sys.stdout.buffer.write(export_bytes(run, args.format, ExportOptions(window_ns=window)))
-        sys.stdout.buffer.flush()
-        return 0
     out = Path(args.output or f"{run.id}.{args.format}")
-    try:
-        export_run(run, args.format, out, window)
-    except OSError as e:
-        raise JitterlabError(f"cannot write {out}: {e.strerror or e}") from e
-    note(f"wrote {out}")
+    export_run(run, args.format, out, window)  # "-": standard output
+    if args.output != "-":
+        note(f"wrote {out}")
     return 0
 
 

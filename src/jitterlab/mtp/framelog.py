@@ -26,7 +26,7 @@ import pandas as pd
 
 from jitterlab.core.csvtext import read_csv_text
 from jitterlab.core.errors import JitterlabError
-from jitterlab.core.fileio import atomic_write_bytes, atomic_write_json
+from jitterlab.core.fileio import atomic_write_bytes, atomic_write_json, make_dir
 from jitterlab.measure.runner import Plan, analysis_plan
 from jitterlab.mtp import quaternion as quat
 from jitterlab.mtp.storing import store_latencies
@@ -309,7 +309,7 @@ def synth_latencies(spec: LogSpec, rng: np.random.Generator) -> tuple[np.ndarray
 def write_synth_logs(folder: Path, spec: LogSpec, rig: Rig, raw: bool) -> dict[str, Any]:
     """frames.csv (and with ``raw`` motor.csv, photo.csv, tracker.csv) plus truth.json."""
     rng = np.random.default_rng(spec.seed)
-    folder.mkdir(parents=True, exist_ok=True)
+    make_dir(folder)
     photon, latency = synth_latencies(spec, rng)
     rate = rig.steps_per_rev * rig.rev_per_s
     # one clock for every file: the motor's step times and the photon times in whole ns

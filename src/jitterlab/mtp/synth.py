@@ -12,9 +12,9 @@ rolling-shutter camera samples row ``y`` at ``t + readout·y/H``.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
-import os
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -22,9 +22,10 @@ from typing import Any
 import numpy as np
 
 from jitterlab.core.errors import JitterlabError
-from jitterlab.core.fileio import atomic_write_json
+from jitterlab.core.fileio import atomic_write_json, open_output
 
 PTS_RATE = 90_000  # the MPEG clock: 11 µs resolution for frame timestamps
+CONTAINERS = {".mkv": "matroska", ".mov": "mov", ".avi": "avi"}  # other names: MP4
 NOISE_BANK = 24  # noise frames drawn once and reused in random order (noise costs more than encoding)
 BACKGROUND, PANEL, PEAK = 28.0, 64.0, 225.0
 
@@ -148,8 +149,9 @@ def write_video(path: Path, spec: SynthSpec) -> dict[str, Any]:
     hold_ages = []
     stored_rate = spec.stored_fps or spec.fps
     # written beside the target and renamed into place: an interrupted synth leaves no half video
-    partial = path.with_name(f".{path.name}.partial{path.suffix}")
-    container = av.open(str(partial), "w")
+    output = contextlib.ExitStack()
+    muxer = CONTAINERS.get(path.suffix.lower(), "mp4")
+    container = av.open(output.enter_context(open_output(path)), "w", format=muxer)
     try:
         stream = container.add_stream("libx264", rate=Fraction(stored_rate).limit_denominator(1001))
         stream.width, stream.height, stream.pix_fmt = w, h, "yuv420p"
@@ -183,12 +185,12 @@ def write_video(path: Path, spec: SynthSpec) -> dict[str, Any]:
                 container.mux(packet)
         for packet in stream.encode():
             container.mux(packet)
-    except BaseException:
+    except BaseException as e:
         container.close()
-        partial.unlink(missing_ok=True)
+        output.__exit__(type(e), e, e.__traceback__)  # the temporary file is removed
         raise
     container.close()
-    os.replace(partial, path)
+    output.close()  # renamed into place
     hold = float(np.mean(hold_ages)) if hold_ages else 0.0
     truth = {
         "video": path.name,

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from jitterlab.core.fileio import make_dir
 from jitterlab.mtp import analyze, synth
 from jitterlab.mtp.estimate import ESTIMATORS, HEADLINE
 
@@ -89,7 +90,7 @@ def run(
     outcomes = []
     with tempfile.TemporaryDirectory(prefix="jitterlab-mtp-") as scratch:
         folder = keep or Path(scratch)
-        folder.mkdir(parents=True, exist_ok=True)
+        make_dir(folder)
         made: dict[synth.SynthSpec, tuple[Path, dict[str, Any]]] = {}
         all_cases = cases(quick)
         for i, case in enumerate(all_cases):

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from jitterlab.core.errors import JitterlabError
-from jitterlab.core.fileio import atomic_write_json
+from jitterlab.core.fileio import atomic_write_json, make_dir
 
 STATE_DIR = Path(os.environ.get("JITTERLAB_NET_STATE", "/run/jitterlab/net"))
 PREFIX = "jl-"  # every namespace jitterlab makes starts with this
@@ -204,7 +204,7 @@ def _state_file(name: str) -> Path:
 
 
 def _save(topo: Topology) -> None:
-    STATE_DIR.mkdir(parents=True, exist_ok=True)
+    make_dir(STATE_DIR)
     atomic_write_json(_state_file(topo.name), topo.to_json())
 
 

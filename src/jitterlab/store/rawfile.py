@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from jitterlab.core.errors import CorruptRunError
+from jitterlab.core.fileio import write_file
 
 # The layout is written once, in schemas/raw-samples.json; the C++ and Java writers are
 # tested against the same file.
@@ -87,4 +88,4 @@ def write_raw_samples(path: Path, records: np.ndarray, partial: bool = False) ->
     footer = FOOTER_MAGIC + struct.pack(
         "<QIxxxxQ", len(records), zlib.crc32(payload), FLAG_PARTIAL if partial else 0
     )
-    path.write_bytes(header + payload + footer)
+    write_file(path, header + payload + footer)

@@ -19,7 +19,7 @@ import os
 import secrets
 import shutil
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -31,7 +31,19 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from jitterlab.core.errors import CorruptRunError, JitterlabError
-from jitterlab.core.fileio import atomic_write_bytes, atomic_write_json, fsync_dir, sha256_file
+from jitterlab.core.fileio import (
+    NOT_WORLD_WRITABLE,
+    check_private_dir,
+    current_umask,
+    fsync_dir,
+    make_dir,
+    open_output,
+    os_error_text,
+    private_dir,
+    sha256_file,
+    write_file,
+    write_json,
+)
 from jitterlab.stats import summarize
 from jitterlab.store.rawfile import RECORD_DTYPE, RawSamples
 from jitterlab.store.schema import (
@@ -217,45 +229,100 @@ class ResultsStore:
         slug = "-".join(safe_id_part(p) for p in parts if p)
         return f"{stamp}-{slug}-{secrets.token_hex(2)}"
 
-    def staging_dir(self, run_id: str) -> Path:
-        """A fresh folder for a harness to write into; fails early with a clear message."""
-        directory = self.root / STAGING / run_id
+    def trusted_uids(self) -> set[int]:
+        """Whose folders in this store are used: the invoking user's and the store owner's."""
+        uids = {os.geteuid()}
+        with suppress(OSError):
+            uids.add(os.stat(self.root).st_uid)
+        return uids
+
+    def staging_root(self) -> Path:
+        """``ROOT/.staging``, created 0700 (the store root too when missing, never
+        world-writable); a store every user can write to, or a .staging folder that belongs
+        to someone else or that others can write to, is refused in one line."""
         try:
-            directory.mkdir(parents=True, exist_ok=False)
-            probe = directory / ".write-test"
-            probe.write_bytes(b"")
-            probe.unlink()
+            make_dir(self.root)
+        except JitterlabError as e:
+            raise JitterlabError(f"cannot write to results store {self.root}: {e}") from None
+        try:
+            root = os.stat(self.root)
         except OSError as e:
-            raise JitterlabError(f"cannot write to results store {self.root}: {e.strerror or e}") from e
+            raise JitterlabError(f"results store {self.root}: {os_error_text(e)}") from None
+        if root.st_mode & 0o002:
+            raise JitterlabError(
+                f"results store {self.root} is writable by every user (mode {root.st_mode & 0o7777:o}): "
+                f"anyone could plant runs or drafts there; chmod o-w {self.root}"
+            )
+        staging = self.root / STAGING
+        if not os.path.lexists(staging):
+            return private_dir(staging)
+        st = os.lstat(staging)
+        if st.st_uid == os.geteuid() and (st.st_mode & 0o7777) != 0o700 and os.path.isdir(staging):
+            os.chmod(staging, 0o700, follow_symlinks=False)  # made by an earlier version
+        check_private_dir(staging, self.trusted_uids())
+        return staging
+
+    def staging_dir(self, run_id: str) -> Path:
+        """A fresh folder (0700) for a harness to write into; fails early with a clear message."""
+        directory = self.staging_root() / run_id
+        try:
+            os.mkdir(directory, 0o700)
+            probe = os.open(
+                directory / ".write-test", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600
+            )
+            os.close(probe)
+            os.unlink(directory / ".write-test")
+        except OSError as e:
+            raise JitterlabError(f"cannot write to results store {self.root}: {os_error_text(e)}") from e
         return directory
 
     @contextmanager
     def staging_lock(self, run_id: str) -> Iterator[None]:
         """Held while a run is measured and stored: :meth:`leftovers` never offers a staging
         folder whose writer is still alive (the kernel drops the lock when it dies)."""
-        (self.root / STAGING).mkdir(parents=True, exist_ok=True)
-        path = self.root / STAGING / f"{run_id}.lock"
-        with open(path, "w") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
+        path = self.staging_root() / f"{run_id}.lock"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
             try:
                 yield
             finally:
                 path.unlink(missing_ok=True)
+        finally:
+            os.close(fd)
 
-    def leftovers(self) -> list[Path]:
-        """Staging folders left by a measuring process that was killed (no live writer)."""
+    def leftovers(self, refused: list[tuple[Path, str]] | None = None) -> list[Path]:
+        """Staging folders left by a measuring process that was killed (no live writer).
+        Only folders of the invoking user or the store owner that no one else can write to
+        are offered; the others go to ``refused`` with the reason."""
         staging = self.root / STAGING
-        if not staging.is_dir():
+        if not staging.is_dir() or staging.is_symlink():
             return []
+        trusted = self.trusted_uids()
         out = []
-        for directory in sorted(p for p in staging.iterdir() if p.is_dir()):
+        for directory in sorted(p for p in staging.iterdir() if p.is_dir() and not p.is_symlink()):
+            try:
+                check_private_dir(directory, trusted)
+            except JitterlabError as e:
+                if refused is not None:
+                    refused.append((directory, str(e)))
+                continue
             lock = staging / f"{directory.name}.lock"
-            if lock.exists():
-                with open(lock) as handle:
-                    try:
-                        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    except BlockingIOError:
-                        continue  # still being written
+            try:
+                fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            except FileNotFoundError:
+                out.append(directory)
+                continue
+            except OSError as e:
+                if refused is not None:
+                    refused.append((directory, f"{lock}: {os_error_text(e)}"))
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # still being written
+            finally:
+                os.close(fd)
             out.append(directory)
         return out
 
@@ -293,11 +360,8 @@ class ResultsStore:
             ),
         )
         samples_path = staging / SAMPLES_FILE
-        tmp = staging / (SAMPLES_FILE + ".tmp")
-        pq.write_table(table, tmp, compression="zstd")
-        with open(tmp, "rb") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, samples_path)
+        with open_output(samples_path) as f:
+            pq.write_table(table, f, compression="zstd")
         latency = records["t_recv_ns"] - records["t_send_ns"]
         meta["schema_version"] = SCHEMA_VERSION
         meta["samples"] = {
@@ -332,7 +396,8 @@ class ResultsStore:
         part, written atomically to ``parts/``, so that a recorder killed at any moment
         leaves every part but the one it was writing readable."""
         parts = staging / PARTS_DIR
-        parts.mkdir(exist_ok=True)
+        if not parts.is_dir():
+            os.mkdir(parts, 0o700)
         n = len(t_recv_ns)
         table = pa.table(
             {
@@ -343,9 +408,8 @@ class ResultsStore:
             },
             schema=SAMPLE_SCHEMA,
         )
-        tmp = parts / f"part-{index:06d}.parquet.tmp"
-        pq.write_table(table, tmp, compression="lz4")
-        os.replace(tmp, parts / f"part-{index:06d}.parquet")
+        with open_output(parts / f"part-{index:06d}.parquet") as f:
+            pq.write_table(table, f, compression="lz4")
 
     def commit_parts(self, staging: Path, meta: dict[str, Any]) -> Run:
         """The parts of ``staging`` merged, part by part, into the run's samples file (memory:
@@ -354,13 +418,12 @@ class ResultsStore:
             sorted((staging / PARTS_DIR).glob("part-*.parquet")) if (staging / PARTS_DIR).is_dir() else []
         )
         samples_path = staging / SAMPLES_FILE
-        tmp = staging / (SAMPLES_FILE + ".tmp")
         schema = SAMPLE_SCHEMA.with_metadata(
             {"jitterlab.schema_version": str(SCHEMA_VERSION), "jitterlab.run_id": meta["id"]}
         )
         latencies = []
         rows = 0
-        with pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
+        with open_output(samples_path) as f, pq.ParquetWriter(f, schema, compression="zstd") as writer:
             for part in part_files:
                 try:
                     table = pq.read_table(part).cast(SAMPLE_SCHEMA).replace_schema_metadata(schema.metadata)
@@ -369,9 +432,6 @@ class ResultsStore:
                 writer.write_table(table)
                 latencies.append(table.column("t_recv_ns").to_numpy() - table.column("t_send_ns").to_numpy())
                 rows += table.num_rows
-        with open(tmp, "rb") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, samples_path)
         shutil.rmtree(staging / PARTS_DIR, ignore_errors=True)
         (staging / DRAFT_JSON).unlink(missing_ok=True)
         latency = np.concatenate(latencies) if latencies else np.zeros(0, np.int64)
@@ -406,7 +466,7 @@ class ResultsStore:
     def commit_histogram(self, staging: Path, histogram_log: str, meta: dict[str, Any]) -> Run:
         """Store an HdrHistogram log (its text) as a histogram-only run (``meta`` carries its
         ``histogram`` and ``summary`` blocks)."""
-        atomic_write_bytes(staging / HISTOGRAM_FILE, histogram_log.encode())
+        write_file(staging / HISTOGRAM_FILE, histogram_log.encode())
         meta["schema_version"] = SCHEMA_VERSION
         meta["samples"] = None
         meta["histogram"] = {"file": HISTOGRAM_FILE} | meta.get("histogram", {})
@@ -416,11 +476,13 @@ class ResultsStore:
         """Add facts known only after a run was stored (for example whether the load stopped
         cleanly) to its run.json, atomically."""
         run.meta |= blocks
-        atomic_write_json(run.path / RUN_JSON, run.meta)
+        write_json(run.path / RUN_JSON, run.meta)
 
     def _publish(self, staging: Path, meta: dict[str, Any]) -> Run:
-        """run.json written last, then the folder renamed into place: the one way in."""
-        atomic_write_json(staging / RUN_JSON, meta)
+        """run.json written last, then the folder (0700 while staged) opened to readers as
+        the umask allows, never world-writable, and renamed into place: the one way in."""
+        write_json(staging / RUN_JSON, meta)
+        os.chmod(staging, 0o755 & ~current_umask() & NOT_WORLD_WRITABLE)
         final = self.root / meta["id"]
         os.replace(staging, final)
         fsync_dir(self.root)
