@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
+from jitterlab.core.errors import JitterlabError
 from jitterlab.core.units import parse_duration_ns
 from jitterlab.store import ResultsStore, Run, load_run
 
@@ -81,6 +82,53 @@ def seconds(text: str) -> float:
 def millis(text: str) -> float:
     """A duration option in seconds (bare numbers are milliseconds): '33.3ms', '33.3'."""
     return parse_duration_ns(text, default_unit="ms") / 1e9
+
+
+def offset_seconds(text: str) -> float:
+    """A time offset in seconds, which may be negative (a log's intervals can start before its
+    StartTime): '-0.5', '90', '2.5s', '500ms'."""
+    try:
+        return _float(text)
+    except argparse.ArgumentTypeError:
+        return parse_duration_ns(text, default_unit="s") / 1e9
+
+
+def time_range_options(parser: argparse.ArgumentParser) -> None:
+    """``--from``/``--to``: seconds from the run's start (an imported log's StartTime), like
+    HistogramLogProcessor's -start/-end."""
+    parser.add_argument(
+        "--from",
+        dest="from_s",
+        type=offset_seconds,
+        metavar="SECONDS",
+        help="only from this many seconds after the start",
+    )
+    parser.add_argument(
+        "--to",
+        dest="to_s",
+        type=offset_seconds,
+        metavar="SECONDS",
+        help="only up to this many seconds after the start",
+    )
+
+
+def expected_interval_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--expected-interval",
+        metavar="DURATION",
+        help="correct for coordinated omission as HdrHistogram does (the interval a closed-loop "
+        "measurement meant between samples, e.g. 1ms); shown beside the measured figures",
+    )
+
+
+def expected_interval_ns(args: argparse.Namespace) -> int | None:
+    text = getattr(args, "expected_interval", None)
+    if text is None:
+        return None
+    value = parse_duration_ns(text, "ns")
+    if value <= 0:
+        raise JitterlabError("--expected-interval must be a positive duration such as 1ms")
+    return value
 
 
 def store_option(parser: argparse.ArgumentParser) -> None:

@@ -10,7 +10,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from jitterlab.cli import bench, describe, inject, model, monitor, mtp, net, repl, runs, system
+from jitterlab.cli import bench, describe, inject, interop, model, monitor, mtp, net, repl, runs, system
 from jitterlab.cli.common import EXIT_INTERRUPTED, EXIT_USAGE, Parser
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.signals import Interrupted, stop_on_signals
@@ -19,6 +19,7 @@ from jitterlab.core.version import __version__
 COMMANDS: dict[str, Callable[..., int]] = (
     bench.COMMANDS
     | runs.COMMANDS
+    | interop.COMMANDS
     | describe.COMMANDS
     | system.COMMANDS
     | model.COMMANDS
@@ -36,6 +37,7 @@ def build_parser() -> Parser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     bench.add_parser(sub)
     runs.add_parsers(sub)
+    interop.add_parsers(sub)
     describe.add_parser(sub)
     system.add_parsers(sub)
     model.add_parser(sub)

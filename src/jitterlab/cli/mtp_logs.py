@@ -57,6 +57,17 @@ def add_parsers(mtp: Any) -> None:
     q.add_argument("--spike", type=millis, default=0.010, help="mean extra latency of a load spike (10ms)")
     q.add_argument("--jitter", type=millis, default=0.0005, help="frame-to-frame SD of the latency (0.5ms)")
     q.add_argument("--raw", action="store_true", help="also write motor.csv, photo.csv and tracker.csv")
+    q.add_argument(
+        "--runup",
+        type=seconds,
+        default=0.0,
+        help="the motor's run-up, whose codes say nothing (ingest --warmup)",
+    )
+    q.add_argument(
+        "--tick-wrap",
+        type=positive_int,
+        help="write frames.csv's t_us from a counter that wraps at this value",
+    )
     q.add_argument("--seed", type=int, default=0)
     _rig_options(q)
 
@@ -68,7 +79,7 @@ def _rig(args: argparse.Namespace) -> framelog.Rig:
         modulus=args.modulus,
         offset_steps=args.offset_steps,
         warmup_s=getattr(args, "warmup", 0.0),
-        tick_wrap=getattr(args, "tick_wrap", None),
+        tick_wrap=args.tick_wrap if args.mtp_command == "ingest" else None,
     )
 
 
@@ -83,6 +94,8 @@ def run(args: argparse.Namespace) -> int:
             load=args.load or 0.0,
             spike_s=args.spike,
             jitter_s=args.jitter,
+            runup_s=args.runup,
+            tick_wrap=args.tick_wrap,
             seed=args.seed,
         )
         truth = framelog.write_synth_logs(args.folder, spec, _rig(args), args.raw)

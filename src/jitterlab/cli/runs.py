@@ -1,5 +1,5 @@
-"""The commands over stored runs: ``runs``, ``show``, ``compare``, ``report``, ``export``,
-``import``."""
+"""The commands over stored runs: ``runs``, ``show``, ``compare``, ``report``, ``recover``
+(``import`` and ``export`` are in cli/interop.py)."""
 
 from __future__ import annotations
 
@@ -19,18 +19,14 @@ from jitterlab.cli.common import (
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.fileio import check_writable_file
 from jitterlab.core.render import render
-from jitterlab.core.units import parse_duration_ns
 from jitterlab.core.warnings import normalized
 from jitterlab.describe.analysis import run_summary
 from jitterlab.describe.compare import HEADERS, compare_runs, comparison_json, comparison_rows, tests_line
 from jitterlab.describe.context import context_block, context_header
-from jitterlab.describe.export import FORMATS, export_run
 from jitterlab.describe.report import write_report
 from jitterlab.describe.tables import runs_table, summary_row
 from jitterlab.describe.text import show_text
-from jitterlab.measure.imports import import_plan
 from jitterlab.measure.jobs import recover
-from jitterlab.measure.runner import run_plan
 from jitterlab.store import ResultsStore, load_run
 
 
@@ -64,20 +60,8 @@ def add_parsers(sub: Any) -> None:
     )
     p.add_argument("--fail-on-regression", action="store_true", help="exit 1 when the verdict is 'regressed'")
     store_option(p)
-    p = sub.add_parser("export", help="write a run as HdrHistogram (hgrm, hlog), CSV or Parquet")
-    p.add_argument("run")
-    p.add_argument("--format", required=True, choices=FORMATS)
-    p.add_argument("-o", "--output", help="output file, - for standard output (default RUN_ID.FORMAT)")
-    p.add_argument("--window", default="1s", help="interval of the hlog histograms (default 1s)")
-    store_option(p)
     p = sub.add_parser(
         "recover", help="store what killed measurements left in the store's .staging/ as partial runs"
-    )
-    store_option(p)
-    p = sub.add_parser("import", help="store an HdrHistogram log (.hlog) or a CSV of samples as a run")
-    p.add_argument("file")
-    p.add_argument(
-        "--skip-invalid", action="store_true", help="CSV: drop rows that are not latencies, and count them"
     )
     store_option(p)
 
@@ -185,34 +169,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 1 if args.fail_on_regression and c.verdict == "regressed" else 0
 
 
-def cmd_export(args: argparse.Namespace) -> int:
-    window = parse_duration_ns(args.window, "s")
-    if window <= 0:
-        raise JitterlabError("--window must be a positive duration such as 1s or 100ms")
-    run = load(args.run, args)
-    out = Path(args.output or f"{run.id}.{args.format}")
-    export_run(run, args.format, out, window)  # "-": standard output
-    if args.output != "-":
-        note(f"wrote {out}")
-    return 0
-
-
-def cmd_import(args: argparse.Namespace) -> int:
-    plan = import_plan(Path(args.file), args.skip_invalid)
-    outcome = run_plan(plan, writable_store(args), warn)
-    for run in outcome.runs:
-        kind = "histogram-only run" if run.histogram_only else "run"
-        note(f"stored {run.id} ({kind}, {run.meta['summary']['latency_ns']['count']:,} values)")
-        print(run.id)
-    return outcome.exit_code
-
-
 COMMANDS = {
     "runs": cmd_runs,
     "show": cmd_show,
     "report": cmd_report,
     "compare": cmd_compare,
-    "export": cmd_export,
-    "import": cmd_import,
     "recover": cmd_recover,
 }

@@ -6,10 +6,12 @@ different way from the terminal output.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from jitterlab.core.errors import JitterlabError
 from jitterlab.describe.attribution import spike_attribution
@@ -27,6 +29,7 @@ from jitterlab.stats import (
     time_windows,
 )
 from jitterlab.store import Run
+from jitterlab.store.hdr.streams import corrected_figures
 
 TESTS = ("stacked-z", "gesd", "walsh")
 
@@ -110,6 +113,40 @@ def describe_run(
         screening,
         ordered,
     )
+
+
+def time_range(run: Run, from_s: float | None, to_s: float | None) -> Run:
+    """The run restricted to the samples sent from ``from_s`` to ``to_s`` seconds after its
+    first send (``--from/--to``, as HistogramLogProcessor's -start/-end on a log)."""
+    if from_s is None and to_s is None:
+        return run
+    t = run.t_send_ns
+    t0 = int(t.min()) if t.size else 0
+    keep = np.ones(t.size, dtype=bool)
+    if from_s is not None:
+        keep &= t >= t0 + round(from_s * 1e9)
+    if to_s is not None:
+        keep &= t <= t0 + round(to_s * 1e9)
+    if not keep.any():
+        raise JitterlabError(f"run {run.id}: no samples sent between {from_s or 0:g} s and {to_s} s")
+    return dataclasses.replace(run, _table=run.table.filter(pa.array(keep)))
+
+
+def latency_views(run: Run, expected_interval_ns: int | None = None) -> dict[str, dict[str, Any]]:
+    """Other views of a sample run's latency, each a summary beside the run's own:
+
+    - ``corrected``: the samples recorded with HdrHistogram's recordValueWithExpectedInterval
+      (coordinated omission corrected for the expected interval; Java's figures);
+    - ``from_actual_send``: an open-loop run measures from when each message *should* have
+      left (its intended time, the default); this is from when it actually left, the
+      figure a closed-loop tool would report.
+    """
+    views: dict[str, dict[str, Any]] = {}
+    if expected_interval_ns:
+        views["corrected"] = corrected_figures(run.latency_ns, expected_interval_ns)
+    if "t_actual_send_ns" in run.table.column_names:
+        views["from_actual_send"] = summarize(run.t_recv_ns - run.column("t_actual_send_ns")).to_dict()
+    return views
 
 
 def run_summary(run: Run) -> dict[str, Any]:

@@ -41,7 +41,6 @@ from jitterlab.core.fileio import (
     os_error_text,
     private_dir,
     sha256_file,
-    write_file,
     write_json,
 )
 from jitterlab.stats import summarize
@@ -446,7 +445,10 @@ class ResultsStore:
             "unit": "ns",
         }
         summary = summarize(latency).to_dict()
-        meta["summary"] = {"latency_ns": {k: v if v == v else None for k, v in summary.items()}}
+        # figures the caller computed (e.g. latency_corrected_ns) stay beside the summary
+        meta["summary"] = meta.get("summary", {}) | {
+            "latency_ns": {k: v if v == v else None for k, v in summary.items()}
+        }
         return self._publish(staging, meta)
 
     def recover_parts(self, staging: Path) -> Run | None:
@@ -463,10 +465,11 @@ class ResultsStore:
         meta["partial_reason"] = "recovered from .staging: the recording process did not finish"
         return self.commit_parts(staging, meta)
 
-    def commit_histogram(self, staging: Path, histogram_log: str, meta: dict[str, Any]) -> Run:
-        """Store an HdrHistogram log (its text) as a histogram-only run (``meta`` carries its
-        ``histogram`` and ``summary`` blocks)."""
-        write_file(staging / HISTOGRAM_FILE, histogram_log.encode())
+    def commit_histogram(self, staging: Path, meta: dict[str, Any]) -> Run:
+        """Store the HdrHistogram log written to ``staging/histogram.hlog`` as a
+        histogram-only run (``meta`` carries its ``histogram`` and ``summary`` blocks)."""
+        if not (staging / HISTOGRAM_FILE).is_file():
+            raise JitterlabError(f"{staging}: no {HISTOGRAM_FILE} to store")
         meta["schema_version"] = SCHEMA_VERSION
         meta["samples"] = None
         meta["histogram"] = {"file": HISTOGRAM_FILE} | meta.get("histogram", {})
