@@ -22,9 +22,9 @@ from jitterlab.core.errors import JitterlabError
 from jitterlab.core.percentiles import parse_percentiles
 from jitterlab.core.units import parse_duration_ns
 from jitterlab.describe.export import FORMATS, ExportOptions, export_run
-from jitterlab.store.hdr.streams import UNITS_NS
 from jitterlab.measure.imports import import_plan
 from jitterlab.measure.runner import run_plan
+from jitterlab.store.hdr.streams import UNITS_NS
 from jitterlab.store.ingest import ImportOptions
 
 
