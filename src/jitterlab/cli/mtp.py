@@ -21,7 +21,6 @@ from jitterlab.cli.common import (
 )
 from jitterlab.core.fileio import check_writable_file
 from jitterlab.core.render import render
-from jitterlab.measure.runner import run_plan
 from jitterlab.mtp import analyze, synth, validate
 
 EXIT_UNTRUSTED = 3  # the result is stored, but the checks say it cannot be trusted (docs/mtp.md)
@@ -168,13 +167,9 @@ def _analyze(args: argparse.Namespace) -> int:
         step_s=args.step,
         max_latency_s=args.max_latency,
     )
-    if store is None:  # --no-store: the analysis alone
-        result, run = analyze.analyze(args.video, options, warn=warn), None
-    else:
-        outcome = run_plan(analyze.plan(args.video, options), store, warn)
-        if not outcome.runs:
-            return outcome.exit_code
-        result, run = outcome.results[0], outcome.runs[0]
+    if isinstance(analysed := analyze.analyze_and_store(args.video, options, store, warn), int):
+        return analysed  # interrupted before anything was stored
+    result, run = analysed
     if args.report:
         from jitterlab.mtp import report  # matplotlib only when a page is asked for
 
