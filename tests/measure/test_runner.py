@@ -14,6 +14,7 @@ import pytest
 
 from conftest import make_run
 from jitterlab.core.signals import stop_on_signals
+from jitterlab.core.warnings import CodedWarning
 from jitterlab.measure.runner import Context, Done, Plan, Point, run_plan
 from jitterlab.store import ResultsStore
 
@@ -31,13 +32,14 @@ def test_points_run_in_order_and_each_is_announced_as_stored(store: Path) -> Non
 
 
 def test_a_point_that_stores_nothing_is_a_failure_and_the_plan_goes_on(store: Path) -> None:
-    warned: list[str] = []
+    warned: list[CodedWarning] = []
     failing = Point("broken", lambda _ctx: Done(failure="the tool died"))
-    plan = Plan("t", [failing, stored(store, "b")], warnings=("said once", "said once"))
+    said = CodedWarning("technique-skipped", "said once")
+    plan = Plan("t", [failing, stored(store, "b")], warnings=(said, said))
     outcome = run_plan(plan, ResultsStore(store), warned.append)
     assert [r.config["technique"] for r in outcome.runs] == ["b"]
     assert outcome.failures == ["broken: the tool died"] and outcome.exit_code == 1
-    assert warned == ["said once", "broken: the tool died"]
+    assert warned == [said, CodedWarning("tool-failed", "broken: the tool died")]
 
 
 def test_an_interrupted_point_ends_the_plan_and_keeps_its_runs(store: Path) -> None:

@@ -13,6 +13,7 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from conftest import assert_one_line_error, run_main
+from jitterlab.core.warnings import CodedWarning
 from jitterlab.mtp import analyze, estimate, framelog, synth, tracking, validate, video
 from jitterlab.mtp import quaternion as quat
 
@@ -107,9 +108,9 @@ def test_slow_motion_file_needs_its_capture_rate(tmp_path: Path) -> None:
 
 def test_object_lost_for_a_while_is_left_out_with_a_warning(tmp_path: Path) -> None:
     path, truth = _video(tmp_path, duration_s=8.0, lose=(3.0, 3.8))
-    warnings: list[str] = []
+    warnings: list[CodedWarning] = []
     result = analyze.analyze(path, analyze.AnalyzeOptions(), warn=warnings.append)
-    assert any("lost in 10" in w for w in warnings)
+    assert any(w.code == "object-lost" and "lost in 10" in w.detail for w in warnings)
     assert abs(result.estimates.headline_s * 1e3 - truth["expected_ms"]) < 0.5
 
 
@@ -399,11 +400,11 @@ def test_automatic_regions_beside_each_other_keep_off_the_other_path(tmp_path: P
     # both objects on one row with a 30 % third harmonic: padded regions took in the other
     # object at the end of each swing (−5 to −8 ms, exit 0); cut back, within noise
     path, truth = _video(tmp_path, layout="same-row", harmonic=0.30, duration_s=5.0)
-    warnings: list[str] = []
+    warnings: list[CodedWarning] = []
     result = analyze.analyze(path, analyze.AnalyzeOptions(), warn=warnings.append)
     assert abs(result.estimates.headline_s * 1e3 - truth["expected_ms"]) < 0.1
     assert result.trusted
-    assert any("cut back" in w for w in warnings)
+    assert any(w.code == "regions-shrunk" and "cut back" in w.detail for w in warnings)
     physical, rendered = result.regions["physical"], result.regions["rendered"]
     assert physical[0] + physical[2] <= rendered[0]  # side by side, not overlapping
 

@@ -12,7 +12,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -21,6 +21,7 @@ import pytest
 
 from conftest import assert_one_line_error, run_cli
 from jitterlab.core.errors import JitterlabError
+from jitterlab.core.warnings import CodedWarning, Warn
 from jitterlab.describe.network import network_text
 from jitterlab.measure.runner import run_plan
 from jitterlab.net import topo
@@ -36,14 +37,14 @@ pytestmark = pytest.mark.skipif(
 
 
 def run_bench(
-    store: ResultsStore, o: NetOptions, nodes: Nodes, cases: list[Case], warn: Callable[[str], None]
+    store: ResultsStore, o: NetOptions, nodes: Nodes, cases: list[Case], warn: Warn
 ) -> tuple[list[Run], bool]:
     """The cases as one plan on ``nodes`` (set up by the test)."""
     outcome = run_plan(bench_plan(o, cases, lambda: nullcontext(nodes)), store, warn)
     return outcome.runs, outcome.interrupted
 
 
-def _quiet(_message: str) -> None:
+def _quiet(_w: CodedWarning) -> None:
     pass
 
 

@@ -27,7 +27,7 @@ from jitterlab.describe.tables import (
     summary_row,
     table1,
 )
-from jitterlab.describe.text import stored_line
+from jitterlab.describe.text import floor_note, stored_line
 from jitterlab.measure import plans
 from jitterlab.measure.bench import CAF_SCHEDULERS
 from jitterlab.measure.runner import run_plan
@@ -160,6 +160,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(render(headers, rows, "l" + "r" * (len(headers) - 1)))
     elif runs:
         print(table1(runs))
+        floor = floor_note(runs)
+        if floor:
+            note(floor)
         if covers_several_collectors(runs):
             print("\ngarbage collector × scheduler (Stauffert et al. 2016, Tables 2–3)")
             print(collector_table(runs))

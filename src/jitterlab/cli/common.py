@@ -11,6 +11,7 @@ from typing import Any, NoReturn
 
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.units import parse_duration_ns
+from jitterlab.core.warnings import CodedWarning, print_warning
 from jitterlab.store import ResultsStore, Run, load_run
 
 EXIT_USAGE = 2
@@ -140,8 +141,9 @@ def store_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def warn(message: str) -> None:
-    print(f"warning: {message}", file=sys.stderr)
+def warn(w: CodedWarning) -> None:
+    """Every warning a command prints: ``warning[code]: detail`` (codes: core/warning_codes.toml)."""
+    print_warning(w)
 
 
 def note(message: str) -> None:

@@ -19,7 +19,7 @@ from jitterlab.cli.common import (
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.fileio import check_writable_file
 from jitterlab.core.render import render
-from jitterlab.core.warnings import normalized
+from jitterlab.core.warnings import CodedWarning, from_stored, normalized
 from jitterlab.describe.analysis import run_summary
 from jitterlab.describe.compare import HEADERS, compare_runs, comparison_json, comparison_rows, tests_line
 from jitterlab.describe.context import context_block, context_header
@@ -68,7 +68,7 @@ def add_parsers(sub: Any) -> None:
 
 def report_damage(damaged: list[tuple[Path, str]]) -> None:
     for directory, reason in damaged:
-        warn(f"damaged run {directory.name} left out: {reason}")
+        warn(CodedWarning("run-damaged", f"damaged run {directory.name} left out: {reason}"))
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
@@ -86,7 +86,10 @@ def cmd_runs(args: argparse.Namespace) -> int:
     leftovers = store.leftovers()
     if leftovers:
         warn(
-            f"{len(leftovers)} unfinished measurement(s) in {store.root / '.staging'}: 'jitterlab recover' stores them"
+            CodedWarning(
+                "unfinished-measurements",
+                f"{len(leftovers)} unfinished measurement(s) in {store.root / '.staging'}: 'jitterlab recover' stores them",
+            )
         )
     return 1 if args.strict and damaged else 0
 
@@ -121,7 +124,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         return 0
     print(show_text(run, summary))
     for w in normalized((run.meta.get("obtained") or {}).get("warnings")):
-        warn(w["detail"])
+        warn(from_stored(w))
     return 0
 
 

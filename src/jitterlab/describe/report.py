@@ -30,7 +30,7 @@ from jitterlab.core.html import PAGE_END, esc, figure_img, html_table, page_head
 from jitterlab.core.progress import ProgressBar
 from jitterlab.core.units import format_count, format_ns
 from jitterlab.core.version import __version__
-from jitterlab.core.warnings import CODES, normalized
+from jitterlab.core.warnings import fix_for, normalized
 from jitterlab.describe.analysis import RunDescription, describe_run, pauses_in_run
 from jitterlab.describe.context import context_lines, contexts
 from jitterlab.describe.histograms import describe_histogram
@@ -296,7 +296,7 @@ def _run_section(d: RunDescription, anchor: str) -> str:
         *_jvm_facts(run),
     ]
     warnings = "".join(
-        f"<li>{_esc(w['detail'])} <span class='muted'>({_esc(w['code'])}; fix: {_esc(CODES.get(w['code'], ''))})</span></li>"
+        f"<li>{_esc(w['detail'])} <span class='muted'>({_esc(w['code'])}; fix: {_esc(fix_for(w['code']))})</span></li>"
         for w in normalized(obtained.get("warnings"))
     )
     baseline = (

@@ -51,20 +51,47 @@ def show_text(run: Run, summary: dict[str, Any]) -> str:
     lines.append(render(["latency", "value"], [list(pair) for pair in zip(headers, values, strict=True)]))
     floor = run.meta.get("floor") or {}
     clock = floor.get("clock_overhead_ns") or {}
-    c2c = floor.get("c2c_one_way_ns") or {}
     if clock:
-        c2c_text = (
-            f"core-to-core one-way p50 {format_ns(c2c.get('median'))} (CPUs {c2c.get('cpu_a')}↔{c2c.get('cpu_b')})"
-            if c2c.get("measured")
-            else f"core-to-core not measured ({c2c.get('skipped_reason')})"
-        )
-        lines.append(f"floor    clock read {format_ns(clock.get('median'))}; {c2c_text}")
+        lines.append(f"floor    clock read {format_ns(clock.get('median'))}; {c2c_text(floor)}")
     obtained = run.meta.get("obtained") or {}
     if obtained.get("policies"):
         lines.append(
             f"obtained policy {', '.join(obtained['policies'])}; spin mode {obtained.get('spin_mode')}"
         )
     return "\n".join(lines)
+
+
+def c2c_text(floor: dict[str, Any]) -> str:
+    """The core-to-core floor a run met: measured before the run and, by newer harnesses,
+    again after it (this VM's cross-core cost flips between regimes; both say which it met)."""
+    c2c = floor.get("c2c_one_way_ns") or {}
+    if not c2c.get("measured"):
+        return f"core-to-core not measured ({c2c.get('skipped_reason')})"
+    text = f"core-to-core one-way p50 {format_ns(c2c.get('median'))}"
+    end = floor.get("c2c_end_one_way_ns") or {}
+    if end.get("measured"):
+        text += f" before the run, {format_ns(end.get('median'))} after it"
+    return text + f" (CPUs {c2c.get('cpu_a')}↔{c2c.get('cpu_b')})"
+
+
+PURE_CHANNEL_FLAGS = "--block-ints 0 --pin spread"
+
+
+def floor_note(runs: list[Run]) -> str | None:
+    """For native thread runs that are not pure-channel: which flags give the figure to read
+    against the core-to-core floor (no shared-block access, sender and receiver on two CPUs)."""
+    native = [r for r in runs if r.config.get("runtime") == "native" and "block_ints" in r.config]
+    if not native:
+        return None
+    floors = [(r.meta.get("floor") or {}) for r in native]
+    measured = [f for f in floors if (f.get("c2c_one_way_ns") or {}).get("measured")]
+    met = f"the floor these runs met: {c2c_text(measured[-1])}. " if measured else ""
+    if all(r.config.get("block_ints") == 0 and r.config.get("pin") == "spread" for r in native):
+        return f"{met}These are pure-channel figures, comparable with it."
+    return (
+        f"{met}These latencies include the shared-block access of the protocol; "
+        f"for the pure-channel figure comparable with the floor, run with {PURE_CHANNEL_FLAGS}."
+    )
 
 
 def attribution_text(block: dict[str, Any] | None) -> tuple[str, str]:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jitterlab.core.errors import JitterlabError
+from jitterlab.core.warnings import CodedWarning
 from jitterlab.measure.jobs import NativeJob, native_point
 from jitterlab.measure.policy import is_realtime, policy_label, priority_for
 from jitterlab.measure.runner import Point
@@ -46,7 +47,7 @@ class BenchPlan:
         return out
 
 
-def resolve_techniques(requested: list[str]) -> tuple[list[str], list[str]]:
+def resolve_techniques(requested: list[str]) -> tuple[list[str], list[CodedWarning]]:
     """Expand ``all`` and check names against the harness. Returns (techniques, warnings).
 
     ``all`` means every available technique except the c2c floor (which every run
@@ -54,7 +55,7 @@ def resolve_techniques(requested: list[str]) -> tuple[list[str], list[str]]:
     """
     offered = {t.name: t for t in native_techniques()}
     names: list[str] = []
-    warnings: list[str] = []
+    warnings: list[CodedWarning] = []
     for item in requested:
         if item == "all":
             for t in offered.values():
@@ -63,7 +64,9 @@ def resolve_techniques(requested: list[str]) -> tuple[list[str], list[str]]:
                 if t.available:
                     names.append(t.name)
                 else:
-                    warnings.append(f"technique {t.name} skipped: {t.description}")
+                    warnings.append(
+                        CodedWarning("technique-skipped", f"technique {t.name} skipped: {t.description}")
+                    )
             continue
         if item not in offered:
             raise JitterlabError(f"unknown technique '{item}' (available: {', '.join(offered)})")

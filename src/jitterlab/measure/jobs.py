@@ -24,7 +24,7 @@ from jitterlab.core.errors import JitterlabError
 from jitterlab.core.programs import native_program
 from jitterlab.core.progress import ProgressBar
 from jitterlab.core.signals import last_signal
-from jitterlab.core.warnings import normalized
+from jitterlab.core.warnings import CodedWarning, Warn, from_stored, normalized
 from jitterlab.measure import environment
 from jitterlab.measure.doctor import doctor_facts
 from jitterlab.measure.policy import is_realtime
@@ -154,7 +154,7 @@ def _execute(
     raw = read_raw_samples(raw_path)
     harness, set_aside = read_harness_json(harness_json)
     for w in normalized(harness.get("warnings", [])):
-        warn(w["detail"])
+        warn(from_stored(w))
     reasons = [r for r in (harness.get("partial_reason"), raw.note, set_aside) if r]
     if interrupted and not reasons:
         reasons.append("interrupted")
@@ -222,7 +222,7 @@ def _store_series(
     return runs
 
 
-def recover(store: ResultsStore, warn: Callable[[str], None]) -> list[Run]:
+def recover(store: ResultsStore, warn: Warn) -> list[Run]:
     """Store what killed measurements left in ``.staging/`` as partial runs.
 
     A measuring process killed outright (SIGKILL, a crash, a power cut) leaves its staging
@@ -241,7 +241,7 @@ def recover(store: ResultsStore, warn: Callable[[str], None]) -> list[Run]:
         )
         lock = staging.parent / f"{staging.name}.lock"
         if raw_path is None:
-            warn(f"{staging.name}: nothing was recorded; removed")
+            warn(CodedWarning("nothing-recorded", f"{staging.name}: nothing was recorded; removed"))
             store.discard_staging(staging)
             lock.unlink(missing_ok=True)
             continue

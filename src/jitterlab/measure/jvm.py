@@ -25,6 +25,7 @@ import numpy as np
 
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.programs import PACKAGE_ROOT
+from jitterlab.core.warnings import CodedWarning
 from jitterlab.measure.jobs import NativeJob, native_point
 from jitterlab.measure.policy import is_realtime, priority_for
 from jitterlab.measure.runner import Point
@@ -254,7 +255,7 @@ class JvmPlan:
         return (None,)
 
 
-def jvm_points(plan: JvmPlan) -> tuple[list[Point], list[str]]:
+def jvm_points(plan: JvmPlan) -> tuple[list[Point], list[CodedWarning]]:
     """One JVM per technique × variant × collector × pairs × policy, and the warnings of
     planning them (a collector the JDK lacks is skipped). Checks the JDK and builds the
     harness jar now, before anything runs."""
@@ -267,11 +268,11 @@ def jvm_points(plan: JvmPlan) -> tuple[list[Point], list[str]]:
     if "java-vthread" in plan.techniques and jdk.feature < 21:
         raise JitterlabError(f"java-vthread needs JDK 21 or later; --jdk {jdk.home} is JDK {jdk.feature}")
     usable: list[tuple[str, list[str]]] = []
-    warnings: list[str] = []
+    warnings: list[CodedWarning] = []
     for gc in plan.collectors:
         flags, why = collector_flags(jdk, gc)
         if flags is None:
-            warnings.append(f"collector {gc} skipped: {why}")
+            warnings.append(CodedWarning("collector-skipped", f"collector {gc} skipped: {why}"))
         else:
             usable.append((gc, flags))
     jar = harness_jar()

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.units import format_count, parse_duration_ns
+from jitterlab.core.warnings import CodedWarning
 from jitterlab.measure import jvm
 from jitterlab.measure.bench import BenchPlan, bench_points, resolve_techniques
 from jitterlab.measure.environment import parse_cpu_list
@@ -168,7 +169,7 @@ def split_techniques(r: BenchRequest) -> tuple[list[str], list[str]]:
     return [t for t in requested if t not in jvm.TECHNIQUES], on_jvm
 
 
-def native_plan(r: BenchRequest, requested: list[str]) -> tuple[BenchPlan, list[str]]:
+def native_plan(r: BenchRequest, requested: list[str]) -> tuple[BenchPlan, list[CodedWarning]]:
     """The native harness's plan and the warnings of resolving its techniques."""
     techniques, warnings = resolve_techniques(requested)
     if not techniques:
@@ -205,7 +206,7 @@ def native_plan(r: BenchRequest, requested: list[str]) -> tuple[BenchPlan, list[
     return plan, warnings
 
 
-def jvm_plan(r: BenchRequest, techniques: list[str]) -> tuple[jvm.JvmPlan, list[str]]:
+def jvm_plan(r: BenchRequest, techniques: list[str]) -> tuple[jvm.JvmPlan, list[CodedWarning]]:
     """The JVM harness's plan and the warnings about flags it ignores."""
     if techniques == list(jvm.TECHNIQUES) and r.technique == "all" and jvm.choose_jdk(r.jdk).feature < 21:
         techniques = [t for t in techniques if t != "java-vthread"]
@@ -220,7 +221,9 @@ def jvm_plan(r: BenchRequest, techniques: list[str]) -> tuple[jvm.JvmPlan, list[
         )
         if not unset
     ]
-    warnings = [f"the JVM harness ignores {', '.join(ignored)}"] if ignored else []
+    warnings = (
+        [CodedWarning("options-ignored", f"the JVM harness ignores {', '.join(ignored)}")] if ignored else []
+    )
     policies = comma_choices(r.policy, THREAD_POLICIES, "--policy for JVM techniques")
     check_priority(r.priority)
     plan = jvm.JvmPlan(
@@ -284,7 +287,7 @@ def bench_plan(r: BenchRequest) -> Plan:
         return pipeline_plan(r)
     native_techniques, jvm_techniques = split_techniques(r)
     points: list[Point] = []
-    warnings: list[str] = []
+    warnings: list[CodedWarning] = []
     if native_techniques:
         plan, planned = native_plan(r, native_techniques)
         points += bench_points(plan)

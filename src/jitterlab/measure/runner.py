@@ -15,12 +15,12 @@ this loop nor the store nor the command line's control flow changes.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from jitterlab.core.warnings import CodedWarning, Warn, print_warning
 from jitterlab.measure.load import LoadSpec, running_load
 from jitterlab.measure.tracing import PerfTrace, tracing
 from jitterlab.store import ResultsStore, Run
@@ -35,7 +35,7 @@ class Context:
     """What the runner hands each point."""
 
     store: ResultsStore
-    warn: Callable[[str], None]
+    warn: Warn
     meta: dict[str, Any]  # blocks every run of the plan carries (the load)
     trace: PerfTrace | dict[str, Any] | None = None  # this point's perf trace (--trace)
     setup: Any = None  # what the plan's setup yielded (for example the net nodes)
@@ -65,7 +65,7 @@ class Plan:
 
     name: str
     points: Sequence[Point]
-    warnings: tuple[str, ...] = ()  # found while planning (a technique or collector skipped)
+    warnings: tuple[CodedWarning, ...] = ()  # found while planning (a technique or collector skipped)
     load: LoadSpec | None = None  # stress-ng beside every point
     trace: bool = False  # perf tracing around each point
     setup: Callable[[], AbstractContextManager[Any]] | None = None  # entered once around the points
@@ -96,7 +96,7 @@ T = TypeVar("T")
 def analysis_plan(
     name: str,
     label: str,
-    analyse: Callable[[Callable[[str], None]], T],
+    analyse: Callable[[Warn], T],
     store_run: Callable[[T, ResultsStore], Run],
 ) -> Plan:
     """A file read or analysed into a run, as a plan of one point (an import, a video, sensor logs): ``analyse(warn)`` computes the
@@ -110,25 +110,21 @@ def analysis_plan(
     return Plan(name, [Point(label, execute)])
 
 
-def _stderr_warning(message: str) -> None:
-    print(f"warning: {message}", file=sys.stderr)
+def once(warn: Warn) -> Warn:
+    """``warn`` that says each warning once (every point of a matrix meets the same facts)."""
+    seen: set[CodedWarning] = set()
 
-
-def once(warn: Callable[[str], None]) -> Callable[[str], None]:
-    """``warn`` that says each message once (every point of a matrix meets the same facts)."""
-    seen: set[str] = set()
-
-    def warn_once(message: str) -> None:
-        if message not in seen:
-            seen.add(message)
-            warn(message)
+    def warn_once(w: CodedWarning) -> None:
+        if w not in seen:
+            seen.add(w)
+            warn(w)
 
     return warn_once
 
 
 @contextmanager
 def _load_recorded(
-    store: ResultsStore, spec: LoadSpec | None, outcome: Outcome, warn: Callable[[str], None]
+    store: ResultsStore, spec: LoadSpec | None, outcome: Outcome, warn: Warn
 ) -> Iterator[dict[str, Any]]:
     """stress-ng around the plan; once it has stopped, whether it stopped cleanly is added to
     each run's ``load`` block (the runs were stored while it still ran)."""
@@ -141,13 +137,13 @@ def _load_recorded(
             for run in outcome.runs:
                 store.amend(run, {"load": load})
             if not load.get("stopped_cleanly", True):
-                warn("stress-ng had to be killed")
+                warn(CodedWarning("load-killed", "stress-ng had to be killed"))
 
 
 def run_plan(
     plan: Plan,
     store: ResultsStore,
-    warn: Callable[[str], None] = _stderr_warning,
+    warn: Warn = print_warning,
     on_stored: Callable[[Run], None] = lambda _run: None,
 ) -> Outcome:
     """Run every point of ``plan`` in order and return what was stored.
@@ -183,5 +179,5 @@ def run_plan(
     except KeyboardInterrupt:  # between points, or while a point started or stopped
         outcome.interrupted = True
     for failure in outcome.failures:
-        warn(failure)
+        warn(CodedWarning("tool-failed", failure))
     return outcome

@@ -26,6 +26,7 @@ import numpy as np
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.fileio import atomic_write_json
 from jitterlab.core.signals import last_signal
+from jitterlab.core.warnings import CodedWarning
 from jitterlab.measure.runner import Context, Done, Plan, Point
 from jitterlab.monitor.recorder import SAMPLE, TRIAL_BEGIN, TRIAL_END, Reader, check_channel
 from jitterlab.stats import stacked_z_test
@@ -377,12 +378,18 @@ def serve_plan(
                 thresholds, reference = load_baseline(run.latency_ns, run.id), run.id
             else:
                 ctx.warn(
-                    "no --baseline: samples are stored and counted but not classified, trials not screened"
+                    CodedWarning(
+                        "no-baseline",
+                        "no --baseline: samples are stored and counted but not classified, trials not screened",
+                    )
                 )
             server = Server(channel, ctx.store, thresholds, reference, alpha)
             if server.backlog_skipped:
                 ctx.warn(
-                    f"left out {server.backlog_skipped} entries recorded while no server ran (an earlier session)"
+                    CodedWarning(
+                        "backlog-skipped",
+                        f"left out {server.backlog_skipped} entries recorded while no server ran (an earlier session)",
+                    )
                 )
             endpoint = start_endpoint(server.state, listen)
             on_started(server)

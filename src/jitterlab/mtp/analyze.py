@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ import numpy as np
 
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.progress import ProgressBar
+from jitterlab.core.warnings import CodedWarning, Warn
 from jitterlab.measure.runner import Plan, analysis_plan, run_plan
 from jitterlab.mtp import estimate as est
 from jitterlab.mtp import tracking, video
@@ -215,7 +216,7 @@ def _track_all(
         bar.close()
 
 
-def analyze(path: Path, options: AnalyzeOptions, warn: Callable[[str], None] = lambda _: None) -> Analysis:
+def analyze(path: Path, options: AnalyzeOptions, warn: Warn = lambda _: None) -> Analysis:
     """Analyse ``path``; :class:`JitterlabError` with one line for every unusable input."""
     if options.tracker not in ("centroid", "kcf"):
         raise JitterlabError(f"--tracker is centroid or kcf, not '{options.tracker}'")
@@ -267,8 +268,9 @@ def analyze(path: Path, options: AnalyzeOptions, warn: Callable[[str], None] = l
     warnings: list[dict[str, str]] = []
 
     def warning(code: str, detail: str) -> None:
-        warnings.append({"code": code, "detail": detail})
-        warn(detail)
+        w = CodedWarning(code, detail)
+        warnings.append(w.as_dict())
+        warn(w)
 
     truncated = video.truncation(info, source.decoded)
     if truncated:
@@ -589,7 +591,7 @@ def plan(path: Path, options: AnalyzeOptions) -> Plan:
 
 
 def analyze_and_store(
-    path: Path, options: AnalyzeOptions, store: ResultsStore | None, warn: Callable[[str], None]
+    path: Path, options: AnalyzeOptions, store: ResultsStore | None, warn: Warn
 ) -> tuple[Analysis, Run | None] | int:
     """The analysis and its stored run (through the runner; none when ``store`` is None),
     or the runner's exit code when a stop signal ended it before anything was stored."""

@@ -27,6 +27,7 @@ import pandas as pd
 from jitterlab.core.csvtext import read_csv_text
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.fileio import atomic_write_bytes, atomic_write_json, make_dir
+from jitterlab.core.warnings import Warn, from_stored
 from jitterlab.measure.runner import Plan, analysis_plan
 from jitterlab.mtp import quaternion as quat
 from jitterlab.mtp.storing import store_latencies
@@ -229,10 +230,10 @@ def plan(
     else:
         raise JitterlabError("give frames.csv, or the raw logs --motor and --photo")
 
-    def ingest(warn: Callable[[str], None]) -> FrameLatencies:
+    def ingest(warn: Warn) -> FrameLatencies:
         result = read()
         for w in result.warnings:
-            warn(w["detail"])
+            warn(from_stored(w))
         return result
 
     label = str(frames or motor)

@@ -22,6 +22,7 @@ import numpy as np
 
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.progress import ProgressBar
+from jitterlab.core.warnings import CodedWarning, Warn
 from jitterlab.measure.jobs import common_meta
 from jitterlab.measure.jvm import choose_jdk, harness_jar, jvm_sources
 from jitterlab.measure.runner import Context, Done, Plan, Point, run_plan
@@ -194,9 +195,7 @@ def _agents(nodes: Nodes, count: int, program: tuple[str, ...]) -> Iterator[list
         yield agents
 
 
-def _run_one(
-    store: ResultsStore, o: NetOptions, nodes: Nodes, case: Case, warn: Callable[[str], None]
-) -> Done:
+def _run_one(store: ResultsStore, o: NetOptions, nodes: Nodes, case: Case, warn: Warn) -> Done:
     scenario, transport, sync, count, impairment = (
         case.scenario,
         case.transport,
@@ -320,14 +319,19 @@ def _run_one(
     problems = _problems(net_block, interrupted)
     if problems:
         meta["status"], meta["partial_reason"] = "partial", "; ".join(problems)
-        warn(f"{label}: {meta['partial_reason']}")
+        warn(
+            CodedWarning(
+                "messages-lost" if net_block["lost"] else "unclassified", f"{label}: {meta['partial_reason']}"
+            )
+        )
     if net_block["generator_limited"]:
         detail = (
             f"{net_block['late_share']:.1%} of sends left more than 1 ms after their schedule "
             f"(max lag {net_block['max_lag_ns'] / 1e6:.2f} ms): the sender, not the link, was measured"
         )
-        meta["obtained"]["warnings"].append({"code": "generator-limited", "detail": detail})
-        warn(f"{label}: {detail}")
+        w = CodedWarning("generator-limited", f"{label}: {detail}")
+        meta["obtained"]["warnings"].append(w.as_dict())
+        warn(w)
     return Done([_commit(store, staging, meta, samples, src, dst)], interrupted)
 
 
@@ -451,7 +455,7 @@ ROUND_TRIP_TOLERANCE_NS = 500_000  # the issue's ±0.5 ms on the added round tri
 
 
 def check_impairment(
-    store: ResultsStore, o: NetOptions, nodes: Nodes, impairment: Impairment, warn: Callable[[str], None]
+    store: ResultsStore, o: NetOptions, nodes: Nodes, impairment: Impairment, warn: Warn
 ) -> tuple[list[Run], dict[str, Any]]:
     """Ping across the router without and with the impairment: the engine's realised delay per
     packet against the model, and the round trip it adds against twice the model's median

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import resource
 import socket
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from jitterlab.core.errors import JitterlabError
+from jitterlab.core.warnings import CodedWarning, Warn
 from jitterlab.measure.jobs import NativeJob, policy_args, run_native_job
 from jitterlab.measure.runner import Context, Done, Plan, Point
 from jitterlab.repl.snmp import delta, udp_counters
@@ -193,9 +193,7 @@ def _point(o: ReplOptions, clients: int, pin_server: int, pin_clients: int) -> P
     return Point(f"repl N={clients}", execute)
 
 
-def _job(
-    o: ReplOptions, clients: int, pin_server: int, pin_clients: int, warn: Callable[[str], None]
-) -> NativeJob:
+def _job(o: ReplOptions, clients: int, pin_server: int, pin_clients: int, warn: Warn) -> NativeJob:
     """The native tool's run at N = ``clients`` (built when it starts: the kernel's UDP
     counters are read now, to subtract at the end)."""
     args = [
@@ -249,12 +247,10 @@ def _job(
                 f"the load generator fell behind: p99 lag {repl['generator_lag']['p99_ns'] / 1e6:.2f} ms "
                 f"(limit 1 ms) at N={clients}; this run measures the generator as much as the server"
             )
-            warn(detail)
+            w = CodedWarning("generator-limited", detail)
+            warn(w)
             obtained = dict(meta.get("obtained", {}))
-            obtained["warnings"] = [
-                *obtained.get("warnings", []),
-                {"code": "generator-limited", "detail": detail},
-            ]
+            obtained["warnings"] = [*obtained.get("warnings", []), w.as_dict()]
             blocks["obtained"] = obtained
         return blocks
 

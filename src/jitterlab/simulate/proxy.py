@@ -17,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +27,7 @@ import numpy as np
 
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.programs import native_program
+from jitterlab.core.warnings import Warn
 from jitterlab.measure.jobs import NativeJob, common_meta, run_native_job
 from jitterlab.measure.runner import Context, Done, Outcome, Plan, Point, run_plan
 from jitterlab.simulate.model import load_model
@@ -222,7 +223,7 @@ def validation_plan(o: ValidateOptions) -> Plan:
 
 
 def validate(
-    store: ResultsStore, o: ValidateOptions, warn: Callable[[str], None]
+    store: ResultsStore, o: ValidateOptions, warn: Warn
 ) -> tuple[Outcome, dict[str, SettingResult], Validation | None]:
     """The three settings measured, and the model's proxy compared with the model (None
     when a setting is missing: interrupted, or its probe stored nothing)."""

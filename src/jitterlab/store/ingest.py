@@ -12,7 +12,6 @@ import datetime as dt
 import decimal
 import os
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ import pyarrow.csv as pacsv
 
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.units import format_ns
+from jitterlab.core.warnings import CodedWarning, Warn
 from jitterlab.store.hdr.log import YEAR_S, unit_named_in
 from jitterlab.store.hdr.streams import UNITS_NS, corrected_figures, figures, in_unit, read_figures
 from jitterlab.store.rawfile import RECORD_DTYPE, RawSamples
@@ -100,7 +100,7 @@ def import_hlog(
     path: Path,
     store: ResultsStore,
     options: ImportOptions = ImportOptions(),
-    warn: Callable[[str], None] = lambda _: None,
+    warn: Warn = lambda _: None,
 ) -> Run:
     """Store an HdrHistogram log as a histogram-only run (no raw samples).
 
@@ -127,7 +127,7 @@ def import_hlog(
                 to_s=options.to_s,
                 expected_interval=expected,
                 skip_invalid=options.skip_invalid,
-                warn=warn,
+                warn=lambda text: warn(CodedWarning("log-irregular", text)),
                 copy_to=copy,
             )
             copy.flush()
@@ -198,13 +198,13 @@ def import_hlog(
     meta["config"]["samples_per_pair"] = meta["summary"]["latency_ns"]["count"]
     reasons = []
     if result.truncated:
-        warn(f"{path}: {result.truncated}")
+        warn(CodedWarning("import-truncated", f"{path}: {result.truncated}"))
         reasons.append(result.truncated)
     if result.skipped:
         reasons.append(f"{len(result.skipped)} damaged line(s) left out (first: {result.skipped[0]})")
     if result.time_problems:
         more = f" (and {len(result.time_problems) - 1} more)" if len(result.time_problems) > 1 else ""
-        warn(f"{path}: {result.time_problems[0]}{more}")
+        warn(CodedWarning("time-irregular", f"{path}: {result.time_problems[0]}{more}"))
         meta["histogram"]["time_problems"] = result.time_problems[:20]
     if reasons:
         meta["status"], meta["partial_reason"] = "partial", "; ".join(reasons)
@@ -333,7 +333,7 @@ def _exact_ns(table: pa.Table, name: str, unit: str) -> tuple[np.ndarray, np.nda
 
 
 def _validate_rows(
-    path: Path, table: pa.Table, layout: dict[str, _Column], skip_invalid: bool, warn: Callable[[str], None]
+    path: Path, table: pa.Table, layout: dict[str, _Column], skip_invalid: bool, warn: Warn
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(keep mask, t_send, t_recv) in ns of the CSV's rows; an invalid row is refused with
     its line number, or dropped and counted when ``skip_invalid``."""
@@ -376,13 +376,16 @@ def _validate_rows(
             raise JitterlabError(
                 f"{path}: line {line}: {first[1]} ({int(bad.sum()):,} invalid rows; --skip-invalid drops and counts them)"
             )
-        warn(f"{path}: skipped {int(bad.sum()):,} invalid rows (first: line {line}, {first[1]})")
+        warn(
+            CodedWarning(
+                "rows-skipped",
+                f"{path}: skipped {int(bad.sum()):,} invalid rows (first: line {line}, {first[1]})",
+            )
+        )
     return ~bad, values["t_send"], values["t_recv"]
 
 
-def _time_warnings(
-    path: Path, name: str, t_send: np.ndarray, pair: np.ndarray, warn: Callable[[str], None]
-) -> list[str]:
+def _time_warnings(path: Path, name: str, t_send: np.ndarray, pair: np.ndarray, warn: Warn) -> list[str]:
     """Send times that go backwards, and gaps longer than ten times the usual spacing."""
     notes: list[str] = []
     for p in np.unique(pair):
@@ -406,7 +409,7 @@ def _time_warnings(
                     f"the widest, {format_ns(float(step[widest]))}, before row {int(rows[widest + 1]) + 1}"
                 )
     for note in notes:
-        warn(f"{path}: {note}")
+        warn(CodedWarning("time-irregular", f"{path}: {note}"))
     return notes
 
 
@@ -426,7 +429,7 @@ def import_csv(
     path: Path,
     store: ResultsStore,
     options: ImportOptions = ImportOptions(),
-    warn: Callable[[str], None] = lambda _: None,
+    warn: Warn = lambda _: None,
 ) -> Run:
     """Store a CSV of samples: columns t_send and t_recv (optionally pair, seq), or latency
     alone (then send times are the row number, unless --time-column names them). Column
@@ -445,7 +448,11 @@ def import_csv(
     except (OSError, StopIteration, pa.ArrowInvalid, UnicodeDecodeError) as e:
         raise JitterlabError(f"{path}: cannot read CSV ({e})") from e
     if junk:
-        warn(f"{path}: {junk} bytes before the header ({kind}); read from the header on")
+        warn(
+            CodedWarning(
+                "leading-junk", f"{path}: {junk} bytes before the header ({kind}); read from the header on"
+            )
+        )
     layout = _csv_layout(path, header, options)
     keep, t_send, t_recv = _validate_rows(path, table, layout, options.skip_invalid, warn)
     n = int(keep.sum())
@@ -503,7 +510,7 @@ def import_file(
     path: Path,
     store: ResultsStore,
     options: ImportOptions = ImportOptions(),
-    warn: Callable[[str], None] = lambda _: None,
+    warn: Warn = lambda _: None,
 ) -> Run:
     """Store ``path`` as a run, by its suffix (.hlog or .csv)."""
     if not path.is_file():
