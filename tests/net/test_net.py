@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
@@ -20,20 +21,30 @@ import pytest
 
 from conftest import assert_one_line_error, run_cli
 from jitterlab.core.errors import JitterlabError
+from jitterlab.core.warnings import CodedWarning, Warn
 from jitterlab.describe.network import network_text
+from jitterlab.measure.runner import run_plan
 from jitterlab.net import topo
 from jitterlab.net.agents import Agent, Launcher
-from jitterlab.net.bench import Case, NetOptions, run_bench
+from jitterlab.net.bench import Case, NetOptions, bench_plan
 from jitterlab.net.impair import parse as parse_impairment
-from jitterlab.net.nodes import from_topology
-from jitterlab.store import ResultsStore
+from jitterlab.net.nodes import Nodes, from_topology
+from jitterlab.store import ResultsStore, Run
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("ip") is None, reason="network namespaces need root and iproute2"
 )
 
 
-def _quiet(_message: str) -> None:
+def run_bench(
+    store: ResultsStore, o: NetOptions, nodes: Nodes, cases: list[Case], warn: Warn
+) -> tuple[list[Run], bool]:
+    """The cases as one plan on ``nodes`` (set up by the test)."""
+    outcome = run_plan(bench_plan(o, cases, lambda: nullcontext(nodes)), store, warn)
+    return outcome.runs, outcome.interrupted
+
+
+def _quiet(_w: CodedWarning) -> None:
     pass
 
 
