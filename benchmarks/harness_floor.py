@@ -95,7 +95,11 @@ def main() -> None:
     clock = spsc_meta["floor"]["clock_overhead_ns"]
 
     print(f"harness floor on this machine ({args.samples} samples, {args.repeats} repeats)")
-    print("  spsc in pure-channel mode (" + " ".join(PURE_CHANNEL[2:]) + "); c2c measured before and after each run")
+    print(
+        "  spsc in pure-channel mode ("
+        + " ".join(PURE_CHANNEL[2:])
+        + "); c2c measured before and after each run"
+    )
     for regime in ("fast", "slow", "changed"):
         rows = by_regime[regime]
         if not rows:
@@ -106,7 +110,9 @@ def main() -> None:
             f"spsc p50 {statistics.median(spsc_p50):6.0f} ns, "
             f"spsc/c2c per repeat {', '.join(f'{r:.2f}' for r in ratios)}"
         )
-    print(f"  clock read (back-to-back) median          {clock['median']:8.0f} ns   min {clock['min']:.0f} ns")
+    print(
+        f"  clock read (back-to-back) median          {clock['median']:8.0f} ns   min {clock['min']:.0f} ns"
+    )
     print(f"  cost per sample, recording on             {on:8.1f} ns")
     print(f"  cost per sample, recording off            {off:8.1f} ns   (difference {on - off:+.1f} ns)")
     for regime in ("fast", "slow"):

@@ -18,10 +18,10 @@ ALLOWED: dict[str, set[str]] = {
     "describe": {"core", "stats", "store"},
     # inject validate measures the proxy with the measure room's job runner
     "simulate": {"core", "stats", "store", "measure"},
-    # motion-to-photon: analyses videos and sensor logs, writes runs
-    "mtp": {"core", "stats", "store"},
-    # live monitoring of experiments: the recorder, serve, trial screening, SSQ
-    "monitor": {"core", "stats", "store"},
+    # motion-to-photon: analyses videos and sensor logs, writes runs through measure's runner
+    "mtp": {"core", "stats", "store", "measure"},
+    # live monitoring of experiments: the recorder, serve, trial screening, SSQ; runs through measure's runner
+    "monitor": {"core", "stats", "store", "measure"},
     # replication scaling: runs the native tool with the measure room's job runner
     "repl": {"core", "stats", "store", "measure"},
     # across nodes: agents, namespaces, and the injection engine's models on the link

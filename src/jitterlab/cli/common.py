@@ -163,14 +163,3 @@ def writable_store(args: argparse.Namespace) -> ResultsStore:
     store = ResultsStore(args.store)
     store.ensure_writable()
     return store
-
-
-def record_load_end(store: ResultsStore, runs: list[Run], load: dict[str, Any] | None) -> None:
-    """Once stress-ng has stopped: store whether it stopped cleanly in each run's load block
-    (the runs were stored while it still ran) and warn when it had to be killed."""
-    if not load:
-        return
-    for run in runs:
-        store.amend(run, {"load": load})
-    if not load.get("stopped_cleanly", True):
-        warn(CodedWarning("load-killed", "stress-ng had to be killed"))

@@ -22,8 +22,10 @@ from jitterlab.core.errors import JitterlabError
 from jitterlab.core.percentiles import parse_percentiles
 from jitterlab.core.units import parse_duration_ns
 from jitterlab.describe.export import FORMATS, ExportOptions, export_run
+from jitterlab.measure.imports import import_plan
+from jitterlab.measure.runner import run_plan
 from jitterlab.store.hdr.streams import UNITS_NS
-from jitterlab.store.ingest import ImportOptions, import_file
+from jitterlab.store.ingest import ImportOptions
 
 
 def add_parsers(sub: Any) -> None:
@@ -112,11 +114,12 @@ def cmd_import(args: argparse.Namespace) -> int:
         expected_interval_ns=expected_interval_ns(args),
         time_column=args.time_column,
     )
-    run = import_file(Path(args.file), writable_store(args), options, warn)
-    kind = "histogram-only run" if run.histogram_only else "run"
-    note(f"stored {run.id} ({kind}, {run.meta['summary']['latency_ns']['count']:,} values)")
-    print(run.id)
-    return 0
+    outcome = run_plan(import_plan(Path(args.file), options), writable_store(args), warn)
+    for run in outcome.runs:
+        kind = "histogram-only run" if run.histogram_only else "run"
+        note(f"stored {run.id} ({kind}, {run.meta['summary']['latency_ns']['count']:,} values)")
+        print(run.id)
+    return outcome.exit_code
 
 
 COMMANDS = {"export": cmd_export, "import": cmd_import}

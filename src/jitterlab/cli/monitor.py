@@ -22,9 +22,8 @@ from jitterlab.cli.common import (
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.programs import PACKAGE_ROOT
 from jitterlab.core.render import render
-from jitterlab.core.warnings import CodedWarning
+from jitterlab.measure.runner import run_plan
 from jitterlab.monitor import recorder, server, ssq, trials
-from jitterlab.monitor.metrics import parse_listen, start_endpoint
 from jitterlab.stats import summarize
 
 
@@ -86,55 +85,26 @@ def cmd_monitor(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    recorder.check_channel(args.channel)
-    parse_listen(args.listen)
-    store = writable_store(args)
-    held = server.ChannelLock(args.channel)
-    try:
-        reference = args.baseline
-        if not reference:  # a baseline the application left in the channel (Monitor(baseline=...))
-            reader = recorder.Reader(args.channel)
-            reference = reader.hint() or None
-            reader.close()
-        baseline = None
-        if reference:
-            run = load(reference, args)
-            baseline = server.load_baseline(run.latency_ns, run.id)
-            reference = run.id
-        else:
-            warn(
-                CodedWarning(
-                    "no-baseline",
-                    "no --baseline: samples are stored and counted but not classified, trials not screened",
-                )
-            )
-        srv = server.Server(args.channel, store, baseline, reference, args.alpha)
-        if srv.backlog_skipped:
-            warn(
-                CodedWarning(
-                    "backlog-skipped",
-                    f"left out {srv.backlog_skipped} entries recorded while no server ran (an earlier session)",
-                )
-            )
-        endpoint = start_endpoint(srv.state, args.listen)
+    until = "until --duration" if args.duration else "Ctrl-C or SIGTERM stops and stores it"
+
+    def started(srv: server.Server) -> None:
         note(
-            f"serving channel {args.channel}: metrics on http://{args.listen}/metrics, run {srv.run_id} "
-            f"({'until --duration' if args.duration else 'Ctrl-C or SIGTERM stops and stores it'})"
+            f"serving channel {args.channel}: metrics on http://{args.listen}/metrics, run {srv.run_id} ({until})"
         )
-        try:
-            run = server.serve_loop(srv, args.duration, on_tick=_progress)
-        finally:
-            endpoint.shutdown()
-    finally:
-        held.release()
+
+    plan = server.serve_plan(
+        args.channel, args.baseline, args.listen, args.alpha, args.duration, started, _progress
+    )
+    outcome = run_plan(plan, writable_store(args), warn)
     if sys.stderr.isatty():
         sys.stderr.write("\r\033[K")
-    monitor = run.meta["monitor"]
-    note(
-        f"stored {run.id}: {run.meta['samples']['rows']} samples, {len(monitor['trials'])} trials, "
-        f"{monitor['ring_dropped']} dropped"
-    )
-    return 0
+    for run in outcome.runs:
+        monitor = run.meta["monitor"]
+        note(
+            f"stored {run.id}: {run.meta['samples']['rows']} samples, {len(monitor['trials'])} trials, "
+            f"{monitor['ring_dropped']} dropped"
+        )
+    return outcome.exit_code
 
 
 def _progress(srv: server.Server) -> None:

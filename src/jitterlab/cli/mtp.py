@@ -167,8 +167,9 @@ def _analyze(args: argparse.Namespace) -> int:
         step_s=args.step,
         max_latency_s=args.max_latency,
     )
-    result = analyze.analyze(args.video, options, warn=warn)
-    run = analyze.store_run(result, store) if store else None
+    if isinstance(analysed := analyze.analyze_and_store(args.video, options, store, warn), int):
+        return analysed  # interrupted before anything was stored
+    result, run = analysed
     if args.report:
         from jitterlab.mtp import report  # matplotlib only when a page is asked for
 

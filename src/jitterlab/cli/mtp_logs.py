@@ -19,8 +19,7 @@ from jitterlab.cli.common import (
     warn,
     writable_store,
 )
-from jitterlab.core.errors import JitterlabError
-from jitterlab.core.warnings import from_stored
+from jitterlab.measure.runner import run_plan
 from jitterlab.mtp import framelog
 
 
@@ -106,18 +105,11 @@ def run(args: argparse.Namespace) -> int:
         )
         return 0
     store = writable_store(args)
-    rig = _rig(args)
-    if args.frames and (args.motor or args.photo):
-        raise JitterlabError("give frames.csv, or --motor and --photo, not both")
-    if args.frames:
-        result = framelog.from_frames_csv(args.frames, rig)
-    elif args.motor and args.photo:
-        result = framelog.from_raw_logs(args.motor, args.photo, args.tracker, rig)
-    else:
-        raise JitterlabError("give frames.csv, or the raw logs --motor and --photo")
-    for w in result.warnings:
-        warn(from_stored(w))
-    run_ = framelog.store_run(result, store, args.condition)
+    plan = framelog.plan(args.frames, args.motor, args.photo, args.tracker, _rig(args), args.condition)
+    outcome = run_plan(plan, store, warn)
+    if not outcome.runs:
+        return outcome.exit_code
+    result, run_ = outcome.results[0], outcome.runs[0]
     summary = framelog.describe_result(result)
     if args.json:
         print_json(summary | {"run": run_.id})
@@ -138,4 +130,4 @@ def run(args: argparse.Namespace) -> int:
             f"{t['thesis_half_angle_max_error_deg']:.3g}°, undoubled by {t['thesis_uncorrected_max_error_deg']:.3g}°"
         )
     note(f"stored {run_.id}")
-    return 0
+    return outcome.exit_code

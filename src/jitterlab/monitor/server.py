@@ -26,7 +26,9 @@ import numpy as np
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.fileio import atomic_write_json
 from jitterlab.core.signals import last_signal
-from jitterlab.monitor.recorder import SAMPLE, TRIAL_BEGIN, TRIAL_END, Reader
+from jitterlab.core.warnings import CodedWarning
+from jitterlab.measure.runner import Context, Done, Plan, Point
+from jitterlab.monitor.recorder import SAMPLE, TRIAL_BEGIN, TRIAL_END, Reader, check_channel
 from jitterlab.stats import stacked_z_test
 from jitterlab.stats.categories import categorize
 from jitterlab.stats.screening import (
@@ -37,7 +39,7 @@ from jitterlab.stats.screening import (
     baseline_of,
     screen_counts,
 )
-from jitterlab.store.runs import DRAFT_JSON, ResultsStore, Run
+from jitterlab.store.runs import DRAFT_JSON, ResultsStore, Run, load_run
 from jitterlab.store.schema import run_meta, safe_id_part
 
 # Histogram buckets of the metrics endpoint (seconds): 1-2-5 steps from 1 µs to 10 s
@@ -341,3 +343,62 @@ def serve_loop(
             return server.finish("--duration", partial=False)
     except OSError as e:
         raise JitterlabError(f"cannot write to results store {server.store.root}: {e.strerror or e}") from e
+
+
+def serve_plan(
+    channel: str,
+    baseline: str | None,
+    listen: str,
+    alpha: float,
+    duration_s: float | None,
+    on_started: Callable[[Server], None] = lambda _: None,
+    on_tick: Callable[[Server], None] = lambda _: None,
+) -> Plan:
+    """``monitor serve`` as a plan of one point: hold the channel, classify against the
+    baseline (``--baseline``, or the one the application left in the channel), serve the
+    metrics endpoint, drain until ``duration_s`` or a stop signal, store the run. Stopped
+    by a signal before ``duration_s`` the run is partial; with no duration a signal is the
+    ordinary end."""
+    from jitterlab.monitor.metrics import parse_listen, start_endpoint  # it reads this module's state
+
+    check_channel(channel)
+    parse_listen(listen)
+
+    def execute(ctx: Context) -> Done:
+        held = ChannelLock(channel)
+        try:
+            reference = baseline
+            if not reference:  # a baseline the application left in the channel (Monitor(baseline=...))
+                reader = Reader(channel)
+                reference = reader.hint() or None
+                reader.close()
+            thresholds = None
+            if reference:
+                run = load_run(reference, ctx.store)
+                thresholds, reference = load_baseline(run.latency_ns, run.id), run.id
+            else:
+                ctx.warn(
+                    CodedWarning(
+                        "no-baseline",
+                        "no --baseline: samples are stored and counted but not classified, trials not screened",
+                    )
+                )
+            server = Server(channel, ctx.store, thresholds, reference, alpha)
+            if server.backlog_skipped:
+                ctx.warn(
+                    CodedWarning(
+                        "backlog-skipped",
+                        f"left out {server.backlog_skipped} entries recorded while no server ran (an earlier session)",
+                    )
+                )
+            endpoint = start_endpoint(server.state, listen)
+            on_started(server)
+            try:
+                stored = serve_loop(server, duration_s, on_tick)
+            finally:
+                endpoint.shutdown()
+        finally:
+            held.release()
+        return Done([stored], interrupted=stored.partial)
+
+    return Plan("monitor serve", [Point(f"monitor {channel}", execute)])

@@ -24,6 +24,7 @@ import numpy as np
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.progress import ProgressBar
 from jitterlab.core.warnings import CodedWarning, Warn
+from jitterlab.measure.runner import Plan, analysis_plan, run_plan
 from jitterlab.mtp import estimate as est
 from jitterlab.mtp import tracking, video
 from jitterlab.mtp.storing import store_latencies
@@ -582,3 +583,19 @@ def store_run(analysis: Analysis, store: ResultsStore) -> Run:
         mtp=summary(analysis),
         partial_reason=analysis.truncated,
     )
+
+
+def plan(path: Path, options: AnalyzeOptions) -> Plan:
+    """``mtp analyze``: the video analysed and stored as a run."""
+    return analysis_plan("mtp analyze", path.name, lambda warn: analyze(path, options, warn), store_run)
+
+
+def analyze_and_store(
+    path: Path, options: AnalyzeOptions, store: ResultsStore | None, warn: Warn
+) -> tuple[Analysis, Run | None] | int:
+    """The analysis and its stored run (through the runner; none when ``store`` is None),
+    or the runner's exit code when a stop signal ended it before anything was stored."""
+    if store is None:
+        return analyze(path, options, warn), None
+    outcome = run_plan(plan(path, options), store, warn)
+    return (outcome.results[0], outcome.runs[0]) if outcome.runs else outcome.exit_code

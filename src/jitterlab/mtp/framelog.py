@@ -16,6 +16,7 @@ Inputs: ``frames.csv`` (``t_us,motor_step,code[,valid]``), or the raw logs on on
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,8 @@ import pandas as pd
 from jitterlab.core.csvtext import read_csv_text
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.fileio import atomic_write_bytes, atomic_write_json, make_dir
+from jitterlab.core.warnings import Warn, from_stored
+from jitterlab.measure.runner import Plan, analysis_plan
 from jitterlab.mtp import quaternion as quat
 from jitterlab.mtp.storing import store_latencies
 from jitterlab.store.runs import ResultsStore, Run
@@ -205,6 +208,38 @@ def tracker_check(path: Path, rig: Rig) -> dict[str, Any]:
         "thesis_half_angle_max_error_deg": float(np.degrees(np.max(np.abs(2 * half - folded)))),
         "thesis_uncorrected_max_error_deg": float(np.degrees(np.max(np.abs(half - folded)))),
     }
+
+
+def plan(
+    frames: Path | None,
+    motor: Path | None,
+    photo: Path | None,
+    tracker: Path | None,
+    rig: Rig,
+    condition: str | None,
+) -> Plan:
+    """``mtp ingest``: per-frame latencies from frames.csv, or from the raw motor and
+    photodiode logs, stored as a run."""
+    if frames and (motor or photo):
+        raise JitterlabError("give frames.csv, or --motor and --photo, not both")
+    read: Callable[[], FrameLatencies]
+    if frames:
+        read = lambda: from_frames_csv(frames, rig)  # noqa: E731
+    elif motor and photo:
+        read = lambda: from_raw_logs(motor, photo, tracker, rig)  # noqa: E731
+    else:
+        raise JitterlabError("give frames.csv, or the raw logs --motor and --photo")
+
+    def ingest(warn: Warn) -> FrameLatencies:
+        result = read()
+        for w in result.warnings:
+            warn(from_stored(w))
+        return result
+
+    label = str(frames or motor)
+    return analysis_plan(
+        "mtp ingest", label, ingest, lambda result, store: store_run(result, store, condition)
+    )
 
 
 def store_run(result: FrameLatencies, store: ResultsStore, condition: str | None) -> Run:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import resource
 import socket
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -21,9 +20,9 @@ import numpy as np
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.warnings import CodedWarning, Warn
 from jitterlab.measure.jobs import NativeJob, policy_args, run_native_job
+from jitterlab.measure.runner import Context, Done, Plan, Point
 from jitterlab.repl.snmp import delta, udp_counters
 from jitterlab.stats import percentiles
-from jitterlab.store import ResultsStore, Run
 
 POSE_HEADER_BYTES = 24  # native/repl/protocol.hpp
 MAX_POSE_BYTES = 1172  # a 1200-byte datagram less the server's 28-byte header
@@ -173,36 +172,30 @@ def predicted_rates(payload: int, rate_hz: float, clients: int) -> dict[str, flo
     }
 
 
-def run_scaling(
-    store: ResultsStore,
-    o: ReplOptions,
-    warn: Warn,
-    on_stored: Callable[[Run], None] = lambda _run: None,
-) -> tuple[list[Run], bool]:
-    """One run per N in ``o.clients``; returns (runs, interrupted)."""
+def scaling_plan(o: ReplOptions) -> Plan:
+    """One run per N in ``o.clients``, checked before anything starts."""
     check_options(o)
     auto_server, auto_clients = default_pins()
     pin_server = auto_server if o.pin_server is None else o.pin_server
     pin_clients = auto_clients if o.pin_clients is None else o.pin_clients
-    runs: list[Run] = []
-    for clients in o.clients:
-        run, interrupted = _run_one(store, o, clients, pin_server, pin_clients, warn)
-        if run is not None:
-            runs.append(run)
-            on_stored(run)
-        if interrupted:
-            return runs, True
-    return runs, False
+    total = len(o.clients) * (o.duration_s + o.warmup_s)
+    return Plan(
+        "repl",
+        [_point(o, clients, pin_server, pin_clients) for clients in o.clients],
+        about=f"N = {', '.join(map(str, o.clients))} at {o.rate_hz:g} Hz, about {total:.0f} s in all",
+    )
 
 
-def _run_one(
-    store: ResultsStore,
-    o: ReplOptions,
-    clients: int,
-    pin_server: int,
-    pin_clients: int,
-    warn: Warn,
-) -> tuple[Run | None, bool]:
+def _point(o: ReplOptions, clients: int, pin_server: int, pin_clients: int) -> Point:
+    def execute(ctx: Context) -> Done:
+        return run_native_job(ctx, _job(o, clients, pin_server, pin_clients, ctx.warn))
+
+    return Point(f"repl N={clients}", execute)
+
+
+def _job(o: ReplOptions, clients: int, pin_server: int, pin_clients: int, warn: Warn) -> NativeJob:
+    """The native tool's run at N = ``clients`` (built when it starts: the kernel's UDP
+    counters are read now, to subtract at the end)."""
     args = [
         *("--clients", str(clients), "--observers", str(o.observers)),
         *("--rate", f"{o.rate_hz:g}", "--server-tick", f"{o.server_tick_hz:g}", "--payload", str(o.payload)),
@@ -261,7 +254,7 @@ def _run_one(
             blocks["obtained"] = obtained
         return blocks
 
-    job = NativeJob(
+    return NativeJob(
         program="jitterlab-repl",
         args=args,
         config=config,
@@ -272,4 +265,3 @@ def _run_one(
         extra_meta=extra,
         finish_meta=finish,
     )
-    return run_native_job(store, job, warn)
