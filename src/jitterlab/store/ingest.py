@@ -225,7 +225,7 @@ def _selection_text(options: ImportOptions) -> str:
     return f" {' and '.join(parts)}" if parts else ""
 
 
-READ_BLOCK_BYTES = 1 << 22  # the CSV reader's block: about 170 k rows of two columns (memory per block in flight)
+READ_BLOCK_BYTES = 1 << 22  # the CSV reader's block (about 170 k rows): memory per block in flight
 MAX_LATENCY_NS = 86_400 * 1_000_000_000  # a day: anything longer is not a latency
 _UNIT_SUFFIX = re.compile(r"^(?P<base>.*?)(?:_|\s*[(\[])(?P<unit>ns|us|µs|ms|s)[)\]]?$")
 _DECIMAL = re.compile(r"\s*([+-]?)(\d*)(?:\.(\d*))?\s*")
