@@ -104,3 +104,24 @@ def test_a_run_id_that_is_a_path_is_never_stored(tmp_path: Path) -> None:
     with pytest.raises(JitterlabError, match="invalid run id"):
         s._publish(staging, dict(run.meta, id="../escaped"))
     assert not (store.parent / "escaped").exists()
+
+
+def test_an_empty_run_never_blocks_the_stores_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 24 item 9: a monitor stopped before any sample stored a 0-sample run, and from
+    then on `report` over the store exited 2 "has no samples"."""
+    import numpy as np
+
+    store = tmp_path / "store"
+    full = make_run(store, latency_clusters(3, 2_000))
+    empty = make_run(store, np.zeros(0, dtype=np.int64))
+    assert empty.meta["samples"]["rows"] == 0
+    page = tmp_path / "r.html"
+    code, _, err = run_main(["report", "--store", str(store), "-o", str(page)], capsys)
+    assert code == 0, err
+    assert f"run {empty.id} holds no samples" in err and page.stat().st_size > 0
+    assert full.id in page.read_text() and empty.id not in page.read_text()
+    # named on its own, it is one line and exit 2
+    code, _, err = run_main(["describe", empty.id, "--store", str(store)], capsys)
+    assert code == 2 and "no samples" in err and len(err.strip().splitlines()) == 1

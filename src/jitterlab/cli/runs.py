@@ -140,6 +140,11 @@ def cmd_report(args: argparse.Namespace) -> int:
         runs = [load_run(ref, store) for ref in args.runs]
     else:
         runs, damaged = store.scan()
+        # an empty run (a monitor stopped before any sample) never blocks the store's report
+        empty = [r for r in runs if (r.meta.get("samples") or {}).get("rows", 1) == 0]
+        for run in empty:
+            warn(CodedWarning("nothing-recorded", f"run {run.id} holds no samples: left out of the report"))
+        runs = [r for r in runs if r not in empty]
     report_damage(damaged)
     if not runs:
         raise JitterlabError(f"no runs to report (none given and none readable in {store.root})")
