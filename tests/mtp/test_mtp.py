@@ -458,6 +458,16 @@ def test_a_latency_above_half_a_period_is_found_from_the_motion_start(tmp_path: 
     assert analyze.summary(result)["ambiguity"]["decided_by"] == "waveform"
 
 
+def test_a_pendulum_held_long_before_its_release_is_measured_not_refused(tmp_path: Path) -> None:
+    # held still for 2.5 s of 6 s: the still part dominated the spectrum (0.15 Hz for a 1 Hz
+    # motion) and the video was refused as "--window 2.5s is shorter than one period"
+    path, truth = _video(tmp_path, release_s=2.5, duration_s=6.0)
+    result = analyze.analyze(path, analyze.AnalyzeOptions())
+    assert result.estimates.freq_hz == pytest.approx(1.0, rel=0.02)
+    assert abs(result.estimates.headline_s * 1e3 - truth["expected_ms"]) < 0.5
+    assert analyze.summary(result)["ambiguity"]["decided_by"] == "waveform"
+
+
 def test_a_latency_above_half_a_period_of_a_periodic_motion_says_so(
     tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

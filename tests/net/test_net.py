@@ -493,3 +493,64 @@ def test_kill_9_of_the_coordinator_leaves_nothing_after_topo_down(tmp_path: Path
     down = run_cli("net", "topo", "down", "--all")
     assert down.returncode == 0
     assert topo.namespaces() == []
+
+
+def test_topology_names_are_never_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 24 item 5: `net topo down ../../../tmp/victim` deleted /tmp/victim.json and
+    `--topo ../../x` loaded any JSON (an internal error)."""
+    victim = tmp_path / "victim.json"
+    victim.write_text("{}")
+    state = tmp_path / "state"
+    state.mkdir()
+    monkeypatch.setenv("JITTERLAB_NET_STATE", str(state))
+    relative = os.path.relpath(tmp_path / "victim", state)
+    for args in (["net", "topo", "down", relative], ["net", "bench", "--topo", relative, "--duration", "1s"]):
+        result = run_cli(*args)
+        assert result.returncode == 2, result.stderr
+        assert "names are 'jl-'" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert victim.read_text() == "{}"
+    # a state file with the right name but not what `up` wrote: one line, not an internal error
+    (state / "jl-abc123.json").write_text(
+        '{"name": "jl-abc123", "nodes": ["/etc"], "router": null, "subnet": "x"}'
+    )
+    (state / "jl-def456.json").write_text("[1, 2]")
+    for name in ("jl-abc123", "jl-def456"):
+        result = run_cli("net", "bench", "--topo", name, "--duration", "1s")
+        assert result.returncode == 2 and "not a state file" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "says"),
+    [
+        ("ssh", "-oProxyCommand=touch {pwned}", "is not an ssh target"),
+        ("ssh", "root@h -oProxyCommand=x", "is not an ssh target"),
+        ("address", "10.0.0.1 go", "neither an IP address nor a host name"),
+        ("address", "10.0.0.1\\nsamples 5", "neither an IP address nor a host name"),
+        ("name", "../h", "must be letters, digits"),
+        ("agent", "relative/agent", "absolute path"),
+    ],
+)
+def test_hosts_toml_values_never_become_options_or_protocol_words(
+    tmp_path: Path, store: Path, field: str, value: str, says: str
+) -> None:
+    """Issue 24 item 6: `ssh = "-oProxyCommand=touch /tmp/pwned"` ran the command locally."""
+    pwned = tmp_path / "pwned"
+    hosts = {"name": "h0", "address": "127.0.0.1", "ssh": "root@127.0.0.1", "agent": "/usr/bin/jitterlab-net"}
+    bad = dict(hosts, **{field: value.format(pwned=pwned)})
+    text = "".join(
+        "[[host]]\n" + "".join(f'{k} = "{v}"\n' for k, v in h.items()) for h in (bad, dict(hosts, name="h1"))
+    )
+    (tmp_path / "hosts.toml").write_text(text)
+    result = run_cli(
+        "net", "bench", "--hosts", str(tmp_path / "hosts.toml"), "--duration", "1s", "--store", str(store)
+    )
+    assert result.returncode == 2, result.stderr
+    assert says in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert not pwned.exists()
+
+
+def test_the_ssh_target_follows_a_double_dash() -> None:
+    from jitterlab.net.agents import Launcher
+
+    argv = Launcher(node="h0", ssh="root@host", ssh_options=("-p", "2222")).argv()
+    assert argv[argv.index("--") + 1] == "root@host" and argv.index("-p") < argv.index("--")

@@ -7,12 +7,14 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.units import parse_duration_ns
 from jitterlab.core.warnings import CodedWarning, print_warning
-from jitterlab.store import ResultsStore, Run, load_run
+
+if TYPE_CHECKING:  # the store brings numpy and pyarrow: imported when a command needs it
+    from jitterlab.store import ResultsStore, Run
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130  # like a shell after SIGINT
@@ -155,11 +157,15 @@ def print_json(document: Any) -> None:
 
 
 def load(ref: str, args: argparse.Namespace) -> Run:
+    from jitterlab.store import ResultsStore, load_run
+
     return load_run(ref, ResultsStore(args.store))
 
 
 def writable_store(args: argparse.Namespace) -> ResultsStore:
     """The store of ``--store``, checked writable before any work."""
+    from jitterlab.store import ResultsStore
+
     store = ResultsStore(args.store)
     store.ensure_writable()
     return store

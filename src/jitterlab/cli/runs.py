@@ -20,14 +20,6 @@ from jitterlab.core.errors import JitterlabError
 from jitterlab.core.fileio import check_writable_file
 from jitterlab.core.render import render
 from jitterlab.core.warnings import CodedWarning, from_stored, normalized
-from jitterlab.describe.analysis import run_summary
-from jitterlab.describe.compare import HEADERS, compare_runs, comparison_json, comparison_rows, tests_line
-from jitterlab.describe.context import context_block, context_header
-from jitterlab.describe.report import write_report
-from jitterlab.describe.tables import runs_table, summary_row
-from jitterlab.describe.text import show_text
-from jitterlab.measure.jobs import recover
-from jitterlab.store import ResultsStore, load_run
 
 
 def add_parsers(sub: Any) -> None:
@@ -72,6 +64,9 @@ def report_damage(damaged: list[tuple[Path, str]]) -> None:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
+    from jitterlab.describe.tables import runs_table, summary_row
+    from jitterlab.store import ResultsStore
+
     store = ResultsStore(args.store)
     runs, damaged = store.scan()
     if args.json:
@@ -95,6 +90,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def cmd_recover(args: argparse.Namespace) -> int:
+    from jitterlab.measure.jobs import recover
+
     store = writable_store(args)
     runs = recover(store, warn)
     for run in runs:
@@ -105,6 +102,10 @@ def cmd_recover(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from jitterlab.describe.analysis import run_summary
+    from jitterlab.describe.context import context_block
+    from jitterlab.describe.text import show_text
+
     run = load(args.run, args)
     if run.histogram_only:
         note("note: histogram-only run (imported); percentiles use HdrHistogram's definition")
@@ -129,6 +130,9 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from jitterlab.describe.report import write_report
+    from jitterlab.store import ResultsStore, load_run
+
     check_writable_file(Path(args.output), "-o")
     store = ResultsStore(args.store)
     damaged: list[tuple[Path, str]] = []
@@ -136,6 +140,11 @@ def cmd_report(args: argparse.Namespace) -> int:
         runs = [load_run(ref, store) for ref in args.runs]
     else:
         runs, damaged = store.scan()
+        # an empty run (a monitor stopped before any sample) never blocks the store's report
+        empty = [r for r in runs if (r.meta.get("samples") or {}).get("rows", 1) == 0]
+        for run in empty:
+            warn(CodedWarning("nothing-recorded", f"run {run.id} holds no samples: left out of the report"))
+        runs = [r for r in runs if r not in empty]
     report_damage(damaged)
     if not runs:
         raise JitterlabError(f"no runs to report (none given and none readable in {store.root})")
@@ -156,6 +165,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    from jitterlab.describe.compare import HEADERS, compare_runs, comparison_json, comparison_rows, tests_line
+    from jitterlab.describe.context import context_header
+
     rc = compare_runs(load(args.a, args), load(args.b, args), args.noise)
     for w in rc.warnings:
         warn(w)

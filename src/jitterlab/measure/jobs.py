@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jitterlab.core.errors import JitterlabError
+from jitterlab.core.errors import CorruptRunError, JitterlabError
 from jitterlab.core.programs import native_program
 from jitterlab.core.progress import ProgressBar
 from jitterlab.core.signals import last_signal
@@ -240,45 +240,56 @@ def recover(store: ResultsStore, warn: Warn) -> list[Run]:
     """
     runs = []
     for staging in store.leftovers():
-        recovered = store.recover_parts(staging)  # a killed monitor: its rolling parts
+        try:
+            recovered = _recover_one(store, staging, warn)
+        except (JitterlabError, CorruptRunError) as e:  # one line for this leftover; the rest go on
+            warn(CodedWarning("run-damaged", f"not recovered: {e}"))
+            continue
         if recovered is not None:
-            (staging.parent / f"{staging.name}.lock").unlink(missing_ok=True)
             runs.append(recovered)
-            continue
-        raw_path = next(
-            (p for p in (staging / "samples.jlraw", staging / "samples.jlraw.tmp") if p.exists()), None
-        )
-        lock = staging.parent / f"{staging.name}.lock"
-        if raw_path is None:
-            warn(CodedWarning("nothing-recorded", f"{staging.name}: nothing was recorded; removed"))
-            store.discard_staging(staging)
-            lock.unlink(missing_ok=True)
-            continue
-        raw = read_raw_samples(raw_path)
-        harness_path = staging / "harness.json"
-        harness, _ = read_harness_json(harness_path)
-        started = dt.datetime.fromtimestamp(staging.stat().st_mtime, dt.timezone.utc)
-        meta = common_meta(staging.name, started) | {
-            "status": "partial",
-            "partial_reason": "; ".join(
-                r for r in ("recovered from .staging: the measuring process did not finish", raw.note) if r
-            ),
-            "config": {
-                "runtime": harness.get("harness", "unknown"),
-                "technique": harness.get("technique") or harness.get("tool") or "unknown",
-                "pairs": int(
-                    harness.get("pairs") or 1 + max((int(c["pair"].max()) for c in raw.chunks()), default=0)
-                ),
-                "samples": harness.get("samples", harness.get("samples_requested")),
-                "policy": (harness.get("policy_requested") or {}).get("policy", "unknown"),
-                "recovered": True,
-            },
-            "obtained": obtained(harness),
-            "floor": harness.get("floor", {}),
-            "timing": {k: harness.get(k) for k in ("started_realtime_ns", "t_start_ns", "t_end_ns")},
-        }
-        for leftover in (harness_path, staging / "journal.bin"):
-            leftover.unlink(missing_ok=True)
-        runs.append(store.commit(staging, raw, meta))
-        lock.unlink(missing_ok=True)
     return runs
+
+
+def _recover_one(store: ResultsStore, staging: Path, warn: Warn) -> Run | None:
+    """One leftover staging folder stored as a partial run (None when nothing was in it)."""
+    lock = staging.parent / f"{staging.name}.lock"
+    recovered = store.recover_parts(staging)  # a killed monitor: its rolling parts
+    if recovered is not None:
+        lock.unlink(missing_ok=True)
+        return recovered
+    raw_path = next(
+        (p for p in (staging / "samples.jlraw", staging / "samples.jlraw.tmp") if p.exists()), None
+    )
+    if raw_path is None:
+        warn(CodedWarning("nothing-recorded", f"{staging.name}: nothing was recorded; removed"))
+        store.discard_staging(staging)
+        lock.unlink(missing_ok=True)
+        return None
+    raw = read_raw_samples(raw_path)
+    harness_path = staging / "harness.json"
+    harness, _ = read_harness_json(harness_path)
+    started = dt.datetime.fromtimestamp(staging.stat().st_mtime, dt.timezone.utc)
+    meta = common_meta(staging.name, started) | {
+        "status": "partial",
+        "partial_reason": "; ".join(
+            r for r in ("recovered from .staging: the measuring process did not finish", raw.note) if r
+        ),
+        "config": {
+            "runtime": harness.get("harness", "unknown"),
+            "technique": harness.get("technique") or harness.get("tool") or "unknown",
+            "pairs": int(
+                harness.get("pairs") or 1 + max((int(c["pair"].max()) for c in raw.chunks()), default=0)
+            ),
+            "samples": harness.get("samples", harness.get("samples_requested")),
+            "policy": (harness.get("policy_requested") or {}).get("policy", "unknown"),
+            "recovered": True,
+        },
+        "obtained": obtained(harness),
+        "floor": harness.get("floor", {}),
+        "timing": {k: harness.get(k) for k in ("started_realtime_ns", "t_start_ns", "t_end_ns")},
+    }
+    for leftover in (harness_path, staging / "journal.bin"):  # the raw file goes once stored
+        leftover.unlink(missing_ok=True)
+    run = store.commit(staging, raw, meta)
+    lock.unlink(missing_ok=True)
+    return run

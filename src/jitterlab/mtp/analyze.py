@@ -203,6 +203,37 @@ def _signal(
     return t[order], x[order]
 
 
+ONSET_SHARE = 0.05  # an object has started to move once it is this share of its range away
+ONSET_MARGIN_S = 0.25  # the still part kept before the first onset (the onset stays whole)
+STILL_LEAD_S = 1.0  # a still lead-in shorter than this is left in
+
+
+def _from_motion_start(
+    signals: dict[str, tuple[np.ndarray, np.ndarray]],
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Both signals from just before the first of the two objects starts to move.
+
+    A pendulum held before its release is a long still part: its step dominates the
+    spectrum and the sine fits (a 1 Hz motion held for 2.5 s of 6 s came out at 0.15 Hz and
+    was refused as "--window shorter than one period"). The onset itself stays in: it is
+    what tells the period branches apart."""
+    onsets = []
+    for t, x in signals.values():
+        ok = np.isfinite(x)
+        tv, xv = t[ok], x[ok]
+        if len(xv) < 16:
+            return signals
+        lo, hi = np.percentile(xv, [1, 99])
+        moved = np.flatnonzero(np.abs(xv - np.median(xv[:5])) > ONSET_SHARE * (hi - lo))
+        if len(moved) == 0:
+            return signals
+        onsets.append(float(tv[moved[0]]))
+    start = min(onsets) - ONSET_MARGIN_S
+    if start - min(float(t[0]) for t, _ in signals.values()) < STILL_LEAD_S:
+        return signals
+    return {name: (t[t >= start], x[t >= start]) for name, (t, x) in signals.items()}
+
+
 def _track_all(
     frames: Iterable[tuple[float, np.ndarray]],
     trackers: dict[str, Any],
@@ -292,7 +323,7 @@ def analyze(path: Path, options: AnalyzeOptions, warn: Warn = lambda _: None) ->
     signals = {
         name: _signal(times, track, options.rolling_shutter_s, info.height) for name, track in tracks.items()
     }
-    result = _estimate(signals, options, auto=given is None)
+    result = _estimate(_from_motion_start(signals), options, auto=given is None)
     if result.swapped:
         regions = {"physical": regions["rendered"], "rendered": regions["physical"]}
         tracks = {"physical": tracks["rendered"], "rendered": tracks["physical"]}

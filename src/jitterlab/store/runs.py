@@ -23,12 +23,14 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+if TYPE_CHECKING:  # pandas is imported by dataframe() only
+    import pandas as pd
 
 from jitterlab.core.errors import CorruptRunError, JitterlabError
 from jitterlab.core.fileio import (
@@ -51,6 +53,7 @@ from jitterlab.store.schema import (
     SCHEMA_VERSION,
     safe_id_part,
     samples_per_pair,
+    valid_run_id,
     validate_run_json,
 )
 from jitterlab.store.writer import SampleWriter, summarize_file, summary_block
@@ -415,8 +418,17 @@ class ResultsStore:
             return None
         try:
             meta = json.loads(draft.read_text())
-        except (OSError, ValueError):
-            return None
+        except (OSError, ValueError) as e:
+            raise JitterlabError(
+                f"{staging.name}: its {DRAFT_JSON} is not readable JSON ({e}); left in place"
+            ) from None
+        if not isinstance(meta, dict):
+            raise JitterlabError(f"{staging.name}: its {DRAFT_JSON} is not a JSON object; left in place")
+        if meta.get("id") != staging.name:
+            # the draft names the folder it lives in: anything else would move a run elsewhere
+            raise JitterlabError(
+                f"{staging.name}: its {DRAFT_JSON} names another run id ({str(meta.get('id'))[:80]!r}); left in place"
+            )
         meta["status"] = "partial"
         meta["partial_reason"] = "recovered from .staging: the recording process did not finish"
         return self.commit_parts(staging, meta)
@@ -440,6 +452,8 @@ class ResultsStore:
     def _publish(self, staging: Path, meta: dict[str, Any]) -> Run:
         """run.json written last, then the folder (0700 while staged) opened to readers as
         the umask allows, never world-writable, and renamed into place: the one way in."""
+        if not valid_run_id(meta.get("id")):
+            raise JitterlabError(f"invalid run id {str(meta.get('id'))[:80]!r}: not stored")
         write_json(staging / RUN_JSON, meta)
         os.chmod(staging, 0o755 & ~current_umask() & NOT_WORLD_WRITABLE)
         final = self.root / meta["id"]

@@ -32,6 +32,15 @@ SUMMARY_KEYS = ("count", "min", "max", "mean", "std", "p50", "p90", "p99", "p99_
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
+_RUN_ID = re.compile(r"[0-9]{8}-[0-9]{6}-[A-Za-z0-9._-]{1,200}")
+
+
+def valid_run_id(run_id: object) -> bool:
+    """Whether ``run_id`` is one the store makes (``new_run_id``): a time stamp, then letters,
+    digits, '.', '_' and '-' only, so it is one file name in the store and never a path."""
+    return isinstance(run_id, str) and _RUN_ID.fullmatch(run_id) is not None and ".." not in run_id
+
+
 def safe_id_part(text: str) -> str:
     """``text`` reduced to letters, digits, '.', '_' and '-' (at most 48 characters)."""
     return _ID_UNSAFE.sub("_", text).strip("._-")[:48] or "x"
