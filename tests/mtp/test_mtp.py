@@ -416,10 +416,13 @@ def test_a_region_that_takes_in_the_other_path_is_untrusted_and_exits_3(
     # checks say so instead of reporting it
     path, truth = _video(tmp_path, layout="same-row", harmonic=0.15, duration_s=5.0)
     monkeypatch.setattr(tracking, "exclude_path", lambda region, own, other: region)
-    code, out, err = run_main(["mtp", "analyze", str(path), "--json", "--store", str(store)], capsys)
+    page = tmp_path / "check.html"
+    args = ["mtp", "analyze", str(path), "--json", "--store", str(store), "--report", str(page)]
+    code, out, err = run_main(args, capsys)
     assert code == 3, err
     result = json.loads(out)
     assert abs(result["latency_ms"] - truth["expected_ms"]) > 1  # wrong, and marked so
+    assert "UNTRUSTED (estimators-disagree, windows-disagree" in page.read_text()
     assert result["trust"] == "untrusted"
     codes = {c["code"] for c in result["untrusted"]}
     assert {"estimators-disagree", "windows-disagree"} <= codes

@@ -95,7 +95,7 @@ def cmd_recover(args: argparse.Namespace) -> int:
     store = writable_store(args)
     runs = recover(store, warn)
     for run in runs:
-        note(f"recovered {run.id}: {run.latency_ns.size:,} samples ({run.meta['partial_reason']})")
+        note(f"recovered {run.id}: {run.meta['samples']['rows']:,} samples ({run.meta['partial_reason']})")
     if not runs:
         note(f"nothing to recover in {store.root}")
     return 0

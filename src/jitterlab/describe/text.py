@@ -24,6 +24,7 @@ from jitterlab.describe.tables import (
     summary_cells,
 )
 from jitterlab.store import Run
+from jitterlab.store.schema import samples_per_pair
 
 
 def stored_line(run: Run) -> str:
@@ -45,7 +46,7 @@ def show_text(run: Run, summary: dict[str, Any]) -> str:
     lines = [
         context_header([run]),
         f"run      {run.id}",
-        f"what     {run.label}, {format_count(int(c.get('samples_per_pair') or 0))} samples per pair{partial}",
+        f"what     {run.label}, {format_count(samples_per_pair(c) or 0)} samples per pair{partial}",
     ]
     headers, values = summary_cells(summary)
     lines.append(render(["latency", "value"], [list(pair) for pair in zip(headers, values, strict=True)]))

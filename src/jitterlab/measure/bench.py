@@ -121,7 +121,7 @@ def bench_job(plan: BenchPlan, technique: str, pairs: int, policy: str) -> Nativ
         "runtime": "native",
         "technique": technique,
         "pairs": pairs,
-        "samples_per_pair": plan.samples,
+        "samples": plan.samples,
         "warmup": plan.warmup,
         "block_ints": plan.block_ints,
         "policy": policy,

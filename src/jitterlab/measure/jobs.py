@@ -18,8 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from jitterlab.core.errors import CorruptRunError, JitterlabError
 from jitterlab.core.programs import native_program
 from jitterlab.core.progress import ProgressBar
@@ -32,7 +30,8 @@ from jitterlab.measure.runner import Context, Done, Point
 from jitterlab.measure.tracing import trace_block
 from jitterlab.store import ResultsStore, Run
 from jitterlab.store.rawfile import RawSamples, read_raw_samples
-from jitterlab.store.schema import read_harness_json, run_meta
+from jitterlab.store.schema import SAMPLES_FILE, read_harness_json, run_meta
+from jitterlab.store.writer import SampleWriter
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
@@ -52,8 +51,8 @@ class NativeJob:
         None  # harness.json -> extra run.json blocks
     )
     meta: dict[str, Any] = field(default_factory=dict)  # further blocks of this job
-    finish_meta: Callable[[np.ndarray, dict[str, Any], Path], dict[str, Any]] | None = (
-        None  # (records, meta, staging folder) -> blocks; files it leaves in staging join the run
+    finish_meta: Callable[[RawSamples, dict[str, Any], Path], dict[str, Any]] | None = (
+        None  # (samples, meta, staging folder) -> blocks; files it leaves in staging join the run
     )
     command: Callable[[Path], list[str]] | None = (
         None  # staging folder -> argv prefix, for programs that are not native (the JVM harness)
@@ -181,10 +180,10 @@ def _execute(
         meta |= job.extra_meta(harness)
     meta |= ctx.meta | job.meta
     if job.finish_meta is not None:  # after the tool ended: for example stop the proxy, read its files
-        meta |= job.finish_meta(raw.records, meta, staging)
+        meta |= job.finish_meta(raw, meta, staging)
     if job.spike_cpus is not None:  # --trace: stop perf, keep its events with the run
         meta |= trace_block(ctx.trace, staging, job.spike_cpus(meta))
-    for leftover in (raw_path, harness_json, staging / "journal.bin"):
+    for leftover in (harness_json, staging / "journal.bin"):  # the raw file goes once stored
         leftover.unlink(missing_ok=True)
     return (staging, raw, meta), interrupted, ""
 
@@ -206,20 +205,30 @@ def run_native_job(ctx: Context, job: NativeJob) -> Done:
 def _store_series(
     store: ResultsStore, job: NativeJob, result: tuple[Path, RawSamples, dict[str, Any]]
 ) -> list[Run]:
-    """One run per series (``config.series`` names it, ``config.scenario_run`` links them)."""
+    """One run per series (``config.series`` names it, ``config.scenario_run`` links them),
+    streamed: each chunk of the raw file is split among the series' samples files."""
     staging, raw, meta = result
-    runs = []
-    for index, name in enumerate(job.series):
-        records = raw.records[raw.records["pair"] == index].copy()
-        records["pair"] = 0
-        run_id = store.new_run_id(*job.id_parts, name)
-        part = copy.deepcopy(meta)
-        part["id"] = run_id
-        part["config"] = part["config"] | {"series": name, "pairs": 1, "scenario_run": meta["id"]}
-        part_raw = RawSamples(records, raw.partial, raw.truncated, raw.note)
-        runs.append(store.commit(store.staging_dir(run_id), part_raw, part))
+    metas, writers = [], []
+    try:
+        for name in job.series:
+            part = copy.deepcopy(meta)
+            part["id"] = store.new_run_id(*job.id_parts, name)
+            part["config"] = part["config"] | {"series": name, "pairs": 1, "scenario_run": meta["id"]}
+            metas.append(part)
+            writers.append(SampleWriter(store.staging_dir(part["id"]) / SAMPLES_FILE, part["id"]))
+        for chunk in raw.chunks():
+            for index, writer in enumerate(writers):
+                mine = chunk[chunk["pair"] == index]
+                writer.write(0, mine["seq"], mine["t_send_ns"], mine["t_recv_ns"])
+        for writer in writers:
+            writer.close()
+    except BaseException:
+        for writer in writers:
+            writer.abort()
+            store.discard_staging(writer.path.parent)
+        raise
     store.discard_staging(staging)
-    return runs
+    return [store.publish_samples(w.path.parent, m, w) for w, m in zip(writers, metas, strict=True)]
 
 
 def recover(store: ResultsStore, warn: Warn) -> list[Run]:
@@ -268,8 +277,10 @@ def _recover_one(store: ResultsStore, staging: Path, warn: Warn) -> Run | None:
         "config": {
             "runtime": harness.get("harness", "unknown"),
             "technique": harness.get("technique") or harness.get("tool") or "unknown",
-            "pairs": int(harness.get("pairs") or max(int(raw.records["pair"].max(initial=0)) + 1, 1)),
-            "samples_per_pair": harness.get("samples_requested"),
+            "pairs": int(
+                harness.get("pairs") or 1 + max((int(c["pair"].max()) for c in raw.chunks()), default=0)
+            ),
+            "samples": harness.get("samples", harness.get("samples_requested")),
             "policy": (harness.get("policy_requested") or {}).get("policy", "unknown"),
             "recovered": True,
         },
@@ -277,7 +288,7 @@ def _recover_one(store: ResultsStore, staging: Path, warn: Warn) -> Run | None:
         "floor": harness.get("floor", {}),
         "timing": {k: harness.get(k) for k in ("started_realtime_ns", "t_start_ns", "t_end_ns")},
     }
-    for leftover in (raw_path, harness_path, staging / "journal.bin"):
+    for leftover in (harness_path, staging / "journal.bin"):  # the raw file goes once stored
         leftover.unlink(missing_ok=True)
     run = store.commit(staging, raw, meta)
     lock.unlink(missing_ok=True)

@@ -29,6 +29,7 @@ from jitterlab.core.warnings import CodedWarning
 from jitterlab.measure.jobs import NativeJob, native_point
 from jitterlab.measure.policy import is_realtime, priority_for
 from jitterlab.measure.runner import Point
+from jitterlab.store.rawfile import RawSamples
 
 TECHNIQUES = ("java-monitor", "java-lock", "disruptor", "java-vthread", "pekko")
 WAIT_STRATEGIES = ("blocking", "yielding", "busy-spin")
@@ -304,7 +305,7 @@ def _job(
         "gc": gc,
         "jdk_feature": jdk.feature,
         "pairs": pairs,
-        "samples_per_pair": plan.samples,
+        "samples": plan.samples,
         "warmup": plan.warmup,
         "block_ints": plan.block_ints,
         "policy": policy,
@@ -351,10 +352,10 @@ def jvm_command(
 
 def jvm_block(
     jdk: Jdk, gc: str, flags: list[str]
-) -> Callable[[np.ndarray, dict[str, Any], Path], dict[str, Any]]:
+) -> Callable[[RawSamples, dict[str, Any], Path], dict[str, Any]]:
     """A finish hook: the run's ``jvm`` block (JDK, collector, the pauses of its log)."""
 
-    def finish(_records: np.ndarray, _meta: dict[str, Any], staging: Path) -> dict[str, Any]:
+    def finish(_raw: RawSamples, _meta: dict[str, Any], staging: Path) -> dict[str, Any]:
         log = staging / GC_LOG
         events = parse_gc_log(log.read_text(errors="replace")) if log.exists() else []
         return {

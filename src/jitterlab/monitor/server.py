@@ -291,7 +291,7 @@ class Server:
         monitor["ring_dropped"] = self.state.ring_dropped
         monitor["backlog_skipped"] = self.backlog_skipped
         meta["monitor"] = monitor
-        meta["config"] = dict(meta["config"]) | {"samples_per_pair": self.seq}
+        meta["config"] = dict(meta["config"]) | {"samples": self.seq}
         if self.t_start_ns is not None:
             meta["timing"] = {"t_start_ns": self.t_start_ns}
         if self.state.ring_dropped:

@@ -42,7 +42,7 @@ def store_latencies(
             "policy": "n/a",
             "source": str(source.resolve()),
             "source_format": source_format,
-            "samples_per_pair": len(t_recv_ns),
+            "samples": len(t_recv_ns),
         },
         obtained={"warnings": warnings},
         floor={},

@@ -23,6 +23,7 @@ from jitterlab.measure.jobs import NativeJob, policy_args, run_native_job
 from jitterlab.measure.runner import Context, Done, Plan, Point
 from jitterlab.repl.snmp import delta, udp_counters
 from jitterlab.stats import percentiles
+from jitterlab.store.rawfile import RawSamples
 
 POSE_HEADER_BYTES = 24  # native/repl/protocol.hpp
 MAX_POSE_BYTES = 1172  # a 1200-byte datagram less the server's 28-byte header
@@ -228,7 +229,7 @@ def _job(o: ReplOptions, clients: int, pin_server: int, pin_clients: int, warn: 
     def extra(harness: dict[str, Any]) -> dict[str, Any]:
         return {"repl": harness.get("repl", {}), "pm_qos": harness.get("pm_qos", {})}
 
-    def finish(records: np.ndarray, meta: dict[str, Any], staging: Path) -> dict[str, Any]:
+    def finish(raw: RawSamples, meta: dict[str, Any], staging: Path) -> dict[str, Any]:
         lag = _read_i64(staging / "generator_lag.i64")
         ticks = _read_i64(staging / "server_ticks.i64")
         repl = dict(meta.get("repl") or {})
@@ -240,7 +241,7 @@ def _job(o: ReplOptions, clients: int, pin_server: int, pin_clients: int, warn: 
         repl["udp_counters"] = delta(before, udp_counters())
         repl["rates_bytes_per_s"] = rates(repl, clients)
         repl["predicted_bytes_per_s"] = predicted_rates(o.payload, o.rate_hz, clients)
-        repl["updates_missing"] = _missing_updates(records)
+        repl["updates_missing"] = _missing_updates(raw.records)
         blocks: dict[str, Any] = {"repl": repl}
         if repl["generator_lag"].get("limited"):
             detail = (

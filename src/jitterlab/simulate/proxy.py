@@ -23,8 +23,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.programs import native_program
 from jitterlab.core.warnings import Warn
@@ -33,7 +31,7 @@ from jitterlab.measure.runner import Context, Done, Outcome, Plan, Point, run_pl
 from jitterlab.simulate.model import load_model
 from jitterlab.simulate.validation import Validation, compare_to_model
 from jitterlab.store import ResultsStore, Run
-from jitterlab.store.rawfile import read_raw_samples
+from jitterlab.store.rawfile import RawSamples, read_raw_samples
 
 SETTINGS = ("direct", "pass-through", "model")
 
@@ -131,7 +129,7 @@ def probe_job(o: ValidateOptions, setting: str, target: str, receive: str, meta:
         "technique": f"inject-{setting}",
         "pairs": 1,
         "policy": "other",
-        "samples_per_pair": o.count,
+        "samples": o.count,
         "rate_hz": o.rate_hz,
         "datagram_bytes": o.size,
         "setting": setting,
@@ -175,7 +173,7 @@ def _setting_point(o: ValidateOptions, setting: str) -> Point:
             argv = proxy_argv(model, listen, receive, seed=o.seed, reorder=o.reorder, extra=extra)
             with running_proxy(argv) as proxy:
 
-                def stop_proxy(_records: np.ndarray, _meta: dict[str, Any], _staging: Path) -> dict[str, Any]:
+                def stop_proxy(_raw: RawSamples, _meta: dict[str, Any], _staging: Path) -> dict[str, Any]:
                     # The proxy's statistics exist once it stops: stop it before the run is stored.
                     return {"proxy": proxy.stop()}
 

@@ -12,6 +12,7 @@ import datetime as dt
 import decimal
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,15 +21,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute
 import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
 
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.units import format_ns
 from jitterlab.core.warnings import CodedWarning, Warn
+from jitterlab.stats.summary import median_of
 from jitterlab.store.hdr.log import YEAR_S, unit_named_in
 from jitterlab.store.hdr.streams import UNITS_NS, corrected_figures, figures, in_unit, read_figures
-from jitterlab.store.rawfile import RECORD_DTYPE, RawSamples
 from jitterlab.store.runs import ResultsStore, Run
-from jitterlab.store.schema import HISTOGRAM_FILE, run_meta
+from jitterlab.store.schema import HISTOGRAM_FILE, SAMPLES_FILE, run_meta
+from jitterlab.store.writer import SampleWriter, latency_chunks
 
 
 @dataclass(frozen=True)
@@ -195,7 +198,7 @@ def import_hlog(
     meta["summary"] = {"latency_ns": figures(main.whole, scale)}
     if main.corrected is not None:
         meta["summary"]["latency_corrected_ns"] = figures(main.corrected, scale)
-    meta["config"]["samples_per_pair"] = meta["summary"]["latency_ns"]["count"]
+    meta["config"]["samples"] = meta["summary"]["latency_ns"]["count"]
     reasons = []
     if result.truncated:
         warn(CodedWarning("import-truncated", f"{path}: {result.truncated}"))
@@ -222,6 +225,7 @@ def _selection_text(options: ImportOptions) -> str:
     return f" {' and '.join(parts)}" if parts else ""
 
 
+READ_BLOCK_BYTES = 1 << 22  # the CSV reader's block (about 170 k rows): memory per block in flight
 MAX_LATENCY_NS = 86_400 * 1_000_000_000  # a day: anything longer is not a latency
 _UNIT_SUFFIX = re.compile(r"^(?P<base>.*?)(?:_|\s*[(\[])(?P<unit>ns|us|µs|ms|s)[)\]]?$")
 _DECIMAL = re.compile(r"\s*([+-]?)(\d*)(?:\.(\d*))?\s*")
@@ -333,10 +337,10 @@ def _exact_ns(table: pa.Table, name: str, unit: str) -> tuple[np.ndarray, np.nda
 
 
 def _validate_rows(
-    path: Path, table: pa.Table, layout: dict[str, _Column], skip_invalid: bool, warn: Warn
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(keep mask, t_send, t_recv) in ns of the CSV's rows; an invalid row is refused with
-    its line number, or dropped and counted when ``skip_invalid``."""
+    table: pa.Table, layout: dict[str, _Column], offset: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, str] | None]:
+    """(keep mask, t_send, t_recv, first problem as (row, why)) in ns of a batch of the
+    CSV's rows, ``offset`` rows into the file."""
     n = table.num_rows
     values: dict[str, np.ndarray] = {}
     problems: list[tuple[np.ndarray, str]] = []
@@ -350,7 +354,7 @@ def _validate_rows(
     if "latency" in values:
         latency = values["latency"]
         if "t_send" not in values:
-            values["t_send"] = np.arange(n, dtype=np.int64)
+            values["t_send"] = np.arange(offset, offset + n, dtype=np.int64)
         values["t_recv"] = values["t_send"] + np.where(np.abs(latency) < 2**62, latency, 0)
     else:
         latency = values["t_recv"] - values["t_send"]
@@ -370,43 +374,58 @@ def _validate_rows(
             if first is None or row < first[0]:
                 first = (row, why)
             bad |= mask
-    if first is not None:
-        line = first[0] + 2  # the header is line 1
-        if not skip_invalid:
-            raise JitterlabError(
-                f"{path}: line {line}: {first[1]} ({int(bad.sum()):,} invalid rows; --skip-invalid drops and counts them)"
-            )
-        warn(
-            CodedWarning(
-                "rows-skipped",
-                f"{path}: skipped {int(bad.sum()):,} invalid rows (first: line {line}, {first[1]})",
-            )
-        )
-    return ~bad, values["t_send"], values["t_recv"]
+    return ~bad, values["t_send"], values["t_recv"], first
 
 
-def _time_warnings(path: Path, name: str, t_send: np.ndarray, pair: np.ndarray, warn: Warn) -> list[str]:
-    """Send times that go backwards, and gaps longer than ten times the usual spacing."""
+def _send_steps(samples: Path, pair: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(steps between one pair's consecutive send times, the 0-based row of each step's
+    later sample) of a samples file, batch by batch."""
+    last: tuple[int, int] | None = None  # (row, t_send) of the pair's last sample so far
+    offset = 0
+    with pq.ParquetFile(samples) as f:
+        for batch in f.iter_batches(batch_size=1 << 20, columns=["pair", "t_send_ns"]):
+            rows = np.flatnonzero(batch.column(0).to_numpy() == pair)
+            t = batch.column(1).to_numpy()[rows]
+            rows += offset
+            offset += batch.num_rows
+            if last is not None:
+                rows, t = np.concatenate([[last[0]], rows]), np.concatenate([[last[1]], t])
+            if rows.size:
+                last = (int(rows[-1]), int(t[-1]))
+            yield np.diff(t), rows[1:]
+
+
+def _time_warnings(path: Path, name: str, samples: Path, pairs: list[int], warn: Warn) -> list[str]:
+    """Send times that go backwards, and gaps longer than ten times the usual spacing (the
+    median forward step), read back from the stored samples in bounded memory."""
     notes: list[str] = []
-    for p in np.unique(pair):
-        rows = np.flatnonzero(pair == p)
-        if rows.size < 2:
-            continue
-        step = np.diff(t_send[rows])
-        where = f" (pair {int(p)})" if np.unique(pair).size > 1 else ""
-        backwards = np.flatnonzero(step < 0)
-        if backwards.size:
-            notes.append(
-                f"{name} goes backwards {backwards.size:,} time(s){where}, first at row {int(rows[backwards[0] + 1]) + 1}"
-            )
-        usual = float(np.median(step[step >= 0])) if (step >= 0).any() else 0.0
+    for p in pairs:
+        where = f" (pair {p})" if len(pairs) > 1 else ""
+        backwards, first_back = 0, -1
+        for step, rows in _send_steps(samples, p):
+            back = np.flatnonzero(step < 0)
+            if back.size and first_back < 0:
+                first_back = int(rows[back[0]])
+            backwards += int(back.size)
+        if backwards:
+            notes.append(f"{name} goes backwards {backwards:,} time(s){where}, first at row {first_back + 1}")
+
+        def forward(p: int = p) -> Iterator[np.ndarray]:
+            return (step[step >= 0] for step, _ in _send_steps(samples, p))
+
+        usual = median_of(forward)
         if usual > 0:
-            gaps = np.flatnonzero(step > 10 * usual)
-            if gaps.size:
-                widest = int(gaps[np.argmax(step[gaps])])
+            gaps, widest, widest_row = 0, -1, -1
+            for step, rows in _send_steps(samples, p):
+                wide = np.flatnonzero(step > 10 * usual)
+                gaps += int(wide.size)
+                if wide.size and int(step[wide].max()) > widest:
+                    at = int(wide[np.argmax(step[wide])])
+                    widest, widest_row = int(step[at]), int(rows[at])
+            if gaps:
                 notes.append(
-                    f"{gaps.size:,} gap(s) in {name} longer than 10× the usual spacing ({format_ns(usual)}){where}; "
-                    f"the widest, {format_ns(float(step[widest]))}, before row {int(rows[widest + 1]) + 1}"
+                    f"{gaps:,} gap(s) in {name} longer than 10× the usual spacing ({format_ns(usual)}){where}; "
+                    f"the widest, {format_ns(float(widest))}, before row {widest_row + 1}"
                 )
     for note in notes:
         warn(CodedWarning("time-irregular", f"{path}: {note}"))
@@ -437,15 +456,17 @@ def import_csv(
     (default ns). Every value must be a whole, non-negative number of nanoseconds once
     converted, with t_recv ≥ t_send and a latency under a day; a row that is not is refused
     with its line number, or dropped and counted with ``skip_invalid``. Bytes before the
-    header are reported and skipped; send times that go backwards or jump are reported."""
+    header are reported and skipped; send times that go backwards or jump are reported.
+
+    Streams: pyarrow's CSV reader hands over blocks of rows, each checked and written as
+    row groups of the run's samples file; the figures are read back from that file. Memory
+    does not grow with the file."""
     junk, kind = _leading_junk(path)
     try:
         with open(path, "rb") as raw:
             raw.seek(junk)
             header = next(csv.reader([raw.readline().decode("utf-8")]))
-            raw.seek(junk)
-            table = pacsv.read_csv(raw)
-    except (OSError, StopIteration, pa.ArrowInvalid, UnicodeDecodeError) as e:
+    except (OSError, StopIteration, UnicodeDecodeError) as e:
         raise JitterlabError(f"{path}: cannot read CSV ({e})") from e
     if junk:
         warn(
@@ -454,42 +475,112 @@ def import_csv(
             )
         )
     layout = _csv_layout(path, header, options)
-    keep, t_send, t_recv = _validate_rows(path, table, layout, options.skip_invalid, warn)
-    n = int(keep.sum())
-    if n == 0:
-        raise JitterlabError(f"{path}: no samples (a header and no valid rows)")
-    records = np.zeros(n, dtype=RECORD_DTYPE)
-    records["t_send_ns"] = t_send[keep]
-    records["t_recv_ns"] = t_recv[keep]
-    columns = set(header)
-    for name in ("pair", "seq"):
-        if name in columns:
-            v = _numbers(table, name)[keep]
-            if not (
-                np.isfinite(v).all() and (v == np.round(v)).all() and (v >= 0).all() and (v < 2**31).all()
-            ):
-                raise JitterlabError(f"{path}: column {name} must hold non-negative integers")
-            records[name] = v.astype(np.int64)
-        else:
-            records[name] = 0 if name == "pair" else np.arange(n)
     meta = _import_meta(store, path, "csv")
-    meta["config"]["samples_per_pair"] = n
-    meta["config"]["rows_skipped"] = int((~keep).sum())
-    meta["config"]["units"] = {role: c.unit for role, c in layout.items()}
-    if options.time_column is not None:
-        meta["config"]["time_column"] = layout["t_send"].name
-    if junk:
-        meta["config"]["leading_junk"] = f"{junk} bytes before the header ({kind})"
-    if "t_send" in layout:
-        notes = _time_warnings(path, layout["t_send"].name, records["t_send_ns"], records["pair"], warn)
-        if notes:
-            meta["config"]["time_problems"] = notes
-    if options.expected_interval_ns:
-        latency = records["t_recv_ns"] - records["t_send_ns"]
-        meta["config"]["expected_interval_ns"] = options.expected_interval_ns
-        meta["summary"] = {"latency_corrected_ns": corrected_figures(latency, options.expected_interval_ns)}
     staging = store.staging_dir(meta["id"])
-    return store.commit(staging, RawSamples(records, partial=False, truncated=False, note=""), meta)
+    try:
+        try:
+            writer, skipped, pairs = _write_csv(
+                path, junk, header, layout, options, staging, meta["id"], warn, False
+            )
+        except _Retype:  # a later block is not what the first suggested: read every cell as text
+            writer, skipped, pairs = _write_csv(
+                path, junk, header, layout, options, staging, meta["id"], warn, True
+            )
+        meta["config"]["samples"] = writer.rows
+        meta["config"]["rows_skipped"] = skipped
+        meta["config"]["units"] = {role: c.unit for role, c in layout.items()}
+        if options.time_column is not None:
+            meta["config"]["time_column"] = layout["t_send"].name
+        if junk:
+            meta["config"]["leading_junk"] = f"{junk} bytes before the header ({kind})"
+        if "t_send" in layout:
+            notes = _time_warnings(path, layout["t_send"].name, writer.path, pairs, warn)
+            if notes:
+                meta["config"]["time_problems"] = notes
+        if options.expected_interval_ns:
+            meta["config"]["expected_interval_ns"] = options.expected_interval_ns
+            corrected = corrected_figures(latency_chunks(writer.path), options.expected_interval_ns)
+            meta["summary"] = {"latency_corrected_ns": corrected}
+        return store.publish_samples(staging, meta, writer)
+    except BaseException:
+        store.discard_staging(staging)
+        raise
+
+
+class _Retype(Exception):
+    """A block of the CSV does not parse as the types inferred from the first."""
+
+
+def _write_csv(
+    path: Path,
+    junk: int,
+    header: list[str],
+    layout: dict[str, _Column],
+    options: ImportOptions,
+    staging: Path,
+    run_id: str,
+    warn: Warn,
+    as_text: bool,
+) -> tuple[SampleWriter, int, list[int]]:
+    """The CSV's valid rows written to the samples file in ``staging``, block by block:
+    (the closed writer, rows skipped, the pairs seen)."""
+    columns = set(header)
+    wanted = [*(c.name for c in layout.values()), *(n for n in ("pair", "seq") if n in columns)]
+    convert = pacsv.ConvertOptions(
+        include_columns=wanted, column_types={n: pa.string() for n in wanted} if as_text else None
+    )
+    rows_in, skipped, pairs = 0, 0, set[int]()
+    first: tuple[int, str] | None = None
+    with open(path, "rb") as raw, SampleWriter(staging / SAMPLES_FILE, run_id) as writer:
+        raw.seek(junk)
+        try:
+            reader = pacsv.open_csv(
+                raw, read_options=pacsv.ReadOptions(block_size=READ_BLOCK_BYTES), convert_options=convert
+            )
+            for batch in reader:
+                table = pa.Table.from_batches([batch])
+                keep, t_send, t_recv, bad = _validate_rows(table, layout, rows_in)
+                if bad is not None:
+                    skipped += int((~keep).sum())
+                    first = first or (bad[0] + rows_in, bad[1])
+                if first is None or options.skip_invalid:
+                    pair_seq = {}
+                    for name in ("pair", "seq"):
+                        if name in columns:
+                            v = _numbers(table, name)[keep]
+                            if not (
+                                np.isfinite(v).all()
+                                and (v == np.round(v)).all()
+                                and (v >= 0).all()
+                                and (v < 2**31).all()
+                            ):
+                                raise JitterlabError(f"{path}: column {name} must hold non-negative integers")
+                            pair_seq[name] = v.astype(np.int64)
+                    n = int(keep.sum())
+                    pair = pair_seq.get("pair", np.zeros(n, np.int64))
+                    pairs.update(int(p) for p in np.unique(pair))
+                    seq = pair_seq.get("seq", np.arange(writer.rows, writer.rows + n, dtype=np.int64))
+                    writer.write(pair, seq, t_send[keep], t_recv[keep])
+                rows_in += table.num_rows
+        except pa.ArrowInvalid as e:
+            if not as_text and "conversion error" in str(e):
+                raise _Retype from e
+            raise JitterlabError(f"{path}: cannot read CSV ({e})") from e
+        if first is not None:
+            line = first[0] + 2  # the header is line 1
+            if not options.skip_invalid:
+                raise JitterlabError(
+                    f"{path}: line {line}: {first[1]} ({skipped:,} invalid rows; --skip-invalid drops and counts them)"
+                )
+            warn(
+                CodedWarning(
+                    "rows-skipped",
+                    f"{path}: skipped {skipped:,} invalid rows (first: line {line}, {first[1]})",
+                )
+            )
+        if writer.rows == 0:
+            raise JitterlabError(f"{path}: no samples (a header and no valid rows)")
+    return writer, skipped, sorted(pairs)
 
 
 def _numbers(table: pa.Table, name: str) -> np.ndarray:

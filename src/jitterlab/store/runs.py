@@ -39,14 +39,12 @@ from jitterlab.core.fileio import (
     current_umask,
     fsync_dir,
     make_dir,
-    open_output,
     os_error_text,
     private_dir,
     sha256_file,
     write_json,
 )
-from jitterlab.stats import summarize
-from jitterlab.store.rawfile import RECORD_DTYPE, RawSamples
+from jitterlab.store.rawfile import RawSamples
 from jitterlab.store.schema import (
     HISTOGRAM_FILE,
     RUN_JSON,
@@ -54,23 +52,16 @@ from jitterlab.store.schema import (
     SAMPLES_FILE,
     SCHEMA_VERSION,
     safe_id_part,
+    samples_per_pair,
     valid_run_id,
     validate_run_json,
 )
+from jitterlab.store.writer import SampleWriter, summarize_file, summary_block
 
 DEFAULT_STORE = "jitterlab-results"
 STAGING = ".staging"
 PARTS_DIR = "parts"  # rolling sample parts of a long-running recorder (a monitor)
 DRAFT_JSON = "run.draft.json"  # its run.json so far, for recover
-
-SAMPLE_SCHEMA = pa.schema(
-    [
-        pa.field("pair", pa.int32(), nullable=False),
-        pa.field("seq", pa.int64(), nullable=False),
-        pa.field("t_send_ns", pa.int64(), nullable=False),
-        pa.field("t_recv_ns", pa.int64(), nullable=False),
-    ]
-)
 
 
 def default_store_path() -> Path:
@@ -339,57 +330,53 @@ class ResultsStore:
         meta: dict[str, Any],
         extra_columns: dict[str, np.ndarray] | None = None,
     ) -> Run:
-        """Turn a harness's output into a stored run: Parquet samples, summary, run.json.
+        """Turn a harness's output into a stored run, streaming: its records become row
+        groups of the samples file chunk by chunk (a raw file in ``staging`` is consumed),
+        then :meth:`publish_samples`.
 
         ``extra_columns`` (int64, one value per sample) follow the four every run has, for
         capabilities that know more per sample (``net``: the intended send time and the nodes).
-        The samples are written and verified before run.json, and the folder is renamed
-        into place last, so a listed run is always complete on disk.
         """
-        records = raw.records
         extra = extra_columns or {}
-        schema = pa.schema([*SAMPLE_SCHEMA, *(pa.field(name, pa.int64(), nullable=False) for name in extra)])
-        table = pa.table(
-            {
-                "pair": pa.array(records["pair"], pa.int32()),
-                "seq": pa.array(records["seq"], pa.int64()),
-                "t_send_ns": pa.array(records["t_send_ns"], pa.int64()),
-                "t_recv_ns": pa.array(records["t_recv_ns"], pa.int64()),
-                **{name: pa.array(values, pa.int64()) for name, values in extra.items()},
-            },
-            schema=schema.with_metadata(
-                {"jitterlab.schema_version": str(SCHEMA_VERSION), "jitterlab.run_id": meta["id"]}
-            ),
-        )
-        samples_path = staging / SAMPLES_FILE
-        with open_output(samples_path) as f:
-            pq.write_table(table, f, compression="zstd")
-        latency = records["t_recv_ns"] - records["t_send_ns"]
-        meta["schema_version"] = SCHEMA_VERSION
-        meta["samples"] = {
-            "file": SAMPLES_FILE,
-            "rows": int(table.num_rows),
-            "bytes": samples_path.stat().st_size,
-            "sha256": sha256_file(samples_path),
-            "columns": ["pair", "seq", "t_send_ns", "t_recv_ns", *extra],
-            "clock": "CLOCK_MONOTONIC",
-            "unit": "ns",
-        }
-        summary = summarize(latency).to_dict()
-        # JSON has no NaN: the summary of no samples stores null (readers show "n/a")
-        meta["summary"] = {"latency_ns": {k: v if v == v else None for k, v in summary.items()}}
-        return self._publish(staging, meta)
+        with SampleWriter(staging / SAMPLES_FILE, meta["id"], tuple(extra)) as writer:
+            start = 0
+            for chunk in raw.chunks():
+                end = start + len(chunk)
+                columns = {name: values[start:end] for name, values in extra.items()}
+                writer.write(chunk["pair"], chunk["seq"], chunk["t_send_ns"], chunk["t_recv_ns"], **columns)
+                start = end
+        if raw.path is not None and raw.path.parent == staging:
+            raw.path.unlink()
+        return self.publish_samples(staging, meta, writer)
 
     def commit_latencies(
         self, meta: dict[str, Any], t_send_ns: np.ndarray, t_recv_ns: np.ndarray, partial: bool = False
     ) -> Run:
         """Store samples computed in Python (one pair, in order) as a run: what an analysis
         whose results are latencies (a video, a sensor log) writes."""
-        records = np.zeros(len(t_recv_ns), dtype=RECORD_DTYPE)
-        records["seq"] = np.arange(len(t_recv_ns))
-        records["t_send_ns"], records["t_recv_ns"] = t_send_ns, t_recv_ns
-        raw = RawSamples(records, partial=partial, truncated=False, note="")
-        return self.commit(self.staging_dir(meta["id"]), raw, meta)
+        staging = self.staging_dir(meta["id"])
+        with SampleWriter(staging / SAMPLES_FILE, meta["id"]) as writer:
+            writer.write(0, np.arange(len(t_recv_ns)), t_send_ns, t_recv_ns)
+        return self.publish_samples(staging, meta, writer)
+
+    def publish_samples(self, staging: Path, meta: dict[str, Any], writer: SampleWriter) -> Run:
+        """The closed samples file of ``writer`` described in run.json (rows, size, SHA-256,
+        the exact summary read back from it in bounded memory), then published."""
+        meta["schema_version"] = SCHEMA_VERSION
+        meta["samples"] = {
+            "file": writer.path.name,
+            "rows": writer.rows,
+            "bytes": writer.path.stat().st_size,
+            "sha256": sha256_file(writer.path),
+            "columns": [*SAMPLE_COLUMNS, *writer.extra],
+            "clock": "CLOCK_MONOTONIC",
+            "unit": "ns",
+        }
+        meta["summary"] = (meta.get("summary") or {}) | summary_block(summarize_file(writer.path))
+        config = meta.setdefault("config", {})
+        if samples_per_pair(config) is None:  # nothing was asked for (repl, net): what was recorded
+            config["samples"] = writer.rows // max(int(config.get("pairs") or 1), 1)
+        return self._publish(staging, meta)
 
     def write_part(
         self, staging: Path, index: int, t_send_ns: np.ndarray, t_recv_ns: np.ndarray, first_seq: int
@@ -401,58 +388,27 @@ class ResultsStore:
         if not parts.is_dir():
             os.mkdir(parts, 0o700)
         n = len(t_recv_ns)
-        table = pa.table(
-            {
-                "pair": pa.array(np.zeros(n, np.int32), pa.int32()),
-                "seq": pa.array(np.arange(first_seq, first_seq + n, dtype=np.int64), pa.int64()),
-                "t_send_ns": pa.array(t_send_ns, pa.int64()),
-                "t_recv_ns": pa.array(t_recv_ns, pa.int64()),
-            },
-            schema=SAMPLE_SCHEMA,
-        )
-        with open_output(parts / f"part-{index:06d}.parquet") as f:
-            pq.write_table(table, f, compression="lz4")
+        with SampleWriter(parts / f"part-{index:06d}.parquet", str(staging.name)) as writer:
+            writer.write(0, np.arange(first_seq, first_seq + n, dtype=np.int64), t_send_ns, t_recv_ns)
 
     def commit_parts(self, staging: Path, meta: dict[str, Any]) -> Run:
-        """The parts of ``staging`` merged, part by part, into the run's samples file (memory:
-        one part at a time, plus the latency column for the summary), then published."""
+        """The parts of ``staging`` merged, batch by batch, into the run's samples file, then
+        published (memory: one batch at a time, whatever the recording's length)."""
         part_files = (
             sorted((staging / PARTS_DIR).glob("part-*.parquet")) if (staging / PARTS_DIR).is_dir() else []
         )
-        samples_path = staging / SAMPLES_FILE
-        schema = SAMPLE_SCHEMA.with_metadata(
-            {"jitterlab.schema_version": str(SCHEMA_VERSION), "jitterlab.run_id": meta["id"]}
-        )
-        latencies = []
-        rows = 0
-        with open_output(samples_path) as f, pq.ParquetWriter(f, schema, compression="zstd") as writer:
+        with SampleWriter(staging / SAMPLES_FILE, meta["id"]) as writer:
             for part in part_files:
                 try:
-                    table = pq.read_table(part).cast(SAMPLE_SCHEMA).replace_schema_metadata(schema.metadata)
+                    with pq.ParquetFile(part) as f:
+                        batches = list(f.iter_batches(columns=list(SAMPLE_COLUMNS)))
                 except (pa.ArrowInvalid, OSError):
                     continue  # a part cut off by a crash: the parts before it are whole
-                writer.write_table(table)
-                latencies.append(table.column("t_recv_ns").to_numpy() - table.column("t_send_ns").to_numpy())
-                rows += table.num_rows
+                for b in batches:
+                    writer.write(*(b.column(i).to_numpy() for i in range(4)))
         shutil.rmtree(staging / PARTS_DIR, ignore_errors=True)
         (staging / DRAFT_JSON).unlink(missing_ok=True)
-        latency = np.concatenate(latencies) if latencies else np.zeros(0, np.int64)
-        meta["schema_version"] = SCHEMA_VERSION
-        meta["samples"] = {
-            "file": SAMPLES_FILE,
-            "rows": rows,
-            "bytes": samples_path.stat().st_size,
-            "sha256": sha256_file(samples_path),
-            "columns": list(SAMPLE_COLUMNS),
-            "clock": "CLOCK_MONOTONIC",
-            "unit": "ns",
-        }
-        summary = summarize(latency).to_dict()
-        # figures the caller computed (e.g. latency_corrected_ns) stay beside the summary
-        meta["summary"] = meta.get("summary", {}) | {
-            "latency_ns": {k: v if v == v else None for k, v in summary.items()}
-        }
-        return self._publish(staging, meta)
+        return self.publish_samples(staging, meta, writer)
 
     def recover_parts(self, staging: Path) -> Run | None:
         """A staging folder of a killed long-running recorder (``run.draft.json`` and

@@ -229,7 +229,8 @@ CONFIG_TYPES: dict[str, type] = {
     "source": str,
     "source_format": str,
     "priority": int,
-    "samples_per_pair": int,
+    "samples": int,
+    "samples_per_pair": int,  # the name before "samples" (older runs)
 }
 NESTED_BLOCKS: dict[str, dict[str, type]] = {
     "floor": {"clock_overhead_ns": dict, "c2c_one_way_ns": dict},
@@ -253,3 +254,10 @@ def _check_types(block: Any, types: dict[str, type], name: str, path: Path) -> N
             raise CorruptRunError(
                 f"{path}: '{name}.{key}' must be {kind.__name__}, got {type(value).__name__}"
             )
+
+
+def samples_per_pair(config: dict[str, Any]) -> int | None:
+    """Samples per pair (per series) a run asked for, or recorded when nothing was asked:
+    ``config.samples``, named ``samples_per_pair`` by runs stored before it."""
+    value = config.get("samples", config.get("samples_per_pair"))
+    return int(value) if isinstance(value, int) else None

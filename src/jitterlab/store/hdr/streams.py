@@ -52,12 +52,16 @@ def figures(
     return out
 
 
-def corrected_figures(latency_ns: np.ndarray, expected_interval_ns: int) -> dict[str, Any]:
+def corrected_figures(
+    latency_ns: np.ndarray | Iterable[np.ndarray], expected_interval_ns: int
+) -> dict[str, Any]:
     """The figures of samples recorded with HdrHistogram's recordValueWithExpectedInterval
-    into Java's ``new Histogram(3)`` (auto-resizing, 3 significant digits)."""
+    into Java's ``new Histogram(3)`` (auto-resizing, 3 significant digits); the samples may
+    come as chunks (a run read row group by row group: recording adds)."""
     histogram = Histogram.auto(3)
-    distinct, counts = np.unique(latency_ns, return_counts=True)
-    histogram.record_corrected(distinct, counts, expected_interval_ns)
+    for chunk in [latency_ns] if isinstance(latency_ns, np.ndarray) else latency_ns:
+        distinct, counts = np.unique(chunk, return_counts=True)
+        histogram.record_corrected(distinct, counts, expected_interval_ns)
     return figures(histogram)
 
 
