@@ -14,24 +14,21 @@ from conftest import latency_clusters, make_run
 DOC = Path(__file__).resolve().parents[2] / "docs" / "run-format.md"
 
 
-def documented_query() -> str:
+def documented_query(language: str) -> str:
     text = DOC.read_text(encoding="utf-8")
-    section = text.split("## The store as a dataset", 1)[1]
-    match = re.search(r"```sql\n(.*?)```", section, re.S)
-    assert match, "docs/run-format.md lost its DuckDB query"
+    section = text.split("## The store as a dataset", 1)[1].split("\n## ", 1)[0]
+    match = re.search(rf"```{language}\n(.*?)```", section, re.S)
+    assert match, f"docs/run-format.md lost its {language} query"
     return match.group(1)
 
 
-def test_the_documented_duckdb_query_reads_every_run_of_a_store(store: Path) -> None:
-    duckdb = pytest.importorskip("duckdb")
+def stored_runs(store: Path) -> list[tuple[str, int, int, int, int]]:
     runs = [
         make_run(store, latency_clusters(seed=1, n=20_000), pairs=2),
         make_run(store, latency_clusters(seed=2, n=30_000), pairs=4),
         make_run(store, latency_clusters(seed=3, n=5_000)),
     ]
-    sql = documented_query().replace("STORE", store.as_posix())
-    rows = duckdb.connect().execute(sql).fetchall()
-    expected = sorted(
+    return sorted(
         (
             r.id,
             int(r.latency_ns.size),
@@ -41,4 +38,20 @@ def test_the_documented_duckdb_query_reads_every_run_of_a_store(store: Path) -> 
         )
         for r in runs
     )
+
+
+def test_the_documented_duckdb_query_reads_every_run_of_a_store(store: Path) -> None:
+    duckdb = pytest.importorskip("duckdb")
+    expected = stored_runs(store)
+    sql = documented_query("sql").replace("STORE", store.as_posix())
+    rows = duckdb.connect().execute(sql).fetchall()
     assert [tuple(int(v) if i else v for i, v in enumerate(row)) for row in rows] == expected
+
+
+def test_the_documented_polars_query_reads_every_run_of_a_store(store: Path) -> None:
+    pytest.importorskip("polars")
+    expected = stored_runs(store)
+    scope: dict[str, object] = {}
+    exec(documented_query("python").replace("STORE", store.as_posix()), scope)
+    rows = scope["per_run"].rows()  # type: ignore[attr-defined]
+    assert [(r[0], *(int(v) for v in r[1:])) for r in rows] == expected
