@@ -14,6 +14,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+import jsonschema
 import numpy as np
 import pytest
 from scipy.stats import binomtest
@@ -368,6 +369,9 @@ def test_ssq_score_pre_post_by_group(tmp_path: Path, capsys: pytest.CaptureFixtu
     )
     assert code == 0, err
     result = json.loads(out)
+    # the documented shape: docs/schemas/ssq-score.schema.json
+    schema = json.loads((Path(__file__).parents[2] / "docs/schemas/ssq-score.schema.json").read_text())
+    jsonschema.validate(result, schema)
     assert result["excluded"] == ["p4"]
     total_l = next(g for g in result["groups"] if g["scale"] == "total" and g["group"] == "L")
     # numbers as numbers (they were strings: "n": "2")
