@@ -25,6 +25,7 @@ from jitterlab.core.render import render
 from jitterlab.measure.runner import run_plan
 from jitterlab.monitor import recorder, server, ssq, trials
 from jitterlab.stats import summarize
+from jitterlab.stats.ssq import SCALES
 
 
 def add_parsers(sub: Any) -> None:
@@ -130,31 +131,27 @@ def cmd_ssq(args: argparse.Namespace) -> int:
         for key, pick in (("latency_mean_ms", "mean"), ("latency_p99_ms", "p99")):
             table[key] = [getattr(summarize(latency[_rows(run, t)]), pick) / 1e6 for t in table[column]]
         table["latency_contaminated"] = [delivered[t].verdict.contaminated for t in table[column]]
-    headers, rows = ssq.group_table(scored, args.group)
     if args.json:
         print_json(
             {
                 "participants": table.to_dict(orient="records"),
-                "groups": [dict(zip(headers, row, strict=True)) for row in rows],
+                "groups": ssq.group_figures(scored, args.group),
                 "excluded": scored.excluded,
             }
         )
         return 0
+    headers, rows = ssq.group_table(scored, args.group)
     print(render(headers, rows, "ll" + "r" * (len(headers) - 2)))
     if scored.excluded:
         note(f"left out (pre total above {args.exclude_pre_above:g}): {', '.join(scored.excluded)}")
-    if args.trials:
-        shown = [
-            "participant",
-            args.trial_column.lower(),
-            "total_delta" if scored.paired else "total",
-            "latency_mean_ms",
-            "latency_p99_ms",
-            "latency_contaminated",
-        ]
-        print()
-        print(render(shown, [[_cell(v) for v in row] for row in table[shown].itertuples(index=False)]))
+    # one row per participant: who they are, their total score, and their trial's latency if joined
+    shown = [c for c in table.columns if c not in SCALE_COLUMNS or c.startswith("total")]
+    print()
+    print(render(shown, [[_cell(v) for v in row] for row in table[shown].itertuples(index=False)]))
     return 0
+
+
+SCALE_COLUMNS = {f"{scale}{part}" for scale in SCALES for part in ("", "_pre", "_post", "_delta")}
 
 
 def _rows(run: Any, tag: str) -> slice:
