@@ -88,13 +88,10 @@ def summarize(values: npt.ArrayLike, ordered: np.ndarray | None = None) -> Summa
     if x.size == 0:
         nan = float("nan")
         return Summary(0, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan)
-    mean = float(x.mean(dtype=np.float64))
-    # Sum of squared deviations in chunks: no full-size temporaries for large runs.
-    squares = 0.0
-    for start in range(0, x.size, _CHUNK):
-        deviation = x[start : start + _CHUNK].astype(np.float64) - mean
-        squares += float(np.dot(deviation, deviation))
-    std = float(np.sqrt(squares / x.size))
+    # integers: the exact sum over the count (as summarize_chunks computes it, so a run read
+    # whole and a run read in chunks give the same mean and std to the last bit)
+    mean = _exact_sum(x) / x.size if x.dtype.kind in "iu" else float(x.mean(dtype=np.float64))
+    std = float(np.sqrt(_squares(x, mean) / x.size))
     s = np.sort(x) if ordered is None else ordered
     p = percentiles_sorted(s, SUMMARY_PERCENTILES)
     return Summary(
@@ -130,11 +127,15 @@ def summarize_chunks(chunks: Callable[[], Iterable[np.ndarray]]) -> Summary:
     if count == 0:
         return summarize(np.zeros(0, np.int64))
     mean = total / count
-    squares = 0.0
+    # the squared deviations in the same _CHUNK-sized blocks as summarize, whatever the
+    # chunks' sizes: the same float additions in the same order, so the same std
+    squares, carry = 0.0, np.zeros(0, np.int64)
     for x in chunks():
-        for start in range(0, x.size, _CHUNK):
-            deviation = x[start : start + _CHUNK].astype(np.float64) - mean
-            squares += float(np.dot(deviation, deviation))
+        x = np.concatenate([carry, x]) if carry.size else x
+        whole = x.size - x.size % _CHUNK
+        squares += _squares(x[:whole], mean)
+        carry = x[whole:]
+    squares += _squares(carry, mean)
     p = percentiles_of(chunks, SUMMARY_PERCENTILES, (count, lowest, highest))
     return Summary(
         count=count,
@@ -157,6 +158,23 @@ def median_of(chunks: Callable[[], Iterable[np.ndarray]]) -> float:
     return float(percentiles_of(chunks, (50.0,), extent[:3])[0]) if extent[0] else 0.0
 
 
+def _exact_sum(x: np.ndarray) -> int:
+    """The sum of an integer array as a Python integer: int64 sums of blocks that cannot overflow."""
+    if x.size == 0:
+        return 0
+    block = max(1, 2**62 // max(abs(int(x.min())), abs(int(x.max())), 1))
+    return sum(int(x[i : i + block].sum(dtype=np.int64)) for i in range(0, x.size, block))
+
+
+def _squares(x: np.ndarray, mean: float) -> float:
+    """Σ (x − mean)² in blocks of _CHUNK values (no full-size temporaries for large runs)."""
+    squares = 0.0
+    for start in range(0, x.size, _CHUNK):
+        deviation = x[start : start + _CHUNK].astype(np.float64) - mean
+        squares += float(np.dot(deviation, deviation))
+    return squares
+
+
 def _extent(chunks: Callable[[], Iterable[np.ndarray]]) -> tuple[int, int, int, int]:
     """(count, min, max, exact sum) of an integer sample read as chunks."""
     count, lowest, highest, total = 0, 0, 0, 0
@@ -165,8 +183,7 @@ def _extent(chunks: Callable[[], Iterable[np.ndarray]]) -> tuple[int, int, int, 
             continue
         lo, hi = int(x.min()), int(x.max())
         lowest, highest = (lo, hi) if count == 0 else (min(lowest, lo), max(highest, hi))
-        block = max(1, 2**62 // max(abs(lo), abs(hi), 1))  # int64 sums that cannot overflow
-        total += sum(int(x[i : i + block].sum(dtype=np.int64)) for i in range(0, x.size, block))
+        total += _exact_sum(x)
         count += int(x.size)
     return count, lowest, highest, total
 
