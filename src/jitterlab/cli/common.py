@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from jitterlab.core.errors import JitterlabError
+from jitterlab.core.percentiles import parse_percentiles
 from jitterlab.core.units import parse_duration_ns
 from jitterlab.core.warnings import CodedWarning, print_warning
 
@@ -169,3 +170,11 @@ def writable_store(args: argparse.Namespace) -> ResultsStore:
     store = ResultsStore(args.store)
     store.ensure_writable()
     return store
+
+
+def percentile_list(text: str) -> tuple[float, ...]:
+    """``--percentiles 50,90,99.9,max``: the one parser of percentile lists (core.percentiles)."""
+    try:
+        return parse_percentiles(text)
+    except JitterlabError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix("--percentiles: ")) from None

@@ -12,6 +12,7 @@ from jitterlab.cli.common import (
     expected_interval_option,
     load,
     note,
+    percentile_list,
     positive_int,
     store_option,
     time_range_options,
@@ -19,7 +20,6 @@ from jitterlab.cli.common import (
     writable_store,
 )
 from jitterlab.core.errors import JitterlabError
-from jitterlab.core.percentiles import parse_percentiles
 from jitterlab.core.units import parse_duration_ns
 from jitterlab.describe.export import FORMATS, ExportOptions, export_run
 from jitterlab.measure.imports import import_plan
@@ -72,13 +72,6 @@ def add_parsers(sub: Any) -> None:
     )
     expected_interval_option(p)
     store_option(p)
-
-
-def percentile_list(text: str) -> tuple[float, ...]:
-    try:
-        return parse_percentiles(text)
-    except JitterlabError as e:
-        raise argparse.ArgumentTypeError(str(e).removeprefix("--percentiles: ")) from None
 
 
 def cmd_export(args: argparse.Namespace) -> int:

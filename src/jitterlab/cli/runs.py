@@ -11,6 +11,7 @@ from jitterlab.cli.common import (
     load,
     non_negative_float,
     note,
+    percentile_list,
     print_json,
     store_option,
     warn,
@@ -19,6 +20,7 @@ from jitterlab.cli.common import (
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.fileio import check_writable_file
 from jitterlab.core.render import render
+from jitterlab.core.units import format_ns
 from jitterlab.core.warnings import CodedWarning, from_stored, normalized
 
 
@@ -30,6 +32,11 @@ def add_parsers(sub: Any) -> None:
     p = sub.add_parser("show", help="summary of one run")
     p.add_argument("run", help="run id (or unique prefix) or run folder")
     p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--percentiles",
+        type=percentile_list,
+        help="also these percentiles, exact (e.g. 50,90,99,99.9,99.99,99.999,max)",
+    )
     store_option(p)
     p = sub.add_parser("report", help="write one self-contained HTML report of runs")
     p.add_argument("runs", nargs="*", help="run ids or folders (default: every run in the store)")
@@ -102,14 +109,15 @@ def cmd_recover(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from jitterlab.describe.analysis import run_summary
+    from jitterlab.describe.analysis import run_percentiles, run_summary
     from jitterlab.describe.context import context_block
     from jitterlab.describe.text import show_text
 
     run = load(args.run, args)
     if run.histogram_only:
         note("note: histogram-only run (imported); percentiles use HdrHistogram's definition")
-    summary = run_summary(run)  # reads and verifies the samples
+    summary = run_summary(run)  # reads and verifies the samples, in row groups
+    chosen = run_percentiles(run, args.percentiles) if args.percentiles else None
     if args.json:
         print_json(
             {
@@ -119,11 +127,14 @@ def cmd_show(args: argparse.Namespace) -> int:
                 "context": context_block(run),
                 "config": run.config,
                 "summary_ns": summary,
+                "percentiles_ns": chosen,
                 "floor": run.meta.get("floor"),
             }
         )
         return 0
     print(show_text(run, summary))
+    if chosen:
+        print(render(["percentile", "value"], [[k, format_ns(v)] for k, v in chosen.items()], "lr"))
     for w in normalized((run.meta.get("obtained") or {}).get("warnings")):
         warn(from_stored(w))
     return 0

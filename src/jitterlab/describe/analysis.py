@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from jitterlab.core.errors import JitterlabError
+from jitterlab.core.percentiles import percentile_key
 from jitterlab.describe.attribution import spike_attribution
 from jitterlab.stats import (
     StackedResult,
@@ -28,8 +29,11 @@ from jitterlab.stats import (
     summarize,
     time_windows,
 )
+from jitterlab.stats.summary import percentiles_of_chunks
 from jitterlab.store import Run
 from jitterlab.store.hdr.streams import corrected_figures
+from jitterlab.store.runs import verified_samples_path
+from jitterlab.store.writer import latency_chunks, summarize_file
 
 TESTS = ("stacked-z", "gesd", "walsh")
 
@@ -154,7 +158,21 @@ def run_summary(run: Run) -> dict[str, Any]:
     histogram-only import (HdrHistogram's percentile definition)."""
     if run.histogram_only:
         return dict(run.meta["summary"]["latency_ns"])
-    return summarize(run.latency_ns).to_dict()
+    # read in row groups, never whole: exact and equal to summarize(run.latency_ns) to the last bit
+    return summarize_file(verified_samples_path(run)).to_dict()
+
+
+def run_percentiles(run: Run, ps: tuple[float, ...]) -> dict[str, float]:
+    """Chosen type-7 percentiles of a sample run (``--percentiles``), exact, read in row
+    groups; keys as ``core.percentiles.percentile_key`` writes them."""
+    if run.histogram_only:
+        raise JitterlabError(
+            f"run {run.id} holds a histogram only: its percentiles at chosen levels are in "
+            f"'jitterlab export {run.id} --format hgrm --percentiles …' (HdrHistogram's definition)"
+        )
+    path = verified_samples_path(run)
+    values = percentiles_of_chunks(lambda: latency_chunks(path), ps)
+    return {percentile_key(p): float(v) for p, v in zip(ps, values, strict=True)}
 
 
 def description_json(d: RunDescription) -> dict[str, Any]:

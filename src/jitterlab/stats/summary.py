@@ -152,6 +152,14 @@ def summarize_chunks(chunks: Callable[[], Iterable[np.ndarray]]) -> Summary:
     )
 
 
+def percentiles_of_chunks(chunks: Callable[[], Iterable[np.ndarray]], ps: tuple[float, ...]) -> np.ndarray:
+    """Type-7 percentiles of an integer sample read as chunks, exactly (NaN for no sample)."""
+    count, lowest, highest, _ = _extent(chunks)
+    if count == 0:
+        return np.full(len(ps), np.nan)
+    return percentiles_of(chunks, ps, (count, lowest, highest))
+
+
 def median_of(chunks: Callable[[], Iterable[np.ndarray]]) -> float:
     """The median (type 7) of an integer sample read as chunks; 0.0 for an empty one."""
     extent = _extent(chunks)

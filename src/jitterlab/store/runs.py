@@ -174,7 +174,9 @@ class Run:
         return df
 
 
-def _read_samples(run: Run) -> pa.Table:
+def verified_samples_path(run: Run) -> Path:
+    """The run's samples file, checked against run.json (size, SHA-256 and row count, read
+    in a stream: memory independent of the run's size); a CorruptRunError naming it otherwise."""
     if run.histogram_only:
         raise JitterlabError(f"run {run.id} holds a histogram only (imported); this needs raw samples")
     info = run.meta.get("samples") or {}
@@ -190,12 +192,20 @@ def _read_samples(run: Run) -> pa.Table:
         if "sha256" in info and sha256_file(path) != info["sha256"]:
             raise CorruptRunError(f"{path}: corrupt (SHA-256 differs from run.json)")
     try:
-        table = pq.read_table(path)
+        rows = pq.ParquetFile(path).metadata.num_rows
     except (pa.ArrowException, OSError) as e:
         raise CorruptRunError(f"{path}: corrupt Parquet file ({e})") from e
-    if "rows" in info and table.num_rows != info["rows"]:
-        raise CorruptRunError(f"{path}: {table.num_rows} rows, run.json recorded {info['rows']}")
-    return table
+    if "rows" in info and rows != info["rows"]:
+        raise CorruptRunError(f"{path}: {rows} rows, run.json recorded {info['rows']}")
+    return path
+
+
+def _read_samples(run: Run) -> pa.Table:
+    path = verified_samples_path(run)
+    try:
+        return pq.read_table(path)
+    except (pa.ArrowException, OSError) as e:
+        raise CorruptRunError(f"{path}: corrupt Parquet file ({e})") from e
 
 
 def read_run_json(directory: Path) -> dict[str, Any]:
