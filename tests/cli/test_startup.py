@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from conftest import run_main
 from jitterlab.cli import main as cli_main
 
 HEAVY = ("numpy", "pandas", "pyarrow", "scipy", "matplotlib")
@@ -43,3 +44,9 @@ def test_an_unknown_command_is_one_line() -> None:
     with pytest.raises(SystemExit) as e:
         cli_main(["no-such-command"])
     assert e.value.code == 2
+
+
+def test_jitterlab_alone_prints_the_command_overview(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_main([], capsys)
+    assert code == 0 and err == ""
+    assert all(command in out for command in sys.modules["jitterlab.cli.main"].COMMANDS)

@@ -76,6 +76,9 @@ def build_parser(command: str | None = None) -> Parser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
+    if not words:  # `jitterlab` alone: the command overview, as `git` and `cargo` do
+        build_parser(None).print_help()
+        return 0
     command = next((w for w in words if not w.startswith("-")), None)
     args = build_parser(command).parse_args(words)
     stop_on_signals()
