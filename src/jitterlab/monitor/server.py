@@ -324,14 +324,18 @@ def serve_loop(
     duration_s: float | None,
     on_tick: Callable[[Server], None] = lambda _: None,
     idle_sleep_s: float = 0.0005,
+    on_started: Callable[[Server], None] = lambda _: None,
 ) -> Run:
-    """Run until ``duration_s`` (None: until interrupted), then store the run."""
+    """Run until ``duration_s`` (None: until interrupted), then store the run. ``on_started``
+    runs once the run is staged, inside the loop's signal handling: a stop signal that
+    arrives the moment the server says it serves still stores the run."""
     deadline = time.monotonic() + duration_s if duration_s else None
     try:
         with server.store.staging_lock(server.run_id):
             server.flush()
             last_tick = time.monotonic()
             try:
+                on_started(server)
                 while deadline is None or time.monotonic() < deadline:
                     if server.step() == 0:
                         time.sleep(idle_sleep_s)
@@ -392,9 +396,8 @@ def serve_plan(
                     )
                 )
             endpoint = start_endpoint(server.state, listen)
-            on_started(server)
             try:
-                stored = serve_loop(server, duration_s, on_tick)
+                stored = serve_loop(server, duration_s, on_tick, on_started=on_started)
             finally:
                 endpoint.shutdown()
         finally:
