@@ -554,3 +554,28 @@ def test_the_ssh_target_follows_a_double_dash() -> None:
 
     argv = Launcher(node="h0", ssh="root@host", ssh_options=("-p", "2222")).argv()
     assert argv[argv.index("--") + 1] == "root@host" and argv.index("-p") < argv.index("--")
+
+
+def test_a_constant_delay_verdict_says_realised_against_target_not_ks(tmp_path: Path) -> None:
+    """Issue 27 item 13: the verdict line printed "KS 1.000" for a constant-delay model."""
+    from jitterlab.describe.network import impairment_lines
+    from jitterlab.store import Run
+
+    def run_with(criterion: str) -> Run:
+        check = {
+            "packets": 1000,
+            "ks": 1.0 if criterion.startswith("|p50") else 0.012,
+            "criterion": criterion,
+            "realised_p50_ns": 5_080_000.0,
+            "quantile_error_ns": {"p50": 80_000.0, "p99": 400_000.0, "p99.9": 900_000.0},
+            "reproduced": True,
+        }
+        return Run(
+            tmp_path, {"id": "r1", "config": {"impaired": "delay=5ms"}, "impairment": {"check": check}}
+        )
+
+    (constant,) = impairment_lines([run_with("|p50 error| <= 0.25 ms (constant model)")])
+    assert "KS" not in constant
+    assert "realised delay p50 5.080 ms against the model's 5.000 ms" in constant
+    (shaped,) = impairment_lines([run_with("KS <= 0.05")])
+    assert "KS 0.012" in shaped
