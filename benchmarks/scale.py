@@ -134,14 +134,14 @@ def measure(cmd: list[str], repeats: int, env: dict[str, str]) -> tuple[list[flo
 
 
 def agree(ours: dict[str, float], theirs: dict[str, object]) -> bool:
-    """The contender's values equal show's (percentiles and extremes exactly, as floats; the
-    mean and std to 1e-9 relative: they are sums in another order)."""
+    """The contender's values equal show's: count and extremes exactly; percentiles, mean and
+    std to 1e-9 relative (the same order statistics, but the interpolation weight is
+    (n − 1)·p/100 here and (n − 1)·q there, and sums are added in another order)."""
     ps = [float(v) for v in theirs["ps"]]  # type: ignore[attr-defined]
-    same = [ours[k] == v for k, v in zip(SUMMARY_KEYS, ps, strict=True)]
-    same += [ours["count"] == theirs["count"], ours["min"] == theirs["min"], ours["max"] == theirs["max"]]
-    for key in ("mean", "std"):
-        same.append(abs(ours[key] - float(theirs[key])) <= 1e-9 * abs(ours[key]))  # type: ignore[arg-type]
-    return all(same)
+    pairs = [(ours[k], v) for k, v in zip(SUMMARY_KEYS, ps, strict=True)]
+    pairs += [(ours["mean"], float(theirs["mean"])), (ours["std"], float(theirs["std"]))]  # type: ignore[arg-type]
+    exact = all(ours[k] == theirs[k] for k in ("count", "min", "max"))
+    return exact and all(abs(a - b) <= 1e-9 * abs(a) for a, b in pairs)
 
 
 def fmt(values: list[float], digits: int = 2) -> str:

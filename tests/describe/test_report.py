@@ -131,7 +131,7 @@ def test_the_timeline_of_a_large_run_keeps_a_lone_spike(
     from jitterlab.describe.analysis import describe_run
 
     rng = np.random.default_rng(21)
-    latency = rng.lognormal(np.log(5_000), 0.6, 2_000_000).astype(np.int64)
+    latency = rng.lognormal(np.log(5_000), 1.0, 2_000_000).astype(np.int64)
     latency[1_234_567] = 10_000_000
     run = make_run(tmp_path, latency)
     figures: list = []
