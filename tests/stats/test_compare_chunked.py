@@ -30,7 +30,7 @@ def _same(c1: object, c2: object, where: str = "") -> None:
             _same(getattr(c1, field.name), getattr(c2, field.name), f"{where}.{field.name}")
     elif isinstance(c1, tuple):
         assert len(c1) == len(c2), where  # type: ignore[arg-type]
-        for i, (v1, v2) in enumerate(zip(c1, c2)):  # type: ignore[call-overload]
+        for i, (v1, v2) in enumerate(zip(c1, c2, strict=True)):  # type: ignore[call-overload]
             _same(v1, v2, f"{where}[{i}]")
     elif isinstance(c1, np.ndarray):
         assert np.array_equal(c1, c2, equal_nan=True), where  # type: ignore[arg-type]
