@@ -55,7 +55,7 @@ def bench(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     store = tmp_path_factory.mktemp("net") / "results"
     done = run_cli(
         *("net", "bench", "--scenario", "ping,open-loop,stream,frame-sync", "--transport", "udp,caf-io"),
-        *("--nodes", "3", "--duration", "1s", "--warmup", "0.3s", "--messages", "20000", "--steps", "2"),
+        *("--nodes", "3", "--duration", "1s", "--warmup", "0.3s", "--samples", "20000", "--steps", "2"),
         *("--rate", "500", "--store", str(store)),
         timeout=180,
     )
