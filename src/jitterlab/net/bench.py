@@ -373,6 +373,10 @@ def _net_block(
         "one_way": scenario in ("stream", "frame-sync"),
         "pm_qos": result.get("pm_qos", "refused"),  # /dev/cpu_dma_latency held at 0 on the sender
     }
+    if scenario in ("ping", "open-loop"):
+        # lost among the messages of the measured window (after the warm-up), beside the
+        # stored samples; `lost` counts the warm-up too
+        block["measured_lost"] = int(result.get("measured_lost", 0))
     if scenario == "stream":
         steps = []
         for part in str(result.get("steps", "-")).split(","):
@@ -392,6 +396,8 @@ def _net_block(
         steady = steps[1:] if len(steps) > 1 else steps
         block["msg_per_s"] = float(np.median([s["msg_per_s"] for s in steady])) if steady else 0.0
         block["receiver_records_dropped"] = sum(int(r.get("dropped_records", 0)) for r in server_results)
+        # windows the sender went on without the receiver's credit (docs/net.md: flow control)
+        block["credit_timeouts"] = int(result.get("credit_timeouts", 0))
     if scenario == "frame-sync":
         frames = int(result.get("frames", 0))
         window_s = max(block["window_ns"], 1) / 1e9
