@@ -47,9 +47,11 @@ enum class WarningCode {
     no_baseline,
     backlog_skipped,
     unclassified,
+    stale_lock,
+    ring_foreign,
 };
 
-inline constexpr std::array<std::string_view, 38> kWarningCodeNames = {
+inline constexpr std::array<std::string_view, 40> kWarningCodeNames = {
     "policy-refused",
     "affinity-refused",
     "mlock-refused",
@@ -88,6 +90,8 @@ inline constexpr std::array<std::string_view, 38> kWarningCodeNames = {
     "no-baseline",
     "backlog-skipped",
     "unclassified",
+    "stale-lock",
+    "ring-foreign",
 };
 
 /// The code as written into harness.json.

@@ -39,6 +39,11 @@ def add_parsers(sub: Any) -> None:
     q.add_argument("--listen", default="127.0.0.1:9464", help="metrics endpoint (default 127.0.0.1:9464)")
     q.add_argument("--duration", type=seconds, help="stop after this long (default: until Ctrl-C/SIGTERM)")
     q.add_argument("--alpha", type=probability, default=0.01, help="significance of the trial test (0.01)")
+    q.add_argument(
+        "--ring-owner",
+        type=user_id,
+        help="also use a ring another user created (name or uid): an application running as that user",
+    )
     store_option(q)
     q = monitor.add_parser("trials", help="the trials of a monitor run with their screening verdicts")
     q.add_argument("run")
@@ -94,7 +99,14 @@ def _serve(args: argparse.Namespace) -> int:
         )
 
     plan = server.serve_plan(
-        args.channel, args.baseline, args.listen, args.alpha, args.duration, started, _progress
+        args.channel,
+        args.baseline,
+        args.listen,
+        args.alpha,
+        args.duration,
+        started,
+        _progress,
+        ring_owner=args.ring_owner,
     )
     outcome = run_plan(plan, writable_store(args), warn)
     if sys.stderr.isatty():
@@ -106,6 +118,19 @@ def _serve(args: argparse.Namespace) -> int:
             f"{monitor['ring_dropped']} dropped"
         )
     return outcome.exit_code
+
+
+def user_id(text: str) -> int:
+    """A user named by name or uid (argparse type)."""
+    import pwd
+
+    try:
+        return pwd.getpwnam(text).pw_uid
+    except KeyError:
+        pass
+    if text.isdigit() and len(text) <= 10:
+        return int(text)
+    raise argparse.ArgumentTypeError(f"'{text}' is not a user name or uid")
 
 
 def _progress(srv: server.Server) -> None:

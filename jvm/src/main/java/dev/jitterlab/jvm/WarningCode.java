@@ -40,7 +40,9 @@ public enum WarningCode {
     ROWS_SKIPPED("rows-skipped"),
     NO_BASELINE("no-baseline"),
     BACKLOG_SKIPPED("backlog-skipped"),
-    UNCLASSIFIED("unclassified");
+    UNCLASSIFIED("unclassified"),
+    STALE_LOCK("stale-lock"),
+    RING_FOREIGN("ring-foreign");
 
     private final String code;
 
