@@ -156,7 +156,8 @@ class ChannelLock:
             warn(
                 CodedWarning(
                     "stale-lock",
-                    f"took over the lock of channel '{channel}' left by server pid {stale}, which no longer holds it",
+                    f"took over the lock of channel '{channel}' left by server pid "
+                    f"{stale if stale.isdigit() else '?'}, which no longer holds it",
                 )
             )
         handle.seek(0)
