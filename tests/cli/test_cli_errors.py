@@ -176,3 +176,19 @@ def test_run_ids_keep_to_a_safe_set_and_utc(tmp_path: Path, capsys: pytest.Captu
     assert all(c.isascii() and (c.isalnum() or c in "._-") for c in run_id), run_id
     stamp = dt.datetime.strptime(run_id[:15], "%Y%m%d-%H%M%S").replace(tzinfo=dt.timezone.utc)
     assert abs((dt.datetime.now(dt.timezone.utc) - stamp).total_seconds()) < 120
+
+
+def test_names_and_cells_from_files_are_printed_with_controls_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 24 item 12: a file name or cell with a newline split the error line, and an ESC
+    from a file reached the terminal. Every error and warning line escapes control characters."""
+    hostile = tmp_path / "h.csv"
+    hostile.write_text('latency_ns\n"1\n\x1b[2J"\n')
+    named = tmp_path / "gone\n\x1b]0;owned\x07\u202e.csv"
+    for path in (hostile, named):
+        code, _, err = run_main(["import", str(path), "--store", str(tmp_path / "s")], capsys)
+        assert code == 2, err
+        assert_one_line_error(err)
+        assert "\x1b" not in err and "\x07" not in err and "\u202e" not in err, repr(err)
+    assert "\\n\\x1b]0;owned\\x07\\u202e.csv" in err, err  # the name, visibly

@@ -106,3 +106,10 @@ def test_a_ring_others_may_write_is_refused(channel: str) -> None:
     os.chmod(f"/dev/shm/jitterlab-monitor-{channel}", 0o666)  # as a careless umask or chmod leaves it
     with pytest.raises(JitterlabError, match="mode 666"):
         recorder.Reader(channel)
+
+
+def test_a_trusted_users_ring_is_served_and_said_so(store: Path, channel: str, other_user: OtherUser) -> None:
+    made = other_user.python(f"recorder.Monitor({channel!r}).close()")
+    assert made.returncode == 0, made.stderr
+    code, err = serve(channel, store, "--ring-owner", other_user.name)
+    assert code == 0 and "ring-foreign" in err and other_user.name in err, err

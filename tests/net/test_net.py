@@ -327,6 +327,8 @@ def test_an_unreachable_ssh_host_is_one_line_naming_it(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert_one_line_error(done.stderr)
     assert "node far (ssh root@127.0.0.1)" in done.stderr and "refused" in done.stderr
+    staging = tmp_path / "s" / ".staging"  # issue 24 item 13: a failed run left an empty .staging/ID
+    assert not staging.exists() or list(staging.iterdir()) == [], list(staging.iterdir())
 
 
 def test_an_agent_of_another_version_is_refused(tmp_path: Path) -> None:

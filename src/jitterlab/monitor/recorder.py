@@ -93,7 +93,7 @@ def check_channel(channel: str) -> str:
     return channel
 
 
-def _open(channel: str, capacity: int = 0, ring_owner: int | None = None) -> tuple[MonitorLibrary, int]:
+def _open(channel: str, capacity: int = 0, ring_owner: int | None = None) -> tuple[MonitorLibrary, int, int]:
     """The channel's ring, used only when it is this user's (or ``ring_owner``'s, a user the
     caller trusts) and no one else may read or write it (mode 0600 or narrower): another
     local user who created the ring first could otherwise feed samples into this user's run,
@@ -109,7 +109,7 @@ def _open(channel: str, capacity: int = 0, ring_owner: int | None = None) -> tup
     if refusal:
         lib.jl_monitor_close(handle)
         raise JitterlabError(refusal)
-    return lib, handle
+    return lib, handle, uid.value
 
 
 def ring_refusal(channel: str, uid: int, mode: int, ring_owner: int | None = None) -> str | None:
@@ -154,7 +154,7 @@ class Monitor:
     def __init__(
         self, channel: str, baseline: str | None = None, capacity: int = 0, ring_owner: int | None = None
     ) -> None:
-        self._lib, self._handle = _open(channel, capacity, ring_owner)
+        self._lib, self._handle, _ = _open(channel, capacity, ring_owner)
         self.channel = channel
         # bound once: a record is one ctypes call, nothing else
         self._record = self._lib.jl_monitor_record
@@ -210,7 +210,7 @@ class Reader:
     """The draining side of a channel (``serve``): events in order, as a numpy array."""
 
     def __init__(self, channel: str, batch: int = 65_536, ring_owner: int | None = None) -> None:
-        self._lib, self._handle = _open(channel, ring_owner=ring_owner)
+        self._lib, self._handle, self.owner_uid = _open(channel, ring_owner=ring_owner)
         self._buffer = np.zeros(batch, dtype=EVENT_DTYPE)
 
     def drain(self, stale_ns: int = 1_000_000_000) -> np.ndarray:

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from jitterlab.core.errors import JitterlabError
+from jitterlab.core.errors import JitterlabError, escape_controls
 from jitterlab.core.fileio import atomic_write_json, os_error_text, owner_name
 from jitterlab.core.signals import last_signal
 from jitterlab.core.warnings import CodedWarning
@@ -291,7 +291,7 @@ class Server:
             self.current.end_seq, self.current.t_end_ns = self.seq, when
             self.current = None
         if int(event["kind"]) == TRIAL_BEGIN:
-            tag = bytes(event["tag"])[: int(event["tag_len"])].decode(errors="replace")
+            tag = escape_controls(bytes(event["tag"])[: int(event["tag_len"])].decode(errors="replace"))
             width = len(self.state.category_counts)
             trial = TrialState(tag, self.seq, when, np.zeros(width, np.int64))
             with self.state.lock:
@@ -424,6 +424,14 @@ def serve_plan(
                     )
                 )
             server = Server(channel, ctx.store, thresholds, reference, alpha, ring_owner=ring_owner)
+            if server.reader.owner_uid != os.geteuid():
+                ctx.warn(
+                    CodedWarning(
+                        "ring-foreign",
+                        f"used the ring of channel '{channel}' owned by {owner_name(server.reader.owner_uid)} "
+                        "(--ring-owner)",
+                    )
+                )
             if server.backlog_skipped:
                 ctx.warn(
                     CodedWarning(
