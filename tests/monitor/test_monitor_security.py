@@ -4,6 +4,8 @@ through the shared /dev/shm folder (a planted lock link or file, a ring created 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -113,3 +115,36 @@ def test_a_trusted_users_ring_is_served_and_said_so(store: Path, channel: str, o
     assert made.returncode == 0, made.stderr
     code, err = serve(channel, store, "--ring-owner", other_user.name)
     assert code == 0 and "ring-foreign" in err and other_user.name in err, err
+
+
+def test_unlink_stale_removes_only_own_rings_no_process_has_open(other_user: OtherUser) -> None:
+    """Issue 24 item 13: every served channel kept its 32 MB ring until `monitor unlink`.
+    `--stale` removes this user's rings that no process maps; a ring an application holds
+    open and another user's ring stay."""
+    prefix = f"pytest-stale-{os.getpid()}-{time.monotonic_ns() % 10**9}"
+    closed, held, theirs = f"{prefix}-closed", f"{prefix}-held", f"{prefix}-theirs"
+    Monitor(closed).close()
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import sys; from jitterlab import Monitor; m = Monitor({held!r}); print(1, flush=True); sys.stdin.read()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == b"1"
+        made = other_user.python(f"recorder.Monitor({theirs!r}).close()")
+        assert made.returncode == 0, made.stderr
+        assert recorder.stale_channels(prefix + "-*") == [closed]
+        done = run_cli("monitor", "unlink", "--stale", "--channel", prefix + "-*")
+        assert done.returncode == 0 and closed in done.stderr, done.stderr
+        ring = Path("/dev/shm") / f"jitterlab-monitor-{prefix}"
+        assert not Path(f"{ring}-closed").exists()
+        assert Path(f"{ring}-held").exists() and Path(f"{ring}-theirs").exists()
+    finally:
+        holder.kill()
+        holder.wait()
+        for name in (closed, held, theirs):
+            recorder.unlink(name)

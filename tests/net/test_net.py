@@ -497,6 +497,32 @@ def test_kill_9_of_the_coordinator_leaves_nothing_after_topo_down(tmp_path: Path
     assert topo.namespaces() == []
 
 
+def test_down_all_keeps_topologies_whose_maker_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 24 item 13: `net topo down --all` also removed topologies whose maker was alive
+    (a measurement running now). It removes those of dead makers and keeps the others unless
+    --force. A private state folder: other topologies on this machine are strays to it, which
+    --all (without --force) keeps too."""
+    monkeypatch.setenv("JITTERLAB_NET_STATE", str(tmp_path / "state"))
+    made = [run_cli("net", "topo", "up", "--nodes", "2") for _ in range(2)]
+    assert all(m.returncode == 0 for m in made), [m.stderr for m in made]
+    live, dead = (m.stdout.strip() for m in made)
+    try:
+        state = tmp_path / "state" / f"{live}.json"
+        doc = json.loads(state.read_text())
+        doc["created_by_pid"] = os.getpid()  # as if this process were measuring on it now
+        state.write_text(json.dumps(doc))
+        down = run_cli("net", "topo", "down", "--all")
+        assert down.returncode == 0, down.stderr
+        assert f"kept {live}" in down.stderr and "--force" in down.stderr, down.stderr
+        left = topo.namespaces()
+        assert f"{live}-n0" in left and f"{dead}-n0" not in left
+        assert state.exists() and not (tmp_path / "state" / f"{dead}.json").exists()
+    finally:
+        for name in (live, dead):
+            run_cli("net", "topo", "down", name)
+    assert not [ns for ns in topo.namespaces() if ns.startswith((live, dead))]
+
+
 def test_topology_names_are_never_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 24 item 5: `net topo down ../../../tmp/victim` deleted /tmp/victim.json and
     `--topo ../../x` loaded any JSON (an internal error)."""

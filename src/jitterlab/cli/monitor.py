@@ -49,8 +49,11 @@ def add_parsers(sub: Any) -> None:
     q.add_argument("run")
     q.add_argument("--json", action="store_true")
     store_option(q)
-    q = monitor.add_parser("unlink", help="remove a channel's shared memory")
-    q.add_argument("--channel", required=True)
+    q = monitor.add_parser("unlink", help="remove a channel's shared memory (or every unused one: --stale)")
+    q.add_argument("--channel", help="the channel; with --stale a pattern such as 'lab-*' (default: all)")
+    q.add_argument(
+        "--stale", action="store_true", help="remove your rings that no server or application has open"
+    )
     p = sub.add_parser("ssq", help="Simulator Sickness Questionnaire scores (Kennedy et al. 1993)")
     s = p.add_subparsers(dest="ssq_command", required=True, parser_class=Parser)
     q = s.add_parser("score", help="score a CSV of answers: subscales, total, pre/post, groups")
@@ -71,10 +74,7 @@ def add_parsers(sub: Any) -> None:
 
 def cmd_monitor(args: argparse.Namespace) -> int:
     if args.monitor_command == "unlink":
-        if not recorder.unlink(args.channel):
-            raise JitterlabError(f"no channel '{args.channel}' to remove")
-        note(f"removed channel {args.channel}")
-        return 0
+        return _unlink(args.channel, args.stale)
     if args.monitor_command == "trials":
         results = trials.trial_results(load(args.run, args))
         if args.json:
@@ -117,7 +117,30 @@ def _serve(args: argparse.Namespace) -> int:
             f"stored {run.id}: {run.meta['samples']['rows']} samples, {len(monitor['trials'])} trials, "
             f"{monitor['ring_dropped']} dropped"
         )
+    ring = Path("/dev/shm") / f"{recorder.RING_PREFIX}{args.channel}"
+    if outcome.runs and ring.exists():  # on purpose: the application may still record into it
+        note(
+            f"the channel's ring stays ({ring.stat().st_size / 2**20:.0f} MB in {ring.parent}) for the "
+            f"application; remove it with: jitterlab monitor unlink --channel {args.channel} (or --stale)"
+        )
     return outcome.exit_code
+
+
+def _unlink(channel: str | None, stale: bool) -> int:
+    if not stale:
+        if channel is None:
+            raise JitterlabError("monitor unlink: name a channel (--channel NAME) or give --stale")
+        if not recorder.unlink(recorder.check_channel(channel)):
+            raise JitterlabError(f"no channel '{channel}' to remove")
+        note(f"removed channel {channel}")
+        return 0
+    channels = recorder.stale_channels(channel or "*")
+    for name in channels:
+        recorder.unlink(name)
+        note(f"removed channel {name} (no server or application had it open)")
+    if not channels:
+        note("no stale channels: every ring of yours is open in some process")
+    return 0
 
 
 def user_id(text: str) -> int:

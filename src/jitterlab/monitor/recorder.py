@@ -12,11 +12,14 @@ ring and protocol as a C or C++ application. Recording never blocks; a full ring
 from __future__ import annotations
 
 import ctypes
+import fnmatch
 import os
 import re
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, Protocol, cast
 
 import numpy as np
@@ -83,6 +86,7 @@ def library() -> MonitorLibrary:
     return cast(MonitorLibrary, lib)
 
 
+RING_PREFIX = "jitterlab-monitor-"
 _CHANNEL = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
 
@@ -233,3 +237,44 @@ class Reader:
 def unlink(channel: str) -> bool:
     """Remove a channel's shared memory; False when there was none."""
     return library().jl_monitor_unlink(channel.encode()) == 0
+
+
+def _mapped_rings() -> set[str]:
+    """Names of the /dev/shm files some process has mapped now (/proc/PID/maps). Processes
+    whose maps this user may not read cannot map this user's 0600 rings (root aside)."""
+    mapped: set[str] = set()
+    for maps in Path("/proc").glob("[0-9]*/maps"):
+        try:
+            text = maps.read_text(errors="replace")
+        except OSError:  # gone meanwhile, or another user's
+            continue
+        for line in text.splitlines():
+            at = line.find("/dev/shm/" + RING_PREFIX)
+            if at >= 0:
+                mapped.add(line[at + len("/dev/shm/") :].removesuffix(" (deleted)"))
+    return mapped
+
+
+def stale_channels(pattern: str = "*") -> list[str]:
+    """Channels matching ``pattern`` whose ring is this user's and mapped by no process: no
+    server drains it and no application records into it (issue 24 item 13). A ring is 32 MB
+    of /dev/shm by default and outlives its server on purpose (an application may still
+    hold it), so these are what ``monitor unlink --stale`` removes."""
+    shm = Path("/dev/shm")
+    if not shm.is_dir():
+        return []
+    mapped = _mapped_rings()
+    stale = []
+    for path in sorted(shm.glob(RING_PREFIX + "*")):
+        channel = path.name[len(RING_PREFIX) :]
+        if channel.endswith(".serve.lock") or not _CHANNEL.match(channel):
+            continue  # a server's lock file, or not a ring jitterlab made
+        if not fnmatch.fnmatchcase(channel, pattern):
+            continue
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            continue
+        if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() and path.name not in mapped:
+            stale.append(channel)
+    return stale

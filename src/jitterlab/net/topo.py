@@ -310,8 +310,16 @@ def down(name: str) -> list[str]:
     return removed
 
 
-def down_all() -> list[str]:
-    removed = []
+def down_all(force: bool = False) -> tuple[list[str], list[str]]:
+    """Remove every topology whose maker is gone (leftovers of killed runs): returns the
+    namespaces removed and the topologies kept. A topology whose maker still runs, or whose
+    maker is unknown (no readable state file: another state folder's, or damaged), may be in
+    use by a measurement now: it is kept unless ``force`` (issue 24 item 13)."""
+    removed: list[str] = []
+    kept: list[str] = []
     for row in listing():
-        removed += down(row["name"])
-    return removed
+        if force or (row["state"] == "up" and not row["owner_alive"]):
+            removed += down(row["name"])
+        else:
+            kept.append(row["name"])
+    return removed, kept
