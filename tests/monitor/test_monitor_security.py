@@ -115,6 +115,7 @@ def test_a_trusted_users_ring_is_served_and_said_so(store: Path, channel: str, o
     assert made.returncode == 0, made.stderr
     code, err = serve(channel, store, "--ring-owner", other_user.name)
     assert code == 0 and "ring-foreign" in err and other_user.name in err, err
+    assert f"monitor unlink --channel {channel}" in err, err  # the summary says the ring stays
 
 
 def test_unlink_stale_removes_only_own_rings_no_process_has_open(other_user: OtherUser) -> None:
