@@ -10,6 +10,9 @@ Targets (each takes the bytes of a file):
   raw        the harnesses' raw sample file
   harness    harness.json as the job runner merges it into run.json
   frame-log  a motion-to-photon frames.csv (mtp ingest) and a tracker.csv of quaternions
+  hosts      a net bench hosts.toml (names, ssh targets, addresses, agents, clock)
+  ssq        a Simulator Sickness Questionnaire CSV (ssq score, with --pre-post and groups)
+  topo-state a net topology's state file (--topo NAME, topo down/list)
 
 Mutations start from valid seed files: byte flips, inserts, deletes, truncations and chunk
 copies, and for JSON files a node replaced by a value of another type. Seeded: a run is
@@ -45,7 +48,10 @@ from jitterlab.describe.analysis import describe_run, run_summary
 from jitterlab.describe.export import ExportOptions, export_run
 from jitterlab.describe.text import describe_text, show_text
 from jitterlab.measure.jobs import obtained
+from jitterlab.monitor import ssq
 from jitterlab.mtp import framelog
+from jitterlab.net import nodes as net_nodes
+from jitterlab.net import topo
 from jitterlab.simulate.injector import Injector
 from jitterlab.simulate.model import load_model, model_to_json, parametric_model
 from jitterlab.store import ResultsStore, load_run
@@ -176,9 +182,46 @@ class Targets:
         self.seeds["frame-log"] = (logs / "frames.csv").read_bytes()
         self.seeds["tracker"] = (logs / "tracker.csv").read_bytes()[:4000]
 
+        self.seeds["hosts"] = (
+            b'[[host]]\nname = "a"\naddress = "10.0.0.1"\nssh = "root@10.0.0.1"\nagent = "/usr/bin/x"\n'
+            b'ssh_options = ["-p", "22"]\n[[host]]\nname = "b"\naddress = "h.example"\nssh = "b"\n'
+            b'[clock]\nmode = "ptp"\nerror_ns = 1000\n'
+        )
+        items = ",".join(f"q{i}" for i in range(1, 17))
+        rows = [
+            f"p{k},{phase},g{k % 2},t{k},{','.join(str((k + i) % 4) for i in range(16))}"
+            for k in range(4)
+            for phase in ("pre", "post")
+        ]
+        self.seeds["ssq"] = (f"participant,phase,group,trial,{items}\n" + "\n".join(rows) + "\n").encode()
+        topo.STATE_DIR = root / "topo-state"  # this process only: the fuzz never touches the real one
+        self.topo_name = "jl-fuzz0"
+        self.seeds["topo-state"] = json.dumps(
+            {
+                "name": self.topo_name,
+                "nodes": [f"{self.topo_name}-n0", f"{self.topo_name}-n1"],
+                "router": f"{self.topo_name}-r",
+                "subnet": "10.213.0.0/16",
+                "shape": {"rate": "10mbit"},
+                "created_by_pid": 1,
+                "created_s": 1.0,
+                "links": [
+                    {
+                        "a": i,
+                        "b": -1,
+                        "a_addr": f"10.213.{i + 1}.2",
+                        "b_addr": f"10.213.{i + 1}.1",
+                        "a_dev": f"v{i}",
+                        "b_dev": f"r{i}",
+                    }
+                    for i in range(2)
+                ],
+            }
+        ).encode()
+
     def mutate(self, target: str, rng: random.Random) -> bytes:
         seed = self.seeds[target]
-        json_like = target in ("run-json", "model", "harness")
+        json_like = target in ("run-json", "model", "harness", "topo-state")
         return mutate_json(seed, rng) if json_like else mutate_bytes(seed, rng)
 
     def run(self, target: str, data: bytes) -> None:
@@ -241,8 +284,26 @@ class Targets:
         harness, _ = read_harness_json(self._file("harness.json", data))  # set aside, never raised
         obtained(harness)
 
+    def t_hosts(self, data: bytes) -> None:
+        net_nodes.from_hosts(self._file("hosts.toml", data))
 
-TARGETS = ("run-json", "model", "hlog", "csv", "raw", "harness", "frame-log")
+    def t_ssq(self, data: bytes) -> None:
+        path = self._file("ssq.csv", data)
+        ssq.score_file(path)
+        scored = ssq.score_file(
+            path, pre_post=True, group="group", trial_column="trial", exclude_pre_above=20
+        )
+        ssq.group_table(scored, "group")
+
+    def t_topo_state(self, data: bytes) -> None:
+        topo.STATE_DIR.mkdir(exist_ok=True)
+        (topo.STATE_DIR / f"{self.topo_name}.json").write_bytes(data)
+        loaded = topo.load(self.topo_name)
+        topo._pid_alive(loaded.created_by_pid)  # what `net topo list` and `down --all` ask
+        loaded.address(0, 1)  # what a bench on it asks first
+
+
+TARGETS = ("run-json", "model", "hlog", "csv", "raw", "harness", "frame-log", "hosts", "ssq", "topo-state")
 
 
 def fuzz(

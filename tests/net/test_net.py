@@ -612,7 +612,14 @@ def test_topology_names_are_never_paths(tmp_path: Path, monkeypatch: pytest.Monk
         '{"name": "jl-abc123", "nodes": ["/etc"], "router": null, "subnet": "x"}'
     )
     (state / "jl-def456.json").write_text("[1, 2]")
-    for name in ("jl-abc123", "jl-def456"):
+    # found by the fuzz run: a link without its addresses, a pid that is a string
+    (state / "jl-aaa1.json").write_text(
+        '{"name": "jl-aaa1", "nodes": ["jl-aaa1-n0", "jl-aaa1-n1"], "router": null, "subnet": "x", "links": [{}]}'
+    )
+    (state / "jl-aaa2.json").write_text(
+        '{"name": "jl-aaa2", "nodes": ["jl-aaa2-n0"], "router": null, "subnet": "x", "created_by_pid": "1"}'
+    )
+    for name in ("jl-abc123", "jl-def456", "jl-aaa1", "jl-aaa2"):
         result = run_cli("net", "bench", "--topo", name, "--duration", "1s")
         assert result.returncode == 2 and "not a state file" in result.stderr, result.stderr
 
@@ -645,6 +652,16 @@ def test_hosts_toml_values_never_become_options_or_protocol_words(
     assert result.returncode == 2, result.stderr
     assert says in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert not pwned.exists()
+
+
+def test_a_hosts_toml_that_is_not_utf8_is_one_line(tmp_path: Path, store: Path) -> None:
+    """Issue 24 item 12 (found again by the fuzz run): a non-UTF-8 hosts.toml was an internal error."""
+    (tmp_path / "hosts.toml").write_bytes(b'[[host]]\nname = "h\xff"\n')
+    result = run_cli(
+        "net", "bench", "--hosts", str(tmp_path / "hosts.toml"), "--duration", "1s", "--store", str(store)
+    )
+    assert result.returncode == 2 and "not UTF-8" in result.stderr, result.stderr
+    assert_one_line_error(result.stderr)
 
 
 def test_the_ssh_target_follows_a_double_dash() -> None:
