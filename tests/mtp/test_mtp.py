@@ -604,3 +604,33 @@ def test_every_synth_log_option_round_trips_through_ingest() -> None:
     outcomes = validate.run_logs(quick=True)
     assert len(outcomes) >= 10
     assert all(o.met for o in outcomes), validate.log_rows(outcomes)
+
+
+@pytest.mark.parametrize(
+    ("rows", "options", "says"),
+    [
+        ([(1e19, 0, 0)], [], "column t_us: 1e+19 is out of range"),  # was dropped as warm-up, exit 0
+        ([(1e6, 2**60, 0)], [], "column motor_step"),
+        ([], ["--rev-per-s", "1e-300"], "aliasing limit"),  # stored -9.2e9 s latencies
+        ([], ["--warmup", "1e12s"], "warm-up must be"),
+        ([], ["--offset-steps", "1" + "0" * 400], "offset in steps"),  # overflowed
+        ([], ["--steps-per-rev", "1" + "0" * 23], "a step would be under 1 ns"),  # latencies of 0
+    ],
+)
+def test_sensor_logs_and_rigs_out_of_range_are_one_line(
+    tmp_path: Path,
+    store: Path,
+    capsys: pytest.CaptureFixture[str],
+    rows: list[tuple[float, int, int]],
+    options: list[str],
+    says: str,
+) -> None:
+    """Issue 24 item 12: numbers that overflow ns or make a step shorter than 1 ns gave wrong
+    runs or internal errors; each is now one line naming it, exit 2, and nothing stored."""
+    good = [(1_000.0 + 16_667 * k, 3 * k, 3 * k - 4) for k in range(50)]
+    frames = tmp_path / "frames.csv"
+    frames.write_text("t_us,motor_step,code\n" + "".join(f"{t:.17g},{m},{c}\n" for t, m, c in [*good, *rows]))
+    code, _, err = run_main(["mtp", "ingest", str(frames), *options, "--store", str(store)], capsys)
+    assert code == 2 and says in err, err
+    assert_one_line_error(err)
+    assert not store.exists() or not [p for p in store.iterdir() if not p.name.startswith(".")]
