@@ -20,6 +20,7 @@ reproducible from --seed. A slow input (over --hang-ms) counts as a hang.
 
     python benchmarks/fuzz.py --seconds 600            # every target, in turn
     python benchmarks/fuzz.py --target model --execs 100000 --seed 7
+    python benchmarks/fuzz.py --seconds 300 --jobs 4    # 4 processes, seeds 1..4
 
 It prints executions, distinct inputs and findings per target; findings are written to
 --findings (default ./fuzz-findings/) with the traceback.
@@ -353,36 +354,63 @@ def stop_rule(seconds: float | None, execs: int | None) -> Callable[[int], bool]
     return lambda done: done >= limit
 
 
+def run_targets(
+    chosen: list[str], seed: int, seconds: float | None, execs: int | None, hang_ms: float, findings: Path
+) -> list[dict[str, Any]]:
+    """One process's share: every chosen target in turn, in its own temporary folder."""
+    results = []
+    with tempfile.TemporaryDirectory(prefix="jitterlab-fuzz-") as tmp:
+        targets = Targets(Path(tmp))
+        for n, target in enumerate(chosen):
+            rng = random.Random(seed * 1_000 + n)
+            result = fuzz(
+                targets, target, rng, stop_rule(seconds, execs), hang_ms / 1e3, findings / f"seed-{seed}"
+            )
+            results.append(result)
+            print(
+                f"{target:10} {result['executions']:>10,} executions  {result['distinct_inputs']:>10,} distinct inputs  "
+                f"{result['findings']} findings  {result['hangs']} hangs  (seed {seed})",
+                flush=True,
+            )
+    return results
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--target", choices=TARGETS, action="append", help="repeatable (default: all)")
-    parser.add_argument("--seconds", type=float, help="time per target")
-    parser.add_argument("--execs", type=int, help="executions per target (default 2000)")
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--seconds", type=float, help="time per target (and per job)")
+    parser.add_argument("--execs", type=int, help="executions per target and job (default 2000)")
+    parser.add_argument("--seed", type=int, default=1, help="job k runs with seed SEED + k")
+    parser.add_argument("--jobs", type=int, default=1, help="processes, each with its own seed (default 1)")
     parser.add_argument("--hang-ms", type=float, default=5_000)
     parser.add_argument("--findings", type=Path, default=Path("fuzz-findings"))
     args = parser.parse_args(argv)
     chosen = args.target or list(TARGETS)
-    results = []
-    with tempfile.TemporaryDirectory(prefix="jitterlab-fuzz-") as tmp:
-        targets = Targets(Path(tmp))
-        for n, target in enumerate(chosen):
-            rng = random.Random(args.seed * 1_000 + n)
-            result = fuzz(
-                targets, target, rng, stop_rule(args.seconds, args.execs), args.hang_ms / 1e3, args.findings
-            )
-            results.append(result)
-            print(
-                f"{target:9} {result['executions']:>10,} executions  {result['distinct_inputs']:>10,} distinct inputs  "
-                f"{result['findings']} findings  {result['hangs']} hangs",
-                flush=True,
-            )
+    started = time.monotonic()
+    work = [
+        (chosen, args.seed + k, args.seconds, args.execs, args.hang_ms, args.findings)
+        for k in range(args.jobs)
+    ]
+    if args.jobs == 1:
+        per_job = [run_targets(*work[0])]
+    else:
+        import multiprocessing
+
+        with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
+            per_job = pool.starmap(run_targets, work)
+    results = [r for job in per_job for r in job]
     total = {k: sum(r[k] for r in results) for k in ("executions", "distinct_inputs", "findings", "hangs")}
+    for target in chosen:
+        mine = [r for r in results if r["target"] == target]
+        print(
+            f"target {target:10} {sum(r['executions'] for r in mine):>10,} executions  "
+            f"{sum(r['findings'] for r in mine)} findings  {sum(r['hangs'] for r in mine)} hangs"
+        )
     print(
-        f"total     {total['executions']:>10,} executions  {total['distinct_inputs']:>10,} distinct inputs  "
-        f"{total['findings']} findings  {total['hangs']} hangs"
+        f"total      {total['executions']:>10,} executions  {total['distinct_inputs']:>10,} distinct inputs  "
+        f"{total['findings']} findings  {total['hangs']} hangs  in {time.monotonic() - started:.0f} s, {args.jobs} jobs"
     )
     return 1 if total["findings"] or total["hangs"] else 0
 
