@@ -87,16 +87,20 @@ def run_meta(
 
 
 @functools.cache
-def harness_schema() -> dict[str, Any]:
-    """The JSON Schema of ``harness.json`` (what every harness writes beside its samples)."""
-    text = resources.files("jitterlab.store").joinpath("schemas/harness.schema.json").read_text()
+def _schema(name: str) -> dict[str, Any]:
+    text = resources.files("jitterlab.store").joinpath(f"schemas/{name}.schema.json").read_text()
     schema: dict[str, Any] = json.loads(text)
     return schema
 
 
 @functools.cache
-def _harness_validator() -> Any:
-    return jsonschema.Draft202012Validator(harness_schema())
+def _validator(name: str) -> Any:
+    return jsonschema.Draft202012Validator(_schema(name))
+
+
+def harness_schema() -> dict[str, Any]:
+    """The JSON Schema of ``harness.json`` (what every harness writes beside its samples)."""
+    return _schema("harness")
 
 
 def strict_json(data: bytes | str) -> Any:
@@ -116,7 +120,7 @@ def read_harness_json(path: Path) -> tuple[dict[str, Any], str]:
         return {}, "harness.json missing (the tool died)"
     try:
         doc = strict_json(path.read_bytes())
-        errors = [e for e in _harness_validator().iter_errors(doc) if not _new_warning_code(e)]
+        errors = [e for e in _validator("harness").iter_errors(doc) if not _new_warning_code(e)]
     except (OSError, ValueError, RecursionError) as e:
         return {}, f"harness.json unreadable ({e})"
     if errors:
@@ -136,17 +140,9 @@ def _new_warning_code(error: Any) -> bool:
 # --- validation of run.json ------------------------------------------------------------
 
 
-@functools.cache
 def run_schema() -> dict[str, Any]:
     """The JSON Schema of ``run.json``: every member a reader uses, with its type."""
-    text = resources.files("jitterlab.store").joinpath("schemas/run.schema.json").read_text()
-    schema: dict[str, Any] = json.loads(text)
-    return schema
-
-
-@functools.cache
-def _run_validator() -> Any:
-    return jsonschema.Draft202012Validator(run_schema())
+    return _schema("run")
 
 
 def validate_run_json(meta: Any, path: Path) -> dict[str, Any]:
@@ -160,7 +156,7 @@ def validate_run_json(meta: Any, path: Path) -> dict[str, Any]:
         raise CorruptRunError(
             f"{path}: schema_version {version} is newer than this jitterlab reads ({SCHEMA_VERSION})"
         )
-    errors = list(_run_validator().iter_errors(meta))
+    errors = list(_validator("run").iter_errors(meta))
     if errors:
         first = jsonschema.exceptions.best_match(errors)
         where = ".".join(str(p) for p in first.absolute_path) or "top level"
