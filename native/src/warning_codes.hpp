@@ -49,9 +49,10 @@ enum class WarningCode {
     unclassified,
     stale_lock,
     ring_foreign,
+    deprecated_option,
 };
 
-inline constexpr std::array<std::string_view, 40> kWarningCodeNames = {
+inline constexpr std::array<std::string_view, 41> kWarningCodeNames = {
     "policy-refused",
     "affinity-refused",
     "mlock-refused",
@@ -92,6 +93,7 @@ inline constexpr std::array<std::string_view, 40> kWarningCodeNames = {
     "unclassified",
     "stale-lock",
     "ring-foreign",
+    "deprecated-option",
 };
 
 /// The code as written into harness.json.

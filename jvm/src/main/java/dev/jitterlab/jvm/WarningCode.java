@@ -42,7 +42,8 @@ public enum WarningCode {
     BACKLOG_SKIPPED("backlog-skipped"),
     UNCLASSIFIED("unclassified"),
     STALE_LOCK("stale-lock"),
-    RING_FOREIGN("ring-foreign");
+    RING_FOREIGN("ring-foreign"),
+    DEPRECATED_OPTION("deprecated-option");
 
     private final String code;
 
