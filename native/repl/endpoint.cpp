@@ -198,6 +198,10 @@ void Server::drain(std::int64_t now, const Schedule& schedule) {
                 ++stats_.pose_datagrams_in;
                 stats_.pose_bytes_in += static_cast<std::int64_t>(len);
             }
+            if (counted) {
+                ++stats_.pose_datagrams_received;
+                stats_.pose_bytes_received += static_cast<std::int64_t>(len);
+            }
             const auto c = h.client;
             addresses_[c] = in_names_[k];
             // Only a newer pose replaces the stored one (UDP may reorder).

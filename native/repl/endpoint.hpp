@@ -36,6 +36,10 @@ struct Schedule {
 struct ServerStats {
     std::int64_t pose_datagrams_in = 0, pose_bytes_in = 0;
     std::int64_t ping_datagrams_in = 0, ping_bytes_in = 0;
+    // poses the server read during its window (by when it read them, not when they were sent):
+    // what arrived, which differs from what was sent when the server falls behind or the
+    // kernel drops; payload bytes (the wire adds 28 B of IPv4 and UDP header per datagram)
+    std::int64_t pose_datagrams_received = 0, pose_bytes_received = 0;
     std::int64_t datagrams_out = 0, bytes_out = 0, poses_out = 0;
     std::int64_t send_failures = 0;  // datagrams the kernel refused (EAGAIN, ENOBUFS)
     std::int64_t bad_datagrams = 0;

@@ -209,6 +209,8 @@ int main(int argc, char** argv) {
                      {"port", server.port()}};
         j["repl"]["server"] = {{"pose_datagrams_in", ss.pose_datagrams_in}, {"pose_bytes_in", ss.pose_bytes_in},
                                {"ping_datagrams_in", ss.ping_datagrams_in}, {"ping_bytes_in", ss.ping_bytes_in},
+                               {"pose_datagrams_received", ss.pose_datagrams_received},
+                               {"pose_bytes_received", ss.pose_bytes_received},
                                {"datagrams_out", ss.datagrams_out},         {"bytes_out", ss.bytes_out},
                                {"poses_out", ss.poses_out},                 {"send_failures", ss.send_failures},
                                {"bad_datagrams", ss.bad_datagrams},         {"ticks", ss.tick_start_ns.size()},

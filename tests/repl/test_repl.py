@@ -51,6 +51,11 @@ def test_a_run_per_n_with_every_update_rates_and_the_seed_beside(scaling: tuple[
         assert abs(run.table.num_rows - expected) <= 0.02 * expected
         assert repl["server"]["pose_bytes_in"] == repl["clients_fleet"]["bytes_out"]
         assert repl["rates_bytes_per_s"]["server_in"] == pytest.approx(144 * 50 * n, rel=0.02)
+        # server in: what the server read in its window (issue 27 item 10), payload and wire
+        server, rates = repl["server"], repl["rates_bytes_per_s"]
+        assert server["pose_bytes_received"] == 144 * server["pose_datagrams_received"] > 0
+        assert rates["server_in"] == server["pose_bytes_received"] / (server["window_ns"] / 1e9)
+        assert rates["server_in_wire"] == pytest.approx(rates["server_in"] * (144 + 28) / 144, rel=1e-12)
         assert repl["generator_lag"]["count"] == n * 50 * 2
         assert repl["server_ticks"]["ticks_per_s"] > 0
         assert len(repl["ping_rtt_ns"]) == repl["clients_fleet"]["pongs"] > 0
@@ -67,7 +72,7 @@ def test_a_run_per_n_with_every_update_rates_and_the_seed_beside(scaling: tuple[
 def test_pings_wait_a_uniform_share_of_the_tick_not_a_phase_locked_one(scaling: tuple[Path, str]) -> None:
     """Issue 27 item 7: on a fixed period the pings kept one phase against the 120 Hz tick
     (mean 7.3 ms at one N, 0.5 ms at another, SD <= 0.6 ms). Sent at random phases, a ping
-    waits U(0, P) for the tick that answers it: mean P/2 and SD P/sqrt(12) = 2.4 ms above the
+    waits U(0, P) for the tick that answers it: median and interquartile range P/2 above the
     loopback's round trip, at every N (the independent model the distribution must match)."""
     period_ms = 1e3 / 120
     pooled = []
@@ -75,8 +80,10 @@ def test_pings_wait_a_uniform_share_of_the_tick_not_a_phase_locked_one(scaling: 
         rtt = np.asarray(run.meta["repl"]["ping_rtt_ns"], dtype=np.float64) / 1e6
         assert run.meta["repl"]["ping_phase"]["distribution"] == "uniform"
         assert rtt.size >= 30
-        assert rtt.mean() == pytest.approx(period_ms / 2, abs=1.5)
-        assert 1.2 < rtt.std() < 3.6
+        # median and interquartile range (U(0, P): P/2 and P/2), robust to a loaded host's stalls
+        q1, median, q3 = np.percentile(rtt, [25, 50, 75])
+        assert median == pytest.approx(period_ms / 2, abs=1.5)
+        assert 0.3 * period_ms < q3 - q1 < 0.7 * period_ms
         pooled.append((rtt - rtt.min()) / period_ms)
     ks = stats.kstest(np.concatenate(pooled), "uniform").statistic
     assert ks < 0.25, ks
