@@ -53,6 +53,12 @@ TEST(ReplLoopback, EveryObserverGetsEveryOtherPose) {
         EXPECT_NE(u.pair % kClients, u.pair / kClients);  // nobody gets their own pose back
     }
     EXPECT_EQ(server.stats().pose_bytes_in, fs.bytes_out);
+    // what the server read in its own window (issue 27 item 10): whole poses, about what was
+    // sent (a pose sent just before the window may be read in it, one near its end after it)
+    const auto& ss = server.stats();
+    EXPECT_EQ(ss.pose_bytes_received, 144 * ss.pose_datagrams_received);
+    EXPECT_GE(ss.pose_datagrams_received, fs.poses_sent / 2);
+    EXPECT_LE(ss.pose_datagrams_received, fs.poses_sent + kClients);
     EXPECT_GT(fs.pongs, 0);
     EXPECT_EQ(server.stats().bad_datagrams, 0);
 }

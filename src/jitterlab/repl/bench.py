@@ -170,7 +170,9 @@ def rates(repl: dict[str, Any], clients: int) -> dict[str, float]:
         server_s = max(server.get("window_ns", 0), 1) / 1e9
         received = server["pose_bytes_received"]
         out["server_in"] = received / server_s
-        out["server_in_wire"] = (received + IP_UDP_HEADER_BYTES * server["pose_datagrams_received"]) / server_s
+        out["server_in_wire"] = (
+            received + IP_UDP_HEADER_BYTES * server["pose_datagrams_received"]
+        ) / server_s
     return out
 
 
