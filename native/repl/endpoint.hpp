@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu_stat.hpp"
 #include "jitterlab/runfile.hpp"
 #include "jitterlab/unique_fd.hpp"
 #include "protocol.hpp"
@@ -45,6 +46,8 @@ struct ServerStats {
     std::int64_t bad_datagrams = 0;
     std::int64_t late_ticks = 0;     // ticks that began after their slot had passed
     std::int64_t cpu_ns = 0;         // the server thread's CPU time in the window
+    ThreadTimes times;               // the same split into user and system time
+    std::vector<std::int64_t> ticks_on_cpu;  // ticks in the window by the CPU they ran on
     std::int64_t window_ns = 0;
     int rcvbuf_bytes = 0, sndbuf_bytes = 0;
     std::vector<std::int64_t> tick_start_ns, tick_busy_ns;  // every tick in the window
@@ -55,6 +58,7 @@ struct FleetStats {
     std::int64_t datagrams_in = 0, bytes_in = 0, bad_datagrams = 0;
     std::int64_t pings_sent = 0, pongs = 0;
     std::int64_t send_cpu_ns = 0, receive_cpu_ns = 0, window_ns = 0;
+    ThreadTimes send_times, receive_times;  // the same split into user and system time
     int rcvbuf_bytes = 0;
     std::vector<std::int64_t> lag_ns;        // actual send time minus scheduled, every pose in the window
     std::vector<std::int64_t> ping_rtt_ns;   // observers' round trips
