@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 
@@ -131,8 +132,10 @@ void Server::run(const Schedule& schedule, const std::atomic<bool>& stop) {
         static_cast<std::size_t>((schedule.t_measure_end - schedule.t_measure_start) / period_ns_ + 2);
     stats_.tick_start_ns.reserve(ticks_expected);
     stats_.tick_busy_ns.reserve(ticks_expected);
+    stats_.ticks_on_cpu.reserve(static_cast<std::size_t>(std::max(1L, ::sysconf(_SC_NPROCESSORS_CONF))));
     std::int64_t next = now_ns();
     std::int64_t cpu_at_start = -1, t_window_start = 0;
+    ThreadTimes times_at_start;
     std::uint32_t tick = 0;
     while (!stop.load(std::memory_order_relaxed)) {
         if (next > now_ns()) {
@@ -144,6 +147,7 @@ void Server::run(const Schedule& schedule, const std::atomic<bool>& stop) {
         const bool counted = schedule.in_window(t_tick);
         if (counted && cpu_at_start < 0) {
             cpu_at_start = thread_cpu_ns();
+            times_at_start = thread_times();
             t_window_start = t_tick;
         }
         drain(t_tick, schedule);
@@ -153,7 +157,14 @@ void Server::run(const Schedule& schedule, const std::atomic<bool>& stop) {
             stats_.tick_start_ns.push_back(t_tick);
             stats_.tick_busy_ns.push_back(t_done - t_tick);
             stats_.cpu_ns = thread_cpu_ns() - cpu_at_start;
+            stats_.times = thread_times() - times_at_start;
             stats_.window_ns = t_done - t_window_start;
+            const int cpu = ::sched_getcpu();
+            if (cpu >= 0) {
+                if (static_cast<std::size_t>(cpu) >= stats_.ticks_on_cpu.size())
+                    stats_.ticks_on_cpu.resize(static_cast<std::size_t>(cpu) + 1, 0);
+                ++stats_.ticks_on_cpu[static_cast<std::size_t>(cpu)];
+            }
         }
         next += period_ns_;
         if (next < t_done) {  // a game loop does not burst to catch up: the missed slots are lost
@@ -197,6 +208,10 @@ void Server::drain(std::int64_t now, const Schedule& schedule) {
             if (schedule.in_window(h.t_send_ns)) {
                 ++stats_.pose_datagrams_in;
                 stats_.pose_bytes_in += static_cast<std::int64_t>(len);
+            }
+            if (counted) {
+                ++stats_.pose_datagrams_received;
+                stats_.pose_bytes_received += static_cast<std::int64_t>(len);
             }
             const auto c = h.client;
             addresses_[c] = in_names_[k];
@@ -374,9 +389,13 @@ void ClientFleet::send_loop(const Schedule& schedule, const std::atomic<bool>& s
     std::uniform_int_distribution<std::int64_t> phase(0, ping_interval_ns_ - 1);
     std::int64_t j = 0, ping_slot = schedule.t_measure_start, cpu_at_start = -1;
     std::int64_t next_ping = ping_slot + phase(phases);
+    ThreadTimes times_at_start;
     while (!stop.load(std::memory_order_relaxed)) {
         std::int64_t now = now_ns();
-        if (cpu_at_start < 0 && now >= schedule.t_measure_start) cpu_at_start = thread_cpu_ns();
+        if (cpu_at_start < 0 && now >= schedule.t_measure_start) {
+            cpu_at_start = thread_cpu_ns();
+            times_at_start = thread_times();
+        }
         if (now >= schedule.t_measure_end) break;
         for (std::int64_t t = due(j); t <= now && t < schedule.t_measure_end; t = due(j)) {
             send_pose(static_cast<int>(j % clients_), t, schedule);
@@ -392,7 +411,10 @@ void ClientFleet::send_loop(const Schedule& schedule, const std::atomic<bool>& s
         const timespec ts{static_cast<time_t>(next / 1'000'000'000), static_cast<long>(next % 1'000'000'000)};
         ::clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);
     }
-    if (cpu_at_start >= 0) stats_.send_cpu_ns = thread_cpu_ns() - cpu_at_start;
+    if (cpu_at_start >= 0) {
+        stats_.send_cpu_ns = thread_cpu_ns() - cpu_at_start;
+        stats_.send_times = thread_times() - times_at_start;
+    }
     stats_.window_ns = std::min(now_ns(), schedule.t_measure_end) - schedule.t_measure_start;
 }
 
@@ -408,16 +430,23 @@ void ClientFleet::receive_loop(const Schedule& schedule, const std::atomic<bool>
     }
     std::vector<epoll_event> events(static_cast<std::size_t>(clients_));
     std::int64_t cpu_at_start = -1;
+    ThreadTimes times_at_start;
+    const auto window_done = [&] {
+        stats_.receive_cpu_ns = thread_cpu_ns() - cpu_at_start;
+        stats_.receive_times = thread_times() - times_at_start;
+    };
     while (!stop.load(std::memory_order_relaxed)) {
         const std::int64_t now = now_ns();
         if (now >= schedule.t_stop) break;
-        if (cpu_at_start < 0 && now >= schedule.t_measure_start) cpu_at_start = thread_cpu_ns();
-        if (stats_.receive_cpu_ns == 0 && cpu_at_start >= 0 && now >= schedule.t_measure_end)
-            stats_.receive_cpu_ns = thread_cpu_ns() - cpu_at_start;
+        if (cpu_at_start < 0 && now >= schedule.t_measure_start) {
+            cpu_at_start = thread_cpu_ns();
+            times_at_start = thread_times();
+        }
+        if (stats_.receive_cpu_ns == 0 && cpu_at_start >= 0 && now >= schedule.t_measure_end) window_done();
         const int n = ::epoll_wait(epoll.get(), events.data(), static_cast<int>(events.size()), 20);
         for (int e = 0; e < n; ++e) receive(static_cast<int>(events[e].data.u32), schedule);
     }
-    if (cpu_at_start >= 0 && stats_.receive_cpu_ns == 0) stats_.receive_cpu_ns = thread_cpu_ns() - cpu_at_start;
+    if (cpu_at_start >= 0 && stats_.receive_cpu_ns == 0) window_done();
 }
 
 }  // namespace jitterlab::repl

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu_stat.hpp"
 #include "jitterlab/runfile.hpp"
 #include "jitterlab/unique_fd.hpp"
 #include "protocol.hpp"
@@ -36,11 +37,17 @@ struct Schedule {
 struct ServerStats {
     std::int64_t pose_datagrams_in = 0, pose_bytes_in = 0;
     std::int64_t ping_datagrams_in = 0, ping_bytes_in = 0;
+    // poses the server read during its window (by when it read them, not when they were sent):
+    // what arrived, which differs from what was sent when the server falls behind or the
+    // kernel drops; payload bytes (the wire adds 28 B of IPv4 and UDP header per datagram)
+    std::int64_t pose_datagrams_received = 0, pose_bytes_received = 0;
     std::int64_t datagrams_out = 0, bytes_out = 0, poses_out = 0;
     std::int64_t send_failures = 0;  // datagrams the kernel refused (EAGAIN, ENOBUFS)
     std::int64_t bad_datagrams = 0;
     std::int64_t late_ticks = 0;     // ticks that began after their slot had passed
     std::int64_t cpu_ns = 0;         // the server thread's CPU time in the window
+    ThreadTimes times;               // the same split into user and system time
+    std::vector<std::int64_t> ticks_on_cpu;  // ticks in the window by the CPU they ran on
     std::int64_t window_ns = 0;
     int rcvbuf_bytes = 0, sndbuf_bytes = 0;
     std::vector<std::int64_t> tick_start_ns, tick_busy_ns;  // every tick in the window
@@ -51,6 +58,7 @@ struct FleetStats {
     std::int64_t datagrams_in = 0, bytes_in = 0, bad_datagrams = 0;
     std::int64_t pings_sent = 0, pongs = 0;
     std::int64_t send_cpu_ns = 0, receive_cpu_ns = 0, window_ns = 0;
+    ThreadTimes send_times, receive_times;  // the same split into user and system time
     int rcvbuf_bytes = 0;
     std::vector<std::int64_t> lag_ns;        // actual send time minus scheduled, every pose in the window
     std::vector<std::int64_t> ping_rtt_ns;   // observers' round trips

@@ -25,6 +25,7 @@
 
 #include "../src/harness_json.hpp"
 #include "../src/tool_util.hpp"
+#include "cpu_stat.hpp"
 #include "endpoint.hpp"
 #include "jitterlab/clock.hpp"
 #include "jitterlab/cpu_wake.hpp"
@@ -120,6 +121,38 @@ jl::ThreadPlacement place(const Options& o, const char* role, int cpu, bool pace
     return p;
 }
 
+constexpr std::int64_t kProgressNs = 200'000'000;
+
+/// Every CPU's /proc/stat accounting over the measured window (issue 27 item 9).
+class KernelWindow {
+public:
+    bool started() const { return t_start_ >= 0; }
+    bool ended() const { return t_end_ >= 0; }
+    void start() {
+        t_start_ = jl::now_ns();
+        before_ = rp::read_proc_stat();
+    }
+    void end() {
+        t_end_ = jl::now_ns();
+        after_ = rp::read_proc_stat();
+    }
+    jl::Json json() const {
+        jl::Json cpus = jl::Json::array();
+        for (const auto& c : rp::difference(before_, after_)) {
+            jl::Json one = {{"cpu", c.cpu}};
+            for (std::size_t k = 0; k < c.ns.size(); ++k) one[std::string(rp::kCpuStatFields[k]) + "_ns"] = c.ns[k];
+            cpus.push_back(one);
+        }
+        return {{"window_ns", ended() ? t_end_ - t_start_ : 0}, {"cpus", cpus}};
+    }
+
+private:
+    std::int64_t t_start_ = -1, t_end_ = -1;
+    std::vector<rp::CpuStat> before_, after_;
+};
+
+jl::Json times_json(const rp::ThreadTimes& t) { return {{"user_ns", t.user_ns}, {"sys_ns", t.sys_ns}}; }
+
 template <typename T>
 void write_binary(const std::string& path, const std::vector<T>& values) {
     const std::string tmp = path + ".tmp";
@@ -143,6 +176,7 @@ int main(int argc, char** argv) {
     const jl::CpuWakeHold cpu_awake;
 
     std::vector<jl::ThreadPlacement> placements(3);
+    KernelWindow kernel;
     std::atomic<bool> stop{false};
     try {
         rp::Server server(o.clients, o.tick_hz, o.payload, o.address, o.port);
@@ -164,18 +198,31 @@ int main(int argc, char** argv) {
                 placements[2] = place(o, "clients-receive", o.pin_clients);
                 fleet.receive_loop(schedule, stop);
             });
+            // Progress every 200 ms; /proc/stat read when the window opens and when it closes.
             const std::int64_t total = o.warmup_ns + o.duration_ns;
+            std::int64_t next_progress = jl::now_ns() + kProgressNs;
             while (jl::now_ns() < schedule.t_stop) {
-                std::this_thread::sleep_for(std::chrono::milliseconds(200));
-                std::printf("progress %lld %lld\n", static_cast<long long>(std::clamp<std::int64_t>(jl::now_ns() - t0, 0, total)),
-                            static_cast<long long>(total));
-                std::fflush(stdout);
+                std::int64_t wake = next_progress;
+                if (!kernel.started()) wake = std::min(wake, schedule.t_measure_start);
+                else if (!kernel.ended()) wake = std::min(wake, schedule.t_measure_end);
+                const timespec ts{static_cast<time_t>(wake / 1'000'000'000), static_cast<long>(wake % 1'000'000'000)};
+                ::clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);
+                const std::int64_t now = jl::now_ns();
+                if (!kernel.started() && now >= schedule.t_measure_start) kernel.start();
+                if (kernel.started() && !kernel.ended() && now >= schedule.t_measure_end) kernel.end();
+                if (now >= next_progress) {
+                    next_progress += kProgressNs;
+                    std::printf("progress %lld %lld\n", static_cast<long long>(std::clamp<std::int64_t>(now - t0, 0, total)),
+                                static_cast<long long>(total));
+                    std::fflush(stdout);
+                }
                 if (jl::tool::g_signal != 0) {
                     stop.store(true);
                     break;
                 }
             }
         }
+        if (kernel.started() && !kernel.ended()) kernel.end();  // interrupted inside the window
         const bool interrupted = jl::tool::g_signal != 0;
         const std::int64_t t_end = std::min(jl::now_ns(), schedule.t_measure_end);
         auto& fs = fleet.stats();
@@ -209,6 +256,8 @@ int main(int argc, char** argv) {
                      {"port", server.port()}};
         j["repl"]["server"] = {{"pose_datagrams_in", ss.pose_datagrams_in}, {"pose_bytes_in", ss.pose_bytes_in},
                                {"ping_datagrams_in", ss.ping_datagrams_in}, {"ping_bytes_in", ss.ping_bytes_in},
+                               {"pose_datagrams_received", ss.pose_datagrams_received},
+                               {"pose_bytes_received", ss.pose_bytes_received},
                                {"datagrams_out", ss.datagrams_out},         {"bytes_out", ss.bytes_out},
                                {"poses_out", ss.poses_out},                 {"send_failures", ss.send_failures},
                                {"bad_datagrams", ss.bad_datagrams},         {"ticks", ss.tick_start_ns.size()},
@@ -222,6 +271,13 @@ int main(int argc, char** argv) {
                                       {"send_cpu_ns", fs.send_cpu_ns},       {"receive_cpu_ns", fs.receive_cpu_ns},
                                       {"window_ns", fs.window_ns},           {"rcvbuf_bytes", fs.rcvbuf_bytes},
                                       {"updates_recorded", fs.updates.size()}};
+        j["repl"]["cpu_time"] = {
+            {"threads",
+             {{"server", times_json(ss.times)}, {"clients_send", times_json(fs.send_times)},
+              {"clients_receive", times_json(fs.receive_times)}}},
+            {"server_ticks_on_cpu", ss.ticks_on_cpu},
+            {"proc_stat", kernel.json()},
+            {"ticks_per_s", ::sysconf(_SC_CLK_TCK)}};
         j["repl"]["ping_rtt_ns"] = fs.ping_rtt_ns;
         j["repl"]["ping_phase"] = {{"interval_ns", o.ping_interval_ns}, {"seed", rp::kPingPhaseSeed}, {"distribution", "uniform"}};
         j["policy_requested"] = jl::policy_json(o.policy);

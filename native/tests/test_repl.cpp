@@ -1,10 +1,15 @@
 // The replication benchmark: its wire format, and a real server and client fleet on loopback.
 #include <gtest/gtest.h>
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
+#include "../repl/cpu_stat.hpp"
 #include "../repl/endpoint.hpp"
 #include "jitterlab/clock.hpp"
 
@@ -53,6 +58,62 @@ TEST(ReplLoopback, EveryObserverGetsEveryOtherPose) {
         EXPECT_NE(u.pair % kClients, u.pair / kClients);  // nobody gets their own pose back
     }
     EXPECT_EQ(server.stats().pose_bytes_in, fs.bytes_out);
+    // what the server read in its own window (issue 27 item 10): whole poses, about what was
+    // sent (a pose sent just before the window may be read in it, one near its end after it)
+    const auto& ss = server.stats();
+    EXPECT_EQ(ss.pose_bytes_received, 144 * ss.pose_datagrams_received);
+    EXPECT_GE(ss.pose_datagrams_received, fs.poses_sent / 2);
+    EXPECT_LE(ss.pose_datagrams_received, fs.poses_sent + kClients);
     EXPECT_GT(fs.pongs, 0);
     EXPECT_EQ(server.stats().bad_datagrams, 0);
+    // every counted tick ran on some CPU; the thread's user + system time is its CPU time
+    // (both from the scheduler's runtime; rusage rounds to microseconds)
+    std::int64_t ticks = 0;
+    for (const auto n : ss.ticks_on_cpu) ticks += n;
+    EXPECT_EQ(ticks, static_cast<std::int64_t>(ss.tick_start_ns.size()));
+    EXPECT_NEAR(static_cast<double>(ss.times.user_ns + ss.times.sys_ns), static_cast<double>(ss.cpu_ns), 5e6);
+}
+
+TEST(ReplCpuStat, ParsesEveryCpuLineInNanoseconds) {
+    const std::string text =
+        "cpu  10 1 20 300 4 0 5 2 0 0\n"
+        "cpu0 7 1 12 150 3 0 4 1 0 0\n"
+        "cpu1 3 0 8 150 1 0 1 1 0 0\n"
+        "intr 12345 0 0\n"
+        "cpu2 broken\n"
+        "ctxt 999\n";
+    const auto cpus = rp::parse_proc_stat(text, 100);  // USER_HZ 100: one tick is 10 ms
+    ASSERT_EQ(cpus.size(), 2u);
+    EXPECT_EQ(cpus[0].cpu, 0);
+    EXPECT_EQ(cpus[1].cpu, 1);
+    EXPECT_EQ(cpus[0].ns[0], 70'000'000);   // user
+    EXPECT_EQ(cpus[0].ns[2], 120'000'000);  // system
+    EXPECT_EQ(cpus[0].ns[6], 40'000'000);   // softirq
+    EXPECT_EQ(cpus[1].ns[7], 10'000'000);   // steal
+    auto later = cpus;
+    later[1].ns[6] += 30'000'000;
+    later.erase(later.begin());  // a CPU gone offline is left out
+    const auto d = rp::difference(cpus, later);
+    ASSERT_EQ(d.size(), 1u);
+    EXPECT_EQ(d[0].cpu, 1);
+    EXPECT_EQ(d[0].ns[6], 30'000'000);
+    EXPECT_EQ(d[0].ns[0], 0);
+    EXPECT_TRUE(rp::parse_proc_stat(text, 0).empty());
+}
+
+TEST(ReplCpuStat, UserTimeIsSpinningAndSystemTimeIsSystemCalls) {
+    auto spin = [](auto body) {
+        const auto t0 = rp::thread_times();
+        const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(150);
+        while (std::chrono::steady_clock::now() < until) body();
+        return rp::thread_times() - t0;
+    };
+    volatile std::uint64_t x = 0;
+    const auto user = spin([&] {
+        for (int k = 0; k < 1000; ++k) x = x + 1;
+    });
+    const auto sys = spin([] { ::syscall(SYS_getppid); ::syscall(SYS_sched_yield); });
+    EXPECT_GT(user.user_ns, user.sys_ns);
+    EXPECT_GT(sys.sys_ns, sys.user_ns);
+    EXPECT_FALSE(rp::read_proc_stat().empty());
 }

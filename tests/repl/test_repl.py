@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import resource
 import signal
 import socket
@@ -51,6 +52,11 @@ def test_a_run_per_n_with_every_update_rates_and_the_seed_beside(scaling: tuple[
         assert abs(run.table.num_rows - expected) <= 0.02 * expected
         assert repl["server"]["pose_bytes_in"] == repl["clients_fleet"]["bytes_out"]
         assert repl["rates_bytes_per_s"]["server_in"] == pytest.approx(144 * 50 * n, rel=0.02)
+        # server in: what the server read in its window (issue 27 item 10), payload and wire
+        server, rates = repl["server"], repl["rates_bytes_per_s"]
+        assert server["pose_bytes_received"] == 144 * server["pose_datagrams_received"] > 0
+        assert rates["server_in"] == server["pose_bytes_received"] / (server["window_ns"] / 1e9)
+        assert rates["server_in_wire"] == pytest.approx(rates["server_in"] * (144 + 28) / 144, rel=1e-12)
         assert repl["generator_lag"]["count"] == n * 50 * 2
         assert repl["server_ticks"]["ticks_per_s"] > 0
         assert len(repl["ping_rtt_ns"]) == repl["clients_fleet"]["pongs"] > 0
@@ -67,7 +73,7 @@ def test_a_run_per_n_with_every_update_rates_and_the_seed_beside(scaling: tuple[
 def test_pings_wait_a_uniform_share_of_the_tick_not_a_phase_locked_one(scaling: tuple[Path, str]) -> None:
     """Issue 27 item 7: on a fixed period the pings kept one phase against the 120 Hz tick
     (mean 7.3 ms at one N, 0.5 ms at another, SD <= 0.6 ms). Sent at random phases, a ping
-    waits U(0, P) for the tick that answers it: mean P/2 and SD P/sqrt(12) = 2.4 ms above the
+    waits U(0, P) for the tick that answers it: median and interquartile range P/2 above the
     loopback's round trip, at every N (the independent model the distribution must match)."""
     period_ms = 1e3 / 120
     pooled = []
@@ -75,8 +81,10 @@ def test_pings_wait_a_uniform_share_of_the_tick_not_a_phase_locked_one(scaling: 
         rtt = np.asarray(run.meta["repl"]["ping_rtt_ns"], dtype=np.float64) / 1e6
         assert run.meta["repl"]["ping_phase"]["distribution"] == "uniform"
         assert rtt.size >= 30
-        assert rtt.mean() == pytest.approx(period_ms / 2, abs=1.5)
-        assert 1.2 < rtt.std() < 3.6
+        # median and interquartile range (U(0, P): P/2 and P/2), robust to a loaded host's stalls
+        q1, median, q3 = np.percentile(rtt, [25, 50, 75])
+        assert median == pytest.approx(period_ms / 2, abs=1.5)
+        assert 0.3 * period_ms < q3 - q1 < 0.7 * period_ms
         pooled.append((rtt - rtt.min()) / period_ms)
     ks = stats.kstest(np.concatenate(pooled), "uniform").statistic
     assert ks < 0.25, ks
@@ -114,6 +122,49 @@ def test_the_knee_is_the_first_n_below_the_tick_rate_with_its_cause(scaling: tup
         fine[0], server_fps=100.0, generator_limited=True, lag_p99_ms=3.0, busy_share=0.1
     )
     assert find_knee([limited]).causes == ("generator: p99 send lag 3.00 ms > 1 ms",)
+
+
+def test_server_cpu_is_attributed_to_user_code_kernel_and_softirq(scaling: tuple[Path, str]) -> None:
+    """Issue 27 item 9: the knee's cause said "busy 93 %" when the core was 40-55 % system
+    and 41-55 % softirq. The run records the thread's user/system time and its core's
+    /proc/stat split; the cause names them."""
+    store, out = scaling
+    rows = sorted((describe_replication(r) for r in ResultsStore(store).runs()), key=lambda r: r.clients)
+    for row in rows:
+        cpu_time = row.run.meta["repl"]["cpu_time"]
+        server = row.run.meta["repl"]["server"]
+        assert sum(cpu_time["server_ticks_on_cpu"]) == server["ticks"]
+        threads = cpu_time["threads"]["server"]
+        assert threads["user_ns"] + threads["sys_ns"] == pytest.approx(server["cpu_ns"], abs=5e6)
+        assert cpu_time["proc_stat"]["window_ns"] == pytest.approx(2e9, rel=0.1)
+        cpu = row.cpu
+        assert cpu is not None
+        assert sum(cpu.core.values()) == pytest.approx(1.0)
+        assert sum(cpu.cpus.values()) == pytest.approx(1.0)
+        assert cpu.thread_user + cpu.thread_system == pytest.approx(row.cpu_share, abs=0.01)
+        if len(os.sched_getaffinity(0)) >= 2:  # pinned to the first allowed CPU by default
+            assert cpu.cpus == {min(os.sched_getaffinity(0)): 1.0}
+    assert "server CPU (% user/system/softirq/idle of its core): N=3: thread " in replication_text(
+        ResultsStore(store).runs()
+    )
+    assert json.loads(out)["rows"][0]["server_cpu"]["core"]["softirq"] >= 0
+    # the case of the issue: a busy loop whose core is mostly system and softirq
+    kernel = describe_replication(ResultsStore(store).runs()[0]).cpu
+    assert kernel is not None
+    core = dict.fromkeys(kernel.core, 0.0) | {"user": 0.09, "system": 0.45, "softirq": 0.41, "idle": 0.05}
+    knee_row = dataclasses.replace(
+        rows[0],
+        server_fps=60.0,
+        busy_share=0.93,
+        cpu=dataclasses.replace(kernel, thread_user=0.09, thread_system=0.84, core=core),
+    )
+    (cause,) = find_knee([knee_row]).causes
+    assert "9% of a core in user code and 84% in the kernel" in cause
+    assert "9% user, 45% system, 41% softirq, 5% idle: mostly the kernel" in cause
+    user = dataclasses.replace(
+        knee_row, cpu=dataclasses.replace(kernel, core=core | {"user": 0.8, "system": 0.1, "softirq": 0.05})
+    )
+    assert find_knee([user]).causes[0].endswith("mostly user code")
 
 
 def test_stream_intervals_known_answer() -> None:

@@ -150,16 +150,30 @@ def _missing_updates(records: np.ndarray) -> int:
     return int(np.clip(step - 1, 0, None).sum())
 
 
+# IPv4 (20 B, no options) and UDP (8 B) headers: what a pose datagram adds on the wire
+IP_UDP_HEADER_BYTES = 28
+
+
 def rates(repl: dict[str, Any], clients: int) -> dict[str, float]:
-    """Bytes per second measured (UDP payload bytes; the seed's KB/s are 1000 B/s)."""
+    """Bytes per second measured (UDP payload bytes; the seed's KB/s are 1000 B/s). Server in
+    is what the server read in its own window, by when it read it (runs before that field:
+    the poses sent in the window), and beside it the same on the wire (+ IPv4/UDP headers)."""
     server, fleet = repl["server"], repl["clients_fleet"]
     window_s = max(fleet.get("window_ns", 0), 1) / 1e9
-    return {
+    out = {
         "client_out_avg": fleet["bytes_out"] / clients / window_s,
         "server_in": server["pose_bytes_in"] / window_s,
         "server_out": server["bytes_out"] / window_s,
         "client_in_avg": fleet["bytes_in"] / clients / window_s,
     }
+    if "pose_bytes_received" in server:
+        server_s = max(server.get("window_ns", 0), 1) / 1e9
+        received = server["pose_bytes_received"]
+        out["server_in"] = received / server_s
+        out["server_in_wire"] = (
+            received + IP_UDP_HEADER_BYTES * server["pose_datagrams_received"]
+        ) / server_s
+    return out
 
 
 def predicted_rates(payload: int, rate_hz: float, clients: int) -> dict[str, float]:
