@@ -42,14 +42,14 @@ import numpy as np
 
 from jitterlab.core.errors import JitterlabError
 from jitterlab.describe.analysis import describe_run, run_summary
-from jitterlab.describe.export import export_run
+from jitterlab.describe.export import ExportOptions, export_run
 from jitterlab.describe.text import describe_text, show_text
 from jitterlab.measure.jobs import obtained
 from jitterlab.mtp import framelog
 from jitterlab.simulate.injector import Injector
 from jitterlab.simulate.model import load_model, model_to_json, parametric_model
 from jitterlab.store import ResultsStore, load_run
-from jitterlab.store.hdr import read_hlog
+from jitterlab.store.hdr.streams import read_figures
 from jitterlab.store.ingest import import_csv
 from jitterlab.store.rawfile import RECORD_DTYPE, read_raw_samples, write_raw_samples
 from jitterlab.store.schema import RUN_JSON, read_harness_json
@@ -148,7 +148,7 @@ class Targets:
         self.run_dir = run.path
         self.run_json_seed = (run.path / RUN_JSON).read_bytes()
         hlog = root / "seed.hlog"
-        export_run(run, "hlog", hlog, window_ns=300_000_000)
+        export_run(run, "hlog", hlog, ExportOptions(window_ns=300_000_000))
         model = root / "seed-model.json"
         model.write_text(
             json.dumps(model_to_json(parametric_model(normal=(2e6, 2e5), spikes=[(2e7, 0.5)], points=16)))
@@ -214,7 +214,8 @@ class Targets:
             )
 
     def t_hlog(self, data: bytes) -> None:
-        read_hlog(self._file("x.hlog", data))
+        with open(self._file("x.hlog", data), "rb") as f:
+            read_figures(f, "x.hlog")
 
     def t_csv(self, data: bytes) -> None:
         import_csv(self._file("x.csv", data), self.csv_store)

@@ -39,10 +39,12 @@ def main() -> int:
     started = time.monotonic()
     outcomes = validate.run(args.quick, args.keep, progress=lambda line: print(line, file=sys.stderr))
     print("errors in ms (analysed − truth):")
-    print(render(validate.HEADERS, validate.rows(outcomes), "llrrrrrr"))
+    print(render(validate.HEADERS, validate.rows(outcomes), "llrrrrrrl"))
     rows = []
     for group in sorted({o.case.group for o in outcomes}):
-        chosen = [o for o in outcomes if o.case.group == group]
+        chosen = [o for o in outcomes if o.case.group == group and o.errors_ms]  # not the refused
+        if not chosen:
+            continue
         for name in ESTIMATORS:
             errors = np.abs([o.errors_ms[name] for o in chosen])
             rows.append(
@@ -57,13 +59,21 @@ def main() -> int:
     print()
     print(render(["group", "estimator", "cases", "mean |err| ms", "max |err| ms"], rows, "llrrr"))
     headline = np.abs(
-        [o.errors_ms[HEADLINE] for o in outcomes if o.case.group in ("centroid", "hard", "kcf")]
+        [
+            o.errors_ms[HEADLINE]
+            for o in outcomes
+            if o.case.group in ("centroid", "hard", "hold+blur", "kcf") and o.errors_ms
+        ]
     )
     print(
         f"\nheadline over all targeted cases: mean |error| {headline.mean():.4f} ms, "
         f"{THESIS_ERROR_MS / headline.mean():.0f}× below the thesis' {THESIS_ERROR_MS} ms"
     )
-    speeds = [o.frames_per_second for o in outcomes if o.case.spec.fps >= 240 and o.case.group == "centroid"]
+    speeds = [
+        o.frames_per_second
+        for o in outcomes
+        if o.case.spec.fps >= 240 and o.case.group == "centroid" and o.errors_ms
+    ]
     if speeds:
         print(
             f"frames analysed per second at {outcomes[-1].case.spec.width}x{outcomes[-1].case.spec.height}, 240 fps videos: {min(speeds):.0f} (min), {np.mean(speeds):.0f} (mean)"

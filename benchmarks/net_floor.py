@@ -27,12 +27,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
 
+from jitterlab.measure.runner import run_plan
 from jitterlab.net import topo
-from jitterlab.net.bench import TRANSPORTS, Case, NetOptions, run_bench
+from jitterlab.net.bench import TRANSPORTS, Case, NetOptions, bench_plan
 from jitterlab.net.nodes import from_topology
 from jitterlab.store import ResultsStore
 
@@ -126,13 +128,8 @@ def main() -> int:
         try:
             nodes = from_topology(t)
             o = NetOptions(duration_s=args.duration, warmup_s=2.0, messages=100_000, steps=5)
-            runs, _ = run_bench(
-                store,
-                o,
-                nodes,
-                [Case("ping", tr) for tr in TRANSPORTS] + [Case("stream", tr) for tr in TRANSPORTS],
-                lambda m: print(f"warning: {m}", file=sys.stderr),
-            )
+            cases = [Case("ping", tr) for tr in TRANSPORTS] + [Case("stream", tr) for tr in TRANSPORTS]
+            runs = run_plan(bench_plan(o, cases, lambda: nullcontext(nodes)), store).runs
             floor = {tr: sockperf_rtt_p50_us(t, tr == "tcp", args.duration) for tr in ("udp", "tcp")}
         finally:
             started = time.monotonic()

@@ -28,7 +28,8 @@ from pathlib import Path
 import numpy as np
 
 from jitterlab.describe.replication import describe_replication, find_knee, replication_text
-from jitterlab.repl.bench import ReplOptions, run_scaling
+from jitterlab.measure.runner import run_plan
+from jitterlab.repl.bench import ReplOptions, scaling_plan
 from jitterlab.store import ResultsStore
 
 RATE_HZ = 90.0
@@ -76,9 +77,10 @@ def main() -> int:
         o = ReplOptions(
             clients=(2, 5, 10, 25, 125), rate_hz=RATE_HZ, payload=PAYLOAD, duration_s=args.duration
         )
-        runs, interrupted = run_scaling(store, o, lambda m: print(f"warning: {m}"))
-        if interrupted:
-            return 130
+        outcome = run_plan(scaling_plan(o), store)
+        if outcome.interrupted:
+            return outcome.exit_code
+        runs = outcome.runs
         print(replication_text(runs))
         rows = {r.clients: r for r in (describe_replication(run) for run in runs)}
         python_lag = python_generator_lag(125, args.duration)

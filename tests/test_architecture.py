@@ -6,6 +6,7 @@ import ast
 from pathlib import Path
 
 import pytest
+import tomllib
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "jitterlab"
 
@@ -18,10 +19,10 @@ ALLOWED: dict[str, set[str]] = {
     "describe": {"core", "stats", "store"},
     # inject validate measures the proxy with the measure room's job runner
     "simulate": {"core", "stats", "store", "measure"},
-    # motion-to-photon: analyses videos and sensor logs, writes runs
-    "mtp": {"core", "stats", "store"},
-    # live monitoring of experiments: the recorder, serve, trial screening, SSQ
-    "monitor": {"core", "stats", "store"},
+    # motion-to-photon: analyses videos and sensor logs, writes runs through measure's runner
+    "mtp": {"core", "stats", "store", "measure"},
+    # live monitoring of experiments: the recorder, serve, trial screening, SSQ; runs through measure's runner
+    "monitor": {"core", "stats", "store", "measure"},
     # replication scaling: runs the native tool with the measure room's job runner
     "repl": {"core", "stats", "store", "measure"},
     # across nodes: agents, namespaces, and the injection engine's models on the link
@@ -36,16 +37,26 @@ def room_of(module: str) -> str:
     return parts[1] if len(parts) > 1 else "__init__"
 
 
-def imports_of(path: Path) -> list[tuple[int, str]]:
-    """Every ``jitterlab.*`` module imported anywhere in ``path``, function-local ones too."""
+def imports_of(path: Path, package: Path) -> list[tuple[int, str]]:
+    """Every ``jitterlab.*`` module imported anywhere in ``path``, function-local and relative ones too.
+
+    A relative import is resolved against the file's own package (``from ..measure import jvm`` in
+    ``describe/report.py`` is ``jitterlab.measure``), so it cannot slip past the rule.
+    """
     tree = ast.parse(path.read_text())
+    own_package = ["jitterlab", *path.relative_to(package).parent.parts]
     found = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            if node.module == "jitterlab":
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = own_package[: len(own_package) - (node.level - 1)]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            if module == "jitterlab":
                 found += [(node.lineno, f"jitterlab.{a.name}") for a in node.names]
-            elif node.module.startswith("jitterlab."):
-                found.append((node.lineno, node.module))
+            elif module.startswith("jitterlab."):
+                found.append((node.lineno, module))
         elif isinstance(node, ast.Import):
             found += [(node.lineno, a.name) for a in node.names if a.name.startswith("jitterlab")]
     return found
@@ -63,7 +74,7 @@ def wrong_arrows(package: Path) -> list[str]:
                 f"{relative}: '{room}' is not a room of the layout (add it to ALLOWED and the docs)"
             )
             continue
-        for line, module in imports_of(path):
+        for line, module in imports_of(path, package):
             target = room_of(module)
             if target != room and target not in ALLOWED[room]:
                 problems.append(f"{relative}:{line}: {room} imports {module}")
@@ -86,6 +97,31 @@ def test_the_check_catches_a_wrong_arrow(tmp_path: Path) -> None:
         "describe/report.py:2: describe imports jitterlab.measure.jvm",
         "store/runs.py:1: store imports jitterlab.describe",
     ]
+
+
+def test_the_check_catches_a_relative_import_across_rooms(tmp_path: Path) -> None:
+    # a relative import is the same arrow spelled differently: it must not pass
+    (tmp_path / "describe").mkdir()
+    (tmp_path / "describe" / "report.py").write_text(
+        "from ..measure import jvm\nfrom . import summary\nfrom .. import net\n"
+    )
+    (tmp_path / "store" / "hdr").mkdir(parents=True)
+    (tmp_path / "store" / "hdr" / "codec.py").write_text(
+        "from ...describe.plots import f\nfrom .. import runs\n"
+    )
+    assert wrong_arrows(tmp_path) == [
+        "describe/report.py:1: describe imports jitterlab.measure",
+        "describe/report.py:3: describe imports jitterlab.net",
+        "store/hdr/codec.py:1: store imports jitterlab.describe.plots",
+    ]
+
+
+def test_ruff_bans_relative_imports() -> None:
+    # the second guard: ruff's flake8-tidy-imports rule rejects relative imports in src/ and tests/
+    config = tomllib.loads((PACKAGE.parents[1] / "pyproject.toml").read_text())
+    lint = config["tool"]["ruff"]["lint"]
+    assert "TID252" in lint["select"] or "TID" in lint["select"]
+    assert lint["flake8-tidy-imports"]["ban-relative-imports"] == "all"
 
 
 @pytest.mark.parametrize("room", sorted(ALLOWED))

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "jitterlab/channel.hpp"
+#include "jitterlab/unique_fd.hpp"
 
 namespace jitterlab {
 
@@ -16,19 +17,13 @@ namespace jitterlab {
 class FdChannel : public Channel {
 public:
     FdChannel(int write_fd, int read_fd) : write_fd_(write_fd), read_fd_(read_fd) {}
-    ~FdChannel() override {
-        if (write_fd_ >= 0) ::close(write_fd_);
-        if (read_fd_ >= 0) ::close(read_fd_);
-    }
-    FdChannel(const FdChannel&) = delete;
-    FdChannel& operator=(const FdChannel&) = delete;
 
     void send(const Message& message) override {
-        transfer(write_fd_, const_cast<Message*>(&message), true);
+        transfer(write_fd_.get(), const_cast<Message*>(&message), true);
     }
     Message receive() override {
         Message message{};
-        transfer(read_fd_, &message, false);
+        transfer(read_fd_.get(), &message, false);
         return message;
     }
 
@@ -45,8 +40,8 @@ private:
                                      (n == 0 ? "end of stream" : std::strerror(errno)));
         }
     }
-    int write_fd_;
-    int read_fd_;
+    UniqueFd write_fd_;
+    UniqueFd read_fd_;
 };
 
 }  // namespace jitterlab

@@ -25,9 +25,9 @@ void RunState::add_placement(ThreadPlacement placement) {
     placements_.push_back(std::move(placement));
 }
 
-void RunState::add_warning(std::string code, std::string detail) {
+void RunState::add_warning(WarningCode code, std::string detail) {
     std::lock_guard lock(mutex_);
-    Warning warning{std::move(code), std::move(detail)};
+    Warning warning{code, std::move(detail)};
     if (std::find(warnings_.begin(), warnings_.end(), warning) == warnings_.end()) warnings_.push_back(std::move(warning));
 }
 
@@ -69,9 +69,9 @@ void place_thread(RunState& state, const std::string& role, int pair, const std:
     read_back(placement);
     const char* wanted = policy_name(state.config.policy.policy);
     if (!placement.policy_error.empty())
-        state.add_warning("policy-refused", std::string("scheduling policy ") + wanted + " refused (" + placement.policy_error + "); running as " + placement.policy);
+        state.add_warning(WarningCode::policy_refused, std::string("scheduling policy ") + wanted + " refused (" + placement.policy_error + "); running as " + placement.policy);
     if (!placement.affinity_error.empty())
-        state.add_warning("affinity-refused", "CPU affinity refused (" + placement.affinity_error + "); threads run unpinned");
+        state.add_warning(WarningCode::affinity_refused, "CPU affinity refused (" + placement.affinity_error + "); threads run unpinned");
     state.add_placement(std::move(placement));
 }
 
@@ -114,7 +114,7 @@ WaitMode choose_spin_mode(RunState& state, const std::vector<TechniqueInfo>& inf
     if (!reason.empty()) {
         state.spin_mode = SpinMode::yield;
         state.spin_fallback_reason = reason;
-        state.add_warning("spin-fallback", reason + ": busy-waiting could livelock, spinning with sched_yield instead");
+        state.add_warning(WarningCode::spin_fallback, reason + ": busy-waiting could livelock, spinning with sched_yield instead");
         return WaitMode::yield;
     }
     return WaitMode::spin;

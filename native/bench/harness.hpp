@@ -109,7 +109,7 @@ struct RunState {
     std::atomic<bool> finished{false};
 
     void add_placement(ThreadPlacement placement);
-    void add_warning(std::string code, std::string detail);
+    void add_warning(WarningCode code, std::string detail);
     void fail(std::string error);  // records the first error and stops the run
 
     std::vector<ThreadPlacement> placements() const;

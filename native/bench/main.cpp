@@ -36,10 +36,6 @@ constexpr const char* kTool = "jitterlab-bench";
 
 [[noreturn]] void usage_error(const std::string& message) { jl::tool::usage_error(kTool, message); }
 
-std::int64_t parse_int(const std::string& flag, const std::string& text, std::int64_t lo, std::int64_t hi) {
-    return jl::tool::parse_int(kTool, flag, text, lo, hi);
-}
-
 const char* kUsage =
     "usage: jitterlab-bench --technique NAME --out DIR [--pairs N] [--samples N] [--warmup N]\n"
     "  [--block-ints N] [--policy other|fifo|rr|deadline] [--priority P]\n"
@@ -51,45 +47,43 @@ const char* kUsage =
 struct Options {
     jl::HarnessConfig config;
     std::int64_t floor_round_trips = 20'000;
+    bool list = false;
 };
 
 Options parse(int argc, char** argv) {
     Options o;
     auto& c = o.config;
-    std::map<std::string, std::string> seen;
-    for (int i = 1; i < argc; ++i) {
-        const std::string flag = argv[i];
-        auto value = [&]() -> std::string {
-            if (i + 1 >= argc) usage_error(flag + " needs a value");
-            return argv[++i];
-        };
-        if (flag == "--technique") c.technique = value();
-        else if (flag == "--out") c.out_dir = value();
-        else if (flag == "--pairs") c.pairs = static_cast<int>(parse_int(flag, value(), 1, 1024));
-        else if (flag == "--samples") c.samples = parse_int(flag, value(), 1, 1'000'000'000);
-        else if (flag == "--warmup") c.warmup = parse_int(flag, value(), 0, 1'000'000'000);
-        else if (flag == "--block-ints") c.block_ints = parse_int(flag, value(), 0, 1LL << 32);
+    jl::tool::ArgReader args(kTool, argc, argv, kUsage);
+    while (args.next()) {
+        const std::string& flag = args.flag();
+        if (flag == "--technique") c.technique = args.value();
+        else if (flag == "--out") c.out_dir = args.value();
+        else if (flag == "--pairs") c.pairs = static_cast<int>(args.integer(1, 1024));
+        else if (flag == "--samples") c.samples = args.integer(1, 1'000'000'000);
+        else if (flag == "--warmup") c.warmup = args.integer(0, 1'000'000'000);
+        else if (flag == "--block-ints") c.block_ints = args.integer(0, 1LL << 32);
         else if (flag == "--policy") {
-            const std::string v = value();
+            const std::string v = args.value();
             if (!jl::parse_policy(v, c.policy.policy)) usage_error("--policy expects other, fifo, rr or deadline, got '" + v + "'");
-        } else if (flag == "--priority") c.policy.priority = static_cast<int>(parse_int(flag, value(), 0, 99));
-        else if (flag == "--dl-runtime") c.policy.dl_runtime_ns = static_cast<std::uint64_t>(parse_int(flag, value(), 1024, 1LL << 40));
-        else if (flag == "--dl-deadline") c.policy.dl_deadline_ns = static_cast<std::uint64_t>(parse_int(flag, value(), 1024, 1LL << 40));
-        else if (flag == "--dl-period") c.policy.dl_period_ns = static_cast<std::uint64_t>(parse_int(flag, value(), 1024, 1LL << 40));
-        else if (flag == "--pin") c.pin = value();
+        } else if (flag == "--priority") c.policy.priority = static_cast<int>(args.integer(0, 99));
+        else if (flag == "--dl-runtime") c.policy.dl_runtime_ns = static_cast<std::uint64_t>(args.integer(1024, 1LL << 40));
+        else if (flag == "--dl-deadline") c.policy.dl_deadline_ns = static_cast<std::uint64_t>(args.integer(1024, 1LL << 40));
+        else if (flag == "--dl-period") c.policy.dl_period_ns = static_cast<std::uint64_t>(args.integer(1024, 1LL << 40));
+        else if (flag == "--pin") c.pin = args.value();
         else if (flag == "--no-mlock") c.mlock = false;
-        else if (flag == "--pause-ns") c.pause_ns = parse_int(flag, value(), 0, 60'000'000'000LL);
-        else if (flag == "--seed") c.seed = static_cast<std::uint64_t>(parse_int(flag, value(), 0, INT64_MAX));
+        else if (flag == "--pause-ns") c.pause_ns = args.integer(0, 60'000'000'000LL);
+        else if (flag == "--seed") c.seed = static_cast<std::uint64_t>(args.integer(0, INT64_MAX));
         else if (flag == "--caf-scheduler") {
-            c.caf_scheduler = value();
+            c.caf_scheduler = args.value();
             if (c.caf_scheduler != "stealing" && c.caf_scheduler != "sharing" && c.caf_scheduler != "detached")
                 usage_error("--caf-scheduler expects stealing, sharing or detached");
-        } else if (flag == "--caf-threads") c.caf_threads = static_cast<int>(parse_int(flag, value(), 1, 1024));
+        } else if (flag == "--caf-threads") c.caf_threads = static_cast<int>(args.integer(1, 1024));
         else if (flag == "--no-record") c.record = false;
-        else if (flag == "--floor-round-trips") o.floor_round_trips = parse_int(flag, value(), 2, 100'000'000);
-        else if (flag == "--help" || flag == "-h") { std::fputs(kUsage, stdout); std::exit(0); }
-        else usage_error("unknown option '" + flag + "' (see --help)");
+        else if (flag == "--floor-round-trips") o.floor_round_trips = args.integer(2, 100'000'000);
+        else if (flag == "--list") o.list = true;
+        else args.unknown();
     }
+    if (o.list) return o;
     if (c.policy.policy == jl::Policy::deadline &&
         (c.policy.dl_runtime_ns == 0 || c.policy.dl_runtime_ns > c.policy.dl_deadline_ns || c.policy.dl_deadline_ns > c.policy.dl_period_ns))
         usage_error("--policy deadline needs 0 < --dl-runtime <= --dl-deadline <= --dl-period");
@@ -129,58 +123,89 @@ void write_samples(const std::string& path, const jl::RunState& state, bool part
 
 void write_json(const std::string& path, const std::string& text) { jl::tool::write_file_atomically(path, text); }
 
+void print_warnings(const std::vector<jl::Warning>& warnings) {
+    for (const auto& w : warnings)
+        std::fprintf(stderr, "%s: warning[%s]: %s\n", kTool, std::string(jl::warning_code_name(w.code)).c_str(), w.detail.c_str());
+}
+
 struct Timing {
     std::int64_t started_realtime_ns, t_start_ns, t_end_ns;
 };
 
+jl::Json c2c_json(const jl::CoreToCore& c2c) {
+    return {{"measured", c2c.measured}, {"skipped_reason", c2c.skipped_reason}, {"cpu_a", c2c.cpu_a}, {"cpu_b", c2c.cpu_b},
+            {"round_trips", c2c.round_trips}, {"min", c2c.one_way_min_ns}, {"median", c2c.one_way_median_ns},
+            {"p99", c2c.one_way_p99_ns}};
+}
+
+/// The two floors of one run agree when their medians are within this share of each other;
+/// beyond it the host moved the vCPUs between them (this VM flips between ~64 and ~130 ns).
+constexpr double kRegimeTolerance = 0.25;
+
+bool regime_changed(const jl::CoreToCore& before, const jl::CoreToCore& after) {
+    if (!before.measured || !after.measured) return false;
+    const double lo = std::min(before.one_way_median_ns, after.one_way_median_ns);
+    const double hi = std::max(before.one_way_median_ns, after.one_way_median_ns);
+    return lo <= 0 || hi > lo * (1 + kRegimeTolerance);
+}
+
 std::string harness_json(const Options& o, const jl::RunState& state, const jl::ClockOverhead& clock,
-                         const jl::CoreToCore& c2c, const Timing& timing, const std::string& status,
-                         const std::string& partial_reason, const std::string& mlock_error, bool c2c_run) {
+                         const jl::CoreToCore& c2c, const jl::CoreToCore& c2c_end, const Timing& timing,
+                         bool partial, const std::string& partial_reason, const std::string& mlock_error, bool c2c_run) {
     const auto& c = o.config;
-    jl::JsonWriter j;
-    j.begin_object();
-    j.field("harness", "native").field("harness_version", JITTERLAB_VERSION);
-    j.field("technique", c.technique).field("pairs", c.pairs).field("samples_requested", c.samples);
-    j.field("warmup", c.warmup).field("block_ints", c.block_ints).field("seed", c.seed).field("pause_ns", c.pause_ns);
-    j.field("record", c.record);
-    j.key("policy_requested").begin_object().field("policy", jl::policy_name(c.policy.policy)).field("priority", c.policy.priority);
-    if (c.policy.policy == jl::Policy::deadline)
-        j.field("runtime_ns", c.policy.dl_runtime_ns).field("deadline_ns", c.policy.dl_deadline_ns).field("period_ns", c.policy.dl_period_ns);
-    j.end_object();
-    j.field("pin_requested", c.pin);
-    j.key("mlock").begin_object().field("requested", c.mlock).field("obtained", c.mlock && mlock_error.empty()).field("error", mlock_error).end_object();
-    j.field("spin_mode", state.spin_mode == jl::SpinMode::busy ? "busy" : "yield");
-    j.field("spin_fallback_reason", state.spin_fallback_reason);
-    if (c.technique == "caf") j.key("caf").begin_object().field("scheduler", c.caf_scheduler).field("threads", c.caf_threads).end_object();
-    jl::write_placements(j, state.placements());
+    jl::Json j;
+    j["harness"] = "native";
+    j["harness_version"] = JITTERLAB_VERSION;
+    j["technique"] = c.technique;
+    j["pairs"] = c.pairs;
+    j["samples_requested"] = c.samples;
+    j["warmup"] = c.warmup;
+    j["block_ints"] = c.block_ints;
+    j["seed"] = c.seed;
+    j["pause_ns"] = c.pause_ns;
+    j["record"] = c.record;
+    j["policy_requested"] = jl::policy_json(c.policy);
+    if (c.policy.policy == jl::Policy::deadline) {
+        j["policy_requested"]["runtime_ns"] = c.policy.dl_runtime_ns;
+        j["policy_requested"]["deadline_ns"] = c.policy.dl_deadline_ns;
+        j["policy_requested"]["period_ns"] = c.policy.dl_period_ns;
+    }
+    j["pin_requested"] = c.pin;
+    j["mlock"] = jl::mlock_json(c.mlock, mlock_error);
+    j["spin_mode"] = state.spin_mode == jl::SpinMode::busy ? "busy" : "yield";
+    j["spin_fallback_reason"] = state.spin_fallback_reason;
+    if (c.technique == "caf") j["caf"] = {{"scheduler", c.caf_scheduler}, {"threads", c.caf_threads}};
+    j["placements"] = jl::placements_json(state.placements());
     auto warnings = state.warnings();
-    if (!mlock_error.empty()) warnings.push_back({"mlock-refused", "mlockall refused (" + mlock_error + "); pages may fault during the run"});
-    jl::write_warnings(j, warnings);
-    j.field("status", status).field("partial_reason", partial_reason);
-    j.key("per_pair_recorded").begin_array();
-    for (const auto& r : state.recorders) j.value(r->recorded.load());
-    j.end_array();
-    j.field("samples_recorded", state.recorded_total());
-    j.field("started_realtime_ns", timing.started_realtime_ns).field("t_start_ns", timing.t_start_ns).field("t_end_ns", timing.t_end_ns);
-    j.key("floor").begin_object();
-    jl::write_clock_overhead(j, clock);
-    j.key("c2c_one_way_ns").begin_object().field("measured", c2c.measured).field("skipped_reason", c2c.skipped_reason)
-        .field("cpu_a", c2c.cpu_a).field("cpu_b", c2c.cpu_b).field("round_trips", c2c.round_trips)
-        .field("min", c2c.one_way_min_ns).field("median", c2c.one_way_median_ns).field("p99", c2c.one_way_p99_ns).end_object();
-    j.end_object();
-    j.field("c2c_run", c2c_run);
-    j.end_object();
-    return j.str();
+    if (!mlock_error.empty())
+        warnings.push_back({jl::WarningCode::mlock_refused, "mlockall refused (" + mlock_error + "); pages may fault during the run"});
+    if (regime_changed(c2c, c2c_end)) {
+        char detail[160];
+        std::snprintf(detail, sizeof detail, "core-to-core one-way p50 was %.0f ns before the run and %.0f ns after it",
+                      c2c.one_way_median_ns, c2c_end.one_way_median_ns);
+        warnings.push_back({jl::WarningCode::c2c_regime_changed, detail});
+    }
+    j["warnings"] = warnings;
+    jl::Json per_pair = jl::Json::array();
+    for (const auto& r : state.recorders) per_pair.push_back(r->recorded.load());
+    j["per_pair_recorded"] = per_pair;
+    j["samples_recorded"] = state.recorded_total();
+    jl::set_status(j, partial, partial_reason, timing.started_realtime_ns, timing.t_start_ns, timing.t_end_ns);
+    // The floor, measured before the run and, for a regime check, again after it.
+    j["floor"] = {{"clock_overhead_ns", jl::clock_overhead_json(clock)}, {"c2c_one_way_ns", c2c_json(c2c)}};
+    if (c2c_end.measured) j["floor"]["c2c_end_one_way_ns"] = c2c_json(c2c_end);
+    j["c2c_run"] = c2c_run;
+    return jl::json_text(j);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc == 2 && std::strcmp(argv[1], "--list") == 0) {
+    const Options o = parse(argc, argv);
+    if (o.list) {
         list_techniques();
         return 0;
     }
-    const Options o = parse(argc, argv);
     const auto& cfg = o.config;
     const jl::Technique* technique = jl::find_technique(cfg.technique);
     if (technique == nullptr) usage_error("unknown technique '" + cfg.technique + "' (see --list)");
@@ -191,15 +216,13 @@ int main(int argc, char** argv) {
     jl::tool::install_signal_handlers();
 
     std::string mlock_error;
-    if (cfg.mlock) {
-        mlock_error = jl::lock_memory();
-        if (!mlock_error.empty()) std::fprintf(stderr, "jitterlab-bench: warning: mlockall refused (%s); pages may fault during the run\n", mlock_error.c_str());
-    }
+    if (cfg.mlock) mlock_error = jl::lock_memory();
 
     // The floor: measured before the buffers are allocated, on an otherwise idle process.
     const jl::ClockOverhead clock = jl::measure_clock_overhead(200'000);
     std::vector<jl::SampleRecord> legs;
     const jl::CoreToCore c2c = jl::measure_core_to_core(c2c_run ? cfg.samples + cfg.warmup : o.floor_round_trips, c2c_run ? &legs : nullptr);
+    jl::CoreToCore c2c_end;  // the floor again after the run: which regime the whole run met
 
     jl::HarnessConfig run_cfg = cfg;
     if (c2c_run) { run_cfg.pairs = 1; run_cfg.record = false; }
@@ -240,13 +263,14 @@ int main(int argc, char** argv) {
                 if (stop_seen_at == 0) stop_seen_at = jl::now_ns();
                 if (jl::now_ns() - stop_seen_at > kStopGraceMs * 1'000'000) {
                     // A worker is stuck (for example a peer died mid-message): keep what was recorded.
-                    std::fprintf(stderr, "jitterlab-bench: warning: workers did not stop within %lld ms; writing the samples recorded so far\n",
-                                 static_cast<long long>(kStopGraceMs));
+                    state.add_warning(jl::WarningCode::workers_stuck, "workers did not stop within " + std::to_string(kStopGraceMs) +
+                                                                          " ms; the samples recorded so far were written");
+                    print_warnings(state.warnings());
                     partial_reason = state.error().empty() ? "interrupted; workers did not stop in time" : "error: " + state.error();
                     timing.t_end_ns = jl::now_ns();
                     const std::string dir = cfg.out_dir;
                     write_samples(dir + "/samples.jlraw", state, true);
-                    write_json(dir + "/harness.json", harness_json(o, state, clock, c2c, timing, "partial", partial_reason, mlock_error, false));
+                    write_json(dir + "/harness.json", harness_json(o, state, clock, c2c, c2c_end, timing, true, partial_reason, mlock_error, false));
                     std::fflush(nullptr);
                     std::_Exit(3);
                 }
@@ -254,6 +278,7 @@ int main(int argc, char** argv) {
         }
     }
     timing.t_end_ns = jl::now_ns();
+    if (!c2c_run && c2c.measured && jl::tool::g_signal == 0) c2c_end = jl::measure_core_to_core(o.floor_round_trips);
     const std::string error = state.error();
     const bool complete = state.recorded_total() == static_cast<std::int64_t>(cfg.samples) * (c2c_run ? 1 : cfg.pairs) || !cfg.record;
     if (!error.empty()) partial_reason = "error: " + error;
@@ -261,10 +286,10 @@ int main(int argc, char** argv) {
     else if (!complete) partial_reason = "fewer samples than requested";
     const bool partial = !partial_reason.empty();
 
-    for (const auto& w : state.warnings()) std::fprintf(stderr, "jitterlab-bench: warning: %s\n", w.detail.c_str());
+    print_warnings(state.warnings());
     try {
         write_samples(cfg.out_dir + "/samples.jlraw", state, partial);
-        write_json(cfg.out_dir + "/harness.json", harness_json(o, state, clock, c2c, timing, partial ? "partial" : "complete", partial_reason, mlock_error, c2c_run));
+        write_json(cfg.out_dir + "/harness.json", harness_json(o, state, clock, c2c, c2c_end, timing, partial, partial_reason, mlock_error, c2c_run));
     } catch (const std::exception& e) {
         std::fprintf(stderr, "jitterlab-bench: error: %s\n", e.what());
         return 1;

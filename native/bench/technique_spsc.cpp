@@ -21,7 +21,7 @@ public:
 
 private:
     const SpinMode mode_;
-    SpscRing<Message, 1024> ring_;
+    SpscRing<Message, 128> ring_;  // one message in flight: a small ring stays in L1
 };
 
 }  // namespace

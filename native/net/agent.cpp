@@ -28,6 +28,7 @@
 
 #include "../src/tool_util.hpp"
 #include "jitterlab/clock.hpp"
+#include "jitterlab/cpu_wake.hpp"
 #include "transport.hpp"
 
 namespace jl = jitterlab;
@@ -308,26 +309,6 @@ std::vector<net::Endpoint> peers_of(const std::string& list) {
     return peers;
 }
 
-/// Holds /dev/cpu_dma_latency at 0 µs while it lives (cyclictest's habit, as jitterlab-repl
-/// does): a halted vCPU takes milliseconds to wake here, which an open-loop sender would
-/// record as its own lag. Empty `error` when held.
-class CpuAwake {
-public:
-    CpuAwake() : fd_(::open("/dev/cpu_dma_latency", O_WRONLY | O_CLOEXEC)) {
-        const std::int32_t zero = 0;
-        if (fd_ < 0 || ::write(fd_, &zero, sizeof zero) != static_cast<ssize_t>(sizeof zero)) error = std::strerror(errno);
-    }
-    ~CpuAwake() {
-        if (fd_ >= 0) ::close(fd_);
-    }
-    CpuAwake(const CpuAwake&) = delete;
-    CpuAwake& operator=(const CpuAwake&) = delete;
-    std::string error;
-
-private:
-    int fd_;
-};
-
 int payload_of(const Params& p) {
     const auto payload = number(p, "payload", 64);
     if (payload < net::kHeaderBytes || payload > net::kMaxPayload)
@@ -339,11 +320,10 @@ int payload_of(const Params& p) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc > 1 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
-        std::puts("usage: jitterlab-net   (a node agent: commands on stdin, see docs/net.md)");
-        return 0;
-    }
-    if (argc > 1 && std::string(argv[1]) == "--version") {
+    jl::tool::ArgReader args(kTool, argc, argv,
+                             "usage: jitterlab-net [--version]   (a node agent: commands on stdin, see docs/net.md)\n");
+    while (args.next()) {
+        if (args.flag() != "--version") args.unknown();
         std::printf("%s %s %d\n", kTool, JITTERLAB_VERSION, net::kProtocolVersion);
         return 0;
     }
@@ -374,11 +354,11 @@ int main(int argc, char** argv) {
                 auto client = net::make_client(text(p, "transport"), peers, static_cast<int>(number(p, "payload", 64)));
                 say("ready");
                 if (!std::getline(std::cin, line) || line != "go") break;
-                const CpuAwake awake;
+                const jl::CpuWakeHold awake;
                 Scenario scenario(p, *client, static_cast<int>(peers.size()));
                 const std::int64_t t0 = jl::now_ns();
                 const Outcome o = scenario.run(t0);
-                report(o, jl::now_ns() - t0 - number(p, "warmup_ns", 0), awake.error);
+                report(o, jl::now_ns() - t0 - number(p, "warmup_ns", 0), awake.error());
             } else if (command == "collect") {
                 if (!responder) throw net::SetupError("collect before serve");
                 say("result received=" + std::to_string(responder->received()) + " dropped_records=" + std::to_string(responder->dropped_records()));

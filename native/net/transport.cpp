@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "jitterlab/clock.hpp"
+#include "jitterlab/unique_fd.hpp"
 
 #ifdef JITTERLAB_HAVE_CAF_IO
 #include <caf/all.hpp>
@@ -97,21 +98,6 @@ std::int64_t Responder::dropped_records() const {
 
 namespace {
 
-class Fd {
-public:
-    explicit Fd(int fd = -1) : fd_(fd) {}
-    ~Fd() {
-        if (fd_ >= 0) ::close(fd_);
-    }
-    Fd(Fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-    Fd& operator=(Fd&&) = delete;
-    Fd(const Fd&) = delete;
-    Fd& operator=(const Fd&) = delete;
-    int get() const { return fd_; }
-
-private:
-    int fd_;
-};
 
 sockaddr_in address(const std::string& host, int port) {
     sockaddr_in a{};
@@ -121,8 +107,8 @@ sockaddr_in address(const std::string& host, int port) {
     return a;
 }
 
-Fd bound_socket(int type, const std::string& bind, int port) {
-    Fd fd(::socket(AF_INET, type | SOCK_CLOEXEC, 0));
+UniqueFd bound_socket(int type, const std::string& bind, int port) {
+    UniqueFd fd(::socket(AF_INET, type | SOCK_CLOEXEC, 0));
     if (fd.get() < 0) throw SetupError(std::string("socket: ") + std::strerror(errno));
     const int one = 1;
     if (type == SOCK_STREAM) ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -241,7 +227,7 @@ public:
     int port() const override { return bound_port(fd_.get()); }
 
 private:
-    Fd fd_;
+    UniqueFd fd_;
     std::jthread thread_;  // last: stopped and joined before the socket closes
 };
 
@@ -249,7 +235,7 @@ class UdpClient final : public Client {
 public:
     explicit UdpClient(const std::vector<Endpoint>& peers) {
         for (const auto& e : peers) {
-            Fd fd(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+            UniqueFd fd(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
             set_buffers(fd.get());
             const sockaddr_in a = address(e.host, e.port);
             if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0)
@@ -274,7 +260,7 @@ public:
     }
 
 private:
-    std::vector<Fd> fds_;
+    std::vector<UniqueFd> fds_;
     std::vector<pollfd> polls_;
 };
 
@@ -298,7 +284,7 @@ public:
                 no_delay(c);
                 set_buffers(c);
                 connections_.emplace_back([c, payload, &r](std::stop_token s) {
-                    const Fd conn(c);
+                    const UniqueFd conn(c);
                     std::vector<char> in(kMaxPayload), out(static_cast<std::size_t>(payload) + kMaxPayload);
                     FrameReader reader;
                     pollfd cp{c, POLLIN, 0};
@@ -321,7 +307,7 @@ public:
     int port() const override { return bound_port(fd_.get()); }
 
 private:
-    Fd fd_;
+    UniqueFd fd_;
     std::vector<std::jthread> connections_;
     std::jthread accept_;
 };
@@ -330,7 +316,7 @@ class TcpClient final : public Client {
 public:
     explicit TcpClient(const std::vector<Endpoint>& peers) {
         for (const auto& e : peers) {
-            Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+            UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
             no_delay(fd.get());
             set_buffers(fd.get());
             const sockaddr_in a = address(e.host, e.port);
@@ -356,7 +342,7 @@ public:
     }
 
 private:
-    std::vector<Fd> fds_;
+    std::vector<UniqueFd> fds_;
     std::vector<pollfd> polls_;
     std::vector<FrameReader> readers_;
 };

@@ -14,30 +14,10 @@
 #include <vector>
 
 #include "jitterlab/runfile.hpp"
+#include "jitterlab/unique_fd.hpp"
 #include "protocol.hpp"
 
 namespace jitterlab::repl {
-
-/// A file descriptor closed when it goes out of scope.
-class UniqueFd {
-public:
-    UniqueFd() = default;
-    explicit UniqueFd(int fd) : fd_(fd) {}
-    ~UniqueFd();
-    UniqueFd(UniqueFd&& other) noexcept : fd_(other.release()) {}
-    UniqueFd& operator=(UniqueFd&& other) noexcept;
-    UniqueFd(const UniqueFd&) = delete;
-    UniqueFd& operator=(const UniqueFd&) = delete;
-    int get() const noexcept { return fd_; }
-    int release() noexcept {
-        const int fd = fd_;
-        fd_ = -1;
-        return fd;
-    }
-
-private:
-    int fd_ = -1;
-};
 
 /// Bad input the user can fix (a port in use, too few file descriptors): exit code 2.
 struct UsageProblem : std::runtime_error {

@@ -27,6 +27,7 @@
 #include "../src/tool_util.hpp"
 #include "endpoint.hpp"
 #include "jitterlab/clock.hpp"
+#include "jitterlab/cpu_wake.hpp"
 #include "jitterlab/floor.hpp"
 
 namespace jl = jitterlab;
@@ -66,18 +67,6 @@ const std::string kUsage = std::string(
     "  --pin-clients CPU\n") +
     jl::tool::kCommonUsage;
 
-double parse_double(const std::string& flag, const std::string& text, double lo, double hi) {
-    try {
-        std::size_t used = 0;
-        const double v = std::stod(text, &used);
-        if (used != text.size() || !(v > lo) || v > hi) throw std::out_of_range(text);
-        return v;
-    } catch (const std::logic_error&) {
-        jl::tool::usage_error(kTool, flag + " expects a number in (" + std::to_string(static_cast<int>(lo)) + ", " +
-                                         std::to_string(static_cast<int>(hi)) + "], got '" + text + "'");
-    }
-}
-
 Options parse(int argc, char** argv) {
     Options o;
     jl::tool::ArgReader args(kTool, argc, argv, kUsage.c_str());
@@ -87,8 +76,8 @@ Options parse(int argc, char** argv) {
         const std::string& flag = args.flag();
         if (flag == "--clients") o.clients = static_cast<int>(integer(2, 4000));
         else if (flag == "--observers") o.observers = static_cast<int>(integer(1, 4000));
-        else if (flag == "--rate") o.rate_hz = parse_double(flag, value(), 0, 1000);
-        else if (flag == "--server-tick") o.tick_hz = parse_double(flag, value(), 0, 10000);
+        else if (flag == "--rate") o.rate_hz = args.real(0, 1000);
+        else if (flag == "--server-tick") o.tick_hz = args.real(0, 10000);
         else if (flag == "--payload") o.payload = static_cast<int>(integer(rp::kPoseHeader, rp::kMaxPose));
         else if (flag == "--duration-ns") o.duration_ns = integer(1'000'000, 86'400'000'000'000);
         else if (flag == "--warmup-ns") o.warmup_ns = integer(0, 3'600'000'000'000);
@@ -131,17 +120,6 @@ jl::ThreadPlacement place(const Options& o, const char* role, int cpu, bool pace
     return p;
 }
 
-/// Holds /dev/cpu_dma_latency at 0 µs while it lives (cyclictest's habit): a halted vCPU
-/// or a deep C-state takes milliseconds to wake, which would show up as generator lag.
-/// Returns the open descriptor, or an empty one and the reason it was refused.
-std::pair<rp::UniqueFd, std::string> hold_cpu_awake() {
-    rp::UniqueFd fd(::open("/dev/cpu_dma_latency", O_WRONLY | O_CLOEXEC));
-    if (fd.get() < 0) return {rp::UniqueFd(), std::strerror(errno)};
-    const std::int32_t zero = 0;
-    if (::write(fd.get(), &zero, sizeof zero) != static_cast<ssize_t>(sizeof zero)) return {rp::UniqueFd(), std::strerror(errno)};
-    return {std::move(fd), ""};
-}
-
 template <typename T>
 void write_binary(const std::string& path, const std::vector<T>& values) {
     const std::string tmp = path + ".tmp";
@@ -162,7 +140,7 @@ int main(int argc, char** argv) {
     const std::int64_t started_realtime = jl::realtime_ns();
     const jl::ClockOverhead clock = jl::measure_clock_overhead(200'000);
     const std::string mlock_error = o.mlock ? jl::lock_memory() : "";
-    const auto [pm_qos, pm_qos_error] = hold_cpu_awake();
+    const jl::CpuWakeHold cpu_awake;
 
     std::vector<jl::ThreadPlacement> placements(3);
     std::atomic<bool> stop{false};
@@ -214,52 +192,51 @@ int main(int argc, char** argv) {
         }
         write_binary(o.out_dir + "/server_ticks.i64", ticks);
 
-        jl::JsonWriter j;
-        j.begin_object();
-        j.field("harness", "native").field("tool", "repl").field("harness_version", JITTERLAB_VERSION);
-        j.field("technique", "repl-udp").field("pairs", o.observers * (o.clients - 1));
-        j.key("repl").begin_object();
-        j.field("clients", o.clients).field("observers", o.observers).field("rate_hz", o.rate_hz);
-        j.field("server_tick_hz", o.tick_hz).field("payload_bytes", o.payload);
-        j.field("max_datagram_bytes", static_cast<std::int64_t>(rp::kMaxDatagram));
-        j.field("poses_per_datagram", static_cast<std::int64_t>(rp::poses_per_datagram(static_cast<std::size_t>(o.payload))));
-        j.field("address", o.address).field("port", server.port());
-        j.key("server").begin_object();
-        j.field("pose_datagrams_in", ss.pose_datagrams_in).field("pose_bytes_in", ss.pose_bytes_in);
-        j.field("ping_datagrams_in", ss.ping_datagrams_in).field("ping_bytes_in", ss.ping_bytes_in);
-        j.field("datagrams_out", ss.datagrams_out).field("bytes_out", ss.bytes_out).field("poses_out", ss.poses_out);
-        j.field("send_failures", ss.send_failures).field("bad_datagrams", ss.bad_datagrams);
-        j.field("ticks", static_cast<std::int64_t>(ss.tick_start_ns.size())).field("late_ticks", ss.late_ticks);
-        j.field("cpu_ns", ss.cpu_ns).field("window_ns", ss.window_ns);
-        j.field("rcvbuf_bytes", ss.rcvbuf_bytes).field("sndbuf_bytes", ss.sndbuf_bytes);
-        j.end_object();
-        j.key("clients_fleet").begin_object();
-        j.field("poses_sent", fs.poses_sent).field("bytes_out", fs.bytes_out).field("send_failures", fs.send_failures);
-        j.field("datagrams_in", fs.datagrams_in).field("bytes_in", fs.bytes_in).field("bad_datagrams", fs.bad_datagrams);
-        j.field("pings_sent", fs.pings_sent).field("pongs", fs.pongs);
-        j.field("send_cpu_ns", fs.send_cpu_ns).field("receive_cpu_ns", fs.receive_cpu_ns).field("window_ns", fs.window_ns).field("rcvbuf_bytes", fs.rcvbuf_bytes);
-        j.field("updates_recorded", static_cast<std::int64_t>(fs.updates.size()));
-        j.end_object();
-        j.key("ping_rtt_ns").values(fs.ping_rtt_ns);
-        j.end_object();
-        j.key("policy_requested").begin_object().field("policy", jl::policy_name(o.policy.policy)).field("priority", o.policy.priority).end_object();
-        j.key("pm_qos").begin_object().field("cpu_dma_latency_us", 0).field("obtained", pm_qos_error.empty()).field("error", pm_qos_error).end_object();
-        j.key("mlock").begin_object().field("requested", o.mlock).field("obtained", o.mlock && mlock_error.empty()).field("error", mlock_error).end_object();
-        jl::write_placements(j, placements);
+        jl::Json j;
+        j["harness"] = "native";
+        j["tool"] = "repl";
+        j["harness_version"] = JITTERLAB_VERSION;
+        j["technique"] = "repl-udp";
+        j["pairs"] = o.observers * (o.clients - 1);
+        j["repl"] = {{"clients", o.clients},
+                     {"observers", o.observers},
+                     {"rate_hz", o.rate_hz},
+                     {"server_tick_hz", o.tick_hz},
+                     {"payload_bytes", o.payload},
+                     {"max_datagram_bytes", rp::kMaxDatagram},
+                     {"poses_per_datagram", rp::poses_per_datagram(static_cast<std::size_t>(o.payload))},
+                     {"address", o.address},
+                     {"port", server.port()}};
+        j["repl"]["server"] = {{"pose_datagrams_in", ss.pose_datagrams_in}, {"pose_bytes_in", ss.pose_bytes_in},
+                               {"ping_datagrams_in", ss.ping_datagrams_in}, {"ping_bytes_in", ss.ping_bytes_in},
+                               {"datagrams_out", ss.datagrams_out},         {"bytes_out", ss.bytes_out},
+                               {"poses_out", ss.poses_out},                 {"send_failures", ss.send_failures},
+                               {"bad_datagrams", ss.bad_datagrams},         {"ticks", ss.tick_start_ns.size()},
+                               {"late_ticks", ss.late_ticks},               {"cpu_ns", ss.cpu_ns},
+                               {"window_ns", ss.window_ns},                 {"rcvbuf_bytes", ss.rcvbuf_bytes},
+                               {"sndbuf_bytes", ss.sndbuf_bytes}};
+        j["repl"]["clients_fleet"] = {{"poses_sent", fs.poses_sent},         {"bytes_out", fs.bytes_out},
+                                      {"send_failures", fs.send_failures},   {"datagrams_in", fs.datagrams_in},
+                                      {"bytes_in", fs.bytes_in},             {"bad_datagrams", fs.bad_datagrams},
+                                      {"pings_sent", fs.pings_sent},         {"pongs", fs.pongs},
+                                      {"send_cpu_ns", fs.send_cpu_ns},       {"receive_cpu_ns", fs.receive_cpu_ns},
+                                      {"window_ns", fs.window_ns},           {"rcvbuf_bytes", fs.rcvbuf_bytes},
+                                      {"updates_recorded", fs.updates.size()}};
+        j["repl"]["ping_rtt_ns"] = fs.ping_rtt_ns;
+        j["policy_requested"] = jl::policy_json(o.policy);
+        j["pm_qos"] = {{"cpu_dma_latency_us", 0}, {"obtained", cpu_awake.held()}, {"error", cpu_awake.error()}};
+        j["mlock"] = jl::mlock_json(o.mlock, mlock_error);
+        j["placements"] = jl::placements_json(placements);
         std::vector<jl::Warning> warnings;
         for (const auto& p : placements) jl::placement_warnings(warnings, p);
-        if (!pm_qos_error.empty())
-            warnings.push_back({"pm-qos-refused", "/dev/cpu_dma_latency could not be held at 0 (" + pm_qos_error +
-                                                      "); idle vCPUs wake slowly and add generator lag"});
-        jl::write_warnings(j, warnings);
-        j.field("status", interrupted ? "partial" : "complete");
-        j.field("partial_reason", interrupted ? std::string("interrupted by ") + jl::tool::signal_name() : std::string());
-        j.field("started_realtime_ns", started_realtime).field("t_start_ns", schedule.t_measure_start).field("t_end_ns", t_end);
-        j.key("floor").begin_object();
-        jl::write_clock_overhead(j, clock);
-        j.end_object();
-        j.end_object();
-        jl::tool::write_file_atomically(o.out_dir + "/harness.json", j.str());
+        if (!cpu_awake.held())
+            warnings.push_back({jl::WarningCode::pm_qos_refused, "/dev/cpu_dma_latency could not be held at 0 (" +
+                                                                     cpu_awake.error() + "); idle vCPUs wake slowly and add generator lag"});
+        j["warnings"] = warnings;
+        jl::set_status(j, interrupted, interrupted ? std::string("interrupted by ") + jl::tool::signal_name() : std::string(),
+                       started_realtime, schedule.t_measure_start, t_end);
+        j["floor"] = {{"clock_overhead_ns", jl::clock_overhead_json(clock)}};
+        jl::tool::write_file_atomically(o.out_dir + "/harness.json", jl::json_text(j));
         return interrupted ? 130 : 0;
     } catch (const rp::UsageProblem& e) {
         jl::tool::usage_error(kTool, e.what());

@@ -1,46 +1,65 @@
-// JSON pieces every measuring tool writes into harness.json the same way.
+// harness.json, the metadata every measuring tool writes beside its raw samples, built with
+// nlohmann/json; the pieces every tool writes the same way are here.
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "jitterlab/floor.hpp"
 #include "jitterlab/sched.hpp"
-#include "json.hpp"
 #include "warning.hpp"
 
 namespace jitterlab {
 
-/// "placements": what each thread asked for and got.
-inline void write_placements(JsonWriter& j, const std::vector<ThreadPlacement>& placements) {
-    j.key("placements").begin_array();
-    for (const auto& p : placements) {
-        j.begin_object().field("role", p.role).field("pair", p.pair).field("policy", p.policy).field("priority", p.priority);
-        j.key("cpus").values(p.cpus);
-        j.field("policy_error", p.policy_error).field("affinity_error", p.affinity_error).end_object();
-    }
-    j.end_array();
-}
+/// Keys in the order they are set, so the file reads like the code that wrote it.
+using Json = nlohmann::ordered_json;
 
-/// "warnings": each as {"code", "detail"}.
-inline void write_warnings(JsonWriter& j, const std::vector<Warning>& warnings) {
-    j.key("warnings").begin_array();
-    for (const auto& w : warnings) j.begin_object().field("code", w.code).field("detail", w.detail).end_object();
-    j.end_array();
+/// "placements": what each thread asked for and got.
+inline Json placements_json(const std::vector<ThreadPlacement>& placements) {
+    Json out = Json::array();
+    for (const auto& p : placements)
+        out.push_back({{"role", p.role}, {"pair", p.pair}, {"policy", p.policy}, {"priority", p.priority},
+                       {"cpus", p.cpus}, {"policy_error", p.policy_error}, {"affinity_error", p.affinity_error}});
+    return out;
 }
 
 /// The warnings every tool raises about a thread's placement.
 inline void placement_warnings(std::vector<Warning>& out, const ThreadPlacement& p) {
     if (!p.policy_error.empty())
-        out.push_back({"policy-refused", "scheduling policy refused (" + p.policy_error + "); running as " + p.policy});
+        out.push_back({WarningCode::policy_refused, "scheduling policy refused (" + p.policy_error + "); running as " + p.policy});
     if (!p.affinity_error.empty())
-        out.push_back({"affinity-refused", "CPU affinity refused (" + p.affinity_error + "); the thread runs unpinned"});
+        out.push_back({WarningCode::affinity_refused, "CPU affinity refused (" + p.affinity_error + "); the thread runs unpinned"});
 }
 
 /// "clock_overhead_ns": the cost of one CLOCK_MONOTONIC read.
-inline void write_clock_overhead(JsonWriter& j, const ClockOverhead& clock) {
-    j.key("clock_overhead_ns").begin_object().field("reads", clock.reads).field("min", clock.min_ns);
-    j.field("median", clock.median_ns).field("mean", clock.mean_ns).field("p99", clock.p99_ns).end_object();
+inline Json clock_overhead_json(const ClockOverhead& clock) {
+    return {{"reads", clock.reads}, {"min", clock.min_ns}, {"median", clock.median_ns}, {"mean", clock.mean_ns}, {"p99", clock.p99_ns}};
 }
+
+/// "policy_requested".
+inline Json policy_json(const PolicyRequest& policy) {
+    return {{"policy", policy_name(policy.policy)}, {"priority", policy.priority}};
+}
+
+/// "mlock": asked for, obtained, why not.
+inline Json mlock_json(bool requested, const std::string& error) {
+    return {{"requested", requested}, {"obtained", requested && error.empty()}, {"error", error}};
+}
+
+/// The fields that close every harness.json: status, why partial, timing.
+inline void set_status(Json& j, bool partial, const std::string& partial_reason, std::int64_t started_realtime_ns,
+                       std::int64_t t_start_ns, std::int64_t t_end_ns) {
+    j["status"] = partial ? "partial" : "complete";
+    j["partial_reason"] = partial_reason;
+    j["started_realtime_ns"] = started_realtime_ns;
+    j["t_start_ns"] = t_start_ns;
+    j["t_end_ns"] = t_end_ns;
+}
+
+/// The document as text: bytes that are not UTF-8 (a path, an error message) are replaced,
+/// never a reason to lose the file.
+inline std::string json_text(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
 }  // namespace jitterlab

@@ -10,6 +10,8 @@
 // Layout and protocol: docs/monitor.md.
 #include <jitterlab/monitor_c.h>
 
+#include "jitterlab/unique_fd.hpp"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -80,13 +82,6 @@ struct Mapping {
   }
 };
 
-struct Fd {
-  int fd = -1;
-  ~Fd() {
-    if (fd >= 0) close(fd);
-  }
-};
-
 }  // namespace
 
 struct jl_monitor {
@@ -131,14 +126,14 @@ jl_monitor* jl_monitor_open(const char* channel, std::size_t capacity, char* err
     return nullptr;
   }
   const std::string name = shm_name(channel);
-  Fd fd;
+  jitterlab::UniqueFd fd;
   bool creator = true;
-  fd.fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
-  if (fd.fd < 0 && errno == EEXIST) {
+  fd.reset(shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600));
+  if (!fd && errno == EEXIST) {
     creator = false;
-    fd.fd = shm_open(name.c_str(), O_RDWR, 0600);
+    fd.reset(shm_open(name.c_str(), O_RDWR, 0600));
   }
-  if (fd.fd < 0) {
+  if (!fd) {
     set_error(err, err_size, "shm_open " + name + ": " + std::strerror(errno));
     return nullptr;
   }
@@ -146,7 +141,7 @@ jl_monitor* jl_monitor_open(const char* channel, std::size_t capacity, char* err
   if (!monitor) return nullptr;
   if (creator) {
     const std::size_t bytes = sizeof(Header) + capacity * sizeof(Slot);
-    if (ftruncate(fd.fd, static_cast<off_t>(bytes)) != 0) {
+    if (ftruncate(fd.get(), static_cast<off_t>(bytes)) != 0) {
       set_error(err, err_size, "ftruncate " + name + ": " + std::strerror(errno));
       shm_unlink(name.c_str());
       return nullptr;
@@ -155,19 +150,19 @@ jl_monitor* jl_monitor_open(const char* channel, std::size_t capacity, char* err
     // another process created it: wait (briefly) until it has sized and initialised it
     for (int i = 0; i < 1000; ++i) {
       struct stat st {};
-      if (fstat(fd.fd, &st) == 0 && static_cast<std::size_t>(st.st_size) >= sizeof(Header)) break;
+      if (fstat(fd.get(), &st) == 0 && static_cast<std::size_t>(st.st_size) >= sizeof(Header)) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
   }
   struct stat st {};
-  if (fstat(fd.fd, &st) != 0 || static_cast<std::size_t>(st.st_size) < sizeof(Header)) {
+  if (fstat(fd.get(), &st) != 0 || static_cast<std::size_t>(st.st_size) < sizeof(Header)) {
     set_error(err, err_size, name + ": not a jitterlab monitor ring (remove it: jitterlab monitor unlink)");
     return nullptr;
   }
   monitor->map.bytes = static_cast<std::size_t>(st.st_size);
   // MAP_POPULATE: the whole ring is faulted in now, so no record ever pays for a page fault
   monitor->map.base =
-      mmap(nullptr, monitor->map.bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd.fd, 0);
+      mmap(nullptr, monitor->map.bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd.get(), 0);
   if (monitor->map.base == MAP_FAILED) {
     set_error(err, err_size, "mmap " + name + ": " + std::strerror(errno));
     return nullptr;

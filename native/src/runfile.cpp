@@ -61,19 +61,18 @@ std::uint32_t crc32_update(std::uint32_t crc, const void* data, std::size_t size
 }
 
 RawSampleWriter::RawSampleWriter(std::string path) : path_(std::move(path)), tmp_path_(path_ + ".tmp") {
-    fd_ = ::open(tmp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd_ < 0) throw std::runtime_error("cannot create " + tmp_path_ + ": " + std::strerror(errno));
+    fd_.reset(::open(tmp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (!fd_) throw std::runtime_error("cannot create " + tmp_path_ + ": " + std::strerror(errno));
     buffer_.reserve(kBufferBytes);
     std::array<char, kRawHeaderBytes> header{};
     std::memcpy(header.data(), kRawMagic, sizeof kRawMagic);
     put_u32(header.data() + 8, kRawFormatVersion);
     put_u32(header.data() + 12, sizeof(SampleRecord));
-    write_all(fd_, header.data(), header.size(), tmp_path_);
+    write_all(fd_.get(), header.data(), header.size(), tmp_path_);
 }
 
-RawSampleWriter::~RawSampleWriter() {
-    if (fd_ >= 0) ::close(fd_);  // unfinished: the .tmp file stays, without footer, for salvage
-}
+// Unfinished (no finish()): the .tmp file stays, without footer, for salvage.
+RawSampleWriter::~RawSampleWriter() = default;
 
 void RawSampleWriter::write(std::span<const SampleRecord> records) {
     const auto* bytes = reinterpret_cast<const char*>(records.data());
@@ -82,14 +81,14 @@ void RawSampleWriter::write(std::span<const SampleRecord> records) {
     count_ += records.size();
     if (buffer_.size() + size > kBufferBytes) flush_buffer();
     if (size >= kBufferBytes) {
-        write_all(fd_, bytes, size, tmp_path_);
+        write_all(fd_.get(), bytes, size, tmp_path_);
     } else {
         buffer_.insert(buffer_.end(), bytes, bytes + size);
     }
 }
 
 void RawSampleWriter::flush_buffer() {
-    write_all(fd_, buffer_.data(), buffer_.size(), tmp_path_);
+    write_all(fd_.get(), buffer_.data(), buffer_.size(), tmp_path_);
     buffer_.clear();
 }
 
@@ -100,10 +99,9 @@ void RawSampleWriter::finish(bool partial) {
     put_u64(footer.data() + 8, count_);
     put_u32(footer.data() + 16, crc_);
     put_u64(footer.data() + 24, partial ? kFooterFlagPartial : 0);
-    write_all(fd_, footer.data(), footer.size(), tmp_path_);
-    if (::fsync(fd_) != 0) throw std::runtime_error("cannot fsync " + tmp_path_ + ": " + std::strerror(errno));
-    ::close(fd_);
-    fd_ = -1;
+    write_all(fd_.get(), footer.data(), footer.size(), tmp_path_);
+    if (::fsync(fd_.get()) != 0) throw std::runtime_error("cannot fsync " + tmp_path_ + ": " + std::strerror(errno));
+    fd_.reset();
     if (std::rename(tmp_path_.c_str(), path_.c_str()) != 0)
         throw std::runtime_error("cannot rename " + tmp_path_ + ": " + std::strerror(errno));
 }

@@ -53,8 +53,23 @@ inline std::int64_t parse_int(const char* tool, const std::string& flag, const s
     }
 }
 
-/// Walks argv: `next()` gives each flag, `value()` its argument, `integer()` a checked number.
-/// `--help` and `-h` print `usage` and exit 0.
+/// Parses a number flag value in (lo, hi] or exits with a one-line usage error.
+inline double parse_real(const char* tool, const std::string& flag, const std::string& text, double lo, double hi) {
+    try {
+        std::size_t used = 0;
+        const double v = std::stod(text, &used);
+        if (used != text.size() || !(v > lo) || v > hi) throw std::out_of_range(text);
+        return v;
+    } catch (const std::logic_error&) {
+        char range[64];
+        std::snprintf(range, sizeof range, "(%g, %g]", lo, hi);
+        usage_error(tool, flag + " expects a number in " + range + ", got '" + text + "'");
+    }
+}
+
+/// The one argument reader of every native tool: walks argv, `next()` gives each flag,
+/// `value()` its argument, `integer()` and `real()` a checked number. `--help` and `-h`
+/// print `usage` and exit 0.
 class ArgReader {
 public:
     ArgReader(const char* tool, int argc, char** argv, const char* usage)
@@ -74,6 +89,8 @@ public:
         return argv_[++i_];
     }
     std::int64_t integer(std::int64_t lo, std::int64_t hi) { return parse_int(tool_, flag_, value(), lo, hi); }
+    double real(double lo, double hi) { return parse_real(tool_, flag_, value(), lo, hi); }
+    [[noreturn]] void unknown() const { usage_error(tool_, "unknown option '" + flag_ + "' (see --help)"); }
 
 private:
     const char* tool_;

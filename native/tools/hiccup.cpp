@@ -209,35 +209,34 @@ int main(int argc, char** argv) {
     }
     writer.finish(interrupted);
 
-    jl::JsonWriter j;
-    j.begin_object();
-    j.field("harness", "native").field("tool", "hiccup").field("harness_version", JITTERLAB_VERSION);
-    j.field("duration_ns", o.duration_ns).field("threshold_ns", threshold.load());
-    j.field("threshold_mode", o.threshold_ns == 0 ? "auto" : "fixed").field("auto_multiple", o.auto_multiple);
-    j.field("calibration_min_gap_ns", min_calibration.load()).field("max_gaps", o.max_gaps);
-    j.key("policy_requested").begin_object().field("policy", jl::policy_name(o.policy.policy)).field("priority", o.policy.priority).end_object();
-    j.key("mlock").begin_object().field("requested", o.mlock).field("obtained", o.mlock && mlock_error.empty()).field("error", mlock_error).end_object();
-    j.key("per_cpu").begin_array();
-    for (const auto& m : meters) {
-        j.begin_object().field("cpu", m->cpu).field("loops", m->loops).field("min_gap_ns", m->min_gap);
-        j.field("gaps_recorded", m->recorded.load()).field("gaps_dropped", m->dropped);
-        j.field("t_begin_ns", m->t_begin).field("t_end_ns", m->t_end).end_object();
-    }
-    j.end_array();
+    jl::Json j;
+    j["harness"] = "native";
+    j["tool"] = "hiccup";
+    j["harness_version"] = JITTERLAB_VERSION;
+    j["duration_ns"] = o.duration_ns;
+    j["threshold_ns"] = threshold.load();
+    j["threshold_mode"] = o.threshold_ns == 0 ? "auto" : "fixed";
+    j["auto_multiple"] = o.auto_multiple;
+    j["calibration_min_gap_ns"] = min_calibration.load();
+    j["max_gaps"] = o.max_gaps;
+    j["policy_requested"] = jl::policy_json(o.policy);
+    j["mlock"] = jl::mlock_json(o.mlock, mlock_error);
+    j["per_cpu"] = jl::Json::array();
+    for (const auto& m : meters)
+        j["per_cpu"].push_back({{"cpu", m->cpu}, {"loops", m->loops}, {"min_gap_ns", m->min_gap}, {"gaps_recorded", m->recorded.load()},
+                                {"gaps_dropped", m->dropped}, {"t_begin_ns", m->t_begin}, {"t_end_ns", m->t_end}});
     std::vector<jl::ThreadPlacement> placements;
     for (const auto& m : meters) placements.push_back(m->placement);
-    jl::write_placements(j, placements);
+    j["placements"] = jl::placements_json(placements);
     std::vector<jl::Warning> warnings;
     for (const auto& m : meters) jl::placement_warnings(warnings, m->placement);
-    if (any_dropped) warnings.push_back({"buffer-full", "the gap buffer filled up on some CPU: later gaps were counted but not recorded (raise --max-gaps)"});
-    jl::write_warnings(j, warnings);
-    j.field("status", interrupted ? "partial" : "complete");
-    j.field("partial_reason", interrupted ? std::string("interrupted by ") + jl::tool::signal_name() : std::string());
-    j.field("started_realtime_ns", started_realtime).field("t_start_ns", t_start.load()).field("t_end_ns", jl::now_ns());
-    j.key("floor").begin_object();
-    jl::write_clock_overhead(j, clock);
-    j.end_object();
-    j.end_object();
-    jl::tool::write_file_atomically(o.out_dir + "/harness.json", j.str());
+    if (any_dropped)
+        warnings.push_back({jl::WarningCode::buffer_full,
+                            "the gap buffer filled up on some CPU: later gaps were counted but not recorded (raise --max-gaps)"});
+    j["warnings"] = warnings;
+    jl::set_status(j, interrupted, interrupted ? std::string("interrupted by ") + jl::tool::signal_name() : std::string(),
+                   started_realtime, t_start.load(), jl::now_ns());
+    j["floor"] = {{"clock_overhead_ns", jl::clock_overhead_json(clock)}};
+    jl::tool::write_file_atomically(o.out_dir + "/harness.json", jl::json_text(j));
     return interrupted ? 130 : 0;
 }

@@ -35,11 +35,11 @@
 #include <vector>
 
 #include "../src/harness_json.hpp"
-#include "../src/json.hpp"
 #include "../src/tool_util.hpp"
 #include "jitterlab/clock.hpp"
 #include "jitterlab/injector.hpp"
 #include "jitterlab/runfile.hpp"
+#include "jitterlab/unique_fd.hpp"
 
 namespace jl = jitterlab;
 namespace tool = jitterlab::tool;
@@ -87,33 +87,11 @@ Address parse_address(const std::string& flag, const std::string& text, const ch
     return a;
 }
 
-/// A file descriptor closed on scope exit.
-class Fd {
-public:
-    explicit Fd(int fd = -1) : fd_(fd) {}
-    Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-    Fd& operator=(Fd&& other) noexcept {
-        if (this != &other) {
-            reset();
-            fd_ = std::exchange(other.fd_, -1);
-        }
-        return *this;
-    }
-    ~Fd() { reset(); }
-    int get() const { return fd_; }
-    void reset() {
-        if (fd_ >= 0) ::close(fd_);
-        fd_ = -1;
-    }
-
-private:
-    int fd_;
-};
 
 std::string errno_text() { return std::strerror(errno); }
 
-Fd bound_socket(const Address& a, int type, const std::string& flag) {
-    Fd fd(::socket(a.storage.ss_family, type | SOCK_CLOEXEC, 0));
+jl::UniqueFd bound_socket(const Address& a, int type, const std::string& flag) {
+    jl::UniqueFd fd(::socket(a.storage.ss_family, type | SOCK_CLOEXEC, 0));
     if (fd.get() < 0) tool::usage_error(kTool, "socket: " + errno_text());
     const int one = 1;
     ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -191,10 +169,9 @@ std::string format_ns(double ns) {
     return buf;
 }
 
-void write_histogram(jl::JsonWriter& j, const char* name, const LogHistogram& h) {
-    j.key(name).begin_object().field("count", h.count()).field("mean", h.mean());
-    j.field("p50", h.quantile(0.5)).field("p90", h.quantile(0.9)).field("p99", h.quantile(0.99));
-    j.field("p999", h.quantile(0.999)).field("max", h.max()).end_object();
+jl::Json histogram_json(const LogHistogram& h) {
+    return {{"count", h.count()}, {"mean", h.mean()}, {"p50", h.quantile(0.5)}, {"p90", h.quantile(0.9)},
+            {"p99", h.quantile(0.99)}, {"p999", h.quantile(0.999)}, {"max", h.max()}};
 }
 
 // ---------------------------------------------------------------- proxy
@@ -335,8 +312,8 @@ private:
     }
 
     void run_udp(const Address& listen, const Address& forward) {
-        Fd in = bound_socket(listen, SOCK_DGRAM, "--listen");
-        Fd up(::socket(forward.storage.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+        jl::UniqueFd in = bound_socket(listen, SOCK_DGRAM, "--listen");
+        jl::UniqueFd up(::socket(forward.storage.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0));
         if (up.get() < 0 || ::connect(up.get(), forward.sa(), forward.length) != 0)
             tool::usage_error(kTool, "cannot use --forward " + forward.text + ": " + errno_text());
         const int big = 8 << 20, one = 1;
@@ -410,19 +387,20 @@ private:
     }
 
     void run_tcp(const Address& listen, const Address& forward) {
-        Fd server = bound_socket(listen, SOCK_STREAM, "--listen");
+        jl::UniqueFd server = bound_socket(listen, SOCK_STREAM, "--listen");
         if (::listen(server.get(), 16) != 0) tool::usage_error(kTool, "cannot listen on " + listen.text + ": " + errno_text());
         announce(server.get());
         while (!stopping()) {
             maybe_report();
             pollfd accept_fd{server.get(), POLLIN, 0};
             if (::poll(&accept_fd, 1, 100) <= 0) continue;
-            Fd client(::accept4(server.get(), nullptr, nullptr, SOCK_CLOEXEC));
+            jl::UniqueFd client(::accept4(server.get(), nullptr, nullptr, SOCK_CLOEXEC));
             if (client.get() < 0) continue;
-            Fd up(::socket(forward.storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+            jl::UniqueFd up(::socket(forward.storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
             if (::connect(up.get(), forward.sa(), forward.length) != 0) {
-                std::fprintf(stderr, "%s: warning: cannot connect to --forward %s: %s\n", kTool, forward.text.c_str(),
-                             errno_text().c_str());
+                std::fprintf(stderr, "%s: warning[%s]: cannot connect to --forward %s: %s\n", kTool,
+                             std::string(jl::warning_code_name(jl::WarningCode::forward_unreachable)).c_str(),
+                             forward.text.c_str(), errno_text().c_str());
                 continue;
             }
             ++stats_.connections;
@@ -484,18 +462,25 @@ private:
                      format_ns(s.delay.quantile(0.99)).c_str(), format_ns(s.delay.max()).c_str(),
                      format_ns(s.late.quantile(0.5)).c_str(), format_ns(s.late.quantile(0.99)).c_str());
         if (!final || o_.stats_json.empty()) return;
-        jl::JsonWriter j;
-        j.begin_object().field("tool", kTool).field("mode", o_.tcp ? "tcp" : "udp");
-        j.field("model", o_.zero ? std::string("zero") : o_.model_path).field("seed", o_.seed).field("reorder", o_.reorder);
-        j.field("queue_limit", o_.queue_limit).field("queue_bytes", o_.queue_bytes);
-        j.field("elapsed_s", static_cast<double>(jl::now_ns() - started_) / 1e9);
-        j.field("received", s.received).field("forwarded", s.forwarded).field("dropped_queue_full", s.dropped_full);
-        j.field("dropped_queue_bytes", s.dropped_bytes).field("discarded_at_exit", s.discarded_at_exit);
-        j.field("send_errors", s.send_errors).field("replies", s.replies).field("connections", s.connections);
-        write_histogram(j, "delay_ns", s.delay);
-        write_histogram(j, "late_ns", s.late);
-        j.end_object();
-        tool::write_file_atomically(o_.stats_json, j.str());
+        const jl::Json j = {{"tool", kTool},
+                            {"mode", o_.tcp ? "tcp" : "udp"},
+                            {"model", o_.zero ? std::string("zero") : o_.model_path},
+                            {"seed", o_.seed},
+                            {"reorder", o_.reorder},
+                            {"queue_limit", o_.queue_limit},
+                            {"queue_bytes", o_.queue_bytes},
+                            {"elapsed_s", static_cast<double>(jl::now_ns() - started_) / 1e9},
+                            {"received", s.received},
+                            {"forwarded", s.forwarded},
+                            {"dropped_queue_full", s.dropped_full},
+                            {"dropped_queue_bytes", s.dropped_bytes},
+                            {"discarded_at_exit", s.discarded_at_exit},
+                            {"send_errors", s.send_errors},
+                            {"replies", s.replies},
+                            {"connections", s.connections},
+                            {"delay_ns", histogram_json(s.delay)},
+                            {"late_ns", histogram_json(s.late)}};
+        tool::write_file_atomically(o_.stats_json, jl::json_text(j));
     }
 
     ProxyOptions o_;
@@ -596,12 +581,12 @@ int run_probe(int argc, char** argv) {
     tool::install_signal_handlers();
     jl::tighten_timer_slack();
 
-    Fd rx = bound_socket(receive, SOCK_DGRAM, "--receive");
+    jl::UniqueFd rx = bound_socket(receive, SOCK_DGRAM, "--receive");
     const int big = 8 << 20;
     ::setsockopt(rx.get(), SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
     timeval tv{0, 50'000};
     ::setsockopt(rx.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    Fd tx(::socket(target.storage.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    jl::UniqueFd tx(::socket(target.storage.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0));
     if (tx.get() < 0 || ::connect(tx.get(), target.sa(), target.length) != 0)
         tool::usage_error(kTool, "cannot use --target " + target.text + ": " + errno_text());
 
@@ -666,30 +651,36 @@ int run_probe(int argc, char** argv) {
     writer.finish(interrupted);
 
     const std::int64_t lost = sent.load() - static_cast<std::int64_t>(got.size());
-    jl::JsonWriter j;
-    j.begin_object().field("harness", "native").field("tool", "inject-probe").field("harness_version", JITTERLAB_VERSION);
-    j.field("target", o.target).field("receive", o.receive).field("rate_hz", o.rate_hz).field("size", o.size);
-    j.field("sent", sent.load()).field("received", static_cast<std::int64_t>(got.size())).field("lost", lost);
-    j.field("duplicates", duplicates).field("foreign", foreign).field("send_errors", send_errors);
+    jl::Json j;
+    j["harness"] = "native";
+    j["tool"] = "inject-probe";
+    j["harness_version"] = JITTERLAB_VERSION;
+    j["target"] = o.target;
+    j["receive"] = o.receive;
+    j["rate_hz"] = o.rate_hz;
+    j["size"] = o.size;
+    j["sent"] = sent.load();
+    j["received"] = static_cast<std::int64_t>(got.size());
+    j["lost"] = lost;
+    j["duplicates"] = duplicates;
+    j["foreign"] = foreign;
+    j["send_errors"] = send_errors;
     std::vector<jl::Warning> warnings;
-    if (lost > 0) warnings.push_back({"datagrams-lost", std::to_string(lost) + " of " + std::to_string(sent.load()) + " datagrams never came back"});
-    jl::write_warnings(j, warnings);
-    j.field("status", interrupted ? "partial" : "complete");
-    j.field("partial_reason", interrupted ? std::string("interrupted by ") + tool::signal_name() : std::string());
-    j.field("started_realtime_ns", started_realtime).field("t_start_ns", t_start).field("t_end_ns", jl::now_ns());
-    j.end_object();
-    tool::write_file_atomically(o.out_dir + "/harness.json", j.str());
+    if (lost > 0)
+        warnings.push_back({jl::WarningCode::datagrams_lost,
+                            std::to_string(lost) + " of " + std::to_string(sent.load()) + " datagrams never came back"});
+    j["warnings"] = warnings;
+    jl::set_status(j, interrupted, interrupted ? std::string("interrupted by ") + tool::signal_name() : std::string(),
+                   started_realtime, t_start, jl::now_ns());
+    tool::write_file_atomically(o.out_dir + "/harness.json", jl::json_text(j));
     return interrupted ? 130 : 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    const std::string mode = argc > 1 ? argv[1] : "";
-    if (mode == "--help" || mode == "-h") {
-        std::printf("usage: jitterlab-inject proxy|probe [options]   (jitterlab-inject proxy --help, probe --help)\n");
-        return 0;
-    }
+    tool::ArgReader args(kTool, argc, argv, "usage: jitterlab-inject proxy|probe [options]   (jitterlab-inject proxy --help, probe --help)\n");
+    const std::string mode = args.next() ? args.flag() : "";
     if (mode == "proxy") return run_proxy(argc - 1, argv + 1);
     if (mode == "probe") return run_probe(argc - 1, argv + 1);
     tool::usage_error(kTool, "usage: jitterlab-inject proxy|probe [options] (got '" + mode + "')");

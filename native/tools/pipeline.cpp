@@ -27,6 +27,7 @@
 #include "jitterlab/runfile.hpp"
 #include "jitterlab/sched.hpp"
 #include "jitterlab/spsc_ring.hpp"
+#include "jitterlab/unique_fd.hpp"
 
 namespace jl = jitterlab;
 
@@ -166,11 +167,11 @@ int main(int argc, char** argv) {
     std::atomic<std::int64_t> published{0};
 
     auto consumer = [&](int id, Series& transit, Series& inter, bool journal) {
-        int fd = -1;
+        jl::UniqueFd fd;
         std::vector<char> buffer;
         if (journal) {
-            fd = ::open(journal_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-            if (fd < 0) journal_error = std::strerror(errno);
+            fd.reset(::open(journal_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+            if (!fd) journal_error = std::strerror(errno);
             buffer.reserve(8192);
         }
         std::int64_t prev_read = 0;
@@ -178,12 +179,12 @@ int main(int argc, char** argv) {
             if (stop.load(std::memory_order_relaxed) && n >= published.load(std::memory_order_acquire)) break;
             const std::int64_t t_pub = ring.consume(id, n, yield);
             const std::int64_t t_read = jl::now_ns();
-            if (journal && fd >= 0) {
+            if (journal && fd) {
                 const std::int64_t transit_ns = t_read - t_pub;
                 const auto* bytes = reinterpret_cast<const char*>(&transit_ns);
                 buffer.insert(buffer.end(), bytes, bytes + sizeof transit_ns);
                 if (buffer.size() >= 8192) {
-                    journal_bytes += ::write(fd, buffer.data(), buffer.size());
+                    journal_bytes += ::write(fd.get(), buffer.data(), buffer.size());
                     buffer.clear();
                 }
             }
@@ -195,10 +196,9 @@ int main(int argc, char** argv) {
             prev_read = t_read;
             if (id == 0) consumed.store(n + 1, std::memory_order_relaxed);
         }
-        if (fd >= 0) {
-            if (!buffer.empty()) journal_bytes += ::write(fd, buffer.data(), buffer.size());
-            ::fsync(fd);
-            ::close(fd);
+        if (fd) {
+            if (!buffer.empty()) journal_bytes += ::write(fd.get(), buffer.data(), buffer.size());
+            ::fsync(fd.get());
         }
     };
 
@@ -242,29 +242,30 @@ int main(int argc, char** argv) {
     for (const auto& s : series) writer.write(s.records);
     writer.finish(interrupted);
 
-    jl::JsonWriter j;
-    j.begin_object();
-    j.field("harness", "native").field("tool", "pipeline").field("harness_version", JITTERLAB_VERSION);
-    j.field("samples_requested", o.messages).field("warmup", o.warmup).field("interval_ns", o.interval_ns);
-    j.key("series").begin_array().value("accumulator-transit").value("accumulator-inter-message")
-        .value("journaller-transit").value("journaller-inter-message").end_array();
-    j.field("journal_file", journal_path).field("journal_bytes", journal_bytes.load()).field("journal_error", journal_error);
-    j.field("spin_mode", yield ? "yield" : "busy").field("spin_fallback_reason", yield_reason);
-    j.key("policy_requested").begin_object().field("policy", jl::policy_name(o.policy.policy)).field("priority", o.policy.priority).end_object();
-    j.key("mlock").begin_object().field("requested", o.mlock).field("obtained", o.mlock && mlock_error.empty()).field("error", mlock_error).end_object();
-    jl::write_placements(j, placements);
+    jl::Json j;
+    j["harness"] = "native";
+    j["tool"] = "pipeline";
+    j["harness_version"] = JITTERLAB_VERSION;
+    j["samples_requested"] = o.messages;
+    j["warmup"] = o.warmup;
+    j["interval_ns"] = o.interval_ns;
+    j["series"] = {"accumulator-transit", "accumulator-inter-message", "journaller-transit", "journaller-inter-message"};
+    j["journal_file"] = journal_path;
+    j["journal_bytes"] = journal_bytes.load();
+    j["journal_error"] = journal_error;
+    j["spin_mode"] = yield ? "yield" : "busy";
+    j["spin_fallback_reason"] = yield_reason;
+    j["policy_requested"] = jl::policy_json(o.policy);
+    j["mlock"] = jl::mlock_json(o.mlock, mlock_error);
+    j["placements"] = jl::placements_json(placements);
     std::vector<jl::Warning> warnings;
-    if (yield) warnings.push_back({"spin-fallback", yield_reason});
+    if (yield) warnings.push_back({jl::WarningCode::spin_fallback, yield_reason});
     for (const auto& p : placements) jl::placement_warnings(warnings, p);
-    if (!journal_error.empty()) warnings.push_back({"journal-failed", "journal file could not be written: " + journal_error});
-    jl::write_warnings(j, warnings);
-    j.field("status", interrupted ? "partial" : "complete");
-    j.field("partial_reason", interrupted ? std::string("interrupted by ") + jl::tool::signal_name() : std::string());
-    j.field("started_realtime_ns", started_realtime).field("t_start_ns", t_start).field("t_end_ns", jl::now_ns());
-    j.key("floor").begin_object();
-    jl::write_clock_overhead(j, clock);
-    j.end_object();
-    j.end_object();
-    jl::tool::write_file_atomically(o.out_dir + "/harness.json", j.str());
+    if (!journal_error.empty()) warnings.push_back({jl::WarningCode::journal_failed, "journal file could not be written: " + journal_error});
+    j["warnings"] = warnings;
+    jl::set_status(j, interrupted, interrupted ? std::string("interrupted by ") + jl::tool::signal_name() : std::string(),
+                   started_realtime, t_start, jl::now_ns());
+    j["floor"] = {{"clock_overhead_ns", jl::clock_overhead_json(clock)}};
+    jl::tool::write_file_atomically(o.out_dir + "/harness.json", jl::json_text(j));
     return interrupted ? 130 : 0;
 }

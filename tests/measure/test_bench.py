@@ -158,6 +158,38 @@ def test_c2c_runs_on_its_own(store: Path) -> None:
     assert (run.latency_ns > 0).all()
 
 
+def test_every_run_records_the_floor_it_met_before_and_after(store: Path) -> None:
+    """Issue 27 item 11: the cross-core cost flips between regimes on this VM; every run keeps
+    the core-to-core floor measured before and after it, and the default command says which
+    flags give the pure-channel figure comparable with it."""
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("core-to-core needs two CPUs")
+    result = run_cli("bench", "--technique", "spsc", "--samples", "3000", "--store", str(store))
+    assert result.returncode == 0, result.stderr
+    (run,) = ResultsStore(store).runs()
+    floor = run.meta["floor"]
+    before, after = floor["c2c_one_way_ns"], floor["c2c_end_one_way_ns"]
+    assert before["measured"] and after["measured"]
+    assert 0 < before["median"] < 100_000 and 0 < after["median"] < 100_000
+    assert "--block-ints 0 --pin spread" in result.stderr
+    shown = run_cli("show", run.id, "--store", str(store)).stdout
+    assert "after it" in shown
+    pure = run_cli(
+        "bench",
+        "--technique",
+        "spsc",
+        "--samples",
+        "3000",
+        "--block-ints",
+        "0",
+        "--pin",
+        "spread",
+        "--store",
+        str(store),
+    )
+    assert pure.returncode == 0 and "pure-channel figures" in pure.stderr, pure.stderr
+
+
 def wait_until_recording(store: Path) -> None:
     """Return once the harness writing into ``store`` records: main, driver, sender and
     receiver threads exist (the floor's two ping-pong threads come and go before them; on a

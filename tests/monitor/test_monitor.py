@@ -14,6 +14,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+import jsonschema
 import numpy as np
 import pytest
 from scipy.stats import binomtest
@@ -368,11 +369,30 @@ def test_ssq_score_pre_post_by_group(tmp_path: Path, capsys: pytest.CaptureFixtu
     )
     assert code == 0, err
     result = json.loads(out)
+    # the documented shape: docs/schemas/ssq-score.schema.json
+    schema = json.loads((Path(__file__).parents[2] / "docs/schemas/ssq-score.schema.json").read_text())
+    jsonschema.validate(result, schema)
     assert result["excluded"] == ["p4"]
-    total_l = next(g for g in result["groups"] if g["scale"] == "SSQ" and g["group"] == "L")
-    assert total_l["n"] == "2" and float(total_l["pre M"]) == pytest.approx(3.74 * 21 / 2, abs=0.01)
+    total_l = next(g for g in result["groups"] if g["scale"] == "total" and g["group"] == "L")
+    # numbers as numbers (they were strings: "n": "2")
+    assert total_l["n"] == 2 and total_l["label"] == "SSQ"
+    assert total_l["pre_mean"] == pytest.approx(3.74 * 21 / 2, abs=0.01)
     # p2: 0 → all 3 (235.62); p3: all 1 (21 raw points) → all 2 (42): 78.54
-    assert float(total_l["delta M"]) == pytest.approx((235.62 + 3.74 * 21) / 2, abs=0.01)
+    assert total_l["delta_mean"] == pytest.approx((235.62 + 3.74 * 21) / 2, abs=0.01)
+    assert total_l["delta_sd"] == pytest.approx(abs(235.62 - 3.74 * 21) / 2**0.5, abs=0.01)
+    total_nl = next(g for g in result["groups"] if g["scale"] == "total" and g["group"] == "NL")
+    assert total_nl["n"] == 1 and total_nl["pre_sd"] is None
+    assert {p["participant"]: p["total_delta"] for p in result["participants"]} == pytest.approx(
+        {"p1": 3.74 * 21, "p2": 235.62, "p3": 3.74 * 21}, abs=0.01
+    )
+    # the text output has a row per participant beside the group table
+    code, out, err = run_main(["ssq", "score", str(csv), "--pre-post", "--group", "group"], capsys)
+    assert code == 0, err
+    rows = {
+        line.split()[0]: line.split() for line in out.splitlines() if line[:2] in ("p1", "p2", "p3", "p4")
+    }
+    assert set(rows) == {"p1", "p2", "p3", "p4"} and rows["p2"][1] == "L"
+    assert float(rows["p2"][-1]) == pytest.approx(235.62, abs=0.01)
 
 
 @pytest.mark.parametrize(

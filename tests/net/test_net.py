@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
@@ -20,20 +21,30 @@ import pytest
 
 from conftest import assert_one_line_error, run_cli
 from jitterlab.core.errors import JitterlabError
+from jitterlab.core.warnings import CodedWarning, Warn
 from jitterlab.describe.network import network_text
+from jitterlab.measure.runner import run_plan
 from jitterlab.net import topo
 from jitterlab.net.agents import Agent, Launcher
-from jitterlab.net.bench import Case, NetOptions, run_bench
+from jitterlab.net.bench import Case, NetOptions, bench_plan
 from jitterlab.net.impair import parse as parse_impairment
-from jitterlab.net.nodes import from_topology
-from jitterlab.store import ResultsStore
+from jitterlab.net.nodes import Nodes, from_topology
+from jitterlab.store import ResultsStore, Run
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("ip") is None, reason="network namespaces need root and iproute2"
 )
 
 
-def _quiet(_message: str) -> None:
+def run_bench(
+    store: ResultsStore, o: NetOptions, nodes: Nodes, cases: list[Case], warn: Warn
+) -> tuple[list[Run], bool]:
+    """The cases as one plan on ``nodes`` (set up by the test)."""
+    outcome = run_plan(bench_plan(o, cases, lambda: nullcontext(nodes)), store, warn)
+    return outcome.runs, outcome.interrupted
+
+
+def _quiet(_w: CodedWarning) -> None:
     pass
 
 
@@ -482,3 +493,89 @@ def test_kill_9_of_the_coordinator_leaves_nothing_after_topo_down(tmp_path: Path
     down = run_cli("net", "topo", "down", "--all")
     assert down.returncode == 0
     assert topo.namespaces() == []
+
+
+def test_topology_names_are_never_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 24 item 5: `net topo down ../../../tmp/victim` deleted /tmp/victim.json and
+    `--topo ../../x` loaded any JSON (an internal error)."""
+    victim = tmp_path / "victim.json"
+    victim.write_text("{}")
+    state = tmp_path / "state"
+    state.mkdir()
+    monkeypatch.setenv("JITTERLAB_NET_STATE", str(state))
+    relative = os.path.relpath(tmp_path / "victim", state)
+    for args in (["net", "topo", "down", relative], ["net", "bench", "--topo", relative, "--duration", "1s"]):
+        result = run_cli(*args)
+        assert result.returncode == 2, result.stderr
+        assert "names are 'jl-'" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert victim.read_text() == "{}"
+    # a state file with the right name but not what `up` wrote: one line, not an internal error
+    (state / "jl-abc123.json").write_text(
+        '{"name": "jl-abc123", "nodes": ["/etc"], "router": null, "subnet": "x"}'
+    )
+    (state / "jl-def456.json").write_text("[1, 2]")
+    for name in ("jl-abc123", "jl-def456"):
+        result = run_cli("net", "bench", "--topo", name, "--duration", "1s")
+        assert result.returncode == 2 and "not a state file" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "says"),
+    [
+        ("ssh", "-oProxyCommand=touch {pwned}", "is not an ssh target"),
+        ("ssh", "root@h -oProxyCommand=x", "is not an ssh target"),
+        ("address", "10.0.0.1 go", "neither an IP address nor a host name"),
+        ("address", "10.0.0.1\\nsamples 5", "neither an IP address nor a host name"),
+        ("name", "../h", "must be letters, digits"),
+        ("agent", "relative/agent", "absolute path"),
+    ],
+)
+def test_hosts_toml_values_never_become_options_or_protocol_words(
+    tmp_path: Path, store: Path, field: str, value: str, says: str
+) -> None:
+    """Issue 24 item 6: `ssh = "-oProxyCommand=touch /tmp/pwned"` ran the command locally."""
+    pwned = tmp_path / "pwned"
+    hosts = {"name": "h0", "address": "127.0.0.1", "ssh": "root@127.0.0.1", "agent": "/usr/bin/jitterlab-net"}
+    bad = dict(hosts, **{field: value.format(pwned=pwned)})
+    text = "".join(
+        "[[host]]\n" + "".join(f'{k} = "{v}"\n' for k, v in h.items()) for h in (bad, dict(hosts, name="h1"))
+    )
+    (tmp_path / "hosts.toml").write_text(text)
+    result = run_cli(
+        "net", "bench", "--hosts", str(tmp_path / "hosts.toml"), "--duration", "1s", "--store", str(store)
+    )
+    assert result.returncode == 2, result.stderr
+    assert says in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert not pwned.exists()
+
+
+def test_the_ssh_target_follows_a_double_dash() -> None:
+    from jitterlab.net.agents import Launcher
+
+    argv = Launcher(node="h0", ssh="root@host", ssh_options=("-p", "2222")).argv()
+    assert argv[argv.index("--") + 1] == "root@host" and argv.index("-p") < argv.index("--")
+
+
+def test_a_constant_delay_verdict_says_realised_against_target_not_ks(tmp_path: Path) -> None:
+    """Issue 27 item 13: the verdict line printed "KS 1.000" for a constant-delay model."""
+    from jitterlab.describe.network import impairment_lines
+    from jitterlab.store import Run
+
+    def run_with(criterion: str) -> Run:
+        check = {
+            "packets": 1000,
+            "ks": 1.0 if criterion.startswith("|p50") else 0.012,
+            "criterion": criterion,
+            "realised_p50_ns": 5_080_000.0,
+            "quantile_error_ns": {"p50": 80_000.0, "p99": 400_000.0, "p99.9": 900_000.0},
+            "reproduced": True,
+        }
+        return Run(
+            tmp_path, {"id": "r1", "config": {"impaired": "delay=5ms"}, "impairment": {"check": check}}
+        )
+
+    (constant,) = impairment_lines([run_with("|p50 error| <= 0.25 ms (constant model)")])
+    assert "KS" not in constant
+    assert "realised delay p50 5.080 ms against the model's 5.000 ms" in constant
+    (shaped,) = impairment_lines([run_with("KS <= 0.05")])
+    assert "KS 0.012" in shaped

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "jitterlab/unique_fd.hpp"
+
 namespace jitterlab {
 
 /// One recorded message: which pair, which sample, when it was sent and received.
@@ -47,7 +49,7 @@ public:
 private:
     std::string path_;
     std::string tmp_path_;
-    int fd_ = -1;
+    UniqueFd fd_;
     std::uint64_t count_ = 0;
     std::uint32_t crc_ = 0;
     std::vector<char> buffer_;

@@ -10,19 +10,15 @@ from pathlib import Path
 from typing import Any
 
 from jitterlab.cli.common import (
-    EXIT_INTERRUPTED,
     non_negative_int,
     note,
     print_json,
-    record_load_end,
     store_option,
     warn,
     writable_store,
 )
-from jitterlab.core.errors import JitterlabError
 from jitterlab.core.fileio import check_writable_file
 from jitterlab.core.render import render
-from jitterlab.core.units import format_count
 from jitterlab.describe.report import write_report
 from jitterlab.describe.tables import (
     collector_table,
@@ -31,11 +27,10 @@ from jitterlab.describe.tables import (
     summary_row,
     table1,
 )
-from jitterlab.describe.text import stored_line
-from jitterlab.measure import jvm, plans
-from jitterlab.measure.bench import CAF_SCHEDULERS, run_plan
-from jitterlab.measure.load import parse_load, running_load
-from jitterlab.measure.pipeline import run_jvm_pipeline, run_pipeline
+from jitterlab.describe.text import floor_note, stored_line
+from jitterlab.measure import plans
+from jitterlab.measure.bench import CAF_SCHEDULERS
+from jitterlab.measure.runner import run_plan
 from jitterlab.store import Run
 
 
@@ -143,41 +138,6 @@ def report(runs: list[Run], out: str | None, title: str) -> None:
         note(f"wrote {out} ({size / 1e6:.1f} MB)")
 
 
-def cmd_pipeline(args: argparse.Namespace) -> int:
-    options = plans.pipeline_options(request(args))
-    if args.report:
-        check_writable_file(Path(args.report), "--report")
-    store = writable_store(args)
-    runtimes = {"auto": ("native",), "native": ("native",), "jvm": ("jvm",), "both": ("native", "jvm")}[
-        args.runtime
-    ]
-    gcs = [g.strip() for g in args.gc.split(",") if g.strip()]
-    if "jvm" in runtimes and len(gcs) != 1:
-        raise JitterlabError("--scenario pipeline --runtime jvm takes one --gc")
-    runs: list[Run] = []
-    interrupted = False
-    with running_load(parse_load(args.load)) as load:
-        extra = {"load": load} if load else None
-        for runtime in runtimes:
-            if runtime == "native":
-                done, interrupted = run_pipeline(store, options, warn, extra)
-            else:
-                done, interrupted = run_jvm_pipeline(store, options, warn, args.jdk, gcs[0], args.heap, extra)
-            runs += done
-            if interrupted:
-                break
-    record_load_end(store, runs, load)
-    for run in runs:
-        note(f"stored {run.id}")
-    if runs:
-        headers, rows = pipeline_table(runs)
-        print(render(headers, rows, "l" + "r" * (len(headers) - 1)))
-        report(runs, args.report, f"jitterlab pipeline on {platform.node()}")
-    if interrupted:
-        return EXIT_INTERRUPTED
-    return 0 if runs else 1
-
-
 def announce(run: Run) -> None:
     """Each run's line as soon as it is stored, so a log (stderr not a terminal) shows
     progress through a long matrix, not everything at the end."""
@@ -185,50 +145,31 @@ def announce(run: Run) -> None:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    if args.scenario == "pipeline":
-        return cmd_pipeline(args)
-    r = request(args)
-    native_techniques, jvm_techniques = plans.split_techniques(r)
-    native_plan = plans.native_plan(r, native_techniques) if native_techniques else None
-    jvm_plan = plans.jvm_plan(r, jvm_techniques) if jvm_techniques else None
+    plan = plans.bench_plan(request(args))
     if args.report:
         check_writable_file(Path(args.report), "--report")
     store = writable_store(args)
-    runs: list[Run] = []
-    interrupted = failed = False
-    with running_load(parse_load(args.load)) as load:
-        extra = {"load": load} if load else None
-        if native_plan is not None:
-            plan, warnings = native_plan
-            for w in warnings:
-                warn(w)
-            note(
-                f"jitterlab bench: {len(plan.points())} native run(s), {format_count(plan.samples)} samples "
-                f"per pair, store {store.root}"
-            )
-            outcome = run_plan(plan, store, extra_meta=extra, on_stored=announce)
-            runs += outcome.runs
-            interrupted, failed = outcome.interrupted, bool(outcome.failures)
-        if jvm_plan is not None and not interrupted:
-            plan_jvm, warnings = jvm_plan
-            for w in warnings:
-                warn(w)
-            jvm_runs, interrupted = jvm.run_jvm_plan(plan_jvm, store, warn, extra, on_stored=announce)
-            runs += jvm_runs
-            failed = failed or not jvm_runs
-    record_load_end(store, runs, load)
+    if plan.about:
+        note(f"jitterlab bench: {plan.about}, store {store.root}")
+    outcome = run_plan(plan, store, warn, on_stored=announce)
+    runs = outcome.runs
     if args.json:
         print_json([summary_row(r) for r in runs])
+    elif runs and args.scenario == "pipeline":
+        headers, rows = pipeline_table(runs)
+        print(render(headers, rows, "l" + "r" * (len(headers) - 1)))
     elif runs:
         print(table1(runs))
+        floor = floor_note(runs)
+        if floor:
+            note(floor)
         if covers_several_collectors(runs):
             print("\ngarbage collector × scheduler (Stauffert et al. 2016, Tables 2–3)")
             print(collector_table(runs))
-    report(runs, args.report, f"jitterlab bench on {platform.node()}")
-    if interrupted:
+    report(runs, args.report, f"jitterlab {plan.name} on {platform.node()}")
+    if outcome.interrupted:
         note("interrupted: the samples recorded so far are stored and marked partial")
-        return EXIT_INTERRUPTED
-    return 1 if failed else 0
+    return outcome.exit_code
 
 
 COMMANDS = {"bench": cmd_bench}

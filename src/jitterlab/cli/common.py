@@ -7,10 +7,15 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
+from jitterlab.core.errors import JitterlabError
+from jitterlab.core.percentiles import parse_percentiles
 from jitterlab.core.units import parse_duration_ns
-from jitterlab.store import ResultsStore, Run, load_run
+from jitterlab.core.warnings import CodedWarning, print_warning
+
+if TYPE_CHECKING:  # the store brings numpy and pyarrow: imported when a command needs it
+    from jitterlab.store import ResultsStore, Run
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130  # like a shell after SIGINT
@@ -83,6 +88,53 @@ def millis(text: str) -> float:
     return parse_duration_ns(text, default_unit="ms") / 1e9
 
 
+def offset_seconds(text: str) -> float:
+    """A time offset in seconds, which may be negative (a log's intervals can start before its
+    StartTime): '-0.5', '90', '2.5s', '500ms'."""
+    try:
+        return _float(text)
+    except argparse.ArgumentTypeError:
+        return parse_duration_ns(text, default_unit="s") / 1e9
+
+
+def time_range_options(parser: argparse.ArgumentParser) -> None:
+    """``--from``/``--to``: seconds from the run's start (an imported log's StartTime), like
+    HistogramLogProcessor's -start/-end."""
+    parser.add_argument(
+        "--from",
+        dest="from_s",
+        type=offset_seconds,
+        metavar="SECONDS",
+        help="only from this many seconds after the start",
+    )
+    parser.add_argument(
+        "--to",
+        dest="to_s",
+        type=offset_seconds,
+        metavar="SECONDS",
+        help="only up to this many seconds after the start",
+    )
+
+
+def expected_interval_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--expected-interval",
+        metavar="DURATION",
+        help="correct for coordinated omission as HdrHistogram does (the interval a closed-loop "
+        "measurement meant between samples, e.g. 1ms); shown beside the measured figures",
+    )
+
+
+def expected_interval_ns(args: argparse.Namespace) -> int | None:
+    text = getattr(args, "expected_interval", None)
+    if text is None:
+        return None
+    value = parse_duration_ns(text, "ns")
+    if value <= 0:
+        raise JitterlabError("--expected-interval must be a positive duration such as 1ms")
+    return value
+
+
 def store_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--store",
@@ -92,8 +144,9 @@ def store_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def warn(message: str) -> None:
-    print(f"warning: {message}", file=sys.stderr)
+def warn(w: CodedWarning) -> None:
+    """Every warning a command prints: ``warning[code]: detail`` (codes: core/warning_codes.toml)."""
+    print_warning(w)
 
 
 def note(message: str) -> None:
@@ -105,22 +158,23 @@ def print_json(document: Any) -> None:
 
 
 def load(ref: str, args: argparse.Namespace) -> Run:
+    from jitterlab.store import ResultsStore, load_run
+
     return load_run(ref, ResultsStore(args.store))
 
 
 def writable_store(args: argparse.Namespace) -> ResultsStore:
     """The store of ``--store``, checked writable before any work."""
+    from jitterlab.store import ResultsStore
+
     store = ResultsStore(args.store)
     store.ensure_writable()
     return store
 
 
-def record_load_end(store: ResultsStore, runs: list[Run], load: dict[str, Any] | None) -> None:
-    """Once stress-ng has stopped: store whether it stopped cleanly in each run's load block
-    (the runs were stored while it still ran) and warn when it had to be killed."""
-    if not load:
-        return
-    for run in runs:
-        store.amend(run, {"load": load})
-    if not load.get("stopped_cleanly", True):
-        warn("stress-ng had to be killed")
+def percentile_list(text: str) -> tuple[float, ...]:
+    """``--percentiles 50,90,99.9,max``: the one parser of percentile lists (core.percentiles)."""
+    try:
+        return parse_percentiles(text)
+    except JitterlabError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix("--percentiles: ")) from None

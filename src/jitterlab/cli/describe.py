@@ -5,18 +5,23 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from jitterlab.cli.common import load, note, positive_float, print_json, probability, store_option
+from jitterlab.cli.common import (
+    expected_interval_ns,
+    expected_interval_option,
+    load,
+    note,
+    positive_float,
+    print_json,
+    probability,
+    store_option,
+    time_range_options,
+)
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.units import parse_duration_ns
-from jitterlab.describe.analysis import TESTS, describe_run, description_json
+from jitterlab.describe.analysis import TESTS, describe_run, description_json, latency_views, time_range
 from jitterlab.describe.context import context_block
-from jitterlab.describe.text import (
-    HISTOGRAM_ONLY,
-    attribution_text,
-    describe_text,
-    histogram_json,
-    histogram_text,
-)
+from jitterlab.describe.histograms import HISTOGRAM_ONLY, describe_histogram, histogram_json
+from jitterlab.describe.text import attribution_text, describe_text, histogram_text
 
 
 def add_parser(sub: Any) -> None:
@@ -33,27 +38,41 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--alpha", type=probability, default=0.05, help="significance level of the GESD test (default 0.05)"
     )
+    time_range_options(p)
+    p.add_argument(
+        "--tag", help="imported HdrHistogram log: list the intervals of this tag (default: the run's)"
+    )
+    expected_interval_option(p)
     store_option(p)
 
 
 def cmd_describe(args: argparse.Namespace) -> int:
     run = load(args.run, args)
+    expected = expected_interval_ns(args)
     if run.histogram_only:
+        h = describe_histogram(run, args.tag, args.from_s, args.to_s, expected)
         if args.json:
-            print_json(histogram_json(run) | {"context": context_block(run)})
+            print_json(histogram_json(h) | {"context": context_block(run)})
         else:
-            print(histogram_text(run))
+            print(histogram_text(h))
             note(f"note: {HISTOGRAM_ONLY}; this run has none")
         return 0
+    if args.tag is not None:
+        raise JitterlabError("--tag selects a stream of an imported HdrHistogram log; this run has samples")
+    run = time_range(run, args.from_s, args.to_s)
     baseline = load(args.baseline, args) if args.baseline else None
     width = parse_duration_ns(args.window, "s")
     if width <= 0:
         raise JitterlabError("--window must be a positive duration such as 1s or 100ms")
     d = describe_run(run, args.test, width, baseline, args.two_sided, args.threshold, args.alpha)
+    views = latency_views(run, expected)
     if args.json:
-        print_json({"context": context_block(run)} | description_json(d))
+        extra = {f"summary_{name}_ns": view for name, view in views.items()}
+        print_json(
+            {"context": context_block(run)} | description_json(d) | extra | {"expected_interval_ns": expected}
+        )
         return 0
-    print(describe_text(d))
+    print(describe_text(d, views))
     _, unavailable = attribution_text(d.attribution)
     if unavailable:
         note(unavailable)

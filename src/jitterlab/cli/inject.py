@@ -141,7 +141,9 @@ def _validate(args: argparse.Namespace) -> int:
     options = proxy.ValidateOptions(
         Path(args.model), args.count, args.rate, args.size, args.seed, args.reorder, args.busy_poll
     )
-    results, v = proxy.validate(store, options, warn)
+    outcome, results, v = proxy.validate(store, options, warn)
+    if v is None:
+        return outcome.exit_code or 1
     verdict = judge(v, args.busy_poll)
     runs = {k: r.run for k, r in results.items()}
     if args.json:

@@ -6,52 +6,84 @@ assembles the parser and turns errors into one line with a fixed exit code.
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from typing import Any
 
-from jitterlab.cli import bench, describe, inject, model, monitor, mtp, net, repl, runs, system
 from jitterlab.cli.common import EXIT_INTERRUPTED, EXIT_USAGE, Parser
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.signals import Interrupted, stop_on_signals
 from jitterlab.core.version import __version__
 
-COMMANDS: dict[str, Callable[..., int]] = (
-    bench.COMMANDS
-    | runs.COMMANDS
-    | describe.COMMANDS
-    | system.COMMANDS
-    | model.COMMANDS
-    | inject.COMMANDS
-    | mtp.COMMANDS
-    | monitor.COMMANDS
-    | repl.COMMANDS
-    | net.COMMANDS
-)
+# Every command: the cli module that parses and runs it, and its line in `jitterlab --help`.
+# Only the module of the command being run is imported (numpy, pyarrow, scipy, matplotlib
+# come with the modules), so `--version`, `--help` and a command's own start stay fast;
+# tests/cli/test_startup.py checks that each module registers these commands with this help.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "bench": ("bench", "measure message-passing latency (n sender/receiver pairs)"),
+    "runs": ("runs", "list stored runs"),
+    "show": ("runs", "summary of one run"),
+    "report": ("runs", "write one self-contained HTML report of runs"),
+    "compare": ("runs", "compare run B against run A: verdict per percentile"),
+    "recover": ("runs", "store what killed measurements left in the store's .staging/ as partial runs"),
+    "export": ("interop", "write a run as HdrHistogram (hgrm, hlog), CSV or Parquet"),
+    "import": ("interop", "store an HdrHistogram log (.hlog) or a CSV of samples as a run"),
+    "describe": ("describe", "summary, outlier categories and time windows of a run"),
+    "doctor": ("system", "check what on this machine shapes latency, with the fix for each"),
+    "hiccup": ("system", "per-CPU OS-noise meter: every interruption of a busy loop, stored as a run"),
+    "model": ("model", "latency models: build from a run, design from parameters, show, sample"),
+    "inject": (
+        "inject",
+        "delay a live UDP/TCP stream with a model (proxy), or 'inject validate' the proxy against it",
+    ),
+    "mtp": ("mtp", "motion-to-photon latency: from a video, or from per-frame sensor logs"),
+    "monitor": ("monitor", "live latency inside an application: serve a channel, screen trials"),
+    "ssq": ("monitor", "Simulator Sickness Questionnaire scores (Kennedy et al. 1993)"),
+    "sdk": ("monitor", "where the C/C++ SDK is: headers, libraries, CMake and pkg-config files"),
+    "repl": ("repl", "multi-user replication scaling: N clients through one server (seed 003)"),
+    "net": ("net", "latency and throughput across nodes: namespaces or hosts (seed 004)"),
+}
 
 
-def build_parser() -> Parser:
+def command_module(name: str) -> Any:
+    """The cli module of a command group, imported now."""
+    return importlib.import_module(f"jitterlab.cli.{name}")
+
+
+def register(module: Any, sub: Any) -> None:
+    """Let a command group's module add its sub-parsers."""
+    (getattr(module, "add_parsers", None) or module.add_parser)(sub)
+
+
+def build_parser(command: str | None = None) -> Parser:
+    """The parser: full for ``command``'s group, one help line for every other command."""
     parser = Parser(prog="jitterlab", description="Measure, describe and simulate latency jitter.")
     parser.add_argument("--version", action="version", version=f"jitterlab {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
-    bench.add_parser(sub)
-    runs.add_parsers(sub)
-    describe.add_parser(sub)
-    system.add_parsers(sub)
-    model.add_parser(sub)
-    inject.add_parser(sub)
-    mtp.add_parser(sub)
-    monitor.add_parsers(sub)
-    repl.add_parser(sub)
-    net.add_parser(sub)
+    chosen = COMMANDS[command][0] if command in COMMANDS else None
+    done: set[str] = set()
+    for name, (group, line) in COMMANDS.items():
+        if group == chosen:
+            if group not in done:
+                register(command_module(group), sub)
+                done.add(group)
+        else:
+            sub.add_parser(name, help=line)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    if not words:  # `jitterlab` alone: the command overview, as `git` and `cargo` do
+        build_parser(None).print_help()
+        return 0
+    command = next((w for w in words if not w.startswith("-")), None)
+    args = build_parser(command).parse_args(words)
     stop_on_signals()
     try:
-        return COMMANDS[args.command](args)
+        return int(command_module(COMMANDS[args.command][0]).COMMANDS[args.command](args))
     except JitterlabError as e:
         print(f"jitterlab: error: {e}", file=sys.stderr)
         return EXIT_USAGE

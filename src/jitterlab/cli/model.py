@@ -13,6 +13,7 @@ from jitterlab.core.errors import JitterlabError
 from jitterlab.core.fileio import atomic_write_json, check_writable_file
 from jitterlab.core.render import render
 from jitterlab.core.units import parse_duration_ns
+from jitterlab.core.warnings import CodedWarning
 from jitterlab.simulate import model as m
 
 MAX_SAMPLE = 100_000_000  # delays held in memory at once
@@ -98,7 +99,7 @@ def _write_model(args: argparse.Namespace) -> int:
             raise JitterlabError("--scale must be positive")
         built = m.build_model(load(args.run, args), args.points, args.kde, args.min_category, args.scale)
         for problem in m.thin_parts(built):
-            warn(problem)
+            warn(CodedWarning("model-thin", problem))
     else:
         built = m.parametric_model(
             constant_ns=parse_duration_ns(args.constant, "ms") if args.constant else None,

@@ -22,9 +22,10 @@ from jitterlab.cli.common import (
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.programs import PACKAGE_ROOT
 from jitterlab.core.render import render
+from jitterlab.measure.runner import run_plan
 from jitterlab.monitor import recorder, server, ssq, trials
-from jitterlab.monitor.metrics import parse_listen, start_endpoint
 from jitterlab.stats import summarize
+from jitterlab.stats.ssq import SCALES
 
 
 def add_parsers(sub: Any) -> None:
@@ -85,45 +86,26 @@ def cmd_monitor(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    recorder.check_channel(args.channel)
-    parse_listen(args.listen)
-    store = writable_store(args)
-    held = server.ChannelLock(args.channel)
-    try:
-        reference = args.baseline
-        if not reference:  # a baseline the application left in the channel (Monitor(baseline=...))
-            reader = recorder.Reader(args.channel)
-            reference = reader.hint() or None
-            reader.close()
-        baseline = None
-        if reference:
-            run = load(reference, args)
-            baseline = server.load_baseline(run.latency_ns, run.id)
-            reference = run.id
-        else:
-            warn("no --baseline: samples are stored and counted but not classified, trials not screened")
-        srv = server.Server(args.channel, store, baseline, reference, args.alpha)
-        if srv.backlog_skipped:
-            warn(f"left out {srv.backlog_skipped} entries recorded while no server ran (an earlier session)")
-        endpoint = start_endpoint(srv.state, args.listen)
+    until = "until --duration" if args.duration else "Ctrl-C or SIGTERM stops and stores it"
+
+    def started(srv: server.Server) -> None:
         note(
-            f"serving channel {args.channel}: metrics on http://{args.listen}/metrics, run {srv.run_id} "
-            f"({'until --duration' if args.duration else 'Ctrl-C or SIGTERM stops and stores it'})"
+            f"serving channel {args.channel}: metrics on http://{args.listen}/metrics, run {srv.run_id} ({until})"
         )
-        try:
-            run = server.serve_loop(srv, args.duration, on_tick=_progress)
-        finally:
-            endpoint.shutdown()
-    finally:
-        held.release()
+
+    plan = server.serve_plan(
+        args.channel, args.baseline, args.listen, args.alpha, args.duration, started, _progress
+    )
+    outcome = run_plan(plan, writable_store(args), warn)
     if sys.stderr.isatty():
         sys.stderr.write("\r\033[K")
-    monitor = run.meta["monitor"]
-    note(
-        f"stored {run.id}: {run.meta['samples']['rows']} samples, {len(monitor['trials'])} trials, "
-        f"{monitor['ring_dropped']} dropped"
-    )
-    return 0
+    for run in outcome.runs:
+        monitor = run.meta["monitor"]
+        note(
+            f"stored {run.id}: {run.meta['samples']['rows']} samples, {len(monitor['trials'])} trials, "
+            f"{monitor['ring_dropped']} dropped"
+        )
+    return outcome.exit_code
 
 
 def _progress(srv: server.Server) -> None:
@@ -149,31 +131,27 @@ def cmd_ssq(args: argparse.Namespace) -> int:
         for key, pick in (("latency_mean_ms", "mean"), ("latency_p99_ms", "p99")):
             table[key] = [getattr(summarize(latency[_rows(run, t)]), pick) / 1e6 for t in table[column]]
         table["latency_contaminated"] = [delivered[t].verdict.contaminated for t in table[column]]
-    headers, rows = ssq.group_table(scored, args.group)
     if args.json:
         print_json(
             {
                 "participants": table.to_dict(orient="records"),
-                "groups": [dict(zip(headers, row, strict=True)) for row in rows],
+                "groups": ssq.group_figures(scored, args.group),
                 "excluded": scored.excluded,
             }
         )
         return 0
+    headers, rows = ssq.group_table(scored, args.group)
     print(render(headers, rows, "ll" + "r" * (len(headers) - 2)))
     if scored.excluded:
         note(f"left out (pre total above {args.exclude_pre_above:g}): {', '.join(scored.excluded)}")
-    if args.trials:
-        shown = [
-            "participant",
-            args.trial_column.lower(),
-            "total_delta" if scored.paired else "total",
-            "latency_mean_ms",
-            "latency_p99_ms",
-            "latency_contaminated",
-        ]
-        print()
-        print(render(shown, [[_cell(v) for v in row] for row in table[shown].itertuples(index=False)]))
+    # one row per participant: who they are, their total score, and their trial's latency if joined
+    shown = [c for c in table.columns if c not in SCALE_COLUMNS or c.startswith("total")]
+    print()
+    print(render(shown, [[_cell(v) for v in row] for row in table[shown].itertuples(index=False)]))
     return 0
+
+
+SCALE_COLUMNS = {f"{scale}{part}" for scale in SCALES for part in ("", "_pre", "_post", "_delta")}
 
 
 def _rows(run: Any, tag: str) -> slice:

@@ -23,6 +23,8 @@ from jitterlab.core.fileio import check_writable_file
 from jitterlab.core.render import render
 from jitterlab.mtp import analyze, synth, validate
 
+EXIT_UNTRUSTED = 3  # the result is stored, but the checks say it cannot be trusted (docs/mtp.md)
+
 
 def _size(text: str) -> tuple[int, int]:
     try:
@@ -65,6 +67,24 @@ def add_parser(sub: Any) -> None:
     q.add_argument("--lose", type=_span, help="START:END seconds where the rendered object is not shown")
     q.add_argument(
         "--stored-fps", type=positive_float, help="claim this rate in the file (a slow-motion file)"
+    )
+    q.add_argument(
+        "--layout",
+        choices=synth.LAYOUTS,
+        default="apart",
+        help="apart (default): the objects on different rows; same-row: side by side, their swings close",
+    )
+    q.add_argument(
+        "--shutter",
+        type=non_negative_float,
+        default=0.0,
+        help="exposure as a share of the frame interval, 0 to 1 (motion blur; 0: none)",
+    )
+    q.add_argument("--release", type=seconds, help="hold the object still until then, then let it go")
+    q.add_argument("--drift", type=millis, default=0.0, help="the latency grows by this much over the video")
+    q.add_argument("--bitrate", type=positive_float, help="encode at this bitrate in kbit/s (as phones do)")
+    q.add_argument(
+        "--preset", default="ultrafast", help="libx264 preset (medium: CABAC and B-frames, as phones)"
     )
     q.add_argument("--seed", type=int, default=0)
     q = mtp.add_parser("analyze", help="motion-to-photon latency of a video (stored as a run)")
@@ -117,6 +137,12 @@ def _synth(args: argparse.Namespace) -> int:
         display_hz=args.display_hz,
         lose=args.lose,
         stored_fps=args.stored_fps,
+        layout=args.layout,
+        shutter=args.shutter,
+        release_s=args.release,
+        drift_s=args.drift,
+        bitrate_kbps=args.bitrate,
+        preset=args.preset,
         seed=args.seed,
     )
     truth = synth.write_video(args.output, spec)
@@ -141,19 +167,23 @@ def _analyze(args: argparse.Namespace) -> int:
         step_s=args.step,
         max_latency_s=args.max_latency,
     )
-    result = analyze.analyze(args.video, options, warn=warn)
-    run = analyze.store_run(result, store) if store else None
+    if isinstance(analysed := analyze.analyze_and_store(args.video, options, store, warn), int):
+        return analysed  # interrupted before anything was stored
+    result, run = analysed
     if args.report:
         from jitterlab.mtp import report  # matplotlib only when a page is asked for
 
         report.write(result, args.report, run.id if run else None)
         note(f"wrote {args.report}")
-    if args.json:
-        print_json(analyze.summary(result) | {"run": run.id if run else None})
-        return 0
+    code = 0 if result.trusted else EXIT_UNTRUSTED
     s = analyze.summary(result)
+    if args.json:
+        print_json(s | {"run": run.id if run else None})
+        return code
+    mark = "" if result.trusted else f"  UNTRUSTED ({', '.join(c['code'] for c in result.untrusted)})"
     print(
-        f"motion-to-photon latency: {s['latency_ms']:.3f} ms  ({args.video.name}, {s['frames']} frames, {s['freq_hz']:.3f} Hz)"
+        f"motion-to-photon latency: {s['latency_ms']:.3f} ms{mark}  "
+        f"({args.video.name}, {s['frames']} frames, {s['freq_hz']:.3f} Hz)"
     )
     print(render(["estimator", "latency", "vs headline"], analyze.headline_rows(result), "lrr"))
     windows = s["windows"]
@@ -161,15 +191,22 @@ def _analyze(args: argparse.Namespace) -> int:
         f"over time: {windows['count']} windows of {windows['window_s']:g} s, "
         f"mean {windows['mean_ms']:.3f} ms, SD {windows['sd_ms']:.3f} ms"
     )
-    note(f"analysed {s['frames']} frames at {s['frames_per_second_analysed']:.0f} frames/s")
+    print(f"period branch: {s['ambiguity']['note']}")
+    for cause in result.untrusted:
+        print(f"untrusted: {cause['detail']}; fix: {cause['fix']}")
+    passes = f", decoded twice: {result.second_pass}" if result.second_pass else ""
+    note(f"analysed {s['frames']} frames at {s['frames_per_second_analysed']:.0f} frames/s{passes}")
     if run:
-        note(f"stored {run.id} (describe, report and compare read it)")
-    return 0
+        partial = " as partial" if result.truncated else ""
+        untrusted = ", marked untrusted" if not result.trusted else ""
+        note(f"stored {run.id}{partial}{untrusted} (describe, report and compare read it)")
+    return code
 
 
 def _validate(args: argparse.Namespace) -> int:
     outcomes = validate.run(args.quick, args.keep, progress=note)
-    verdicts = validate.verdicts(outcomes, args.quick)
+    logs = validate.run_logs(args.quick)
+    verdicts = [*validate.verdicts(outcomes, args.quick), validate.log_verdict(logs)]
     if args.json:
         print_json(
             {
@@ -178,18 +215,33 @@ def _validate(args: argparse.Namespace) -> int:
                         "case": o.case.name,
                         "target": o.case.group,
                         "expected_ms": o.expected_ms,
-                        "errors_ms": o.errors_ms,
-                        "window_sd_ms": o.window_sd_ms,
-                        "frames_per_second": o.frames_per_second,
+                        "errors_ms": o.errors_ms or None,
+                        "window_sd_ms": o.window_sd_ms if o.errors_ms else None,
+                        "frames_per_second": o.frames_per_second if o.errors_ms else None,
+                        "outcome": o.status,
+                        "expected_outcome": o.case.expect,
                     }
                     for o in outcomes
+                ],
+                "logs": [
+                    {
+                        "case": o.case.name,
+                        "frames": o.frames,
+                        "true_mean_ms": o.truth_ms,
+                        "measured_mean_ms": o.measured_ms,
+                        "limit_ms": o.limit_ms,
+                        "quantised_error_ms": o.quantised_error_ms,
+                    }
+                    for o in logs
                 ],
                 "targets": [{"met": met, "detail": line} for met, line in verdicts],
             }
         )
     else:
         print("errors in ms against the truth (analysed − expected):")
-        print(render(validate.HEADERS, validate.rows(outcomes), "llrrrrrr"))
+        print(render(validate.HEADERS, validate.rows(outcomes), "llrrrrrrl"))
+        print()
+        print(render(validate.LOG_HEADERS, validate.log_rows(logs), "lrrrrrr"))
         for met, line in verdicts:
             print(f"{'met   ' if met else 'MISSED'} {line}")
     return 0 if all(met for met, _ in verdicts) else 1

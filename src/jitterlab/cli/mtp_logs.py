@@ -19,7 +19,7 @@ from jitterlab.cli.common import (
     warn,
     writable_store,
 )
-from jitterlab.core.errors import JitterlabError
+from jitterlab.measure.runner import run_plan
 from jitterlab.mtp import framelog
 
 
@@ -57,6 +57,17 @@ def add_parsers(mtp: Any) -> None:
     q.add_argument("--spike", type=millis, default=0.010, help="mean extra latency of a load spike (10ms)")
     q.add_argument("--jitter", type=millis, default=0.0005, help="frame-to-frame SD of the latency (0.5ms)")
     q.add_argument("--raw", action="store_true", help="also write motor.csv, photo.csv and tracker.csv")
+    q.add_argument(
+        "--runup",
+        type=seconds,
+        default=0.0,
+        help="the motor's run-up, whose codes say nothing (ingest --warmup)",
+    )
+    q.add_argument(
+        "--tick-wrap",
+        type=positive_int,
+        help="write frames.csv's t_us from a counter that wraps at this value",
+    )
     q.add_argument("--seed", type=int, default=0)
     _rig_options(q)
 
@@ -68,7 +79,7 @@ def _rig(args: argparse.Namespace) -> framelog.Rig:
         modulus=args.modulus,
         offset_steps=args.offset_steps,
         warmup_s=getattr(args, "warmup", 0.0),
-        tick_wrap=getattr(args, "tick_wrap", None),
+        tick_wrap=args.tick_wrap if args.mtp_command == "ingest" else None,
     )
 
 
@@ -83,6 +94,8 @@ def run(args: argparse.Namespace) -> int:
             load=args.load or 0.0,
             spike_s=args.spike,
             jitter_s=args.jitter,
+            runup_s=args.runup,
+            tick_wrap=args.tick_wrap,
             seed=args.seed,
         )
         truth = framelog.write_synth_logs(args.folder, spec, _rig(args), args.raw)
@@ -92,18 +105,11 @@ def run(args: argparse.Namespace) -> int:
         )
         return 0
     store = writable_store(args)
-    rig = _rig(args)
-    if args.frames and (args.motor or args.photo):
-        raise JitterlabError("give frames.csv, or --motor and --photo, not both")
-    if args.frames:
-        result = framelog.from_frames_csv(args.frames, rig)
-    elif args.motor and args.photo:
-        result = framelog.from_raw_logs(args.motor, args.photo, args.tracker, rig)
-    else:
-        raise JitterlabError("give frames.csv, or the raw logs --motor and --photo")
-    for w in result.warnings:
-        warn(w["detail"])
-    run_ = framelog.store_run(result, store, args.condition)
+    plan = framelog.plan(args.frames, args.motor, args.photo, args.tracker, _rig(args), args.condition)
+    outcome = run_plan(plan, store, warn)
+    if not outcome.runs:
+        return outcome.exit_code
+    result, run_ = outcome.results[0], outcome.runs[0]
     summary = framelog.describe_result(result)
     if args.json:
         print_json(summary | {"run": run_.id})
@@ -124,4 +130,4 @@ def run(args: argparse.Namespace) -> int:
             f"{t['thesis_half_angle_max_error_deg']:.3g}°, undoubled by {t['thesis_uncorrected_max_error_deg']:.3g}°"
         )
     note(f"stored {run_.id}")
-    return 0
+    return outcome.exit_code

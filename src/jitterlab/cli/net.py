@@ -6,12 +6,13 @@ import argparse
 import dataclasses
 import sys
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
 from jitterlab.cli.bench import announce
 from jitterlab.cli.common import (
-    EXIT_INTERRUPTED,
     Parser,
     non_negative_int,
     note,
@@ -26,20 +27,21 @@ from jitterlab.cli.common import (
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.render import render
 from jitterlab.describe.network import network_json, network_text
+from jitterlab.measure.runner import run_plan
 from jitterlab.net import topo
 from jitterlab.net.bench import (
     PRESETS,
     SCENARIOS,
     SEED_004_IMPAIRMENT,
     NetOptions,
+    bench_plan,
     check_impairment,
     check_options,
     plan,
-    run_bench,
     seed_004_plan,
 )
 from jitterlab.net.impair import parse as parse_impairment
-from jitterlab.net.nodes import from_hosts, namespace_nodes
+from jitterlab.net.nodes import Nodes, from_hosts, namespace_nodes
 
 
 def _words(text: str) -> tuple[str, ...]:
@@ -176,20 +178,21 @@ def cmd_bench(args: argparse.Namespace) -> int:
     else:
         cases = plan(o, impairment)
         nodes_needed, router = max(c.count for c in cases), bool(args.router)
+    hosts = args.hosts
+    nodes: Callable[[], AbstractContextManager[Nodes]] = (
+        (lambda: nullcontext(from_hosts(hosts)))
+        if hosts
+        else (lambda: namespace_nodes(args.topo, nodes_needed, router, args.shape))
+    )
+    net_plan = bench_plan(o, cases, nodes)
     if sys.stderr.isatty():  # on a terminal only: in a log, bad input stays one line
-        note(f"net: {len(cases)} runs, about {len(cases) * (o.duration_s + o.warmup_s):.0f} s")
-    if args.hosts:
-        runs, interrupted = run_bench(store, o, from_hosts(args.hosts), cases, warn, on_stored=announce)
-    else:
-        with namespace_nodes(args.topo, nodes_needed, router, args.shape) as nodes:
-            runs, interrupted = run_bench(store, o, nodes, cases, warn, on_stored=announce)
-    if not runs:
-        raise JitterlabError("no run was stored")
-    if args.json:
-        print_json(network_json(runs))
-    else:
-        print(network_text(runs))
-    return EXIT_INTERRUPTED if interrupted else 0
+        note(f"net: {net_plan.about}")
+    outcome = run_plan(net_plan, store, warn, on_stored=announce)
+    if outcome.runs and args.json:
+        print_json(network_json(outcome.runs))
+    elif outcome.runs:
+        print(network_text(outcome.runs))
+    return outcome.exit_code
 
 
 def cmd_check_impair(args: argparse.Namespace) -> int:

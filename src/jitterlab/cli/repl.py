@@ -9,7 +9,6 @@ from typing import Any
 
 from jitterlab.cli.bench import announce
 from jitterlab.cli.common import (
-    EXIT_INTERRUPTED,
     Parser,
     non_negative_int,
     note,
@@ -25,7 +24,8 @@ from jitterlab.core.errors import JitterlabError
 from jitterlab.core.fileio import check_writable_file
 from jitterlab.describe.replication import replication_json, replication_text
 from jitterlab.describe.report import write_report
-from jitterlab.repl.bench import PRESETS, ReplOptions, check_options, run_scaling
+from jitterlab.measure.runner import run_plan
+from jitterlab.repl.bench import PRESETS, ReplOptions, scaling_plan
 
 
 def client_counts(text: str) -> tuple[int, ...]:
@@ -84,13 +84,13 @@ def cmd_repl(args: argparse.Namespace) -> int:
         check_writable_file(args.report, "--report")
     if o.port and len(o.clients) > 1:
         raise JitterlabError("--port with several N: each run binds it again; give one N or leave --port out")
-    check_options(o)
+    plan = scaling_plan(o)
     store = writable_store(args)
-    total = len(o.clients) * (o.duration_s + o.warmup_s)
-    note(f"repl: N = {', '.join(map(str, o.clients))} at {o.rate_hz:g} Hz, about {total:.0f} s in all")
-    runs, interrupted = run_scaling(store, o, warn, on_stored=announce)
+    note(f"repl: {plan.about}")
+    outcome = run_plan(plan, store, warn, on_stored=announce)
+    runs = outcome.runs
     if not runs:
-        raise JitterlabError("no run was stored")
+        return outcome.exit_code
     if args.json:
         print_json(replication_json(runs))
     else:
@@ -98,7 +98,7 @@ def cmd_repl(args: argparse.Namespace) -> int:
     if args.report:
         size = write_report(runs, args.report, "jitterlab replication scaling")
         note(f"report: {args.report} ({size / 1e6:.1f} MB)")
-    return EXIT_INTERRUPTED if interrupted else 0
+    return outcome.exit_code
 
 
 COMMANDS = {"repl": cmd_repl}

@@ -1,10 +1,9 @@
-"""The commands over stored runs: ``runs``, ``show``, ``compare``, ``report``, ``export``,
-``import``."""
+"""The commands over stored runs: ``runs``, ``show``, ``compare``, ``report``, ``recover``
+(``import`` and ``export`` are in cli/interop.py)."""
 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +11,7 @@ from jitterlab.cli.common import (
     load,
     non_negative_float,
     note,
+    percentile_list,
     print_json,
     store_option,
     warn,
@@ -20,18 +20,8 @@ from jitterlab.cli.common import (
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.fileio import check_writable_file
 from jitterlab.core.render import render
-from jitterlab.core.units import parse_duration_ns
-from jitterlab.core.warnings import normalized
-from jitterlab.describe.analysis import run_summary
-from jitterlab.describe.compare import HEADERS, compare_runs, comparison_json, comparison_rows, tests_line
-from jitterlab.describe.context import context_block, context_header
-from jitterlab.describe.export import FORMATS, ExportOptions, export_bytes, export_run
-from jitterlab.describe.report import write_report
-from jitterlab.describe.tables import runs_table, summary_row
-from jitterlab.describe.text import show_text
-from jitterlab.measure.jobs import recover
-from jitterlab.store import ResultsStore, load_run
-from jitterlab.store.ingest import import_file
+from jitterlab.core.units import format_ns
+from jitterlab.core.warnings import CodedWarning, from_stored, normalized
 
 
 def add_parsers(sub: Any) -> None:
@@ -42,6 +32,11 @@ def add_parsers(sub: Any) -> None:
     p = sub.add_parser("show", help="summary of one run")
     p.add_argument("run", help="run id (or unique prefix) or run folder")
     p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--percentiles",
+        type=percentile_list,
+        help="also these percentiles, exact (e.g. 50,90,99,99.9,99.99,99.999,max)",
+    )
     store_option(p)
     p = sub.add_parser("report", help="write one self-contained HTML report of runs")
     p.add_argument("runs", nargs="*", help="run ids or folders (default: every run in the store)")
@@ -64,30 +59,21 @@ def add_parsers(sub: Any) -> None:
     )
     p.add_argument("--fail-on-regression", action="store_true", help="exit 1 when the verdict is 'regressed'")
     store_option(p)
-    p = sub.add_parser("export", help="write a run as HdrHistogram (hgrm, hlog), CSV or Parquet")
-    p.add_argument("run")
-    p.add_argument("--format", required=True, choices=FORMATS)
-    p.add_argument("-o", "--output", help="output file, - for standard output (default RUN_ID.FORMAT)")
-    p.add_argument("--window", default="1s", help="interval of the hlog histograms (default 1s)")
-    store_option(p)
     p = sub.add_parser(
         "recover", help="store what killed measurements left in the store's .staging/ as partial runs"
-    )
-    store_option(p)
-    p = sub.add_parser("import", help="store an HdrHistogram log (.hlog) or a CSV of samples as a run")
-    p.add_argument("file")
-    p.add_argument(
-        "--skip-invalid", action="store_true", help="CSV: drop rows that are not latencies, and count them"
     )
     store_option(p)
 
 
 def report_damage(damaged: list[tuple[Path, str]]) -> None:
     for directory, reason in damaged:
-        warn(f"damaged run {directory.name} left out: {reason}")
+        warn(CodedWarning("run-damaged", f"damaged run {directory.name} left out: {reason}"))
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
+    from jitterlab.describe.tables import runs_table, summary_row
+    from jitterlab.store import ResultsStore
+
     store = ResultsStore(args.store)
     runs, damaged = store.scan()
     if args.json:
@@ -102,26 +88,36 @@ def cmd_runs(args: argparse.Namespace) -> int:
     leftovers = store.leftovers()
     if leftovers:
         warn(
-            f"{len(leftovers)} unfinished measurement(s) in {store.root / '.staging'}: 'jitterlab recover' stores them"
+            CodedWarning(
+                "unfinished-measurements",
+                f"{len(leftovers)} unfinished measurement(s) in {store.root / '.staging'}: 'jitterlab recover' stores them",
+            )
         )
     return 1 if args.strict and damaged else 0
 
 
 def cmd_recover(args: argparse.Namespace) -> int:
+    from jitterlab.measure.jobs import recover
+
     store = writable_store(args)
     runs = recover(store, warn)
     for run in runs:
-        note(f"recovered {run.id}: {run.latency_ns.size:,} samples ({run.meta['partial_reason']})")
+        note(f"recovered {run.id}: {run.meta['samples']['rows']:,} samples ({run.meta['partial_reason']})")
     if not runs:
         note(f"nothing to recover in {store.root}")
     return 0
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from jitterlab.describe.analysis import run_percentiles, run_summary
+    from jitterlab.describe.context import context_block
+    from jitterlab.describe.text import show_text
+
     run = load(args.run, args)
     if run.histogram_only:
         note("note: histogram-only run (imported); percentiles use HdrHistogram's definition")
-    summary = run_summary(run)  # reads and verifies the samples
+    summary = run_summary(run)  # reads and verifies the samples, in row groups
+    chosen = run_percentiles(run, args.percentiles) if args.percentiles else None
     if args.json:
         print_json(
             {
@@ -131,17 +127,23 @@ def cmd_show(args: argparse.Namespace) -> int:
                 "context": context_block(run),
                 "config": run.config,
                 "summary_ns": summary,
+                "percentiles_ns": chosen,
                 "floor": run.meta.get("floor"),
             }
         )
         return 0
     print(show_text(run, summary))
+    if chosen:
+        print(render(["percentile", "value"], [[k, format_ns(v)] for k, v in chosen.items()], "lr"))
     for w in normalized((run.meta.get("obtained") or {}).get("warnings")):
-        warn(w["detail"])
+        warn(from_stored(w))
     return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from jitterlab.describe.report import write_report
+    from jitterlab.store import ResultsStore, load_run
+
     check_writable_file(Path(args.output), "-o")
     store = ResultsStore(args.store)
     damaged: list[tuple[Path, str]] = []
@@ -149,6 +151,11 @@ def cmd_report(args: argparse.Namespace) -> int:
         runs = [load_run(ref, store) for ref in args.runs]
     else:
         runs, damaged = store.scan()
+        # an empty run (a monitor stopped before any sample) never blocks the store's report
+        empty = [r for r in runs if (r.meta.get("samples") or {}).get("rows", 1) == 0]
+        for run in empty:
+            warn(CodedWarning("nothing-recorded", f"run {run.id} holds no samples: left out of the report"))
+        runs = [r for r in runs if r not in empty]
     report_damage(damaged)
     if not runs:
         raise JitterlabError(f"no runs to report (none given and none readable in {store.root})")
@@ -169,6 +176,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    from jitterlab.describe.compare import HEADERS, compare_runs, comparison_json, comparison_rows, tests_line
+    from jitterlab.describe.context import context_header
+
     rc = compare_runs(load(args.a, args), load(args.b, args), args.noise)
     for w in rc.warnings:
         warn(w)
@@ -185,38 +195,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 1 if args.fail_on_regression and c.verdict == "regressed" else 0
 
 
-def cmd_export(args: argparse.Namespace) -> int:
-    window = parse_duration_ns(args.window, "s")
-    if window <= 0:
-        raise JitterlabError("--window must be a positive duration such as 1s or 100ms")
-    run = load(args.run, args)
-    if args.output == "-":
-        sys.stdout.buffer.write(export_bytes(run, args.format, ExportOptions(window_ns=window)))
-        sys.stdout.buffer.flush()
-        return 0
-    out = Path(args.output or f"{run.id}.{args.format}")
-    try:
-        export_run(run, args.format, out, window)
-    except OSError as e:
-        raise JitterlabError(f"cannot write {out}: {e.strerror or e}") from e
-    note(f"wrote {out}")
-    return 0
-
-
-def cmd_import(args: argparse.Namespace) -> int:
-    run = import_file(Path(args.file), writable_store(args), args.skip_invalid, warn)
-    kind = "histogram-only run" if run.histogram_only else "run"
-    note(f"stored {run.id} ({kind}, {run.meta['summary']['latency_ns']['count']:,} values)")
-    print(run.id)
-    return 0
-
-
 COMMANDS = {
     "runs": cmd_runs,
     "show": cmd_show,
     "report": cmd_report,
     "compare": cmd_compare,
-    "export": cmd_export,
-    "import": cmd_import,
     "recover": cmd_recover,
 }

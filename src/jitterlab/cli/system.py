@@ -3,29 +3,25 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 from jitterlab.cli.common import (
-    EXIT_INTERRUPTED,
     note,
     print_json,
-    record_load_end,
     store_option,
     warn,
     writable_store,
 )
-from jitterlab.core.errors import JitterlabError
 from jitterlab.core.render import render
-from jitterlab.core.units import format_ns, parse_duration_ns
+from jitterlab.core.units import format_ns
 from jitterlab.describe.attribution import spike_attribution
 from jitterlab.describe.tables import HICCUP_HEADERS, hiccup_per_cpu, hiccup_rows
 from jitterlab.describe.text import attribution_text
 from jitterlab.measure.doctor import run_checks
-from jitterlab.measure.hiccup import HiccupOptions, run_hiccup
-from jitterlab.measure.load import parse_load, running_load
-from jitterlab.measure.plans import check_pin, single_policy
-from jitterlab.measure.tracing import tracing
+from jitterlab.measure.plans import HiccupRequest, hiccup_plan
+from jitterlab.measure.runner import run_plan
 
 
 def add_parsers(sub: Any) -> None:
@@ -70,30 +66,18 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_hiccup(args: argparse.Namespace) -> int:
-    duration = parse_duration_ns(args.duration, "s")
-    if duration < 1_000_000:
-        raise JitterlabError("--duration must be at least 1ms")
-    if args.cpus != "all":
-        check_pin(args.cpus, "--cpus")
-    threshold = 0 if args.threshold == "auto" else parse_duration_ns(args.threshold, "ns")
-    policy, priority = single_policy(args.policy, args.priority or None)
-    options = HiccupOptions(
-        duration, args.cpus, threshold, args.auto_multiple, policy, priority, not args.no_mlock
-    )
-    store = writable_store(args)
-    with running_load(parse_load(args.load)) as load, tracing(args.trace) as trace:
-        run, interrupted = run_hiccup(store, options, warn, {"load": load} if load else None, trace)
-    record_load_end(store, [run] if run else [], load)
-    if run is None:
-        return EXIT_INTERRUPTED if interrupted else 1
-    per_cpu = hiccup_per_cpu(run)
-    info = run.meta["hiccup"]
-    if args.json:
-        print_json({"id": run.id, "threshold_ns": info["threshold_ns"], "per_cpu": per_cpu})
-    else:
+    request = HiccupRequest(**{f.name: getattr(args, f.name) for f in fields(HiccupRequest)})
+    plan = hiccup_plan(request)
+    outcome = run_plan(plan, writable_store(args), warn)
+    for run in outcome.runs:
+        per_cpu = hiccup_per_cpu(run)
+        info = run.meta["hiccup"]
+        if args.json:
+            print_json({"id": run.id, "threshold_ns": info["threshold_ns"], "per_cpu": per_cpu})
+            continue
         note(
             f"stored {run.id}: interruptions longer than {format_ns(info['threshold_ns'])} "
-            f"({info['threshold_mode']}) over {format_ns(duration)}"
+            f"({info['threshold_mode']}) over {format_ns(run.config['duration_ns'])}"
         )
         print(render(HICCUP_HEADERS, hiccup_rows(per_cpu), "r" * len(HICCUP_HEADERS)))
         out, unavailable = attribution_text(spike_attribution(run))
@@ -101,7 +85,7 @@ def cmd_hiccup(args: argparse.Namespace) -> int:
             print(out)
         if unavailable:
             note(unavailable)
-    return EXIT_INTERRUPTED if interrupted else 0
+    return outcome.exit_code
 
 
 COMMANDS = {"doctor": cmd_doctor, "hiccup": cmd_hiccup}

@@ -6,12 +6,15 @@ different way from the terminal output.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from jitterlab.core.errors import JitterlabError
+from jitterlab.core.percentiles import percentile_key
 from jitterlab.describe.attribution import spike_attribution
 from jitterlab.stats import (
     StackedResult,
@@ -26,7 +29,11 @@ from jitterlab.stats import (
     summarize,
     time_windows,
 )
+from jitterlab.stats.summary import percentiles_of_chunks
 from jitterlab.store import Run
+from jitterlab.store.hdr.streams import corrected_figures
+from jitterlab.store.runs import verified_samples_path
+from jitterlab.store.writer import latency_chunks, summarize_file
 
 TESTS = ("stacked-z", "gesd", "walsh")
 
@@ -112,12 +119,60 @@ def describe_run(
     )
 
 
+def time_range(run: Run, from_s: float | None, to_s: float | None) -> Run:
+    """The run restricted to the samples sent from ``from_s`` to ``to_s`` seconds after its
+    first send (``--from/--to``, as HistogramLogProcessor's -start/-end on a log)."""
+    if from_s is None and to_s is None:
+        return run
+    t = run.t_send_ns
+    t0 = int(t.min()) if t.size else 0
+    keep = np.ones(t.size, dtype=bool)
+    if from_s is not None:
+        keep &= t >= t0 + round(from_s * 1e9)
+    if to_s is not None:
+        keep &= t <= t0 + round(to_s * 1e9)
+    if not keep.any():
+        raise JitterlabError(f"run {run.id}: no samples sent between {from_s or 0:g} s and {to_s} s")
+    return dataclasses.replace(run, _table=run.table.filter(pa.array(keep)))
+
+
+def latency_views(run: Run, expected_interval_ns: int | None = None) -> dict[str, dict[str, Any]]:
+    """Other views of a sample run's latency, each a summary beside the run's own:
+
+    - ``corrected``: the samples recorded with HdrHistogram's recordValueWithExpectedInterval
+      (coordinated omission corrected for the expected interval; Java's figures);
+    - ``from_actual_send``: an open-loop run measures from when each message *should* have
+      left (its intended time, the default); this is from when it actually left, the
+      figure a closed-loop tool would report.
+    """
+    views: dict[str, dict[str, Any]] = {}
+    if expected_interval_ns:
+        views["corrected"] = corrected_figures(run.latency_ns, expected_interval_ns)
+    if "t_actual_send_ns" in run.table.column_names:
+        views["from_actual_send"] = summarize(run.t_recv_ns - run.column("t_actual_send_ns")).to_dict()
+    return views
+
+
 def run_summary(run: Run) -> dict[str, Any]:
     """The summary of a run: from its samples (read and verified), or the stored one of a
     histogram-only import (HdrHistogram's percentile definition)."""
     if run.histogram_only:
         return dict(run.meta["summary"]["latency_ns"])
-    return summarize(run.latency_ns).to_dict()
+    # read in row groups, never whole: exact and equal to summarize(run.latency_ns) to the last bit
+    return summarize_file(verified_samples_path(run)).to_dict()
+
+
+def run_percentiles(run: Run, ps: tuple[float, ...]) -> dict[str, float]:
+    """Chosen type-7 percentiles of a sample run (``--percentiles``), exact, read in row
+    groups; keys as ``core.percentiles.percentile_key`` writes them."""
+    if run.histogram_only:
+        raise JitterlabError(
+            f"run {run.id} holds a histogram only: its percentiles at chosen levels are in "
+            f"'jitterlab export {run.id} --format hgrm --percentiles …' (HdrHistogram's definition)"
+        )
+    path = verified_samples_path(run)
+    values = percentiles_of_chunks(lambda: latency_chunks(path), ps)
+    return {percentile_key(p): float(v) for p, v in zip(ps, values, strict=True)}
 
 
 def description_json(d: RunDescription) -> dict[str, Any]:

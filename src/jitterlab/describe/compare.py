@@ -11,6 +11,7 @@ from typing import Any
 
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.units import format_ns
+from jitterlab.core.warnings import CodedWarning
 from jitterlab.describe.context import context_block, differences
 from jitterlab.stats import Comparison, compare_samples
 from jitterlab.stats.compare import MAX_ROW
@@ -24,7 +25,7 @@ class RunComparison:
     a: Run
     b: Run
     result: Comparison
-    warnings: list[str]
+    warnings: list[CodedWarning]
 
 
 def compare_runs(a: Run, b: Run, noise: float = 0.05) -> RunComparison:
@@ -37,7 +38,12 @@ def compare_runs(a: Run, b: Run, noise: float = 0.05) -> RunComparison:
     warnings = []
     differ = differences(a, b)
     if differ:
-        warnings.append("A and B were measured on different machines or kernels (" + "; ".join(differ) + ")")
+        warnings.append(
+            CodedWarning(
+                "machines-differ",
+                "A and B were measured on different machines or kernels (" + "; ".join(differ) + ")",
+            )
+        )
     result = compare_samples(a.latency_ns, b.latency_ns, noise_threshold=noise)
     return RunComparison(a, b, result, warnings)
 
@@ -48,7 +54,7 @@ def comparison_json(rc: RunComparison) -> dict[str, Any]:
         "a": rc.a.id,
         "b": rc.b.id,
         "context": {"a": context_block(rc.a), "b": context_block(rc.b)},
-        "warnings": rc.warnings,
+        "warnings": [w.as_dict() for w in rc.warnings],
         "verdict": c.verdict,
         "noise_threshold": c.noise_threshold,
         "confidence": c.confidence,

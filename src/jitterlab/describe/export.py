@@ -4,41 +4,77 @@ One exporter per format behind one interface (hyperfine's habit): each is a func
 ``(run, options) -> bytes`` registered in :data:`EXPORTERS`; :func:`export_run` picks one,
 checks what the run holds, and writes the file atomically. A new format is one function
 and one line in the table.
+
+The HdrHistogram formats are HdrHistogram Java 2.2.2's, read back equal by its
+HistogramLogReader and HistogramLogProcessor (tests/store/test_hdr_oracle.py):
+
+- ``.hgrm`` is ``outputPercentileDistribution(out, ticks, unitRatio)`` character for
+  character: of a sample run, every latency recorded into Java's ``new Histogram(3)``
+  (1 ns to auto-resized, 3 significant digits); of a histogram-only run, its log's
+  intervals accumulated as HistogramLogProcessor accumulates them;
+- ``.hlog`` of a sample run holds one histogram per window of send time, as
+  HistogramLogWriter writes them; of a histogram-only run, its stored log.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
-from hdrh.log import HistogramLogWriter
+import pyarrow.parquet as pq
 
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.fileio import atomic_write_bytes
 from jitterlab.core.version import __version__
+from jitterlab.describe.analysis import time_range
 from jitterlab.store import Run
-from jitterlab.store.hdr import new_histogram, record_all
+from jitterlab.store.hdr.histogram import Histogram
+from jitterlab.store.hdr.log import LogWriter
+from jitterlab.store.hdr.streams import UNITS_NS, read_figures
+from jitterlab.store.hdr.text import percentile_distribution
 
 MAX_UNIT_RATIO = 1e6  # an interval's max is logged in milliseconds of the ns values, as jHiccup does
+DIGITS = 3
 
 
 @dataclass(frozen=True)
 class ExportOptions:
     window_ns: int = 1_000_000_000  # hlog: interval of each histogram
-    unit_ratio: float = 1_000.0  # hgrm: values are divided by this (ns → µs)
+    unit: str = "us"  # hgrm: the unit values are printed in
+    ticks: int = 5  # hgrm: percentile ticks per half distance (Java's default 5)
+    percentiles: Sequence[float] | None = None  # hgrm: rows at these levels instead of the ticks
+    tag: str | None = None  # histogram-only runs: which tag (default: the run's own stream)
+    from_s: float | None = None  # seconds from the run's start (a log's StartTime)
+    to_s: float | None = None
 
 
-def export_parquet(run: Run, _o: ExportOptions) -> bytes:
-    return (run.path / str(run.meta["samples"]["file"])).read_bytes()
+def _time_range(run: Run, o: ExportOptions) -> Run:
+    return time_range(run, o.from_s, o.to_s)
 
 
-def export_csv(run: Run, _o: ExportOptions) -> bytes:
+def latency_histogram(latency_ns: np.ndarray) -> Histogram:
+    """Every latency in Java's ``new Histogram(3)`` (auto-resizing, 1 ns up)."""
+    histogram = Histogram.auto(DIGITS)
+    distinct, counts = np.unique(latency_ns, return_counts=True)
+    histogram.record(distinct, counts)
+    return histogram
+
+
+def export_parquet(run: Run, o: ExportOptions) -> bytes:
+    if o.from_s is None and o.to_s is None:
+        return (run.path / str(run.meta["samples"]["file"])).read_bytes()
+    buffer = io.BytesIO()
+    pq.write_table(_time_range(run, o).table, buffer)
+    return buffer.getvalue()
+
+
+def export_csv(run: Run, o: ExportOptions) -> bytes:
+    run = _time_range(run, o)
     table = run.table.append_column("latency_ns", pa.array(run.latency_ns))
     buffer = io.BytesIO()
     pacsv.write_csv(table, buffer)
@@ -46,43 +82,65 @@ def export_csv(run: Run, _o: ExportOptions) -> bytes:
 
 
 def export_hgrm(run: Run, o: ExportOptions) -> bytes:
-    """HdrHistogram's percentile distribution. The body is hdrh's; the footer is written here
-    as Java's HdrHistogram writes it, every figure in the output unit (hdrh leaves the
-    standard deviation in nanoseconds beside a mean in microseconds)."""
-    latency = run.latency_ns
-    histogram = new_histogram(int(latency.max(initial=1)))
-    record_all(histogram, latency)
-    binary = io.BytesIO()
-    histogram.output_percentile_distribution(binary, o.unit_ratio)
-    body = binary.getvalue().decode().split("#[Mean")[0]
-    digits = histogram.significant_figures
-    footer = (
-        f"#[Mean    = {histogram.get_mean_value() / o.unit_ratio:12.{digits}f}, "
-        f"StdDeviation   = {histogram.get_stddev() / o.unit_ratio:12.{digits}f}]\n"
-        f"#[Max     = {histogram.get_max_value() / o.unit_ratio:12.{digits}f}, "
-        f"Total count    = {histogram.get_total_count():12d}]\n"
-        f"#[Buckets = {histogram.bucket_count:12d}, SubBuckets     = {histogram.sub_bucket_count:12d}]\n"
-    )
-    return (body + footer).encode()
+    """HdrHistogram's percentile distribution, in ``o.unit``."""
+    if run.histogram_only:
+        histogram, scale = _stored_stream(run, o)
+        ratio = UNITS_NS[o.unit] / scale
+    else:
+        histogram, ratio = latency_histogram(_time_range(run, o).latency_ns), float(UNITS_NS[o.unit])
+    return percentile_distribution(histogram, o.ticks, ratio, o.percentiles).encode()
+
+
+def _stored_stream(run: Run, o: ExportOptions) -> tuple[Histogram, int]:
+    """A histogram-only run's stream (``o.tag``, else the run's own) accumulated over the
+    selected range, and the log's unit in ns."""
+    info = run.meta["histogram"]
+    scale = int(info.get("scale_ns", 1))
+    tag = o.tag if o.tag is not None else info.get("tag")
+    with open(run.path / str(info["file"]), "rb") as f:
+        figures = read_figures(
+            f, str(run.path / str(info["file"])), scale=scale, tags=[tag], from_s=o.from_s, to_s=o.to_s
+        )
+    stream = figures.streams.get(tag)
+    if stream is None or stream.whole is None:
+        tags = ", ".join(str(t) if t is not None else "(untagged)" for t in figures.seen_tags) or "none"
+        raise JitterlabError(
+            f"run {run.id}: no intervals of tag {tag or '(untagged)'} in that range (tags: {tags})"
+        )
+    return stream.whole, scale  # type: ignore[return-value]
 
 
 def export_hlog(run: Run, o: ExportOptions) -> bytes:
     """An HdrHistogram V2 interval log: one histogram per window of send time."""
+    if run.histogram_only:
+        info = run.meta["histogram"]
+        path = run.path / str(info["file"])
+        if o.tag is None and o.from_s is None and o.to_s is None:
+            return path.read_bytes()
+        out = io.BytesIO()
+        with open(path, "rb") as f:
+            read_figures(
+                f,
+                str(path),
+                tags=None if o.tag is None else [o.tag],
+                from_s=o.from_s,
+                to_s=o.to_s,
+                copy_to=out,
+            )
+        return out.getvalue()
+    run = _time_range(run, o)
     latency = run.latency_ns
     t_send = run.t_send_ns
     order = np.argsort(t_send, kind="stable")
     t_send, latency = t_send[order], latency[order]
-    highest = int(latency.max(initial=1))
+    highest = max(2 * int(latency.max(initial=1)), 1_000_000)  # one range for every interval
     text = io.StringIO()
-    writer = HistogramLogWriter(text)
+    writer = LogWriter(text)
     started_ns = (run.meta.get("timing") or {}).get("started_realtime_ns") or 0
-    started_s = started_ns / 1e9
-    writer.output_comment(f"jitterlab {__version__} run {run.id} ({run.label}); values in nanoseconds")
-    writer.output_log_format_version()
-    # Written by hand: hdrh's output_start_time mistakes milliseconds for seconds.
-    when = dt.datetime.fromtimestamp(started_s, dt.timezone.utc).strftime("%a %b %d %H:%M:%S UTC %Y")
-    text.write(f"#[StartTime: {started_s:.3f} (seconds since epoch), {when}]\n")
-    writer.output_legend()
+    writer.comment(f"jitterlab {__version__} run {run.id} ({run.label}); values in nanoseconds")
+    writer.version()
+    writer.start_time(started_ns // 1_000_000)
+    writer.legend()
     window_ns = o.window_ns
     if latency.size:
         t0 = int(t_send[0])
@@ -91,16 +149,12 @@ def export_hlog(run: Run, o: ExportOptions) -> bytes:
             lo, hi = edges[w], edges[w + 1]
             if hi == lo:
                 continue
-            histogram = new_histogram(highest)
-            record_all(histogram, latency[lo:hi])
+            histogram = Histogram(1, highest, DIGITS)
+            distinct, counts = np.unique(latency[lo:hi], return_counts=True)
+            histogram.record(distinct, counts)
             start = w * window_ns / 1e9  # seconds since StartTime, as jHiccup logs them
             end = min(start + window_ns / 1e9, (int(t_send[hi - 1]) - t0) / 1e9 + 1e-9)
-            # Written by hand as Java's HistogramLogWriter does (%.3f, the max divided, not
-            # floor-divided as hdrh's writer does: a 425 µs max is 0.425 ms, not 0).
-            payload = histogram.encode().decode()
-            text.write(
-                f"{start:.3f},{end - start:.3f},{histogram.get_max_value() / MAX_UNIT_RATIO:.3f},{payload}\n"
-            )
+            writer.interval(start, end, histogram, MAX_UNIT_RATIO)
     return text.getvalue().encode()
 
 
@@ -119,15 +173,13 @@ def export_bytes(run: Run, fmt: str, options: ExportOptions) -> bytes:
     exporter = EXPORTERS.get(fmt)
     if exporter is None:
         raise JitterlabError(f"unknown export format '{fmt}' (choose from {', '.join(FORMATS)})")
-    if run.histogram_only:
-        if fmt != "hlog":
-            raise JitterlabError(f"run {run.id} holds a histogram only: it exports as hlog, not {fmt}")
-        return (run.path / str(run.meta["histogram"]["file"])).read_bytes()
+    if run.histogram_only and fmt not in ("hlog", "hgrm"):
+        raise JitterlabError(f"run {run.id} holds a histogram only: it exports as hlog or hgrm, not {fmt}")
+    if options.tag is not None and not run.histogram_only:
+        raise JitterlabError("--tag selects a stream of an imported HdrHistogram log; this run has samples")
     return exporter(run, options)
 
 
-def export_run(
-    run: Run, fmt: str, out: Path, window_ns: int = 1_000_000_000, unit_ratio: float = 1_000.0
-) -> None:
+def export_run(run: Run, fmt: str, out: Path, options: ExportOptions = ExportOptions()) -> None:
     """Write ``run`` as ``fmt`` to ``out`` (atomically)."""
-    atomic_write_bytes(out, export_bytes(run, fmt, ExportOptions(window_ns, unit_ratio)))
+    atomic_write_bytes(out, export_bytes(run, fmt, options))

@@ -30,9 +30,10 @@ from jitterlab.core.html import PAGE_END, esc, figure_img, html_table, page_head
 from jitterlab.core.progress import ProgressBar
 from jitterlab.core.units import format_count, format_ns
 from jitterlab.core.version import __version__
-from jitterlab.core.warnings import CODES, normalized
+from jitterlab.core.warnings import fix_for, normalized
 from jitterlab.describe.analysis import RunDescription, describe_run, pauses_in_run
 from jitterlab.describe.context import context_lines, contexts
+from jitterlab.describe.histograms import describe_histogram
 from jitterlab.describe.overview import (
     RunDigest,
     compare_runs_for_report,
@@ -45,6 +46,7 @@ from jitterlab.describe.replication import replication_section
 from jitterlab.describe.tables import (
     ATTRIBUTION_HEADERS,
     CATEGORY_HEADERS,
+    INTERVAL_HEADERS,
     attribution_caption,
     attribution_rows,
     category_name,
@@ -52,6 +54,7 @@ from jitterlab.describe.tables import (
     collector_table_layout,
     covers_several_collectors,
     histogram_interval_rows,
+    stream_rows,
     summary_cells,
     table1_layout,
 )
@@ -293,7 +296,7 @@ def _run_section(d: RunDescription, anchor: str) -> str:
         *_jvm_facts(run),
     ]
     warnings = "".join(
-        f"<li>{_esc(w['detail'])} <span class='muted'>({_esc(w['code'])}; fix: {_esc(CODES.get(w['code'], ''))})</span></li>"
+        f"<li>{_esc(w['detail'])} <span class='muted'>({_esc(w['code'])}; fix: {_esc(fix_for(w['code']))})</span></li>"
         for w in normalized(obtained.get("warnings"))
     )
     baseline = (
@@ -337,16 +340,28 @@ the hypervisor add jitter of their own; the environment line of each run says wh
 
 
 def _histogram_section(run: Run, anchor: str) -> str:
-    """An imported histogram-only run: its percentiles and intervals, and what it lacks."""
-    headers, values = summary_cells(run.meta["summary"]["latency_ns"])
-    windows = run.meta["histogram"].get("windows", [])
-    rows = histogram_interval_rows(run, 50)
+    """An imported histogram-only run: every tag's figures side by side, its intervals, and
+    what it lacks."""
+    d = describe_histogram(run)
+    headers, rows = stream_rows(d.streams)
+    shown = histogram_interval_rows(d.windows, 50)
+    corrected = ""
+    if d.expected_interval_ns:
+        c_headers, c_rows = stream_rows(d.streams, "corrected")
+        corrected = (
+            f'<div class="muted">corrected for coordinated omission (expected interval '
+            f"{_esc(format_ns(d.expected_interval_ns))})</div>{html_table(c_headers, c_rows)}"
+        )
+    interval_headers = list(INTERVAL_HEADERS) + (
+        ["corrected p99", "corrected max"] if d.expected_interval_ns else []
+    )
+    which = "the untagged lines" if d.tag is None else f"tag {d.tag}"
     return f"""<section class="card" id="{anchor}"><h3>{_esc(run.label)} (histogram-only import)</h3>
 <div class="muted">run <code>{_esc(run.id)}</code> from <code>{_esc(run.config.get("source"))}</code>.
-Percentiles use HdrHistogram's definition. Outlier categories, the timeline and comparisons need raw samples,
-which an HdrHistogram log does not hold, so they are not shown.</div>{html_table(headers, [values])}
-<div class="muted">intervals of the log{" (first 50)" if len(windows) > 50 else ""}</div>
-{html_table(["start", "count", "p50", "p99", "max"], rows)}</section>"""
+Figures are HdrHistogram Java's, one row per tag of the log. Outlier categories, the timeline and comparisons
+need raw samples, which an HdrHistogram log does not hold, so they are not shown.</div>{html_table(headers, rows)}
+{corrected}<div class="muted">intervals of {_esc(which)}{" (first 50)" if len(d.windows) > 50 else ""}</div>
+{html_table(interval_headers, shown)}</section>"""
 
 
 def _section_job(run: Run, anchor: str) -> tuple[str, RunDigest]:

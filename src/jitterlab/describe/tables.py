@@ -83,20 +83,46 @@ def table1(runs: Sequence[Run]) -> str:
     return render(headers, rows)
 
 
-def histogram_interval_rows(run: Run, limit: int | None = None) -> list[list[str]]:
-    """start, count, p50, p99, max of each interval of an imported HdrHistogram log."""
-    windows = run.meta["histogram"].get("windows", [])[:limit]
-    first = windows[0]["start_ms"] if windows else 0
-    return [
-        [
-            f"{(w['start_ms'] - first) / 1000:.3f} s",
+INTERVAL_HEADERS = ["start", "count", "p50", "p99", "max"]
+
+
+def histogram_interval_rows(
+    windows: Sequence[Mapping[str, Any]], limit: int | None = None
+) -> list[list[str]]:
+    """start (from the log's StartTime), count, p50, p99, max of each interval of an
+    imported HdrHistogram log; with a correction for coordinated omission, its p99 and max
+    beside."""
+    shown = list(windows)[:limit]
+    first = shown[0]["start_ms"] if shown else 0
+    rows = []
+    for w in shown:
+        start = w["offset_s"] if "offset_s" in w else (w["start_ms"] - first) / 1000
+        row = [
+            f"{start:.3f} s",
             f"{int(w['count']):,}",
             format_ns(w["p50"]),
             format_ns(w["p99"]),
             format_ns(w["max"]),
         ]
-        for w in windows
-    ]
+        if "corrected" in w:
+            row += [format_ns(w["corrected"]["p99"]), format_ns(w["corrected"]["max"])]
+        rows.append(row)
+    return rows
+
+
+def stream_rows(
+    streams: Sequence[Mapping[str, Any]], which: str = "summary"
+) -> tuple[list[str], list[list[str]]]:
+    """One row per tag of an imported log (its whole-log figures), side by side."""
+    headers: list[str] = []
+    rows = []
+    for s in streams:
+        if which not in s:
+            continue
+        headers, values = summary_cells(s[which])
+        name = "(untagged)" if s["tag"] is None else str(s["tag"])
+        rows.append([name, f"{int(s['intervals']):,}", *values])
+    return ["stream", "intervals", *headers], rows
 
 
 def summary_row(run: Run) -> dict[str, Any]:

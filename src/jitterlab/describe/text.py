@@ -10,17 +10,21 @@ from jitterlab.core.render import render
 from jitterlab.core.units import format_count, format_ns
 from jitterlab.describe.analysis import RunDescription, pauses_in_run
 from jitterlab.describe.context import context_header
+from jitterlab.describe.histograms import HistogramDescription
 from jitterlab.describe.tables import (
     ATTRIBUTION_HEADERS,
     CATEGORY_HEADERS,
+    INTERVAL_HEADERS,
     attribution_caption,
     attribution_rows,
     category_name,
     category_rows,
     histogram_interval_rows,
+    stream_rows,
     summary_cells,
 )
 from jitterlab.store import Run
+from jitterlab.store.schema import samples_per_pair
 
 
 def stored_line(run: Run) -> str:
@@ -42,26 +46,53 @@ def show_text(run: Run, summary: dict[str, Any]) -> str:
     lines = [
         context_header([run]),
         f"run      {run.id}",
-        f"what     {run.label}, {format_count(int(c.get('samples_per_pair') or 0))} samples per pair{partial}",
+        f"what     {run.label}, {format_count(samples_per_pair(c) or 0)} samples per pair{partial}",
     ]
     headers, values = summary_cells(summary)
     lines.append(render(["latency", "value"], [list(pair) for pair in zip(headers, values, strict=True)]))
     floor = run.meta.get("floor") or {}
     clock = floor.get("clock_overhead_ns") or {}
-    c2c = floor.get("c2c_one_way_ns") or {}
     if clock:
-        c2c_text = (
-            f"core-to-core one-way p50 {format_ns(c2c.get('median'))} (CPUs {c2c.get('cpu_a')}↔{c2c.get('cpu_b')})"
-            if c2c.get("measured")
-            else f"core-to-core not measured ({c2c.get('skipped_reason')})"
-        )
-        lines.append(f"floor    clock read {format_ns(clock.get('median'))}; {c2c_text}")
+        lines.append(f"floor    clock read {format_ns(clock.get('median'))}; {c2c_text(floor)}")
     obtained = run.meta.get("obtained") or {}
     if obtained.get("policies"):
         lines.append(
             f"obtained policy {', '.join(obtained['policies'])}; spin mode {obtained.get('spin_mode')}"
         )
     return "\n".join(lines)
+
+
+def c2c_text(floor: dict[str, Any]) -> str:
+    """The core-to-core floor a run met: measured before the run and, by newer harnesses,
+    again after it (this VM's cross-core cost flips between regimes; both say which it met)."""
+    c2c = floor.get("c2c_one_way_ns") or {}
+    if not c2c.get("measured"):
+        return f"core-to-core not measured ({c2c.get('skipped_reason')})"
+    text = f"core-to-core one-way p50 {format_ns(c2c.get('median'))}"
+    end = floor.get("c2c_end_one_way_ns") or {}
+    if end.get("measured"):
+        text += f" before the run, {format_ns(end.get('median'))} after it"
+    return text + f" (CPUs {c2c.get('cpu_a')}↔{c2c.get('cpu_b')})"
+
+
+PURE_CHANNEL_FLAGS = "--block-ints 0 --pin spread"
+
+
+def floor_note(runs: list[Run]) -> str | None:
+    """For native thread runs that are not pure-channel: which flags give the figure to read
+    against the core-to-core floor (no shared-block access, sender and receiver on two CPUs)."""
+    native = [r for r in runs if r.config.get("runtime") == "native" and "block_ints" in r.config]
+    if not native:
+        return None
+    floors = [(r.meta.get("floor") or {}) for r in native]
+    measured = [f for f in floors if (f.get("c2c_one_way_ns") or {}).get("measured")]
+    met = f"the floor these runs met: {c2c_text(measured[-1])}. " if measured else ""
+    if all(r.config.get("block_ints") == 0 and r.config.get("pin") == "spread" for r in native):
+        return f"{met}These are pure-channel figures, comparable with it."
+    return (
+        f"{met}These latencies include the shared-block access of the protocol; "
+        f"for the pure-channel figure comparable with the floor, run with {PURE_CHANNEL_FLAGS}."
+    )
 
 
 def attribution_text(block: dict[str, Any] | None) -> tuple[str, str]:
@@ -75,15 +106,33 @@ def attribution_text(block: dict[str, Any] | None) -> tuple[str, str]:
     ), ""
 
 
-def describe_text(d: RunDescription) -> str:
-    """``jitterlab describe``: summary, outlier categories and windows of one run."""
+VIEW_NAMES = {
+    "corrected": "corrected for coordinated omission",
+    "from_actual_send": "from the actual send (uncorrected)",
+}
+
+
+def describe_text(d: RunDescription, views: dict[str, dict[str, Any]] | None = None) -> str:
+    """``jitterlab describe``: summary, outlier categories and windows of one run; other
+    views of its latency (:func:`describe.analysis.latency_views`) as rows beside."""
     run = d.run
     headers, values = summary_cells(d.summary.to_dict())
     lines = [
         context_header([run]),
         f"run      {run.id}  ({run.label}{', PARTIAL' if run.partial else ''})",
-        render(headers, [values], "r" * len(headers)),
     ]
+    if views:
+        first = "from the intended send" if "from_actual_send" in views else "as measured"
+        rows = [[first, *values]]
+        rows += [[VIEW_NAMES[name], *summary_cells(view)[1]] for name, view in views.items()]
+        lines.append(render(["latency", *headers], rows, "l" + "r" * len(headers)))
+        if "corrected" in views:
+            lines.append(
+                "corrected: HdrHistogram's recordValueWithExpectedInterval into a 3-digit histogram (its "
+                "percentile definition); as measured: the samples' own (type 7). docs/statistics.md says when each is right."
+            )
+    else:
+        lines.append(render(headers, [values], "r" * len(headers)))
     against = f", thresholds of baseline {d.baseline_id}" if d.baseline_id else ""
     lines.append(f"\noutlier categories ({d.test}{against}):")
     lines.append(render(CATEGORY_HEADERS, category_rows(d.categories), "lrrr"))
@@ -120,30 +169,36 @@ def describe_text(d: RunDescription) -> str:
     return "\n".join(lines)
 
 
-HISTOGRAM_ONLY = "outlier categories (stacked-z, GESD, Walsh) and windows by send time need raw samples"
-
-
-def histogram_json(run: Run) -> dict[str, Any]:
-    """``describe --json`` of an imported histogram: what needs no raw samples."""
-    return {
-        "id": run.id,
-        "histogram_only": True,
-        "summary_ns": run.meta["summary"]["latency_ns"],
-        "intervals": run.meta["histogram"].get("windows", []),
-        "not_available": HISTOGRAM_ONLY,
-    }
-
-
-def histogram_text(run: Run) -> str:
-    """``describe`` of an imported histogram: its summary and its intervals."""
-    windows = run.meta["histogram"].get("windows", [])
-    headers, values = summary_cells(run.meta["summary"]["latency_ns"])
-    return "\n".join(
-        [
-            context_header([run]),
-            f"run      {run.id}  (histogram-only import of {run.config.get('source')})",
-            render(headers, [values], "r" * len(headers)),
-            f"\nintervals of the log: {len(windows)}",
-            render(["start", "count", "p50", "p99", "max"], histogram_interval_rows(run), "rrrrr"),
-        ]
-    )
+def histogram_text(d: HistogramDescription) -> str:
+    """``describe`` of an imported histogram: every tag's figures side by side, the chosen
+    tag's intervals (and, with an expected interval, the corrected figures beside)."""
+    run = d.run
+    info = run.meta["histogram"]
+    unit = info.get("source_unit", "ns")
+    lines = [
+        context_header([run]),
+        f"run      {run.id}  (histogram-only import of {run.config.get('source')}; values in {unit}"
+        f"{', PARTIAL' if run.partial else ''})",
+    ]
+    selection = ""
+    if d.from_s is not None or d.to_s is not None:
+        end = "the end" if d.to_s is None else f"{d.to_s:g} s"
+        selection = f"; from {d.from_s or 0:g} s to {end} after StartTime"
+    lines.append(f"streams (HdrHistogram Java's figures, one row per tag{selection}):")
+    headers, rows = stream_rows(d.streams)
+    lines.append(render(headers, rows, "l" + "r" * (len(headers) - 1)))
+    if d.expected_interval_ns:
+        headers, rows = stream_rows(d.streams, "corrected")
+        lines.append(
+            f"\ncorrected for coordinated omission (expected interval {format_ns(d.expected_interval_ns)}, "
+            "HdrHistogram's copyCorrectedForCoordinatedOmission):"
+        )
+        lines.append(render(headers, rows, "l" + "r" * (len(headers) - 1)))
+    name = "(untagged)" if d.tag is None else f"tag {d.tag}"
+    lines.append(f"\nintervals of {name}: {len(d.windows)}")
+    headers = list(INTERVAL_HEADERS) + (["corrected p99", "corrected max"] if d.expected_interval_ns else [])
+    rows = histogram_interval_rows(d.windows, 20 if len(d.windows) > 40 else None)
+    lines.append(render(headers, rows, "r" * len(headers)))
+    if len(d.windows) > 40:
+        lines.append(f"({len(d.windows) - 20} intervals not shown; --json has them all)")
+    return "\n".join(lines)

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from jitterlab.core.errors import JitterlabError
-from jitterlab.measure.jobs import NativeJob, run_native_job
+from jitterlab.core.warnings import CodedWarning
+from jitterlab.measure.jobs import NativeJob, native_point
 from jitterlab.measure.policy import is_realtime, policy_label, priority_for
+from jitterlab.measure.runner import Point
 from jitterlab.measure.techniques import native_techniques, technique_kind
-from jitterlab.measure.tracing import PerfTrace, trace_block, tracing
-from jitterlab.store import ResultsStore, Run
 
 CAF_SCHEDULERS = ("stealing", "sharing", "detached")
 
@@ -49,14 +47,7 @@ class BenchPlan:
         return out
 
 
-@dataclass
-class BenchOutcome:
-    runs: list[Run]
-    interrupted: bool
-    failures: list[str]
-
-
-def resolve_techniques(requested: list[str]) -> tuple[list[str], list[str]]:
+def resolve_techniques(requested: list[str]) -> tuple[list[str], list[CodedWarning]]:
     """Expand ``all`` and check names against the harness. Returns (techniques, warnings).
 
     ``all`` means every available technique except the c2c floor (which every run
@@ -64,7 +55,7 @@ def resolve_techniques(requested: list[str]) -> tuple[list[str], list[str]]:
     """
     offered = {t.name: t for t in native_techniques()}
     names: list[str] = []
-    warnings: list[str] = []
+    warnings: list[CodedWarning] = []
     for item in requested:
         if item == "all":
             for t in offered.values():
@@ -73,7 +64,9 @@ def resolve_techniques(requested: list[str]) -> tuple[list[str], list[str]]:
                 if t.available:
                     names.append(t.name)
                 else:
-                    warnings.append(f"technique {t.name} skipped: {t.description}")
+                    warnings.append(
+                        CodedWarning("technique-skipped", f"technique {t.name} skipped: {t.description}")
+                    )
             continue
         if item not in offered:
             raise JitterlabError(f"unknown technique '{item}' (available: {', '.join(offered)})")
@@ -121,23 +114,14 @@ def harness_args(plan: BenchPlan, technique: str, pairs: int, policy: str) -> li
     return args
 
 
-def run_point(
-    store: ResultsStore,
-    plan: BenchPlan,
-    technique: str,
-    pairs: int,
-    policy: str,
-    warn: Callable[[str], None],
-    extra_meta: dict[str, Any] | None = None,
-    trace: PerfTrace | dict[str, Any] | None = None,
-) -> tuple[Run | None, bool]:
-    """Run one configuration and store it. Returns (run or None, interrupted)."""
+def bench_job(plan: BenchPlan, technique: str, pairs: int, policy: str) -> NativeJob:
+    """One configuration of the matrix as a job of the native harness."""
     label_policy = policy_label(policy, plan.priority)
     config = {
         "runtime": "native",
         "technique": technique,
         "pairs": pairs,
-        "samples_per_pair": plan.samples,
+        "samples": plan.samples,
         "warmup": plan.warmup,
         "block_ints": plan.block_ints,
         "policy": policy,
@@ -156,19 +140,15 @@ def run_point(
         "caf_scheduler": plan.caf_scheduler if technique == "caf" else None,
         "caf_threads": plan.caf_threads if technique == "caf" else None,
     }
-    job = NativeJob(
+    return NativeJob(
         program="jitterlab-bench",
         args=harness_args(plan, technique, pairs, policy),
         config=config,
         id_parts=(technique, f"p{pairs}", label_policy),
         label=f"{technique} ×{pairs} {label_policy}",
         total=plan.samples * (1 if technique_kind(technique) == "floor" else pairs),
-        meta=extra_meta or {},
-        finish_meta=(lambda _records, meta, staging: trace_block(trace, staging, spike_cpus(meta)))
-        if trace is not None
-        else None,
+        spike_cpus=spike_cpus,
     )
-    return run_native_job(store, job, warn)
 
 
 def spike_cpus(meta: dict[str, Any]) -> dict[str, Any]:
@@ -188,32 +168,6 @@ def spike_cpus(meta: dict[str, Any]) -> dict[str, Any]:
     return {"spike_cpu": {"available": True, "from": "receiver", "cpu_of_pair": cpu_of_pair}}
 
 
-def run_plan(
-    plan: BenchPlan,
-    store: ResultsStore,
-    warn: Callable[[str], None] | None = None,
-    extra_meta: dict[str, Any] | None = None,
-    on_stored: Callable[[Run], None] = lambda _: None,
-) -> BenchOutcome:
-    """Run every point of the plan in order; stop at the first interruption. ``on_stored``
-    hears of each run as soon as it is stored."""
-    seen: set[str] = set()
-
-    def warn_once(message: str) -> None:
-        if message not in seen:
-            seen.add(message)
-            (warn or (lambda m: print(f"warning: {m}", file=sys.stderr)))(message)
-
-    outcome = BenchOutcome([], False, [])
-    for technique, pairs, policy in plan.points():
-        with tracing(plan.trace) as trace:
-            run, interrupted = run_point(store, plan, technique, pairs, policy, warn_once, extra_meta, trace)
-        if run is not None:
-            outcome.runs.append(run)
-            on_stored(run)
-        else:
-            outcome.failures.append(f"{technique} ×{pairs} {policy}")
-        if interrupted:
-            outcome.interrupted = True
-            break
-    return outcome
+def bench_points(plan: BenchPlan) -> list[Point]:
+    """Every point of the matrix, in order."""
+    return [native_point(bench_job(plan, *point)) for point in plan.points()]

@@ -8,13 +8,10 @@ other run.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from jitterlab.measure.jobs import NativeJob, policy_args, run_native_job
-from jitterlab.measure.tracing import PerfTrace, trace_block
-from jitterlab.store import ResultsStore, Run
+from jitterlab.measure.jobs import NativeJob, policy_args
 
 
 @dataclass(frozen=True)
@@ -28,11 +25,7 @@ class HiccupOptions:
     mlock: bool = True
 
 
-def hiccup_job(
-    o: HiccupOptions,
-    extra_meta: dict[str, Any] | None = None,
-    trace: PerfTrace | dict[str, Any] | None = None,
-) -> NativeJob:
+def hiccup_job(o: HiccupOptions) -> NativeJob:
     args = [
         "--duration-ns",
         str(o.duration_ns),
@@ -83,19 +76,6 @@ def hiccup_job(
         total=o.duration_ns,
         progress_unit="s",
         extra_meta=extra,
-        meta=extra_meta or {},
         # every gap is a spike, and the "pair" column is the CPU it happened on
-        finish_meta=lambda _records, _meta, staging: trace_block(
-            trace, staging, {"spike_cpu": {"available": True, "from": "pair"}, "spikes": "all"}
-        ),
+        spike_cpus=lambda _meta: {"spike_cpu": {"available": True, "from": "pair"}, "spikes": "all"},
     )
-
-
-def run_hiccup(
-    store: ResultsStore,
-    o: HiccupOptions,
-    warn: Callable[[str], None],
-    extra_meta: dict[str, Any] | None = None,
-    trace: PerfTrace | dict[str, Any] | None = None,
-) -> tuple[Run | None, bool]:
-    return run_native_job(store, hiccup_job(o, extra_meta, trace), warn)

@@ -18,19 +18,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from jitterlab.core.errors import JitterlabError
+from jitterlab.core.errors import CorruptRunError, JitterlabError
 from jitterlab.core.programs import native_program
 from jitterlab.core.progress import ProgressBar
 from jitterlab.core.signals import last_signal
-from jitterlab.core.warnings import normalized
+from jitterlab.core.warnings import CodedWarning, Warn, from_stored, normalized
 from jitterlab.measure import environment
 from jitterlab.measure.doctor import doctor_facts
 from jitterlab.measure.policy import is_realtime
+from jitterlab.measure.runner import Context, Done, Point
+from jitterlab.measure.tracing import trace_block
 from jitterlab.store import ResultsStore, Run
 from jitterlab.store.rawfile import RawSamples, read_raw_samples
-from jitterlab.store.schema import read_harness_json, run_meta
+from jitterlab.store.schema import SAMPLES_FILE, read_harness_json, run_meta
+from jitterlab.store.writer import SampleWriter
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
@@ -49,13 +50,22 @@ class NativeJob:
     extra_meta: Callable[[dict[str, Any]], dict[str, Any]] | None = (
         None  # harness.json -> extra run.json blocks
     )
-    meta: dict[str, Any] = field(default_factory=dict)  # further blocks (for example the load)
-    finish_meta: Callable[[np.ndarray, dict[str, Any], Path], dict[str, Any]] | None = (
-        None  # (records, meta, staging folder) -> blocks; files it leaves in staging join the run
+    meta: dict[str, Any] = field(default_factory=dict)  # further blocks of this job
+    finish_meta: Callable[[RawSamples, dict[str, Any], Path], dict[str, Any]] | None = (
+        None  # (samples, meta, staging folder) -> blocks; files it leaves in staging join the run
     )
     command: Callable[[Path], list[str]] | None = (
         None  # staging folder -> argv prefix, for programs that are not native (the JVM harness)
     )
+    series: tuple[str, ...] = ()  # the output holds one series per pair value, stored as runs of their own
+    spike_cpus: Callable[[dict[str, Any]], dict[str, Any]] | None = (
+        None  # run metadata -> how --trace finds a spike's CPU (None: this tool is not traced)
+    )
+
+
+def native_point(job: NativeJob) -> Point:
+    """``job`` as a point of a plan."""
+    return Point(job.label, lambda ctx: run_native_job(ctx, job))
 
 
 def policy_args(policy: str, priority: int, mlock: bool) -> list[str]:
@@ -119,9 +129,11 @@ def common_meta(run_id: str, started: dt.datetime) -> dict[str, Any]:
 
 
 def _execute(
-    store: ResultsStore, job: NativeJob, warn: Callable[[str], None], run_id: str
-) -> tuple[tuple[Path, RawSamples, dict[str, Any]] | None, bool]:
-    """Run ``job``; returns ((staging folder, samples, run metadata) or None, interrupted)."""
+    ctx: Context, job: NativeJob, run_id: str
+) -> tuple[tuple[Path, RawSamples, dict[str, Any]] | None, bool, str]:
+    """Run ``job``; returns ((staging folder, samples, run metadata) or None, interrupted,
+    why nothing was stored)."""
+    store, warn = ctx.store, ctx.warn
     staging = store.staging_dir(run_id)
     prefix = job.command(staging) if job.command else [str(native_program(job.program))]
     argv = [*prefix, *job.args, "--out", str(staging)]
@@ -137,13 +149,11 @@ def _execute(
         last = (stderr.strip().splitlines() or [f"exit code {code}"])[-1]
         if code == 2:
             raise JitterlabError(last.split(": error: ", 1)[-1])
-        if not interrupted:
-            warn(f"{job.label}: {job.program} failed before writing samples: {last}")
-        return None, interrupted
+        return None, interrupted, f"{job.program} failed before writing samples: {last}"
     raw = read_raw_samples(raw_path)
     harness, set_aside = read_harness_json(harness_json)
     for w in normalized(harness.get("warnings", [])):
-        warn(w["detail"])
+        warn(from_stored(w))
     reasons = [r for r in (harness.get("partial_reason"), raw.note, set_aside) if r]
     if interrupted and not reasons:
         reasons.append("interrupted")
@@ -168,63 +178,60 @@ def _execute(
     }
     if job.extra_meta and harness:
         meta |= job.extra_meta(harness)
-    meta |= job.meta
-    if job.finish_meta is not None:  # after the tool ended: for example stop tracing, keep its events
-        meta |= job.finish_meta(raw.records, meta, staging)
-    for leftover in (raw_path, harness_json, staging / "journal.bin"):
+    meta |= ctx.meta | job.meta
+    if job.finish_meta is not None:  # after the tool ended: for example stop the proxy, read its files
+        meta |= job.finish_meta(raw, meta, staging)
+    if job.spike_cpus is not None:  # --trace: stop perf, keep its events with the run
+        meta |= trace_block(ctx.trace, staging, job.spike_cpus(meta))
+    for leftover in (harness_json, staging / "journal.bin"):  # the raw file goes once stored
         leftover.unlink(missing_ok=True)
-    return (staging, raw, meta), interrupted
+    return (staging, raw, meta), interrupted, ""
 
 
-def run_native_job(
-    store: ResultsStore, job: NativeJob, warn: Callable[[str], None]
-) -> tuple[Run | None, bool]:
-    """Run ``job`` and store its output as one run. Returns (run or None, interrupted)."""
+def run_native_job(ctx: Context, job: NativeJob) -> Done:
+    """Run ``job`` and store its output: one run, or one per series (``job.series``)."""
+    store = ctx.store
     run_id = store.new_run_id(*job.id_parts)
     with store.staging_lock(run_id):
-        result, interrupted = _execute(store, job, warn, run_id)
+        result, interrupted, failure = _execute(ctx, job, run_id)
         if result is None:
-            return None, interrupted
+            return Done([], interrupted, failure)
+        if job.series:
+            return Done(_store_series(store, job, result), interrupted)
         staging, raw, meta = result
-        return store.commit(staging, raw, meta), interrupted
-
-
-def run_native_series(
-    store: ResultsStore, job: NativeJob, series: tuple[str, ...], warn: Callable[[str], None]
-) -> tuple[list[Run], bool]:
-    """Run ``job``, whose output holds one series per ``pair`` value, and store each
-    series as a run of its own (``config.series`` names it, ``config.scenario_run``
-    links them)."""
-    run_id = store.new_run_id(*job.id_parts)
-    with store.staging_lock(run_id):
-        result, interrupted = _execute(store, job, warn, run_id)
-        if result is None:
-            return [], interrupted
-        return _store_series(store, job, series, result), interrupted
+        return Done([store.commit(staging, raw, meta)], interrupted)
 
 
 def _store_series(
-    store: ResultsStore,
-    job: NativeJob,
-    series: tuple[str, ...],
-    result: tuple[Path, RawSamples, dict[str, Any]],
+    store: ResultsStore, job: NativeJob, result: tuple[Path, RawSamples, dict[str, Any]]
 ) -> list[Run]:
+    """One run per series (``config.series`` names it, ``config.scenario_run`` links them),
+    streamed: each chunk of the raw file is split among the series' samples files."""
     staging, raw, meta = result
-    runs = []
-    for index, name in enumerate(series):
-        records = raw.records[raw.records["pair"] == index].copy()
-        records["pair"] = 0
-        run_id = store.new_run_id(*job.id_parts, name)
-        part = copy.deepcopy(meta)
-        part["id"] = run_id
-        part["config"] = part["config"] | {"series": name, "pairs": 1, "scenario_run": meta["id"]}
-        part_raw = RawSamples(records, raw.partial, raw.truncated, raw.note)
-        runs.append(store.commit(store.staging_dir(run_id), part_raw, part))
+    metas, writers = [], []
+    try:
+        for name in job.series:
+            part = copy.deepcopy(meta)
+            part["id"] = store.new_run_id(*job.id_parts, name)
+            part["config"] = part["config"] | {"series": name, "pairs": 1, "scenario_run": meta["id"]}
+            metas.append(part)
+            writers.append(SampleWriter(store.staging_dir(part["id"]) / SAMPLES_FILE, part["id"]))
+        for chunk in raw.chunks():
+            for index, writer in enumerate(writers):
+                mine = chunk[chunk["pair"] == index]
+                writer.write(0, mine["seq"], mine["t_send_ns"], mine["t_recv_ns"])
+        for writer in writers:
+            writer.close()
+    except BaseException:
+        for writer in writers:
+            writer.abort()
+            store.discard_staging(writer.path.parent)
+        raise
     store.discard_staging(staging)
-    return runs
+    return [store.publish_samples(w.path.parent, m, w) for w, m in zip(writers, metas, strict=True)]
 
 
-def recover(store: ResultsStore, warn: Callable[[str], None]) -> list[Run]:
+def recover(store: ResultsStore, warn: Warn) -> list[Run]:
     """Store what killed measurements left in ``.staging/`` as partial runs.
 
     A measuring process killed outright (SIGKILL, a crash, a power cut) leaves its staging
@@ -233,43 +240,56 @@ def recover(store: ResultsStore, warn: Callable[[str], None]) -> list[Run]:
     """
     runs = []
     for staging in store.leftovers():
-        recovered = store.recover_parts(staging)  # a killed monitor: its rolling parts
+        try:
+            recovered = _recover_one(store, staging, warn)
+        except (JitterlabError, CorruptRunError) as e:  # one line for this leftover; the rest go on
+            warn(CodedWarning("run-damaged", f"not recovered: {e}"))
+            continue
         if recovered is not None:
-            (staging.parent / f"{staging.name}.lock").unlink(missing_ok=True)
             runs.append(recovered)
-            continue
-        raw_path = next(
-            (p for p in (staging / "samples.jlraw", staging / "samples.jlraw.tmp") if p.exists()), None
-        )
-        lock = staging.parent / f"{staging.name}.lock"
-        if raw_path is None:
-            warn(f"{staging.name}: nothing was recorded; removed")
-            store.discard_staging(staging)
-            lock.unlink(missing_ok=True)
-            continue
-        raw = read_raw_samples(raw_path)
-        harness_path = staging / "harness.json"
-        harness, _ = read_harness_json(harness_path)
-        started = dt.datetime.fromtimestamp(staging.stat().st_mtime, dt.timezone.utc)
-        meta = common_meta(staging.name, started) | {
-            "status": "partial",
-            "partial_reason": "; ".join(
-                r for r in ("recovered from .staging: the measuring process did not finish", raw.note) if r
-            ),
-            "config": {
-                "runtime": harness.get("harness", "unknown"),
-                "technique": harness.get("technique") or harness.get("tool") or "unknown",
-                "pairs": int(harness.get("pairs") or max(int(raw.records["pair"].max(initial=0)) + 1, 1)),
-                "samples_per_pair": harness.get("samples_requested"),
-                "policy": (harness.get("policy_requested") or {}).get("policy", "unknown"),
-                "recovered": True,
-            },
-            "obtained": obtained(harness),
-            "floor": harness.get("floor", {}),
-            "timing": {k: harness.get(k) for k in ("started_realtime_ns", "t_start_ns", "t_end_ns")},
-        }
-        for leftover in (raw_path, harness_path, staging / "journal.bin"):
-            leftover.unlink(missing_ok=True)
-        runs.append(store.commit(staging, raw, meta))
-        lock.unlink(missing_ok=True)
     return runs
+
+
+def _recover_one(store: ResultsStore, staging: Path, warn: Warn) -> Run | None:
+    """One leftover staging folder stored as a partial run (None when nothing was in it)."""
+    lock = staging.parent / f"{staging.name}.lock"
+    recovered = store.recover_parts(staging)  # a killed monitor: its rolling parts
+    if recovered is not None:
+        lock.unlink(missing_ok=True)
+        return recovered
+    raw_path = next(
+        (p for p in (staging / "samples.jlraw", staging / "samples.jlraw.tmp") if p.exists()), None
+    )
+    if raw_path is None:
+        warn(CodedWarning("nothing-recorded", f"{staging.name}: nothing was recorded; removed"))
+        store.discard_staging(staging)
+        lock.unlink(missing_ok=True)
+        return None
+    raw = read_raw_samples(raw_path)
+    harness_path = staging / "harness.json"
+    harness, _ = read_harness_json(harness_path)
+    started = dt.datetime.fromtimestamp(staging.stat().st_mtime, dt.timezone.utc)
+    meta = common_meta(staging.name, started) | {
+        "status": "partial",
+        "partial_reason": "; ".join(
+            r for r in ("recovered from .staging: the measuring process did not finish", raw.note) if r
+        ),
+        "config": {
+            "runtime": harness.get("harness", "unknown"),
+            "technique": harness.get("technique") or harness.get("tool") or "unknown",
+            "pairs": int(
+                harness.get("pairs") or 1 + max((int(c["pair"].max()) for c in raw.chunks()), default=0)
+            ),
+            "samples": harness.get("samples", harness.get("samples_requested")),
+            "policy": (harness.get("policy_requested") or {}).get("policy", "unknown"),
+            "recovered": True,
+        },
+        "obtained": obtained(harness),
+        "floor": harness.get("floor", {}),
+        "timing": {k: harness.get(k) for k in ("started_realtime_ns", "t_start_ns", "t_end_ns")},
+    }
+    for leftover in (harness_path, staging / "journal.bin"):  # the raw file goes once stored
+        leftover.unlink(missing_ok=True)
+    run = store.commit(staging, raw, meta)
+    lock.unlink(missing_ok=True)
+    return run

@@ -25,9 +25,11 @@ import numpy as np
 
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.programs import PACKAGE_ROOT
-from jitterlab.measure.jobs import NativeJob, run_native_job
+from jitterlab.core.warnings import CodedWarning
+from jitterlab.measure.jobs import NativeJob, native_point
 from jitterlab.measure.policy import is_realtime, priority_for
-from jitterlab.store import ResultsStore, Run
+from jitterlab.measure.runner import Point
+from jitterlab.store.rawfile import RawSamples
 
 TECHNIQUES = ("java-monitor", "java-lock", "disruptor", "java-vthread", "pekko")
 WAIT_STRATEGIES = ("blocking", "yielding", "busy-spin")
@@ -254,15 +256,10 @@ class JvmPlan:
         return (None,)
 
 
-def run_jvm_plan(
-    plan: JvmPlan,
-    store: ResultsStore,
-    warn: Callable[[str], None],
-    extra_meta: dict[str, Any] | None = None,
-    on_stored: Callable[[Run], None] = lambda _: None,
-) -> tuple[list[Run], bool]:
-    """One JVM per technique × variant × collector × pairs × policy; returns (runs, interrupted).
-    ``on_stored`` hears of each run as soon as it is stored (a log then shows progress)."""
+def jvm_points(plan: JvmPlan) -> tuple[list[Point], list[CodedWarning]]:
+    """One JVM per technique × variant × collector × pairs × policy, and the warnings of
+    planning them (a collector the JDK lacks is skipped). Checks the JDK and builds the
+    harness jar now, before anything runs."""
     for technique in plan.techniques:
         if technique not in TECHNIQUES:
             raise JitterlabError(
@@ -272,59 +269,43 @@ def run_jvm_plan(
     if "java-vthread" in plan.techniques and jdk.feature < 21:
         raise JitterlabError(f"java-vthread needs JDK 21 or later; --jdk {jdk.home} is JDK {jdk.feature}")
     usable: list[tuple[str, list[str]]] = []
+    warnings: list[CodedWarning] = []
     for gc in plan.collectors:
         flags, why = collector_flags(jdk, gc)
         if flags is None:
-            warn(f"collector {gc} skipped: {why}")
+            warnings.append(CodedWarning("collector-skipped", f"collector {gc} skipped: {why}"))
         else:
             usable.append((gc, flags))
     jar = harness_jar()
-    runs: list[Run] = []
     points = [
-        (technique, variant, gc, flags, pairs, policy)
+        native_point(_job(plan, jdk, jar, (technique, variant), (gc, flags), pairs, policy))
         for technique in plan.techniques
         for variant in plan.variants(technique)
         for gc, flags in usable
         for pairs in plan.pairs
         for policy in plan.policies
     ]
-    for technique, variant, gc, flags, pairs, policy in points:
-        run, interrupted = _run_one(
-            plan, store, warn, jdk, jar, (technique, variant), (gc, flags), pairs, policy, extra_meta
-        )
-        if run is not None:
-            runs.append(run)
-            on_stored(run)
-        if interrupted:
-            return runs, True
-    return runs, False
+    return points, warnings
 
 
-def _run_one(
+def _job(
     plan: JvmPlan,
-    store: ResultsStore,
-    warn: Callable[[str], None],
     jdk: Jdk,
     jar: Path,
     technique_variant: tuple[str, str | None],
     collector: tuple[str, list[str]],
     pairs: int,
     policy: str,
-    extra_meta: dict[str, Any] | None,
-) -> tuple[Run | None, bool]:
+) -> NativeJob:
     technique, variant = technique_variant
     gc, flags = collector
-
-    command = jvm_command(jdk, jar, plan.heap, flags, policy, plan.priority)
-    finish = jvm_block(jdk, gc, flags)
-
     config = {
         "runtime": "jvm",
         "technique": technique,
         "gc": gc,
         "jdk_feature": jdk.feature,
         "pairs": pairs,
-        "samples_per_pair": plan.samples,
+        "samples": plan.samples,
         "warmup": plan.warmup,
         "block_ints": plan.block_ints,
         "policy": policy,
@@ -342,7 +323,7 @@ def _run_one(
     if technique == "pekko":
         args += ["--dispatcher", str(variant)]
     name = f"{technique}/{variant}" if variant else technique
-    job = NativeJob(
+    return NativeJob(
         program="jitterlab-jvm",
         args=args,
         config=config,
@@ -350,11 +331,9 @@ def _run_one(
         label=f"{name} {gc} ×{pairs} {policy}",
         total=plan.samples,
         extra_meta=java_block,
-        meta=extra_meta or {},
-        finish_meta=finish,
-        command=command,
+        finish_meta=jvm_block(jdk, gc, flags),
+        command=jvm_command(jdk, jar, plan.heap, flags, policy, plan.priority),
     )
-    return run_native_job(store, job, warn)
 
 
 def jvm_command(
@@ -373,10 +352,10 @@ def jvm_command(
 
 def jvm_block(
     jdk: Jdk, gc: str, flags: list[str]
-) -> Callable[[np.ndarray, dict[str, Any], Path], dict[str, Any]]:
+) -> Callable[[RawSamples, dict[str, Any], Path], dict[str, Any]]:
     """A finish hook: the run's ``jvm`` block (JDK, collector, the pauses of its log)."""
 
-    def finish(_records: np.ndarray, _meta: dict[str, Any], staging: Path) -> dict[str, Any]:
+    def finish(_raw: RawSamples, _meta: dict[str, Any], staging: Path) -> dict[str, Any]:
         log = staging / GC_LOG
         events = parse_gc_log(log.read_text(errors="replace")) if log.exists() else []
         return {

@@ -7,15 +7,14 @@ Four series are stored as four runs: transit and inter-message time for each con
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from jitterlab.core.errors import JitterlabError
 from jitterlab.measure import jvm
-from jitterlab.measure.jobs import NativeJob, policy_args, run_native_series
+from jitterlab.measure.jobs import NativeJob, native_point, policy_args
 from jitterlab.measure.policy import is_realtime
-from jitterlab.store import ResultsStore, Run
+from jitterlab.measure.runner import Point
 
 SERIES = (
     "accumulator-transit",
@@ -38,12 +37,8 @@ class PipelineOptions:
     mlock: bool = True
 
 
-def run_pipeline(
-    store: ResultsStore,
-    o: PipelineOptions,
-    warn: Callable[[str], None],
-    extra_meta: dict[str, Any] | None = None,
-) -> tuple[list[Run], bool]:
+def native_pipeline_job(o: PipelineOptions) -> NativeJob:
+    """The native pipeline (native/tools/pipeline.cpp): four linked runs."""
     args = [
         "--messages",
         str(o.messages),
@@ -63,7 +58,7 @@ def run_pipeline(
         "runtime": "native",
         "technique": "pipeline",
         "pairs": 1,
-        "samples_per_pair": o.messages,
+        "samples": o.messages,
         "warmup": o.warmup,
         "interval_ns": o.interval_ns,
         "policy": o.policy,
@@ -76,7 +71,7 @@ def run_pipeline(
         keys = ("interval_ns", "journal_bytes", "journal_error", "series")
         return {"pipeline": {k: harness.get(k) for k in keys}}
 
-    job = NativeJob(
+    return NativeJob(
         program="jitterlab-pipeline",
         args=args,
         config=config,
@@ -84,9 +79,8 @@ def run_pipeline(
         label="pipeline",
         total=o.messages,
         extra_meta=extra,
-        meta=extra_meta or {},
+        series=SERIES,
     )
-    return run_native_series(store, job, SERIES, warn)
 
 
 # Seed 002 runs with -XX:GuaranteedSafepointInterval=0 where the JDK allows: no safepoint
@@ -94,15 +88,9 @@ def run_pipeline(
 NO_GUARANTEED_SAFEPOINTS = ["-XX:+UnlockDiagnosticVMOptions", "-XX:GuaranteedSafepointInterval=0"]
 
 
-def run_jvm_pipeline(
-    store: ResultsStore,
-    o: PipelineOptions,
-    warn: Callable[[str], None],
-    jdk_spec: str = "auto",
-    gc: str = "g1",
-    heap: str = "1g",
-    extra_meta: dict[str, Any] | None = None,
-) -> tuple[list[Run], bool]:
+def jvm_pipeline_job(
+    o: PipelineOptions, jdk_spec: str = "auto", gc: str = "g1", heap: str = "1g"
+) -> NativeJob:
     """The same pipeline on the JVM with the LMAX Disruptor (jvm/ PipelineBenchmark): four
     linked runs like the native one, with the JVM's GC and safepoint log on their clock."""
     if o.pin_producer >= 0 or o.pin_accumulator >= 0 or o.pin_journaller >= 0:
@@ -122,7 +110,7 @@ def run_jvm_pipeline(
         "gc": gc,
         "jdk_feature": jdk.feature,
         "pairs": 1,
-        "samples_per_pair": o.messages,
+        "samples": o.messages,
         "warmup": o.warmup,
         "interval_ns": o.interval_ns,
         "policy": o.policy,
@@ -136,7 +124,7 @@ def run_jvm_pipeline(
         keys = ("interval_ns", "journal_bytes", "journal_error", "series")
         return jvm.java_block(harness) | {"pipeline": {k: harness.get(k) for k in keys}}
 
-    job = NativeJob(
+    return NativeJob(
         program="jitterlab-jvm",
         args=args,
         config=config,
@@ -144,8 +132,19 @@ def run_jvm_pipeline(
         label=f"pipeline jvm {gc}",
         total=o.messages,
         extra_meta=extra,
-        meta=extra_meta or {},
         finish_meta=jvm.jvm_block(jdk, gc, flags),
         command=jvm.jvm_command(jdk, jvm.harness_jar(), heap, flags, o.policy, o.priority),
+        series=SERIES,
     )
-    return run_native_series(store, job, SERIES, warn)
+
+
+def pipeline_points(
+    o: PipelineOptions, runtimes: tuple[str, ...], jdk_spec: str = "auto", gc: str = "g1", heap: str = "1g"
+) -> list[Point]:
+    """The pipeline on each runtime asked for (``native``, ``jvm``), side by side."""
+    return [
+        native_point(
+            native_pipeline_job(o) if runtime == "native" else jvm_pipeline_job(o, jdk_spec, gc, heap)
+        )
+        for runtime in runtimes
+    ]

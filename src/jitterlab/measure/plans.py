@@ -10,12 +10,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jitterlab.core.errors import JitterlabError
-from jitterlab.core.units import parse_duration_ns
+from jitterlab.core.units import format_count, parse_duration_ns
+from jitterlab.core.warnings import CodedWarning
 from jitterlab.measure import jvm
-from jitterlab.measure.bench import BenchPlan, resolve_techniques
+from jitterlab.measure.bench import BenchPlan, bench_points, resolve_techniques
 from jitterlab.measure.environment import parse_cpu_list
-from jitterlab.measure.pipeline import PipelineOptions
+from jitterlab.measure.hiccup import HiccupOptions, hiccup_job
+from jitterlab.measure.jobs import native_point
+from jitterlab.measure.load import parse_load
+from jitterlab.measure.pipeline import PipelineOptions, pipeline_points
 from jitterlab.measure.policy import DEFAULT_RT_PRIORITY, POLICIES, THREAD_POLICIES, priority_for
+from jitterlab.measure.runner import Plan, Point
 
 
 def check_priority(priority: int | None) -> int | None:
@@ -136,6 +141,8 @@ class BenchRequest:
     pin_producer: str = "-1"
     pin_accumulator: str = "-1"
     pin_journaller: str = "-1"
+    scenario: str = "pairs"
+    load: str | None = None
 
 
 def split_techniques(r: BenchRequest) -> tuple[list[str], list[str]]:
@@ -162,7 +169,7 @@ def split_techniques(r: BenchRequest) -> tuple[list[str], list[str]]:
     return [t for t in requested if t not in jvm.TECHNIQUES], on_jvm
 
 
-def native_plan(r: BenchRequest, requested: list[str]) -> tuple[BenchPlan, list[str]]:
+def native_plan(r: BenchRequest, requested: list[str]) -> tuple[BenchPlan, list[CodedWarning]]:
     """The native harness's plan and the warnings of resolving its techniques."""
     techniques, warnings = resolve_techniques(requested)
     if not techniques:
@@ -199,7 +206,7 @@ def native_plan(r: BenchRequest, requested: list[str]) -> tuple[BenchPlan, list[
     return plan, warnings
 
 
-def jvm_plan(r: BenchRequest, techniques: list[str]) -> tuple[jvm.JvmPlan, list[str]]:
+def jvm_plan(r: BenchRequest, techniques: list[str]) -> tuple[jvm.JvmPlan, list[CodedWarning]]:
     """The JVM harness's plan and the warnings about flags it ignores."""
     if techniques == list(jvm.TECHNIQUES) and r.technique == "all" and jvm.choose_jdk(r.jdk).feature < 21:
         techniques = [t for t in techniques if t != "java-vthread"]
@@ -214,7 +221,9 @@ def jvm_plan(r: BenchRequest, techniques: list[str]) -> tuple[jvm.JvmPlan, list[
         )
         if not unset
     ]
-    warnings = [f"the JVM harness ignores {', '.join(ignored)}"] if ignored else []
+    warnings = (
+        [CodedWarning("options-ignored", f"the JVM harness ignores {', '.join(ignored)}")] if ignored else []
+    )
     policies = comma_choices(r.policy, THREAD_POLICIES, "--policy for JVM techniques")
     check_priority(r.priority)
     plan = jvm.JvmPlan(
@@ -255,3 +264,66 @@ def pipeline_options(r: BenchRequest) -> PipelineOptions:
         priority=priority,
         mlock=not r.no_mlock,
     )
+
+
+RUNTIMES = {"auto": ("native",), "native": ("native",), "jvm": ("jvm",), "both": ("native", "jvm")}
+
+
+def pipeline_plan(r: BenchRequest) -> Plan:
+    """``bench --scenario pipeline``: seed 002's pipeline on each runtime asked for."""
+    options = pipeline_options(r)
+    runtimes = RUNTIMES[r.runtime]
+    gcs = [g.strip() for g in r.gc.split(",") if g.strip()]
+    if "jvm" in runtimes and len(gcs) != 1:
+        raise JitterlabError("--scenario pipeline --runtime jvm takes one --gc")
+    points = pipeline_points(options, runtimes, r.jdk, gcs[0] if gcs else "g1", r.heap)
+    return Plan("pipeline", points, load=parse_load(r.load))
+
+
+def bench_plan(r: BenchRequest) -> Plan:
+    """``jitterlab bench``: the native matrix, then the JVM's (or the pipeline scenario),
+    checked before anything runs."""
+    if r.scenario == "pipeline":
+        return pipeline_plan(r)
+    native_techniques, jvm_techniques = split_techniques(r)
+    points: list[Point] = []
+    warnings: list[CodedWarning] = []
+    if native_techniques:
+        plan, planned = native_plan(r, native_techniques)
+        points += bench_points(plan)
+        warnings += planned
+    if jvm_techniques:
+        plan_jvm, planned = jvm_plan(r, jvm_techniques)
+        jvm_points, skipped = jvm.jvm_points(plan_jvm)
+        points += jvm_points
+        warnings += planned + skipped
+    about = f"{len(points)} run(s), {format_count(r.samples)} samples per pair"
+    return Plan("bench", points, tuple(warnings), load=parse_load(r.load), trace=r.trace, about=about)
+
+
+@dataclass(frozen=True)
+class HiccupRequest:
+    """``jitterlab hiccup``'s options as given."""
+
+    duration: str = "10s"
+    cpus: str = "all"
+    threshold: str = "auto"
+    auto_multiple: int = 10
+    policy: str = "other"
+    priority: int = 0
+    no_mlock: bool = False
+    load: str | None = None
+    trace: bool = False
+
+
+def hiccup_plan(r: HiccupRequest) -> Plan:
+    """``jitterlab hiccup``: one run of the OS-noise meter."""
+    duration = parse_duration_ns(r.duration, "s")
+    if duration < 1_000_000:
+        raise JitterlabError("--duration must be at least 1ms")
+    if r.cpus != "all":
+        check_pin(r.cpus, "--cpus")
+    threshold = 0 if r.threshold == "auto" else parse_duration_ns(r.threshold, "ns")
+    policy, priority = single_policy(r.policy, r.priority or None)
+    options = HiccupOptions(duration, r.cpus, threshold, r.auto_multiple, policy, priority, not r.no_mlock)
+    return Plan("hiccup", [native_point(hiccup_job(options))], load=parse_load(r.load), trace=r.trace)

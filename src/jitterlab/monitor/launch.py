@@ -39,9 +39,10 @@ def start_serve(channel: str, store: Path, listen: str, *options: str) -> subpro
 
 
 def wait_stored(proc: subprocess.Popen[str], timeout: float = 600) -> str:
-    """Wait for the server to end; the id of the run it stored."""
+    """Wait for the server to end; the id of the run it stored (a partial one when a signal
+    stopped it before its --duration: exit code 130)."""
     _, err = proc.communicate(timeout=timeout)
-    if proc.returncode != 0:
+    if proc.returncode not in (0, 130):
         raise JitterlabError(f"monitor serve failed (exit {proc.returncode}): {err.strip()}")
     for line in err.splitlines():
         if line.startswith("stored "):

@@ -26,7 +26,9 @@ import numpy as np
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.fileio import atomic_write_json
 from jitterlab.core.signals import last_signal
-from jitterlab.monitor.recorder import SAMPLE, TRIAL_BEGIN, TRIAL_END, Reader
+from jitterlab.core.warnings import CodedWarning
+from jitterlab.measure.runner import Context, Done, Plan, Point
+from jitterlab.monitor.recorder import SAMPLE, TRIAL_BEGIN, TRIAL_END, Reader, check_channel
 from jitterlab.stats import stacked_z_test
 from jitterlab.stats.categories import categorize
 from jitterlab.stats.screening import (
@@ -37,7 +39,7 @@ from jitterlab.stats.screening import (
     baseline_of,
     screen_counts,
 )
-from jitterlab.store.runs import DRAFT_JSON, ResultsStore, Run
+from jitterlab.store.runs import DRAFT_JSON, ResultsStore, Run, load_run
 from jitterlab.store.schema import run_meta, safe_id_part
 
 # Histogram buckets of the metrics endpoint (seconds): 1-2-5 steps from 1 µs to 10 s
@@ -289,7 +291,7 @@ class Server:
         monitor["ring_dropped"] = self.state.ring_dropped
         monitor["backlog_skipped"] = self.backlog_skipped
         meta["monitor"] = monitor
-        meta["config"] = dict(meta["config"]) | {"samples_per_pair": self.seq}
+        meta["config"] = dict(meta["config"]) | {"samples": self.seq}
         if self.t_start_ns is not None:
             meta["timing"] = {"t_start_ns": self.t_start_ns}
         if self.state.ring_dropped:
@@ -322,14 +324,18 @@ def serve_loop(
     duration_s: float | None,
     on_tick: Callable[[Server], None] = lambda _: None,
     idle_sleep_s: float = 0.0005,
+    on_started: Callable[[Server], None] = lambda _: None,
 ) -> Run:
-    """Run until ``duration_s`` (None: until interrupted), then store the run."""
+    """Run until ``duration_s`` (None: until interrupted), then store the run. ``on_started``
+    runs once the run is staged, inside the loop's signal handling: a stop signal that
+    arrives the moment the server says it serves still stores the run."""
     deadline = time.monotonic() + duration_s if duration_s else None
     try:
         with server.store.staging_lock(server.run_id):
             server.flush()
             last_tick = time.monotonic()
             try:
+                on_started(server)
                 while deadline is None or time.monotonic() < deadline:
                     if server.step() == 0:
                         time.sleep(idle_sleep_s)
@@ -341,3 +347,61 @@ def serve_loop(
             return server.finish("--duration", partial=False)
     except OSError as e:
         raise JitterlabError(f"cannot write to results store {server.store.root}: {e.strerror or e}") from e
+
+
+def serve_plan(
+    channel: str,
+    baseline: str | None,
+    listen: str,
+    alpha: float,
+    duration_s: float | None,
+    on_started: Callable[[Server], None] = lambda _: None,
+    on_tick: Callable[[Server], None] = lambda _: None,
+) -> Plan:
+    """``monitor serve`` as a plan of one point: hold the channel, classify against the
+    baseline (``--baseline``, or the one the application left in the channel), serve the
+    metrics endpoint, drain until ``duration_s`` or a stop signal, store the run. Stopped
+    by a signal before ``duration_s`` the run is partial; with no duration a signal is the
+    ordinary end."""
+    from jitterlab.monitor.metrics import parse_listen, start_endpoint  # it reads this module's state
+
+    check_channel(channel)
+    parse_listen(listen)
+
+    def execute(ctx: Context) -> Done:
+        held = ChannelLock(channel)
+        try:
+            reference = baseline
+            if not reference:  # a baseline the application left in the channel (Monitor(baseline=...))
+                reader = Reader(channel)
+                reference = reader.hint() or None
+                reader.close()
+            thresholds = None
+            if reference:
+                run = load_run(reference, ctx.store)
+                thresholds, reference = load_baseline(run.latency_ns, run.id), run.id
+            else:
+                ctx.warn(
+                    CodedWarning(
+                        "no-baseline",
+                        "no --baseline: samples are stored and counted but not classified, trials not screened",
+                    )
+                )
+            server = Server(channel, ctx.store, thresholds, reference, alpha)
+            if server.backlog_skipped:
+                ctx.warn(
+                    CodedWarning(
+                        "backlog-skipped",
+                        f"left out {server.backlog_skipped} entries recorded while no server ran (an earlier session)",
+                    )
+                )
+            endpoint = start_endpoint(server.state, listen)
+            try:
+                stored = serve_loop(server, duration_s, on_tick, on_started=on_started)
+            finally:
+                endpoint.shutdown()
+        finally:
+            held.release()
+        return Done([stored], interrupted=stored.partial)
+
+    return Plan("monitor serve", [Point(f"monitor {channel}", execute)])

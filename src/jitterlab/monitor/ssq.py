@@ -129,21 +129,45 @@ def score_file(
 LABELS = {"total": "SSQ", "nausea": "SSQ N", "oculomotor": "SSQ O", "disorientation": "SSQ D"}
 
 
-def group_table(scored: Scored, group: str | None) -> tuple[list[str], list[list[str]]]:
-    """Rows of M (SD) per scale and group, laid out like seed 003 §7.1 Table 2."""
+def group_figures(scored: Scored, group: str | None) -> list[dict[str, Any]]:
+    """M and SD per scale and group as numbers (``sd`` None for a group of one): ``ssq score --json``.
+
+    Keys: ``scale``, ``label``, ``group``, ``n``, then ``mean``/``sd`` or, paired,
+    ``pre_mean``, ``pre_sd``, ``post_mean``, ``post_sd``, ``delta_mean``, ``delta_sd`` (SSQ points).
+    """
     table = scored.table
     groups = [(None, table)] if not group else [(g, t) for g, t in table.groupby(group.lower(), sort=True)]
+    parts = ("pre", "post", "delta") if scored.paired else ("",)
+    figures = []
+    for scale in SCALES:
+        for name, frame in groups:
+            row: dict[str, Any] = {
+                "scale": scale,
+                "label": LABELS[scale],
+                "group": "all" if name is None else str(name),
+                "n": len(frame),
+            }
+            for part in parts:
+                values = frame[f"{scale}_{part}" if part else scale].to_numpy(dtype=float)
+                prefix = f"{part}_" if part else ""
+                row[f"{prefix}mean"] = float(values.mean())
+                row[f"{prefix}sd"] = float(values.std(ddof=1)) if len(values) > 1 else None
+            figures.append(row)
+    return figures
+
+
+def group_table(scored: Scored, group: str | None) -> tuple[list[str], list[list[str]]]:
+    """Rows of M (SD) per scale and group, laid out like seed 003 §7.1 Table 2."""
     parts = ("pre", "post", "delta") if scored.paired else ("",)
     headers = ["scale", "group", "n"]
     for part in parts:
         headers += [f"{part} M".strip(), f"{part} SD".strip()]
     rows = []
-    for scale in SCALES:
-        for name, frame in groups:
-            row = [LABELS[scale], "all" if name is None else str(name), str(len(frame))]
-            for part in parts:
-                column = f"{scale}_{part}" if part else scale
-                values = frame[column].to_numpy(dtype=float)
-                row += [f"{values.mean():.2f}", f"{values.std(ddof=1):.2f}" if len(values) > 1 else "n/a"]
-            rows.append(row)
+    for figure in group_figures(scored, group):
+        row = [figure["label"], figure["group"], str(figure["n"])]
+        for part in parts:
+            prefix = f"{part}_" if part else ""
+            sd = figure[f"{prefix}sd"]
+            row += [f"{figure[f'{prefix}mean']:.2f}", "n/a" if sd is None else f"{sd:.2f}"]
+        rows.append(row)
     return headers, rows

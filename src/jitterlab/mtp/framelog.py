@@ -16,6 +16,7 @@ Inputs: ``frames.csv`` (``t_us,motor_step,code[,valid]``), or the raw logs on on
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,9 @@ import pandas as pd
 
 from jitterlab.core.csvtext import read_csv_text
 from jitterlab.core.errors import JitterlabError
-from jitterlab.core.fileio import atomic_write_bytes, atomic_write_json
+from jitterlab.core.fileio import atomic_write_bytes, atomic_write_json, make_dir
+from jitterlab.core.warnings import Warn, from_stored
+from jitterlab.measure.runner import Plan, analysis_plan
 from jitterlab.mtp import quaternion as quat
 from jitterlab.mtp.storing import store_latencies
 from jitterlab.store.runs import ResultsStore, Run
@@ -207,6 +210,38 @@ def tracker_check(path: Path, rig: Rig) -> dict[str, Any]:
     }
 
 
+def plan(
+    frames: Path | None,
+    motor: Path | None,
+    photo: Path | None,
+    tracker: Path | None,
+    rig: Rig,
+    condition: str | None,
+) -> Plan:
+    """``mtp ingest``: per-frame latencies from frames.csv, or from the raw motor and
+    photodiode logs, stored as a run."""
+    if frames and (motor or photo):
+        raise JitterlabError("give frames.csv, or --motor and --photo, not both")
+    read: Callable[[], FrameLatencies]
+    if frames:
+        read = lambda: from_frames_csv(frames, rig)  # noqa: E731
+    elif motor and photo:
+        read = lambda: from_raw_logs(motor, photo, tracker, rig)  # noqa: E731
+    else:
+        raise JitterlabError("give frames.csv, or the raw logs --motor and --photo")
+
+    def ingest(warn: Warn) -> FrameLatencies:
+        result = read()
+        for w in result.warnings:
+            warn(from_stored(w))
+        return result
+
+    label = str(frames or motor)
+    return analysis_plan(
+        "mtp ingest", label, ingest, lambda result, store: store_run(result, store, condition)
+    )
+
+
 def store_run(result: FrameLatencies, store: ResultsStore, condition: str | None) -> Run:
     rig = result.rig
     return store_latencies(
@@ -239,7 +274,8 @@ def store_run(result: FrameLatencies, store: ResultsStore, condition: str | None
 
 @dataclass(frozen=True)
 class LogSpec:
-    """A synthetic rig run: the frames a display at ``fps`` shows, each with a known latency."""
+    """A synthetic rig run: the frames a display at about ``fps`` shows, each with a known
+    latency."""
 
     latency_s: float = 0.056
     duration_s: float = 30.0
@@ -250,14 +286,25 @@ class LogSpec:
     spike_s: float = 0.010  # mean extra latency of a load spike (exponential)
     jitter_s: float = 0.0005  # SD of the latency from frame to frame
     tracker_hz: float = 120.0
+    runup_s: float = 0.0  # the motor's run-up: codes read in it say nothing (ingest --warmup drops them)
+    tick_wrap: int | None = None  # frames.csv's t_us from a counter that rolls over at this value
     seed: int = 0
+
+
+# A display's refresh is not its nominal rate (the Vive's "90 Hz" is 89.53 Hz) and runs on
+# its own clock: drawn within this share of the nominal rate, with a random phase, so that
+# photon times fall at every phase of the motor's steps (a display locked to the motor,
+# 90 Hz against 800 steps/s = 80/9, samples 9 phases and biases the quantised mean).
+DISPLAY_RATE_SPREAD = 0.005
 
 
 def synth_latencies(spec: LogSpec, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """(photon times s, true latency s) for every frame."""
-    n = int(spec.duration_s * spec.fps)
-    frame = 1.0 / spec.fps
-    t = 0.5 + np.arange(n) * frame  # the motor has turned for half a second
+    rate = spec.fps * (1 + rng.uniform(-DISPLAY_RATE_SPREAD, DISPLAY_RATE_SPREAD))
+    frame = 1.0 / rate
+    n = int(spec.duration_s * rate)
+    # the motor has turned for half a second (and its run-up) when the first frame lights up
+    t = 0.5 + spec.runup_s + rng.uniform(0, frame) + np.arange(n) * frame
     latency = spec.latency_s + rng.normal(0, spec.jitter_s, n)
     if spec.drop_every:
         stale = np.arange(n) % spec.drop_every
@@ -269,23 +316,44 @@ def synth_latencies(spec: LogSpec, rng: np.random.Generator) -> tuple[np.ndarray
             extra = rng.exponential(spec.spike_s)
             length = int(rng.integers(1, 6))
             latency[s : s + length] += extra * np.linspace(1, 0.3, len(latency[s : s + length]))
+    if spec.runup_s:  # frames during the run-up (it lasts at least runup_s), before the ones above
+        early = np.arange(-math.ceil(spec.runup_s * rate), 0) * frame + t[0]
+        t = np.concatenate((early, t))
+        latency = np.concatenate((np.full(len(early), np.nan), latency))
     return t, np.clip(latency, 0, None)
 
 
 def write_synth_logs(folder: Path, spec: LogSpec, rig: Rig, raw: bool) -> dict[str, Any]:
-    """frames.csv (and with ``raw`` motor.csv, photo.csv, tracker.csv) plus truth.json."""
+    """frames.csv (and with ``raw`` motor.csv, photo.csv, tracker.csv) plus truth.json.
+
+    Every option round-trips: ``ingest`` with the same ``--steps-per-rev``, ``--rev-per-s``,
+    ``--modulus``, ``--offset-steps``, ``--tick-wrap`` and a ``--warmup`` of the run-up
+    gives the quantised truth exactly (the frames the truth counts)."""
     rng = np.random.default_rng(spec.seed)
-    folder.mkdir(parents=True, exist_ok=True)
+    make_dir(folder)
     photon, latency = synth_latencies(spec, rng)
     rate = rig.steps_per_rev * rig.rev_per_s
     # one clock for every file: the motor's step times and the photon times in whole ns
     step_ns = np.round(np.arange(int(photon[-1] * rate) + 2) / rate * 1e9).astype(np.int64)
     photon_ns = np.round(photon * 1e9).astype(np.int64)
     motor_step = np.searchsorted(step_ns, photon_ns, side="right") - 1
-    shown_step = np.floor((photon - latency) * rate).astype(np.int64)
-    code = np.mod(shown_step + rig.offset_steps, rig.modulus)
+    running = np.isfinite(latency)
+    # in the run-up the code says nothing about the latency: any step the display showed
+    shown_step = np.where(
+        running,
+        np.floor((photon - np.nan_to_num(latency)) * rate),
+        rng.integers(0, rig.modulus, len(photon)),
+    ).astype(np.int64)
+    # ingest computes (motor − code − offset) mod modulus: the code carries the offset subtracted
+    code = np.mod(shown_step - rig.offset_steps, rig.modulus)
+
+    t_us = np.round(photon * 1e6).astype(np.int64)
     frames = pd.DataFrame(
-        {"t_us": np.round(photon * 1e6).astype(np.int64), "motor_step": motor_step, "code": code}
+        {
+            "t_us": np.mod(t_us, spec.tick_wrap) if spec.tick_wrap else t_us,
+            "motor_step": motor_step,
+            "code": code,
+        }
     )
     atomic_write_bytes(folder / "frames.csv", frames.to_csv(index=False).encode())
     if raw:
@@ -309,15 +377,21 @@ def write_synth_logs(folder: Path, spec: LogSpec, rig: Rig, raw: bool) -> dict[s
             }
         )
         atomic_write_bytes(folder / "tracker.csv", tracker.to_csv(index=False).encode())
-    measured = (motor_step - shown_step) * rig.step_s
+    measured = (motor_step - shown_step)[running] * rig.step_s
+    kept = latency[running]
     truth = {
-        "frames": len(photon),
-        "latency_mean_ms": float(latency.mean() * 1e3),
-        "latency_sd_ms": float(latency.std(ddof=1) * 1e3),
+        "frames": int(running.sum()),
+        "runup_frames": int((~running).sum()),
+        "display_hz": float(1 / np.median(np.diff(photon))),
+        "latency_mean_ms": float(kept.mean() * 1e3),
+        "latency_sd_ms": float(kept.std(ddof=1) * 1e3),
         "quantised_mean_ms": float(measured.mean() * 1e3),
+        # the quantised mean estimates the true one within this (a step's rounding is uniform
+        # over the frames, SD step/√12 each, as the display's clock is not the motor's)
+        "quantised_se_ms": float(rig.step_s / math.sqrt(12 * len(kept)) * 1e3),
         "step_ms": rig.step_s * 1e3,
         "spec": spec.__dict__,
-        "per_frame_latency_ms": [round(float(v) * 1e3, 6) for v in latency],
+        "per_frame_latency_ms": [round(float(v) * 1e3, 6) for v in kept],
     }
     atomic_write_json(folder / "truth.json", truth)
     return truth

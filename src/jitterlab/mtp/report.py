@@ -125,14 +125,21 @@ def build(a: Analysis, run_id: str | None) -> str:
         ],
         ["stored as run", esc(run_id or "not stored")],
     ]
+    untrusted = (
+        ""
+        if a.trusted
+        else f" — UNTRUSTED ({esc(', '.join(c['code'] for c in a.untrusted))}: see the warnings)"
+    )
     parts = [
         page_head(f"motion-to-photon: {a.path.name}"),
         f"<h1>Motion-to-photon latency: {esc(a.path.name)}</h1>",
         f"<div class='muted'>generated {dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')} by jitterlab {__version__} · method: docs/mtp.md</div>",
-        f"<div class='card'><h2 style='margin-top:0'>{e.headline_s * 1e3:.2f} ms</h2>"
+        f"<div class='card'><h2 style='margin-top:0'>{e.headline_s * 1e3:.2f} ms{untrusted}</h2>"
         "<p>headline: overlap-normalised cross-correlation (it assumes nothing about the waveform). "
-        "The two sine-fit estimators are shown beside it; they should agree within 1 ms. A sample-and-hold "
-        "display's hold (about half a refresh) is part of this latency.</p>"
+        "The two sine-fit estimators are shown beside it; each is checked against the same fit on an exact "
+        "delayed copy of the physical motion, within what the tracking noise explains (docs/mtp.md, "
+        "'When a result is untrusted'). A sample-and-hold display's hold (about half a refresh) is part of "
+        "this latency.</p>"
         + html_table(["estimator", "latency", "against the headline"], headline_rows(a))
         + html_table(["what", "value"], facts)
         + f"<h3>Warnings</h3><ul>{warnings}</ul></div>",

@@ -25,7 +25,10 @@ def store_latencies(
     warnings: list[dict[str, str]],
     mtp: dict[str, Any],
     variant: str | None = None,
+    partial_reason: str = "",
 ) -> Run:
+    """A run of latencies computed here; ``partial_reason`` marks one that covers only part
+    of its input (a video cut short)."""
     meta = run_meta(
         store.new_run_id("mtp", safe_id_part(name)),
         dt.datetime.now(dt.timezone.utc),
@@ -39,11 +42,13 @@ def store_latencies(
             "policy": "n/a",
             "source": str(source.resolve()),
             "source_format": source_format,
-            "samples_per_pair": len(t_recv_ns),
+            "samples": len(t_recv_ns),
         },
         obtained={"warnings": warnings},
         floor={},
         timing={"t_start_ns": int(t_recv_ns[0]), "t_end_ns": int(t_recv_ns[-1])},
         mtp=mtp,
     )
-    return store.commit_latencies(meta, t_send_ns, t_recv_ns)
+    if partial_reason:
+        meta["status"], meta["partial_reason"] = "partial", partial_reason
+    return store.commit_latencies(meta, t_send_ns, t_recv_ns, partial=bool(partial_reason))

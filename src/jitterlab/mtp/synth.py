@@ -3,18 +3,22 @@ latency between them, written with a real encoder (libx264 through PyAV), with t
 beside them as JSON.
 
 The motion is a damped sine with an optional third harmonic,
-``s(t) = e^(−d t) · (cos(2πft + φ0) + h·cos(3(2πft + φ0))) / (1 + h)``. The physical object
-shows ``s(t)``; the rendered one shows ``s(t_k − L)``, where ``t_k`` is the last display
-refresh at or before ``t`` (or ``t`` itself with no display rate): a sample-and-hold display
-adds the age of the held picture, which is part of the latency (``display_hold_ms``). A
-rolling-shutter camera samples row ``y`` at ``t + readout·y/H``.
+``s(t) = e^(−d t) · (cos(2πft + φ0) + h·cos(3(2πft + φ0))) / (1 + h)``, or, with a release
+time ``r``, an object held at the end of its swing until ``r`` and let go then (``φ0 = 0``,
+``t`` counted from ``r``): a motion onset. The physical object shows ``s(t)``; the rendered
+one shows ``s(t_k − L)`` (``L`` growing over the video with a drift), where ``t_k`` is the last display refresh at or before ``t`` (or
+``t`` itself with no display rate): a sample-and-hold display adds the age of the held
+picture, which is part of the latency (``display_hold_ms``). A rolling-shutter camera
+samples row ``y`` at ``t + readout·y/H``. A shutter open for a share of the frame interval
+integrates both objects over that time (motion blur), so a held picture that changes
+during the exposure is captured as a blend of two pictures.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
-import os
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -22,9 +26,10 @@ from typing import Any
 import numpy as np
 
 from jitterlab.core.errors import JitterlabError
-from jitterlab.core.fileio import atomic_write_json
+from jitterlab.core.fileio import atomic_write_json, open_output
 
 PTS_RATE = 90_000  # the MPEG clock: 11 µs resolution for frame timestamps
+CONTAINERS = {".mkv": "matroska", ".mov": "mov", ".avi": "avi"}  # other names: MP4
 NOISE_BANK = 24  # noise frames drawn once and reused in random order (noise costs more than encoding)
 BACKGROUND, PANEL, PEAK = 28.0, 64.0, 225.0
 
@@ -48,6 +53,12 @@ class SynthSpec:
     lose: tuple[float, float] | None = None
     stored_fps: float | None = None
     rendered_freq_ratio: float = 1.0  # ≠ 1 makes a video of two different motions (a bad input)
+    layout: str = "apart"  # "same-row": both objects on one row, their swings side by side
+    shutter: float = 0.0  # exposure as a share of the frame interval (motion blur); 0: instantaneous
+    release_s: float | None = None  # held still at the end of its swing until then (a motion onset)
+    drift_s: float = 0.0  # the latency grows by this much from the first frame to the last
+    bitrate_kbps: float | None = None  # a phone's way: a bitrate target instead of constant quality
+    preset: str = "ultrafast"  # libx264's: slower ones use CABAC and B-frames, as phones do
     seed: int = 0
 
     def check(self) -> None:
@@ -61,9 +72,21 @@ class SynthSpec:
             raise JitterlabError("--latency must not be negative")
         if self.lose and not 0 <= self.lose[0] < self.lose[1]:
             raise JitterlabError("--lose wants START:END in seconds with START < END")
+        if self.layout not in LAYOUTS:
+            raise JitterlabError(f"--layout is one of {', '.join(LAYOUTS)}, not '{self.layout}'")
+        if not 0 <= self.shutter <= 1:
+            raise JitterlabError("--shutter is a share of the frame interval, from 0 to 1")
+        if self.release_s is not None and not 0 <= self.release_s < self.duration_s:
+            raise JitterlabError("--release must lie inside the video (0 to --duration)")
+
+
+LAYOUTS = ("apart", "same-row")
+BLUR_SUBSAMPLES = 16  # instants averaged over an open shutter (the truth uses the same ones)
 
 
 def _motion(spec: SynthSpec, t: np.ndarray, phase0: float, ratio: float = 1.0) -> np.ndarray:
+    if spec.release_s is not None:  # held at the end of the swing, then let go
+        t = np.maximum(t - spec.release_s, 0.0)
     w = 2 * math.pi * spec.freq_hz * ratio * t + phase0
     return np.exp(-spec.decay * t) * (np.cos(w) + spec.harmonic * np.cos(3 * w)) / (1 + spec.harmonic)
 
@@ -89,38 +112,52 @@ class _Object:
 
 def _layout(spec: SynthSpec) -> tuple[_Object, _Object, tuple[int, int, int, int]]:
     """Physical object upper left, moving along a slanted line; rendered object on a display
-    panel lower right, moving the mirrored way (so PCA's sign has to be fixed)."""
+    panel lower right, moving the mirrored way (so PCA's sign has to be fixed). With the
+    ``same-row`` layout both sit on the middle row, their swings side by side, the ends a
+    twentieth of the width apart (automatic regions must not take in the other's path)."""
     w, h = spec.width, spec.height
     radius = max(4.0, w / 40)
     amplitude = 0.17 * w
     angle = math.radians(12)
-    physical = _Object((0.25 * w, 0.32 * h), (math.cos(angle), math.sin(angle)), amplitude, radius)
-    rendered = _Object((0.75 * w, 0.68 * h), (-math.cos(angle), math.sin(angle)), amplitude, radius)
+    if spec.layout == "same-row":
+        # the ends of the two swings (object edges included) a twentieth of the width apart
+        half_span = amplitude * math.cos(angle) + radius
+        columns, rows = (0.5 * w - half_span - 0.025 * w, 0.5 * w + half_span + 0.025 * w), (0.5, 0.5)
+    else:
+        columns, rows = (0.25 * w, 0.75 * w), (0.32, 0.68)
+    physical = _Object((columns[0], rows[0] * h), (math.cos(angle), math.sin(angle)), amplitude, radius)
+    rendered = _Object((columns[1], rows[1] * h), (-math.cos(angle), math.sin(angle)), amplitude, radius)
     pad = radius + 6
     panel = (
-        int(0.75 * w - amplitude - pad),
-        int(0.68 * h - amplitude * math.sin(angle) - pad - 4),
-        int(0.75 * w + amplitude + pad),
-        int(0.68 * h + amplitude * math.sin(angle) + pad + 4),
+        int(columns[1] - amplitude - pad),
+        int(rows[1] * h - amplitude * math.sin(angle) - pad - 4),
+        int(columns[1] + amplitude + pad),
+        int(rows[1] * h + amplitude * math.sin(angle) + pad + 4),
     )
     return physical, rendered, panel
 
 
 def _draw(image: np.ndarray, obj: _Object, positions: np.ndarray, rows: np.ndarray) -> None:
-    """Draw a soft-edged disk whose displacement along its direction is ``positions[i]`` on
-    row ``rows[i]`` (one time per row: a rolling shutter); NaN rows are not drawn."""
+    """Draw a soft-edged disk whose displacement along its direction is ``positions[k, i]``
+    on row ``rows[i]`` at the k-th instant of the exposure (one time per row: a rolling
+    shutter), averaged over the instants (motion blur; one instant: a sharp picture). NaN
+    positions are not drawn."""
+    positions = np.atleast_2d(positions)
     cx = obj.centre[0] + obj.direction[0] * obj.amplitude * positions
     cy = obj.centre[1] + obj.direction[1] * obj.amplitude * positions
-    x0 = int(max(0, math.floor(np.nanmin(cx) - obj.radius - 4))) if np.isfinite(cx).any() else 0
-    x1 = int(min(image.shape[1], math.ceil(np.nanmax(cx) + obj.radius + 4))) if np.isfinite(cx).any() else 0
+    if not np.isfinite(cx).any():
+        return
+    x0 = int(max(0, math.floor(np.nanmin(cx) - obj.radius - 4)))
+    x1 = int(min(image.shape[1], math.ceil(np.nanmax(cx) + obj.radius + 4)))
     if x1 <= x0:
         return
     cols = np.arange(x0, x1, dtype=np.float32)
-    d = np.hypot(cols[None, :] - cx[:, None], rows[:, None] - cy[:, None])
+    d = np.hypot(cols[None, None, :] - cx[:, :, None], rows[None, :, None] - cy[:, :, None])
     disk = 1 / (1 + np.exp((d - obj.radius) / 0.8))
     disk[~np.isfinite(disk)] = 0
+    coverage = disk.mean(axis=0)
     band = image[int(rows[0]) : int(rows[-1]) + 1, x0:x1]
-    band += (PEAK - band) * disk.astype(np.float32)
+    band += (PEAK - band) * coverage.astype(np.float32)
 
 
 def write_video(path: Path, spec: SynthSpec) -> dict[str, Any]:
@@ -130,7 +167,7 @@ def write_video(path: Path, spec: SynthSpec) -> dict[str, Any]:
     spec.check()
     rng = np.random.default_rng(spec.seed)
     times = frame_times(spec, rng)
-    phase0 = rng.uniform(0, 2 * math.pi)
+    phase0 = rng.uniform(0, 2 * math.pi) if spec.release_s is None else 0.0
     display_phase = rng.uniform(0, 1 / spec.display_hz) if spec.display_hz else 0.0
     physical, rendered, panel = _layout(spec)
     w, h = spec.width, spec.height
@@ -144,32 +181,43 @@ def write_video(path: Path, spec: SynthSpec) -> dict[str, Any]:
         reach = obj.amplitude * abs(obj.direction[1]) + obj.radius + 4
         return np.arange(max(0, int(obj.centre[1] - reach)), min(h, int(obj.centre[1] + reach) + 1))
 
+    def shown_at(u: np.ndarray) -> np.ndarray:
+        """The time of the picture on the display at ``u``: its last refresh (sample and hold)."""
+        if not spec.display_hz:
+            return u
+        return np.floor((u - display_phase) * spec.display_hz) / spec.display_hz + display_phase
+
     rows_p, rows_r = band(physical), band(rendered)
-    hold_ages = []
+    # the instants the shutter is open, from the frame's (row's) time: one, or spread over the exposure
+    subsamples = BLUR_SUBSAMPLES if spec.shutter else 1
+    exposure = (
+        (np.arange(subsamples) + 0.5) / subsamples * spec.shutter / spec.fps if spec.shutter else np.zeros(1)
+    )
+    hold_ages: list[float] = []
     stored_rate = spec.stored_fps or spec.fps
     # written beside the target and renamed into place: an interrupted synth leaves no half video
-    partial = path.with_name(f".{path.name}.partial{path.suffix}")
-    container = av.open(str(partial), "w")
+    output = contextlib.ExitStack()
+    muxer = CONTAINERS.get(path.suffix.lower(), "mp4")
+    container = av.open(output.enter_context(open_output(path)), "w", format=muxer)
     try:
         stream = container.add_stream("libx264", rate=Fraction(stored_rate).limit_denominator(1001))
         stream.width, stream.height, stream.pix_fmt = w, h, "yuv420p"
-        stream.options = {"crf": "18", "preset": "ultrafast"}
+        if spec.bitrate_kbps:
+            stream.bit_rate = int(spec.bitrate_kbps * 1000)
+            stream.options = {"preset": spec.preset}
+        else:
+            stream.options = {"crf": "18", "preset": spec.preset}
         stream.codec_context.time_base = Fraction(1, PTS_RATE)
         for i, t in enumerate(times):
             image = base.copy()
-            t_rows_p = t + spec.rolling_shutter_s * rows_p / h
+            t_rows_p = t + spec.rolling_shutter_s * rows_p / h + exposure[:, None]
             _draw(image, physical, _motion(spec, t_rows_p, phase0), rows_p.astype(np.float32))
-            t_rows_r = t + spec.rolling_shutter_s * rows_r / h
-            shown = t_rows_r
-            if spec.display_hz:
-                shown = (
-                    np.floor((t_rows_r - display_phase) * spec.display_hz) / spec.display_hz + display_phase
-                )
-            centre_row = t + spec.rolling_shutter_s * rendered.centre[1] / h
-            hold_ages.append(
-                centre_row - (np.interp(centre_row, t_rows_r, shown) if spec.display_hz else centre_row)
-            )
-            positions = _motion(spec, shown - spec.latency_s, phase0, spec.rendered_freq_ratio)
+            t_rows_r = t + spec.rolling_shutter_s * rows_r / h + exposure[:, None]
+            shown = shown_at(t_rows_r)
+            centre = t + spec.rolling_shutter_s * rendered.centre[1] / h + exposure
+            hold_ages.append(float(np.mean(centre - shown_at(centre))))
+            latency = spec.latency_s + spec.drift_s * t / max(times[-1], 1e-9)
+            positions = _motion(spec, shown - latency, phase0, spec.rendered_freq_ratio)
             if spec.lose and spec.lose[0] <= t < spec.lose[1]:
                 positions = np.full_like(positions, np.nan)
             _draw(image, rendered, positions, rows_r.astype(np.float32))
@@ -183,12 +231,12 @@ def write_video(path: Path, spec: SynthSpec) -> dict[str, Any]:
                 container.mux(packet)
         for packet in stream.encode():
             container.mux(packet)
-    except BaseException:
+    except BaseException as e:
         container.close()
-        partial.unlink(missing_ok=True)
+        output.__exit__(type(e), e, e.__traceback__)  # the temporary file is removed
         raise
     container.close()
-    os.replace(partial, path)
+    output.close()  # renamed into place
     hold = float(np.mean(hold_ages)) if hold_ages else 0.0
     truth = {
         "video": path.name,
@@ -196,7 +244,8 @@ def write_video(path: Path, spec: SynthSpec) -> dict[str, Any]:
         "display_hold_ms": hold * 1e3,
         # what an exact analysis should report: the programmed delay plus the mean age of the
         # held picture (a real part of the latency; docs/mtp.md)
-        "expected_ms": (spec.latency_s + hold) * 1e3,
+        "expected_ms": (spec.latency_s + spec.drift_s * float(np.mean(times)) / max(times[-1], 1e-9) + hold)
+        * 1e3,
         "frames": len(times),
         "rolling_shutter_row_offset_ms": spec.rolling_shutter_s
         * (rendered.centre[1] - physical.centre[1])

@@ -58,6 +58,7 @@ class Launcher:
                 "-o",
                 "ConnectTimeout=5",
                 *self.ssh_options,
+                "--",  # the target is never read as an option, whatever it holds
                 self.ssh,
                 remote,
             ]

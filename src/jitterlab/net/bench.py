@@ -14,7 +14,7 @@ import re
 import signal
 import time
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -22,8 +22,10 @@ import numpy as np
 
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.progress import ProgressBar
+from jitterlab.core.warnings import CodedWarning, Warn
 from jitterlab.measure.jobs import common_meta
 from jitterlab.measure.jvm import choose_jdk, harness_jar, jvm_sources
+from jitterlab.measure.runner import Context, Done, Plan, Point, run_plan
 from jitterlab.net.agents import RECORD_DTYPE, Agent, parse_result
 from jitterlab.net.impair import Impairment, Link, check
 from jitterlab.net.nodes import Nodes, intra_node
@@ -144,31 +146,27 @@ def seed_004_plan(o: NetOptions, impairment: Impairment) -> list[Case]:
     return cases
 
 
-def run_bench(
-    store: ResultsStore,
-    o: NetOptions,
-    nodes: Nodes,
-    cases: list[Case],
-    warn: Callable[[str], None],
-    on_stored: Callable[[Run], None] = lambda _run: None,
-) -> tuple[list[Run], bool]:
-    """Each case as one run; (runs, interrupted)."""
+def bench_plan(o: NetOptions, cases: list[Case], nodes: Callable[[], AbstractContextManager[Nodes]]) -> Plan:
+    """Each case as one run, on the nodes ``nodes`` sets up once around them all."""
     check_options(o)
-    runs: list[Run] = []
-    for case in cases:
+    return Plan(
+        "net",
+        [_point(o, case) for case in cases],
+        setup=nodes,
+        about=f"{len(cases)} runs, about {len(cases) * (o.duration_s + o.warmup_s):.0f} s",
+    )
+
+
+def _point(o: NetOptions, case: Case) -> Point:
+    def execute(ctx: Context) -> Done:
+        nodes: Nodes = ctx.setup
         if case.count > nodes.count:
             raise JitterlabError(f"{case.label} needs {case.count} nodes; the topology has {nodes.count}")
         if case.impairment and not nodes.router:
             raise JitterlabError("--impair needs a router between the nodes: add --router (namespaces only)")
-        try:
-            run = _run_one(store, o, intra_node(nodes, case.count) if case.intra else nodes, case, warn)
-        except KeyboardInterrupt:
-            return runs, True
-        runs.append(run)
-        on_stored(run)
-        if run.partial and run.meta.get("partial_reason", "").startswith("interrupted"):
-            return runs, True
-    return runs, False
+        return _run_one(ctx.store, o, intra_node(nodes, case.count) if case.intra else nodes, case, ctx.warn)
+
+    return Point(case.label, execute)
 
 
 def jvm_agent() -> tuple[tuple[str, ...], dict[str, str]]:
@@ -197,9 +195,7 @@ def _agents(nodes: Nodes, count: int, program: tuple[str, ...]) -> Iterator[list
         yield agents
 
 
-def _run_one(
-    store: ResultsStore, o: NetOptions, nodes: Nodes, case: Case, warn: Callable[[str], None]
-) -> Run:
+def _run_one(store: ResultsStore, o: NetOptions, nodes: Nodes, case: Case, warn: Warn) -> Done:
     scenario, transport, sync, count, impairment = (
         case.scenario,
         case.transport,
@@ -323,15 +319,20 @@ def _run_one(
     problems = _problems(net_block, interrupted)
     if problems:
         meta["status"], meta["partial_reason"] = "partial", "; ".join(problems)
-        warn(f"{label}: {meta['partial_reason']}")
+        warn(
+            CodedWarning(
+                "messages-lost" if net_block["lost"] else "unclassified", f"{label}: {meta['partial_reason']}"
+            )
+        )
     if net_block["generator_limited"]:
         detail = (
             f"{net_block['late_share']:.1%} of sends left more than 1 ms after their schedule "
             f"(max lag {net_block['max_lag_ns'] / 1e6:.2f} ms): the sender, not the link, was measured"
         )
-        meta["obtained"]["warnings"].append({"code": "generator-limited", "detail": detail})
-        warn(f"{label}: {detail}")
-    return _commit(store, staging, meta, samples, src, dst)
+        w = CodedWarning("generator-limited", f"{label}: {detail}")
+        meta["obtained"]["warnings"].append(w.as_dict())
+        warn(w)
+    return Done([_commit(store, staging, meta, samples, src, dst)], interrupted)
 
 
 def _now_ns() -> int:
@@ -454,18 +455,13 @@ ROUND_TRIP_TOLERANCE_NS = 500_000  # the issue's ±0.5 ms on the added round tri
 
 
 def check_impairment(
-    store: ResultsStore, o: NetOptions, nodes: Nodes, impairment: Impairment, warn: Callable[[str], None]
+    store: ResultsStore, o: NetOptions, nodes: Nodes, impairment: Impairment, warn: Warn
 ) -> tuple[list[Run], dict[str, Any]]:
     """Ping across the router without and with the impairment: the engine's realised delay per
     packet against the model, and the round trip it adds against twice the model's median
     (each way once)."""
-    runs, _ = run_bench(
-        store,
-        o,
-        nodes,
-        [Case("ping", o.transports[0]), Case("ping", o.transports[0], impairment=impairment)],
-        warn,
-    )
+    cases = [Case("ping", o.transports[0]), Case("ping", o.transports[0], impairment=impairment)]
+    runs = run_plan(bench_plan(o, cases, lambda: nullcontext(nodes)), store, warn).runs
     if len(runs) < 2:
         raise JitterlabError("the impairment check was interrupted")
     base, impaired = runs

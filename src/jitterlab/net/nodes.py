@@ -9,6 +9,8 @@ synchronised and the error bound.
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -89,6 +91,37 @@ def namespace_nodes(
         topology.down(topo.name)
 
 
+# what a hosts.toml value may hold: each goes into an argv word, a file name or the agents'
+# line protocol (a space or a newline there would inject protocol words)
+_NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+_SSH_TARGET = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._%+-]*(@[A-Za-z0-9._:\[\]%-]+)?|\[[0-9A-Fa-f:.%]+\]")
+_HOST_NAME = re.compile(
+    r"[A-Za-z0-9]([A-Za-z0-9-]{0,62}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}[A-Za-z0-9])?)*"
+)
+
+
+def _check_host(path: Path, i: int, h: dict[str, Any]) -> None:
+    """One line, exit 2, for a host whose name, ssh target or address is not what it claims."""
+    where = f"--hosts {path}: host {i + 1}"
+    if not _NODE_NAME.fullmatch(h["name"]):
+        raise JitterlabError(f"{where}: name {h['name'][:40]!r} must be letters, digits, '.', '_' or '-'")
+    if h["ssh"].startswith("-") or not _SSH_TARGET.fullmatch(h["ssh"]):
+        raise JitterlabError(
+            f"{where}: ssh {h['ssh'][:40]!r} is not an ssh target (user@host or host; ssh options go in ssh_options)"
+        )
+    address = h["address"]
+    try:
+        ipaddress.ip_address(address)
+    except ValueError:
+        if len(address) > 253 or not _HOST_NAME.fullmatch(address):
+            raise JitterlabError(
+                f"{where}: address {address[:40]!r} is neither an IP address nor a host name"
+            ) from None
+    agent = h.get("agent")
+    if agent is not None and (not isinstance(agent, str) or not agent.startswith("/") or "\n" in agent):
+        raise JitterlabError(f"{where}: agent must be an absolute path on that host")
+
+
 def from_hosts(path: Path) -> Nodes:
     """hosts.toml: ``[[host]]`` tables with name, address, ssh (target), and optional agent
     (path there), ssh_options (list); optional top-level ``[clock]`` with mode and error_ns."""
@@ -103,9 +136,12 @@ def from_hosts(path: Path) -> Nodes:
         raise JitterlabError(f"--hosts {path}: needs at least two [[host]] tables (a sender and a receiver)")
     launchers, addresses = [], []
     for i, h in enumerate(hosts):
+        if not isinstance(h, dict):
+            raise JitterlabError(f"--hosts {path}: host {i + 1} is not a [[host]] table")
         missing = [k for k in ("name", "address", "ssh") if not isinstance(h.get(k), str)]
         if missing:
             raise JitterlabError(f"--hosts {path}: host {i + 1} lacks {', '.join(missing)}")
+        _check_host(path, i, h)
         options = h.get("ssh_options", [])
         if not isinstance(options, list) or not all(isinstance(x, str) for x in options):
             raise JitterlabError(f"--hosts {path}: host {h['name']}: ssh_options must be a list of strings")
@@ -114,6 +150,8 @@ def from_hosts(path: Path) -> Nodes:
         )
         addresses.append(h["address"])
     clock = doc.get("clock", {})
+    if not isinstance(clock, dict) or not all(isinstance(v, str | int) for v in clock.values()):
+        raise JitterlabError(f"--hosts {path}: [clock] must be a table of mode, method and error_ns")
     mode = clock.get("mode", "unsynchronised")
     clock_block = {
         "mode": mode,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import re
 import secrets
 import shutil
 import subprocess
@@ -22,10 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from jitterlab.core.errors import JitterlabError
-from jitterlab.core.fileio import atomic_write_json
+from jitterlab.core.fileio import atomic_write_json, make_dir
 
 STATE_DIR = Path(os.environ.get("JITTERLAB_NET_STATE", "/run/jitterlab/net"))
 PREFIX = "jl-"  # every namespace jitterlab makes starts with this
+# a topology's name is a file name in STATE_DIR and the prefix of its namespaces: never a path
+_NAME = re.compile(r"jl-[0-9a-z]{1,16}")
 DEFAULT_RANGE = "10.213.0.0/16"
 MAX_NODES = 64
 
@@ -199,12 +202,23 @@ def _veth(topo: Topology, a: tuple[int, str, str, str], b: tuple[int, str, str, 
     )
 
 
+def check_name(name: str) -> str:
+    """``name`` when it is a topology name jitterlab makes (``jl-`` and lower-case letters or
+    digits); else one line naming the rule."""
+    if not isinstance(name, str) or _NAME.fullmatch(name) is None:
+        raise JitterlabError(
+            f"no topology named {str(name)[:60]!r}: names are '{PREFIX}' and lower-case letters or digits "
+            "(see `jitterlab net topo list`)"
+        )
+    return name
+
+
 def _state_file(name: str) -> Path:
-    return STATE_DIR / f"{name}.json"
+    return STATE_DIR / f"{check_name(name)}.json"
 
 
 def _save(topo: Topology) -> None:
-    STATE_DIR.mkdir(parents=True, exist_ok=True)
+    make_dir(STATE_DIR)
     atomic_write_json(_state_file(topo.name), topo.to_json())
 
 
@@ -217,7 +231,21 @@ def load(name: str) -> Topology:
         raise JitterlabError(
             f"{_state_file(name)}: unreadable state file ({e}); remove it with `net topo down {name}`"
         ) from None
-    return Topology(**data)
+    try:
+        topo = Topology(**data)
+        valid = (
+            topo.name == name
+            and all(isinstance(n, str) and n.startswith(name + "-") for n in topo.nodes)
+            and (topo.router is None or (isinstance(topo.router, str) and topo.router.startswith(name + "-")))
+            and all(isinstance(link, dict) for link in topo.links)
+        )
+    except TypeError:
+        valid = False
+    if not valid:
+        raise JitterlabError(
+            f"{_state_file(name)}: not a state file of topology {name}; remove it with `net topo down {name}`"
+        )
+    return topo
 
 
 def namespaces() -> list[str]:
@@ -232,6 +260,8 @@ def listing() -> list[dict[str, Any]]:
     seen: set[str] = set()
     for path in sorted(STATE_DIR.glob(f"{PREFIX}*.json")) if STATE_DIR.is_dir() else []:
         name = path.stem
+        if _NAME.fullmatch(name) is None:  # not a file jitterlab wrote: never acted on
+            continue
         try:
             topo = load(name)
         except JitterlabError:
@@ -251,6 +281,7 @@ def listing() -> list[dict[str, Any]]:
         )
         seen.add(name)
     strays = sorted({ns.rsplit("-", 1)[0] for ns in namespaces()} - seen)
+    strays = [name for name in strays if _NAME.fullmatch(name)]
     rows += [
         {"name": name, "nodes": 0, "router": False, "owner_alive": False, "state": "leftover namespaces"}
         for name in strays
@@ -269,6 +300,7 @@ def _pid_alive(pid: int) -> bool:
 def down(name: str) -> list[str]:
     """Remove a topology's namespaces (with them its veths and iptables rules) and its state
     file; also namespaces of that name with no state file. Returns what was removed."""
+    check_name(name)
     removed = []
     for ns in namespaces():
         if ns.startswith(name + "-"):

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import resource
 import socket
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -19,10 +18,12 @@ from typing import Any
 import numpy as np
 
 from jitterlab.core.errors import JitterlabError
+from jitterlab.core.warnings import CodedWarning, Warn
 from jitterlab.measure.jobs import NativeJob, policy_args, run_native_job
+from jitterlab.measure.runner import Context, Done, Plan, Point
 from jitterlab.repl.snmp import delta, udp_counters
 from jitterlab.stats import percentiles
-from jitterlab.store import ResultsStore, Run
+from jitterlab.store.rawfile import RawSamples
 
 POSE_HEADER_BYTES = 24  # native/repl/protocol.hpp
 MAX_POSE_BYTES = 1172  # a 1200-byte datagram less the server's 28-byte header
@@ -172,36 +173,30 @@ def predicted_rates(payload: int, rate_hz: float, clients: int) -> dict[str, flo
     }
 
 
-def run_scaling(
-    store: ResultsStore,
-    o: ReplOptions,
-    warn: Callable[[str], None],
-    on_stored: Callable[[Run], None] = lambda _run: None,
-) -> tuple[list[Run], bool]:
-    """One run per N in ``o.clients``; returns (runs, interrupted)."""
+def scaling_plan(o: ReplOptions) -> Plan:
+    """One run per N in ``o.clients``, checked before anything starts."""
     check_options(o)
     auto_server, auto_clients = default_pins()
     pin_server = auto_server if o.pin_server is None else o.pin_server
     pin_clients = auto_clients if o.pin_clients is None else o.pin_clients
-    runs: list[Run] = []
-    for clients in o.clients:
-        run, interrupted = _run_one(store, o, clients, pin_server, pin_clients, warn)
-        if run is not None:
-            runs.append(run)
-            on_stored(run)
-        if interrupted:
-            return runs, True
-    return runs, False
+    total = len(o.clients) * (o.duration_s + o.warmup_s)
+    return Plan(
+        "repl",
+        [_point(o, clients, pin_server, pin_clients) for clients in o.clients],
+        about=f"N = {', '.join(map(str, o.clients))} at {o.rate_hz:g} Hz, about {total:.0f} s in all",
+    )
 
 
-def _run_one(
-    store: ResultsStore,
-    o: ReplOptions,
-    clients: int,
-    pin_server: int,
-    pin_clients: int,
-    warn: Callable[[str], None],
-) -> tuple[Run | None, bool]:
+def _point(o: ReplOptions, clients: int, pin_server: int, pin_clients: int) -> Point:
+    def execute(ctx: Context) -> Done:
+        return run_native_job(ctx, _job(o, clients, pin_server, pin_clients, ctx.warn))
+
+    return Point(f"repl N={clients}", execute)
+
+
+def _job(o: ReplOptions, clients: int, pin_server: int, pin_clients: int, warn: Warn) -> NativeJob:
+    """The native tool's run at N = ``clients`` (built when it starts: the kernel's UDP
+    counters are read now, to subtract at the end)."""
     args = [
         *("--clients", str(clients), "--observers", str(o.observers)),
         *("--rate", f"{o.rate_hz:g}", "--server-tick", f"{o.server_tick_hz:g}", "--payload", str(o.payload)),
@@ -234,7 +229,7 @@ def _run_one(
     def extra(harness: dict[str, Any]) -> dict[str, Any]:
         return {"repl": harness.get("repl", {}), "pm_qos": harness.get("pm_qos", {})}
 
-    def finish(records: np.ndarray, meta: dict[str, Any], staging: Path) -> dict[str, Any]:
+    def finish(raw: RawSamples, meta: dict[str, Any], staging: Path) -> dict[str, Any]:
         lag = _read_i64(staging / "generator_lag.i64")
         ticks = _read_i64(staging / "server_ticks.i64")
         repl = dict(meta.get("repl") or {})
@@ -246,23 +241,21 @@ def _run_one(
         repl["udp_counters"] = delta(before, udp_counters())
         repl["rates_bytes_per_s"] = rates(repl, clients)
         repl["predicted_bytes_per_s"] = predicted_rates(o.payload, o.rate_hz, clients)
-        repl["updates_missing"] = _missing_updates(records)
+        repl["updates_missing"] = _missing_updates(raw.records)
         blocks: dict[str, Any] = {"repl": repl}
         if repl["generator_lag"].get("limited"):
             detail = (
                 f"the load generator fell behind: p99 lag {repl['generator_lag']['p99_ns'] / 1e6:.2f} ms "
                 f"(limit 1 ms) at N={clients}; this run measures the generator as much as the server"
             )
-            warn(detail)
+            w = CodedWarning("generator-limited", detail)
+            warn(w)
             obtained = dict(meta.get("obtained", {}))
-            obtained["warnings"] = [
-                *obtained.get("warnings", []),
-                {"code": "generator-limited", "detail": detail},
-            ]
+            obtained["warnings"] = [*obtained.get("warnings", []), w.as_dict()]
             blocks["obtained"] = obtained
         return blocks
 
-    job = NativeJob(
+    return NativeJob(
         program="jitterlab-repl",
         args=args,
         config=config,
@@ -273,4 +266,3 @@ def _run_one(
         extra_meta=extra,
         finish_meta=finish,
     )
-    return run_native_job(store, job, warn)

@@ -17,21 +17,21 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.programs import native_program
+from jitterlab.core.warnings import Warn
 from jitterlab.measure.jobs import NativeJob, common_meta, run_native_job
+from jitterlab.measure.runner import Context, Done, Outcome, Plan, Point, run_plan
 from jitterlab.simulate.model import load_model
 from jitterlab.simulate.validation import Validation, compare_to_model
 from jitterlab.store import ResultsStore, Run
-from jitterlab.store.rawfile import read_raw_samples
+from jitterlab.store.rawfile import RawSamples, read_raw_samples
 
 SETTINGS = ("direct", "pass-through", "model")
 
@@ -129,7 +129,7 @@ def probe_job(o: ValidateOptions, setting: str, target: str, receive: str, meta:
         "technique": f"inject-{setting}",
         "pairs": 1,
         "policy": "other",
-        "samples_per_pair": o.count,
+        "samples": o.count,
         "rate_hz": o.rate_hz,
         "datagram_bytes": o.size,
         "setting": setting,
@@ -157,37 +157,49 @@ def probe_job(o: ValidateOptions, setting: str, target: str, receive: str, meta:
     )
 
 
-def run_setting(
-    store: ResultsStore, o: ValidateOptions, setting: str, warn: Callable[[str], None]
-) -> SettingResult:
-    receive_port = free_udp_port()
-    receive = f"127.0.0.1:{receive_port}"
-    if setting == "direct":
-        run, _ = run_native_job(store, probe_job(o, setting, receive, receive, {}), warn)
-        if run is None:
-            raise JitterlabError("the probe wrote no samples")
-        return SettingResult(setting, run)
-    listen = f"127.0.0.1:{free_udp_port()}"
-    model = o.model_path if setting == "model" else None
-    with tempfile.TemporaryDirectory(prefix="jitterlab-record-") as tmp:
-        record = Path(tmp) / "injected.jlraw"
-        extra = ["--record", str(record)] + (["--busy-poll"] if o.busy_poll else [])
-        argv = proxy_argv(model, listen, receive, seed=o.seed, reorder=o.reorder, extra=extra)
-        with running_proxy(argv) as proxy:
-            stats_holder: dict[str, Any] = {}
+def _setting_point(o: ValidateOptions, setting: str) -> Point:
+    """One setting: the probe's run, and for a proxy its own record of what it added."""
 
-            def stop_proxy(_records: np.ndarray, _meta: dict[str, Any], _staging: Path) -> dict[str, Any]:
-                # The proxy's statistics exist once it stops: stop it before the run is stored.
-                stats_holder.update(proxy.stop())
-                return {"proxy": stats_holder}
+    def execute(ctx: Context) -> Done:
+        print(f"inject validate: {setting} ({o.count:,} datagrams at {o.rate_hz:,} Hz)", file=sys.stderr)
+        receive = f"127.0.0.1:{free_udp_port()}"
+        if setting == "direct":
+            return run_native_job(ctx, probe_job(o, setting, receive, receive, {}))
+        listen = f"127.0.0.1:{free_udp_port()}"
+        model = o.model_path if setting == "model" else None
+        with tempfile.TemporaryDirectory(prefix="jitterlab-record-") as tmp:
+            record = Path(tmp) / "injected.jlraw"
+            extra = ["--record", str(record)] + (["--busy-poll"] if o.busy_poll else [])
+            argv = proxy_argv(model, listen, receive, seed=o.seed, reorder=o.reorder, extra=extra)
+            with running_proxy(argv) as proxy:
 
-            job = probe_job(o, setting, listen, receive, {})
-            job.finish_meta = stop_proxy
-            run, _ = run_native_job(store, job, warn)
-        if run is None:
-            raise JitterlabError("the probe wrote no samples")
-        injected = store_injected(store, record, run, setting) if record.exists() else None
-    return SettingResult(setting, run, stats_holder, injected)
+                def stop_proxy(_raw: RawSamples, _meta: dict[str, Any], _staging: Path) -> dict[str, Any]:
+                    # The proxy's statistics exist once it stops: stop it before the run is stored.
+                    return {"proxy": proxy.stop()}
+
+                job = probe_job(o, setting, listen, receive, {})
+                job.finish_meta = stop_proxy
+                done = run_native_job(ctx, job)
+            if done.runs and record.exists():
+                done.runs.append(store_injected(ctx.store, record, done.runs[0], setting))
+        time.sleep(0.2)  # let this setting's sockets close before the next
+        return done
+
+    return Point(f"inject {setting}", execute)
+
+
+def settings_of(runs: list[Run]) -> dict[str, SettingResult]:
+    """The stored runs of a validation, by setting."""
+    results: dict[str, SettingResult] = {}
+    for run in runs:
+        setting = str(run.config.get("setting"))
+        if run.config.get("technique") == f"inject-{setting}":
+            results[setting] = SettingResult(setting, run, dict(run.meta.get("proxy") or {}))
+    for run in runs:
+        setting = str(run.config.get("setting"))
+        if run.config.get("technique") == f"inject-{setting}/injected" and setting in results:
+            results[setting].injected = run
+    return results
 
 
 def store_injected(store: ResultsStore, record: Path, probe_run: Run, setting: str) -> Run:
@@ -203,24 +215,34 @@ def store_injected(store: ResultsStore, record: Path, probe_run: Run, setting: s
     return store.commit(store.staging_dir(run_id), read_raw_samples(record), meta)
 
 
+def validation_plan(o: ValidateOptions) -> Plan:
+    """Straight to the receiver, through a pass-through proxy and through the model's."""
+    return Plan("inject validate", [_setting_point(o, setting) for setting in SETTINGS])
+
+
 def validate(
-    store: ResultsStore, o: ValidateOptions, warn: Callable[[str], None]
-) -> tuple[dict[str, SettingResult], Validation]:
+    store: ResultsStore, o: ValidateOptions, warn: Warn
+) -> tuple[Outcome, dict[str, SettingResult], Validation | None]:
+    """The three settings measured, and the model's proxy compared with the model (None
+    when a setting is missing: interrupted, or its probe stored nothing)."""
     model = load_model(o.model_path)
-    results: dict[str, SettingResult] = {}
-    for setting in SETTINGS:
-        print(f"inject validate: {setting} ({o.count:,} datagrams at {o.rate_hz:,} Hz)", file=sys.stderr)
-        results[setting] = run_setting(store, o, setting, warn)
-        time.sleep(0.2)  # let the previous setting's sockets close
+    outcome = run_plan(validation_plan(o), store, warn)
+    results = settings_of(outcome.runs)
+    if outcome.interrupted or set(results) != set(SETTINGS):
+        return outcome, results, None
     through = results["model"]
     if through.injected is None:
         raise JitterlabError("the model's proxy left no record of what it injected")
-    return results, compare_to_model(
-        model,
-        through.injected,
-        through.run,
-        passthrough=results["pass-through"].run,
-        direct=results["direct"].run,
-        seed=o.seed,
-        reorder=o.reorder,
+    return (
+        outcome,
+        results,
+        compare_to_model(
+            model,
+            through.injected,
+            through.run,
+            passthrough=results["pass-through"].run,
+            direct=results["direct"].run,
+            seed=o.seed,
+            reorder=o.reorder,
+        ),
     )

@@ -7,6 +7,7 @@ h = (n - 1) p / 100 and Q(p) = x_floor(h) + (h - floor(h)) (x_ceil(h) - x_floor(
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -87,13 +88,10 @@ def summarize(values: npt.ArrayLike, ordered: np.ndarray | None = None) -> Summa
     if x.size == 0:
         nan = float("nan")
         return Summary(0, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan)
-    mean = float(x.mean(dtype=np.float64))
-    # Sum of squared deviations in chunks: no full-size temporaries for large runs.
-    squares = 0.0
-    for start in range(0, x.size, _CHUNK):
-        deviation = x[start : start + _CHUNK].astype(np.float64) - mean
-        squares += float(np.dot(deviation, deviation))
-    std = float(np.sqrt(squares / x.size))
+    # integers: the exact sum over the count (as summarize_chunks computes it, so a run read
+    # whole and a run read in chunks give the same mean and std to the last bit)
+    mean = _exact_sum(x) / x.size if x.dtype.kind in "iu" else float(x.mean(dtype=np.float64))
+    std = float(np.sqrt(_squares(x, mean) / x.size))
     s = np.sort(x) if ordered is None else ordered
     p = percentiles_sorted(s, SUMMARY_PERCENTILES)
     return Summary(
@@ -109,3 +107,152 @@ def summarize(values: npt.ArrayLike, ordered: np.ndarray | None = None) -> Summa
         p99_99=float(p[4]),
         p99_999=float(p[5]),
     )
+
+
+_SELECT_AT_MOST = 1 << 18  # values gathered to select an order statistic exactly (2 MiB)
+_BUCKETS = 1 << 16  # width of one refinement step
+
+
+def summarize_chunks(chunks: Callable[[], Iterable[np.ndarray]]) -> Summary:
+    """:func:`summarize` of a sample too large to hold, read as chunks (each call of
+    ``chunks`` reads it again, in the same order), in memory independent of its size.
+
+    Exact, not estimated: count, extremes and the sum in a first pass (the sum of int64 in
+    Python integers); the squared deviations in a second, in the chunking of
+    :func:`summarize`; each order statistic the type-7 percentiles need by radix refinement
+    (:func:`percentiles_of`). The mean is the exact sum divided by the count (it can differ
+    from :func:`summarize`'s pairwise floating-point sum in the last bit).
+    """
+    count, lowest, highest, total = _extent(chunks)
+    if count == 0:
+        return summarize(np.zeros(0, np.int64))
+    mean = total / count
+    # the squared deviations in the same _CHUNK-sized blocks as summarize, whatever the
+    # chunks' sizes: the same float additions in the same order, so the same std
+    squares, carry = 0.0, np.zeros(0, np.int64)
+    for x in chunks():
+        x = np.concatenate([carry, x]) if carry.size else x
+        whole = x.size - x.size % _CHUNK
+        squares += _squares(x[:whole], mean)
+        carry = x[whole:]
+    squares += _squares(carry, mean)
+    p = percentiles_of(chunks, SUMMARY_PERCENTILES, (count, lowest, highest))
+    return Summary(
+        count=count,
+        min=float(lowest),
+        max=float(highest),
+        mean=float(mean),
+        std=float(np.sqrt(squares / count)),
+        p50=float(p[0]),
+        p90=float(p[1]),
+        p99=float(p[2]),
+        p99_9=float(p[3]),
+        p99_99=float(p[4]),
+        p99_999=float(p[5]),
+    )
+
+
+def percentiles_of_chunks(chunks: Callable[[], Iterable[np.ndarray]], ps: tuple[float, ...]) -> np.ndarray:
+    """Type-7 percentiles of an integer sample read as chunks, exactly (NaN for no sample)."""
+    count, lowest, highest, _ = _extent(chunks)
+    if count == 0:
+        return np.full(len(ps), np.nan)
+    return percentiles_of(chunks, ps, (count, lowest, highest))
+
+
+def median_of(chunks: Callable[[], Iterable[np.ndarray]]) -> float:
+    """The median (type 7) of an integer sample read as chunks; 0.0 for an empty one."""
+    extent = _extent(chunks)
+    return float(percentiles_of(chunks, (50.0,), extent[:3])[0]) if extent[0] else 0.0
+
+
+def _exact_sum(x: np.ndarray) -> int:
+    """The sum of an integer array as a Python integer: int64 sums of blocks that cannot overflow."""
+    if x.size == 0:
+        return 0
+    block = max(1, 2**62 // max(abs(int(x.min())), abs(int(x.max())), 1))
+    return sum(int(x[i : i + block].sum(dtype=np.int64)) for i in range(0, x.size, block))
+
+
+def _squares(x: np.ndarray, mean: float) -> float:
+    """Σ (x − mean)² in blocks of _CHUNK values (no full-size temporaries for large runs)."""
+    squares = 0.0
+    for start in range(0, x.size, _CHUNK):
+        deviation = x[start : start + _CHUNK].astype(np.float64) - mean
+        squares += float(np.dot(deviation, deviation))
+    return squares
+
+
+def _extent(chunks: Callable[[], Iterable[np.ndarray]]) -> tuple[int, int, int, int]:
+    """(count, min, max, exact sum) of an integer sample read as chunks."""
+    count, lowest, highest, total = 0, 0, 0, 0
+    for x in chunks():
+        if x.size == 0:
+            continue
+        lo, hi = int(x.min()), int(x.max())
+        lowest, highest = (lo, hi) if count == 0 else (min(lowest, lo), max(highest, hi))
+        total += _exact_sum(x)
+        count += int(x.size)
+    return count, lowest, highest, total
+
+
+def percentiles_of(
+    chunks: Callable[[], Iterable[np.ndarray]], ps: tuple[float, ...], extent: tuple[int, int, int]
+) -> np.ndarray:
+    """Type-7 percentiles of a non-empty integer sample read as chunks, exactly, given its
+    (count, min, max): each order statistic they need is found by radix refinement — its
+    rank's interval of values split into 2^16 equal buckets per pass over the data (counts
+    only) until the interval holds at most 2^18 values, which one more pass gathers and
+    sorts."""
+    count, lowest, highest = extent
+    h = (count - 1) * np.asarray(ps, dtype=np.float64) / 100.0
+    lo_rank = np.floor(h).astype(np.int64)
+    hi_rank = np.minimum(lo_rank + 1, count - 1)
+    ranks = sorted({int(r) for r in np.concatenate([lo_rank, hi_rank])})
+    value = _order_statistics(chunks, ranks, lowest, highest, count)
+    a = np.array([value[int(r)] for r in lo_rank], dtype=np.float64)
+    b = np.array([value[int(r)] for r in hi_rank], dtype=np.float64)
+    return np.asarray(a + (h - lo_rank) * (b - a))
+
+
+def _order_statistics(
+    chunks: Callable[[], Iterable[np.ndarray]], ranks: list[int], lowest: int, highest: int, count: int
+) -> dict[int, int]:
+    """The value of each 0-based rank of the sorted sample (see :func:`summarize_chunks`)."""
+    # per rank: the closed interval [a, b] of values holding it, how many values lie below a,
+    # and how many lie in it
+    state = {r: (lowest, highest, 0, count) for r in ranks}
+    found: dict[int, int] = {}
+    while True:
+        for r, (a, b, _, _) in state.items():
+            if a == b:  # one value left
+                found.setdefault(r, a)
+        if len(found) == len(ranks):
+            return found
+        open_ = {s[:2] for r, s in state.items() if r not in found}
+        gather = {
+            (a, b) for a, b, _, n in (state[r] for r in state if r not in found) if n <= _SELECT_AT_MOST
+        }
+        split = open_ - gather
+        widths = {(a, b): -(-(b - a + 1) // _BUCKETS) for a, b in split}
+        counts = {ab: np.zeros(_BUCKETS, np.int64) for ab in split}
+        gathered: dict[tuple[int, int], list[np.ndarray]] = {ab: [] for ab in gather}
+        for x in chunks():
+            for (a, b), parts in gathered.items():
+                parts.append(x[(x >= a) & (x <= b)])
+            for (a, b), c in counts.items():
+                inside = x[(x >= a) & (x <= b)]
+                c += np.bincount((inside - a) // widths[(a, b)], minlength=_BUCKETS)[:_BUCKETS]
+        for r in ranks:
+            if r in found:
+                continue
+            a, b, below, _ = state[r]
+            if (a, b) in gathered:
+                values = np.sort(np.concatenate(gathered[(a, b)]))
+                found[r] = int(values[r - below])
+                continue
+            cumulative = np.cumsum(counts[(a, b)])
+            j = int(np.searchsorted(cumulative, r - below, side="right"))
+            before = int(cumulative[j - 1]) if j else 0
+            w = widths[(a, b)]
+            state[r] = (a + j * w, min(a + (j + 1) * w - 1, b), below + before, int(cumulative[j]) - before)

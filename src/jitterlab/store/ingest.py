@@ -9,25 +9,51 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
-from collections.abc import Callable
+import decimal
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute
 import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
 
 from jitterlab.core.errors import JitterlabError
-from jitterlab.store.hdr import LONGEST_NS, histogram_summary, new_histogram, read_hlog
-from jitterlab.store.rawfile import RECORD_DTYPE, RawSamples
+from jitterlab.core.units import format_ns
+from jitterlab.core.warnings import CodedWarning, Warn
+from jitterlab.stats.summary import median_of
+from jitterlab.store.hdr.log import YEAR_S, unit_named_in
+from jitterlab.store.hdr.streams import UNITS_NS, corrected_figures, figures, in_unit, read_figures
 from jitterlab.store.runs import ResultsStore, Run
-from jitterlab.store.schema import run_meta
+from jitterlab.store.schema import HISTOGRAM_FILE, SAMPLES_FILE, run_meta
+from jitterlab.store.writer import SampleWriter, latency_chunks
 
 
-def _import_meta(store: ResultsStore, source: Path, kind: str) -> dict[str, Any]:
-    return run_meta(
+@dataclass(frozen=True)
+class ImportOptions:
+    """How to read an outside file (``jitterlab import``'s options)."""
+
+    skip_invalid: bool = False  # leave damaged lines/rows out (counted, the run partial)
+    unit: str | None = None  # ns|us|ms|s: the file's values (None: what its header names, else ns)
+    tag: str | None = None  # hlog: keep only this tag's intervals (None: every tag, kept apart)
+    from_s: float | None = None  # hlog: intervals from this offset from StartTime (seconds)
+    to_s: float | None = None  # … up to this one (the first beyond ends the reading)
+    expected_interval_ns: int | None = None  # correct for coordinated omission (HdrHistogram's rule)
+    time_column: str | None = None  # CSV: the column of send times
+
+
+def _import_meta(
+    store: ResultsStore, source: Path, kind: str, started: dt.datetime | None = None
+) -> dict[str, Any]:
+    now = dt.datetime.now(dt.timezone.utc)
+    meta = run_meta(
         store.new_run_id("import", source.stem),
-        dt.datetime.now(dt.timezone.utc),
+        started or now,
         environment=None,
         doctor=None,
         config={
@@ -37,88 +63,307 @@ def _import_meta(store: ResultsStore, source: Path, kind: str) -> dict[str, Any]
             "policy": "unknown",
             "source": str(source.resolve()),
             "source_format": kind,
+            "imported_utc": now.isoformat(timespec="milliseconds"),
         },
         obtained={},
         floor={},
         timing={},
     )
+    return meta
 
 
-def import_hlog(path: Path, store: ResultsStore, warn: Callable[[str], None] = lambda _: None) -> Run:
-    """Store an HdrHistogram log as a histogram-only run (no raw samples). A log cut off in
-    its last interval (still being written) keeps its complete intervals and is partial."""
-    contents = read_hlog(path)
-    intervals = contents.intervals
-    merged = new_histogram(LONGEST_NS)
-    windows = []
-    for h in intervals:
-        merged.add(h)
-        windows.append(
-            {"start_ms": h.get_start_time_stamp(), "end_ms": h.get_end_time_stamp(), **histogram_summary(h)}
+def _header_unit(path: Path) -> str | None:
+    """The unit a log's comments name, read from the lines before its first interval."""
+    with open(path, "rb") as f:
+        for raw in f:
+            text = raw.decode("utf-8", "replace").strip("\x00\ufeff\r\n ")
+            if text and not text.startswith(("#", '"StartTimestamp"')):
+                return None
+            unit = unit_named_in(text)
+            if unit:
+                return unit
+    return None
+
+
+def resolve_unit(path: Path, given: str | None, named: str | None, default: str = "ns") -> str:
+    """The unit of a file's values: --unit, or what its header names, or ``default``; a
+    --unit that contradicts the header is refused."""
+    if given is not None and given not in UNITS_NS:
+        raise JitterlabError(f"--unit {given}: choose ns, us, ms or s")
+    if given and named and given != named:
+        raise JitterlabError(f"{path}: --unit {given}, but the file's header says its values are in {named}")
+    return given or named or default
+
+
+def _epoch(seconds: float) -> dt.datetime:
+    return dt.datetime.fromtimestamp(seconds, dt.timezone.utc)
+
+
+def import_hlog(
+    path: Path,
+    store: ResultsStore,
+    options: ImportOptions = ImportOptions(),
+    warn: Warn = lambda _: None,
+) -> Run:
+    """Store an HdrHistogram log as a histogram-only run (no raw samples).
+
+    The run's data file is the log itself, reduced to what was selected (``--tag``,
+    ``--from/--to``; byte for byte otherwise). run.json holds every interval's figures and
+    each tag's whole-log figures as HdrHistogram Java's HistogramLogProcessor gives them, in
+    nanoseconds; the run's summary is the untagged stream's (or, in a log of tagged lines
+    only, the first tag's). A log cut off in its last line (still being written) keeps its
+    complete intervals and is partial, as is one with damaged lines left out by
+    ``skip_invalid``."""
+    unit = resolve_unit(path, options.unit, _header_unit(path))
+    scale = UNITS_NS[unit]
+    expected = in_unit(options.expected_interval_ns, scale)
+    run_id = store.new_run_id("import", path.stem)
+    staging = store.staging_dir(run_id)
+    try:
+        with open(path, "rb") as source, open(staging / HISTOGRAM_FILE, "wb") as copy:
+            result = read_figures(
+                source,
+                str(path),
+                scale=scale,
+                tags=None if options.tag is None else [options.tag],
+                from_s=options.from_s,
+                to_s=options.to_s,
+                expected_interval=expected,
+                skip_invalid=options.skip_invalid,
+                warn=lambda text: warn(CodedWarning("log-irregular", text)),
+                copy_to=copy,
+            )
+            copy.flush()
+            os.fsync(copy.fileno())
+    except OSError as e:
+        store.discard_staging(staging)
+        raise JitterlabError(f"{path}: cannot read ({e.strerror or e})") from e
+    except BaseException:
+        store.discard_staging(staging)
+        raise
+    if not result.streams:
+        store.discard_staging(staging)
+        selection = _selection_text(options)
+        raise JitterlabError(
+            f"{path}: no interval histograms{selection} (is it an HdrHistogram log?"
+            f"{' tags in it: ' + ', '.join(sorted(t for t in result.seen_tags if t)) if result.seen_tags - {None} else ''})"
         )
-    meta = _import_meta(store, path, "hlog")
-    meta["histogram"] = {
-        "intervals": len(intervals),
-        "unit": "ns",
-        "percentile_definition": "hdrhistogram",
-        "windows": windows,
+    main_tag = (
+        options.tag
+        if options.tag is not None
+        else (None if None in result.streams else next(iter(result.streams)))
+    )
+    main = result.streams[main_tag]
+    assert main.whole is not None
+    known_start = result.header.start_time_s is not None or result.start_time_s > YEAR_S
+    meta = _import_meta(store, path, "hlog", _epoch(result.start_time_s) if known_start else None)
+    meta["id"] = run_id
+    meta["config"] |= {
+        "unit": unit,
+        "tag": options.tag,
+        "from_s": options.from_s,
+        "to_s": options.to_s,
+        "expected_interval_ns": options.expected_interval_ns,
     }
-    meta["summary"] = {"latency_ns": histogram_summary(merged)}
-    meta["config"]["samples_per_pair"] = meta["summary"]["latency_ns"]["count"]
-    if contents.truncated:
-        warn(f"{path}: {contents.truncated}")
-        meta["status"], meta["partial_reason"] = "partial", contents.truncated
-    return store.commit_histogram(store.staging_dir(meta["id"]), contents.complete_text, meta)
+    if known_start:
+        meta["timing"] = {"started_realtime_ns": int(decimal.Decimal(repr(result.start_time_s)) * 10**9)}
+    streams = []
+    for tag, stream in result.streams.items():
+        assert stream.whole is not None
+        entry: dict[str, Any] = {
+            "tag": tag,
+            "intervals": stream.intervals,
+            "summary": figures(stream.whole, scale),
+        }
+        if stream.corrected is not None:
+            entry["corrected"] = figures(stream.corrected, scale)
+        streams.append(entry)
+    meta["histogram"] = {
+        "format": "hlog",
+        "intervals": result.kept,
+        "kind": result.kind,
+        "unit": "ns",
+        "source_unit": unit,
+        "scale_ns": scale,
+        "percentile_definition": "hdrhistogram-java-2.2.2",
+        "start_time_s": result.header.start_time_s,
+        "base_time_s": result.header.base_time_s,
+        "log_start_s": result.start_time_s,
+        "tag": main_tag,
+        "streams": streams,
+        "expected_interval_ns": options.expected_interval_ns,
+        "windows": result.windows,
+        "leading_junk": result.header.leading_junk or None,
+    }
+    meta["summary"] = {"latency_ns": figures(main.whole, scale)}
+    if main.corrected is not None:
+        meta["summary"]["latency_corrected_ns"] = figures(main.corrected, scale)
+    meta["config"]["samples"] = meta["summary"]["latency_ns"]["count"]
+    reasons = []
+    if result.truncated:
+        warn(CodedWarning("import-truncated", f"{path}: {result.truncated}"))
+        reasons.append(result.truncated)
+    if result.skipped:
+        reasons.append(f"{len(result.skipped)} damaged line(s) left out (first: {result.skipped[0]})")
+    if result.time_problems:
+        more = f" (and {len(result.time_problems) - 1} more)" if len(result.time_problems) > 1 else ""
+        warn(CodedWarning("time-irregular", f"{path}: {result.time_problems[0]}{more}"))
+        meta["histogram"]["time_problems"] = result.time_problems[:20]
+    if reasons:
+        meta["status"], meta["partial_reason"] = "partial", "; ".join(reasons)
+    return store.commit_histogram(staging, meta)
 
 
+def _selection_text(options: ImportOptions) -> str:
+    parts = []
+    if options.tag is not None:
+        parts.append(f"with tag {options.tag}")
+    if options.from_s is not None or options.to_s is not None:
+        parts.append(
+            f"between {options.from_s or 0:g} s and {'the end' if options.to_s is None else f'{options.to_s:g} s'}"
+        )
+    return f" {' and '.join(parts)}" if parts else ""
+
+
+READ_BLOCK_BYTES = 1 << 22  # the CSV reader's block (about 170 k rows): memory per block in flight
 MAX_LATENCY_NS = 86_400 * 1_000_000_000  # a day: anything longer is not a latency
+_UNIT_SUFFIX = re.compile(r"^(?P<base>.*?)(?:_|\s*[(\[])(?P<unit>ns|us|µs|ms|s)[)\]]?$")
+_DECIMAL = re.compile(r"\s*([+-]?)(\d*)(?:\.(\d*))?\s*")
+ROLES = ("latency", "t_send", "t_recv")
 
 
-def _numbers(table: pa.Table, name: str, path: Path) -> np.ndarray:
-    """A column as float64, each row a number (NaN where the text is not one)."""
+def _column_unit(name: str) -> tuple[str, str | None]:
+    """(name without its unit, the unit it names): "latency_us" → ("latency", "us")."""
+    m = _UNIT_SUFFIX.match(name.strip())
+    if not m:
+        return name.strip(), None
+    unit = m.group("unit")
+    return m.group("base"), "us" if unit == "µs" else unit
+
+
+@dataclass(frozen=True)
+class _Column:
+    name: str  # as in the header
+    unit: str
+
+
+def _csv_layout(path: Path, header: list[str], options: ImportOptions) -> dict[str, _Column]:
+    """Which header column holds the latency or the send and receive times, and each one's
+    unit (its name's suffix, else --unit, else ns); --time-column NAME[:UNIT] names the
+    send times of a latency column."""
+    if options.unit is not None and options.unit not in UNITS_NS:
+        raise JitterlabError(f"--unit {options.unit}: choose ns, us, ms or s")
+    layout: dict[str, _Column] = {}
+    for name in header:
+        base, named = _column_unit(name)
+        if base not in ROLES:
+            continue
+        if named and options.unit and named != options.unit:
+            raise JitterlabError(f"{path}: --unit {options.unit}, but column '{name}' says {named}")
+        if base in layout:
+            raise JitterlabError(f"{path}: two columns hold {base} ('{layout[base].name}' and '{name}')")
+        layout[base] = _Column(name, named or options.unit or "ns")
+    if options.time_column is not None:
+        name, _, unit = options.time_column.partition(":")
+        if name not in header:
+            raise JitterlabError(
+                f"{path}: --time-column {name}: no such column (columns: {', '.join(header)})"
+            )
+        if "t_send" in layout:
+            raise JitterlabError(
+                f"{path}: --time-column {name}, but the file has send times already ('{layout['t_send'].name}')"
+            )
+        if unit and unit not in UNITS_NS:
+            raise JitterlabError(
+                f"--time-column {options.time_column}: the unit after ':' is ns, us, ms or s"
+            )
+        layout["t_send"] = _Column(name, unit or _column_unit(name)[1] or options.unit or "ns")
+        if "latency" not in layout:
+            raise JitterlabError(f"{path}: --time-column needs a latency column to go with the send times")
+        layout.pop("t_recv", None)
+    if not ({"t_send", "t_recv"} <= layout.keys() or "latency" in layout):
+        raise JitterlabError(
+            f"{path}: needs columns t_send_ns and t_recv_ns, or latency_ns (a unit suffix _us, _ms, _s "
+            "or --unit for other units; --time-column for send times beside a latency)"
+        )
+    return layout
+
+
+def _exact_ns(table: pa.Table, name: str, unit: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(values in ns as int64, finite mask, whole-nanoseconds mask) of a column. Integers in
+    ns are taken as they are; anything else is converted from its decimal text exactly
+    (12.345 µs is 12 345 ns; 12.3456 µs is no whole number of nanoseconds: refused, not
+    rounded)."""
     column = table.column(name)
-    if pa.types.is_integer(column.type) or pa.types.is_floating(column.type):
-        return np.asarray(column.to_numpy(zero_copy_only=False), dtype=np.float64)
-    text = column.to_pylist()
-    out = np.empty(len(text), dtype=np.float64)
-    for i, cell in enumerate(text):
+    n = table.num_rows
+    if unit == "ns" and pa.types.is_integer(column.type) and column.null_count == 0:
+        values = np.asarray(column.to_numpy(zero_copy_only=False), dtype=np.int64)
+        ones = np.ones(n, dtype=bool)
+        return values, ones, ones
+    scale = UNITS_NS[unit]
+    digits = len(str(scale)) - 1
+    out = np.zeros(n, dtype=np.int64)
+    finite = np.zeros(n, dtype=bool)
+    whole = np.zeros(n, dtype=bool)
+    try:
+        cells = pa.compute.cast(column, pa.string()).to_pylist()
+    except pa.ArrowInvalid:  # bytes that are not UTF-8: such a cell is no number
+        cells = [None if c is None else bytes(c).decode("utf-8", "replace") for c in column.to_pylist()]
+    for i, cell in enumerate(cells):
+        if cell is None:
+            continue
+        m = _DECIMAL.fullmatch(cell)
         try:
-            out[i] = float(cell) if cell is not None else np.nan
-        except (TypeError, ValueError):
-            out[i] = np.nan
-    return out
-
-
-def _integers(table: pa.Table, name: str) -> np.ndarray | None:
-    """The column as exact int64 when the CSV reader typed it so (no float rounding)."""
-    column = table.column(name)
-    return np.asarray(column.to_numpy(), dtype=np.int64) if pa.types.is_integer(column.type) else None
+            if m and (m.group(2) or m.group(3)):
+                sign, integer, fraction = m.group(1), m.group(2) or "0", m.group(3) or ""
+                kept, rest = fraction[:digits], fraction[digits:]
+                value = int(integer) * scale + int(kept.ljust(digits, "0") or "0")
+                finite[i], whole[i] = True, not rest.strip("0")
+            else:
+                exact = decimal.Decimal(cell.strip()) * scale
+                if not exact.is_finite():
+                    continue
+                value, finite[i] = int(exact), True
+                whole[i] = exact == int(exact)
+                sign = "-" if exact < 0 else ""
+                value = abs(value)
+        except (decimal.InvalidOperation, ValueError):
+            continue
+        if value >= 2**62:
+            out[i], whole[i] = 2**62, True  # out of range: refused below
+            continue
+        out[i] = -value if sign == "-" else value
+    return out, finite, whole
 
 
 def _validate_rows(
-    path: Path, table: pa.Table, columns: set[str], skip_invalid: bool, warn: Callable[[str], None]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(keep mask, t_send, t_recv) of the CSV's rows; an invalid row is refused with its
-    line number, or dropped and counted when ``skip_invalid``."""
+    table: pa.Table, layout: dict[str, _Column], offset: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, str] | None]:
+    """(keep mask, t_send, t_recv, first problem as (row, why)) in ns of a batch of the
+    CSV's rows, ``offset`` rows into the file."""
     n = table.num_rows
-    if {"t_send_ns", "t_recv_ns"} <= columns:
-        names = ["t_send_ns", "t_recv_ns"]
-    elif "latency_ns" in columns:
-        names = ["latency_ns"]
-    else:
-        raise JitterlabError(f"{path}: needs columns t_send_ns and t_recv_ns, or latency_ns")
-    values = {name: _numbers(table, name, path) for name in names}
+    values: dict[str, np.ndarray] = {}
     problems: list[tuple[np.ndarray, str]] = []
-    for name, v in values.items():
-        problems.append((~np.isfinite(v), f"{name} is not a finite number"))
-        problems.append((np.isfinite(v) & (v != np.round(v)), f"{name} is not a whole number of nanoseconds"))
-        problems.append((v < 0, f"{name} is negative"))
-        problems.append((np.abs(v) >= 2**62, f"{name} is out of range"))
-    if "latency_ns" in values:
-        latency = values["latency_ns"]
+    for role, column in layout.items():
+        v, finite, whole = _exact_ns(table, column.name, column.unit)
+        values[role] = v
+        problems.append((~finite, f"{column.name} is not a finite number"))
+        problems.append((finite & ~whole, f"{column.name} is not a whole number of nanoseconds"))
+        problems.append((finite & (v < 0), f"{column.name} is negative"))
+        problems.append((finite & (np.abs(v) >= 2**62), f"{column.name} is out of range"))
+    if "latency" in values:
+        latency = values["latency"]
+        if "t_send" not in values:
+            values["t_send"] = np.arange(offset, offset + n, dtype=np.int64)
+        values["t_recv"] = values["t_send"] + np.where(np.abs(latency) < 2**62, latency, 0)
     else:
-        latency = values["t_recv_ns"] - values["t_send_ns"]
-        problems.append((values["t_recv_ns"] < values["t_send_ns"], "t_recv_ns is before t_send_ns"))
+        latency = values["t_recv"] - values["t_send"]
+        problems.append(
+            (
+                values["t_recv"] < values["t_send"],
+                f"{layout['t_recv'].name} is before {layout['t_send'].name}",
+            )
+        )
     problems.append((latency > MAX_LATENCY_NS, "the latency is longer than a day"))
     bad = np.zeros(n, dtype=bool)
     first: tuple[int, str] | None = None
@@ -129,72 +374,245 @@ def _validate_rows(
             if first is None or row < first[0]:
                 first = (row, why)
             bad |= mask
-    if first is not None:
-        line = first[0] + 2  # the header is line 1
-        if not skip_invalid:
-            raise JitterlabError(
-                f"{path}: line {line}: {first[1]} ({int(bad.sum()):,} invalid rows; --skip-invalid drops and counts them)"
-            )
-        warn(f"{path}: skipped {int(bad.sum()):,} invalid rows (first: line {line}, {first[1]})")
-    keep = ~bad
-    if "latency_ns" in values:
-        exact = _integers(table, "latency_ns")
-        latency_ns = exact if exact is not None else np.nan_to_num(values["latency_ns"]).astype(np.int64)
-        t_send = np.arange(n, dtype=np.int64)
-        return keep, t_send, t_send + np.where(keep, latency_ns, 0)
-    send, recv = (_integers(table, c) for c in names)
-    t_send = send if send is not None else np.nan_to_num(values["t_send_ns"]).astype(np.int64)
-    t_recv = recv if recv is not None else np.nan_to_num(values["t_recv_ns"]).astype(np.int64)
-    return keep, t_send, t_recv
+    return ~bad, values["t_send"], values["t_recv"], first
+
+
+def _send_steps(samples: Path, pair: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(steps between one pair's consecutive send times, the 0-based row of each step's
+    later sample) of a samples file, batch by batch."""
+    last: tuple[int, int] | None = None  # (row, t_send) of the pair's last sample so far
+    offset = 0
+    with pq.ParquetFile(samples) as f:
+        for batch in f.iter_batches(batch_size=1 << 20, columns=["pair", "t_send_ns"]):
+            rows = np.flatnonzero(batch.column(0).to_numpy() == pair)
+            t = batch.column(1).to_numpy()[rows]
+            rows += offset
+            offset += batch.num_rows
+            if last is not None:
+                rows, t = np.concatenate([[last[0]], rows]), np.concatenate([[last[1]], t])
+            if rows.size:
+                last = (int(rows[-1]), int(t[-1]))
+            yield np.diff(t), rows[1:]
+
+
+def _time_warnings(path: Path, name: str, samples: Path, pairs: list[int], warn: Warn) -> list[str]:
+    """Send times that go backwards, and gaps longer than ten times the usual spacing (the
+    median forward step), read back from the stored samples in bounded memory."""
+    notes: list[str] = []
+    for p in pairs:
+        where = f" (pair {p})" if len(pairs) > 1 else ""
+        backwards, first_back = 0, -1
+        for step, rows in _send_steps(samples, p):
+            back = np.flatnonzero(step < 0)
+            if back.size and first_back < 0:
+                first_back = int(rows[back[0]])
+            backwards += int(back.size)
+        if backwards:
+            notes.append(f"{name} goes backwards {backwards:,} time(s){where}, first at row {first_back + 1}")
+
+        def forward(p: int = p) -> Iterator[np.ndarray]:
+            return (step[step >= 0] for step, _ in _send_steps(samples, p))
+
+        usual = median_of(forward)
+        if usual > 0:
+            gaps, widest, widest_row = 0, -1, -1
+            for step, rows in _send_steps(samples, p):
+                wide = np.flatnonzero(step > 10 * usual)
+                gaps += int(wide.size)
+                if wide.size and int(step[wide].max()) > widest:
+                    at = int(wide[np.argmax(step[wide])])
+                    widest, widest_row = int(step[at]), int(rows[at])
+            if gaps:
+                notes.append(
+                    f"{gaps:,} gap(s) in {name} longer than 10× the usual spacing ({format_ns(usual)}){where}; "
+                    f"the widest, {format_ns(float(widest))}, before row {widest_row + 1}"
+                )
+    for note in notes:
+        warn(CodedWarning("time-irregular", f"{path}: {note}"))
+    return notes
+
+
+def _leading_junk(path: Path) -> tuple[int, str]:
+    """(bytes before the header, what they are): NULs from a damaged capture, a byte-order mark."""
+    with open(path, "rb") as f:
+        head = f.read(1 << 16)
+    if head.startswith(b"\xef\xbb\xbf"):
+        return 3, "a UTF-8 byte-order mark"
+    stripped = head.lstrip(b"\x00")
+    if len(stripped) < len(head):
+        return len(head) - len(stripped), "NUL bytes"
+    return 0, ""
 
 
 def import_csv(
-    path: Path, store: ResultsStore, skip_invalid: bool = False, warn: Callable[[str], None] = lambda _: None
+    path: Path,
+    store: ResultsStore,
+    options: ImportOptions = ImportOptions(),
+    warn: Warn = lambda _: None,
 ) -> Run:
-    """Store a CSV of samples: columns t_send_ns and t_recv_ns (optionally pair, seq), or
-    latency_ns alone (then send times are unknown and set to the row number). Every value
-    must be a whole, non-negative number of nanoseconds, with t_recv_ns ≥ t_send_ns and a
-    latency under a day; a row that is not is refused with its line number, or dropped and
-    counted with ``skip_invalid``."""
+    """Store a CSV of samples: columns t_send and t_recv (optionally pair, seq), or latency
+    alone (then send times are the row number, unless --time-column names them). Column
+    names carry their unit (``latency_us``, ``t_send_ns``, ``latency (ms)``), else --unit
+    (default ns). Every value must be a whole, non-negative number of nanoseconds once
+    converted, with t_recv ≥ t_send and a latency under a day; a row that is not is refused
+    with its line number, or dropped and counted with ``skip_invalid``. Bytes before the
+    header are reported and skipped; send times that go backwards or jump are reported.
+
+    Streams: pyarrow's CSV reader hands over blocks of rows, each checked and written as
+    row groups of the run's samples file; the figures are read back from that file. Memory
+    does not grow with the file."""
+    junk, kind = _leading_junk(path)
     try:
-        with open(path, newline="") as f:
-            header = next(csv.reader(f))
-        table = pacsv.read_csv(path)
-    except (OSError, StopIteration, pa.ArrowInvalid, UnicodeDecodeError) as e:
+        with open(path, "rb") as raw:
+            raw.seek(junk)
+            header = next(csv.reader([raw.readline().decode("utf-8")]))
+    except (OSError, StopIteration, UnicodeDecodeError) as e:
         raise JitterlabError(f"{path}: cannot read CSV ({e})") from e
-    columns = set(header)
-    keep, t_send, t_recv = _validate_rows(path, table, columns, skip_invalid, warn)
-    n = int(keep.sum())
-    if n == 0:
-        raise JitterlabError(f"{path}: no samples (a header and no valid rows)")
-    records = np.zeros(n, dtype=RECORD_DTYPE)
-    records["t_send_ns"] = t_send[keep]
-    records["t_recv_ns"] = t_recv[keep]
-    for name in ("pair", "seq"):
-        if name in columns:
-            v = _numbers(table, name, path)[keep]
-            if not (
-                np.isfinite(v).all() and (v == np.round(v)).all() and (v >= 0).all() and (v < 2**31).all()
-            ):
-                raise JitterlabError(f"{path}: column {name} must hold non-negative integers")
-            records[name] = v.astype(np.int64)
-        else:
-            records[name] = 0 if name == "pair" else np.arange(n)
+    if junk:
+        warn(
+            CodedWarning(
+                "leading-junk", f"{path}: {junk} bytes before the header ({kind}); read from the header on"
+            )
+        )
+    layout = _csv_layout(path, header, options)
     meta = _import_meta(store, path, "csv")
-    meta["config"]["samples_per_pair"] = n
-    meta["config"]["rows_skipped"] = int((~keep).sum())
     staging = store.staging_dir(meta["id"])
-    return store.commit(staging, RawSamples(records, partial=False, truncated=False, note=""), meta)
+    try:
+        try:
+            writer, skipped, pairs = _write_csv(
+                path, junk, header, layout, options, staging, meta["id"], warn, False
+            )
+        except _Retype:  # a later block is not what the first suggested: read every cell as text
+            writer, skipped, pairs = _write_csv(
+                path, junk, header, layout, options, staging, meta["id"], warn, True
+            )
+        meta["config"]["samples"] = writer.rows
+        meta["config"]["rows_skipped"] = skipped
+        meta["config"]["units"] = {role: c.unit for role, c in layout.items()}
+        if options.time_column is not None:
+            meta["config"]["time_column"] = layout["t_send"].name
+        if junk:
+            meta["config"]["leading_junk"] = f"{junk} bytes before the header ({kind})"
+        if "t_send" in layout:
+            notes = _time_warnings(path, layout["t_send"].name, writer.path, pairs, warn)
+            if notes:
+                meta["config"]["time_problems"] = notes
+        if options.expected_interval_ns:
+            meta["config"]["expected_interval_ns"] = options.expected_interval_ns
+            corrected = corrected_figures(latency_chunks(writer.path), options.expected_interval_ns)
+            meta["summary"] = {"latency_corrected_ns": corrected}
+        return store.publish_samples(staging, meta, writer)
+    except BaseException:
+        store.discard_staging(staging)
+        raise
+
+
+class _Retype(Exception):
+    """A block of the CSV does not parse as the types inferred from the first."""
+
+
+def _write_csv(
+    path: Path,
+    junk: int,
+    header: list[str],
+    layout: dict[str, _Column],
+    options: ImportOptions,
+    staging: Path,
+    run_id: str,
+    warn: Warn,
+    as_text: bool,
+) -> tuple[SampleWriter, int, list[int]]:
+    """The CSV's valid rows written to the samples file in ``staging``, block by block:
+    (the closed writer, rows skipped, the pairs seen)."""
+    columns = set(header)
+    wanted = [*(c.name for c in layout.values()), *(n for n in ("pair", "seq") if n in columns)]
+    convert = pacsv.ConvertOptions(
+        include_columns=wanted, column_types={n: pa.string() for n in wanted} if as_text else None
+    )
+    rows_in, skipped, pairs = 0, 0, set[int]()
+    first: tuple[int, str] | None = None
+    with open(path, "rb") as raw, SampleWriter(staging / SAMPLES_FILE, run_id) as writer:
+        raw.seek(junk)
+        try:
+            reader = pacsv.open_csv(
+                raw, read_options=pacsv.ReadOptions(block_size=READ_BLOCK_BYTES), convert_options=convert
+            )
+            for batch in reader:
+                table = pa.Table.from_batches([batch])
+                keep, t_send, t_recv, bad = _validate_rows(table, layout, rows_in)
+                if bad is not None:
+                    skipped += int((~keep).sum())
+                    first = first or (bad[0] + rows_in, bad[1])
+                if first is None or options.skip_invalid:
+                    pair_seq = {}
+                    for name in ("pair", "seq"):
+                        if name in columns:
+                            v = _numbers(table, name)[keep]
+                            if not (
+                                np.isfinite(v).all()
+                                and (v == np.round(v)).all()
+                                and (v >= 0).all()
+                                and (v < 2**31).all()
+                            ):
+                                raise JitterlabError(f"{path}: column {name} must hold non-negative integers")
+                            pair_seq[name] = v.astype(np.int64)
+                    n = int(keep.sum())
+                    pair = pair_seq.get("pair", np.zeros(n, np.int64))
+                    pairs.update(int(p) for p in np.unique(pair))
+                    seq = pair_seq.get("seq", np.arange(writer.rows, writer.rows + n, dtype=np.int64))
+                    writer.write(pair, seq, t_send[keep], t_recv[keep])
+                rows_in += table.num_rows
+        except pa.ArrowInvalid as e:
+            if not as_text and "conversion error" in str(e):
+                raise _Retype from e
+            raise JitterlabError(f"{path}: cannot read CSV ({e})") from e
+        if first is not None:
+            line = first[0] + 2  # the header is line 1
+            if not options.skip_invalid:
+                raise JitterlabError(
+                    f"{path}: line {line}: {first[1]} ({skipped:,} invalid rows; --skip-invalid drops and counts them)"
+                )
+            warn(
+                CodedWarning(
+                    "rows-skipped",
+                    f"{path}: skipped {skipped:,} invalid rows (first: line {line}, {first[1]})",
+                )
+            )
+        if writer.rows == 0:
+            raise JitterlabError(f"{path}: no samples (a header and no valid rows)")
+    return writer, skipped, sorted(pairs)
+
+
+def _numbers(table: pa.Table, name: str) -> np.ndarray:
+    """A column as float64, each row a number (NaN where the text is not one)."""
+    column = table.column(name)
+    if pa.types.is_integer(column.type) or pa.types.is_floating(column.type):
+        return np.asarray(column.to_numpy(zero_copy_only=False), dtype=np.float64)
+    out = np.empty(table.num_rows, dtype=np.float64)
+    for i, cell in enumerate(column.to_pylist()):
+        try:
+            out[i] = float(cell) if cell is not None else np.nan
+        except (TypeError, ValueError):
+            out[i] = np.nan
+    return out
 
 
 def import_file(
-    path: Path, store: ResultsStore, skip_invalid: bool = False, warn: Callable[[str], None] = lambda _: None
+    path: Path,
+    store: ResultsStore,
+    options: ImportOptions = ImportOptions(),
+    warn: Warn = lambda _: None,
 ) -> Run:
     """Store ``path`` as a run, by its suffix (.hlog or .csv)."""
     if not path.is_file():
         raise JitterlabError(f"{path}: no such file")
     if path.suffix == ".hlog":
-        return import_hlog(path, store, warn)
+        if options.time_column is not None:
+            raise JitterlabError("--time-column is for CSV files (an hlog's intervals carry their times)")
+        return import_hlog(path, store, options, warn)
     if path.suffix == ".csv":
-        return import_csv(path, store, skip_invalid, warn)
+        for name, value in (("--tag", options.tag), ("--from", options.from_s), ("--to", options.to_s)):
+            if value is not None:
+                raise JitterlabError(f"{name} is for HdrHistogram logs (.hlog), not CSV files")
+        return import_csv(path, store, options, warn)
     raise JitterlabError(f"{path}: import reads .hlog (HdrHistogram log) or .csv files")

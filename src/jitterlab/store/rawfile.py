@@ -8,15 +8,19 @@ write it; the store ingests it into Parquet.
 from __future__ import annotations
 
 import json
+import os
 import struct
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from importlib import resources
 from pathlib import Path
 
 import numpy as np
 
 from jitterlab.core.errors import CorruptRunError
+from jitterlab.core.fileio import write_file
 
 # The layout is written once, in schemas/raw-samples.json; the C++ and Java writers are
 # tested against the same file.
@@ -30,18 +34,53 @@ FLAG_PARTIAL: int = LAYOUT["flags"]["partial"]
 RECORD_DTYPE = np.dtype([(name, kind) for name, kind in LAYOUT["record"]])
 
 
+CHUNK_RECORDS = 1 << 20  # 32 MiB of records read at a time
+
+
 @dataclass(frozen=True)
 class RawSamples:
-    """Records read from a raw file and what the footer said about them."""
+    """Records of a raw file and what its footer said about them: held in memory
+    (``loaded``), or read from ``path`` chunk by chunk as they are used."""
 
-    records: np.ndarray
+    loaded: np.ndarray | None
     partial: bool
     truncated: bool
     note: str
+    path: Path | None = None
+    count: int = 0  # records in the file at ``path``
+
+    @property
+    def rows(self) -> int:
+        return len(self.loaded) if self.loaded is not None else self.count
+
+    @cached_property
+    def records(self) -> np.ndarray:
+        """Every record in memory (small runs; :meth:`chunks` streams large ones)."""
+        if self.loaded is not None:
+            return self.loaded
+        return np.concatenate([np.zeros(0, RECORD_DTYPE), *self.chunks()])
+
+    def chunks(self, rows: int = CHUNK_RECORDS) -> Iterator[np.ndarray]:
+        """The records in order, at most ``rows`` at a time."""
+        if self.loaded is not None:
+            for start in range(0, len(self.loaded), rows):
+                yield self.loaded[start : start + rows]
+            return
+        assert self.path is not None
+        with open(self.path, "rb") as f:
+            f.seek(HEADER_BYTES)
+            left = self.count
+            while left:
+                chunk = np.fromfile(f, dtype=RECORD_DTYPE, count=min(rows, left))
+                if len(chunk) == 0:
+                    raise CorruptRunError(f"{self.path}: shorter than when it was checked")
+                left -= len(chunk)
+                yield chunk
 
 
 def read_raw_samples(path: Path) -> RawSamples:
-    """Read and verify a raw sample file.
+    """Check a raw sample file (one streaming pass, no record held) and return it, its
+    records read as they are used.
 
     A file with no footer (the writer died) is salvaged: every whole record is kept and
     the result is marked truncated and partial. A footer whose count or CRC-32 disagrees
@@ -52,31 +91,40 @@ def read_raw_samples(path: Path) -> RawSamples:
     CorruptRunError
         When the file is not a raw sample file or its footer does not match its records.
     """
-    data = path.read_bytes()
-    if len(data) < HEADER_BYTES or data[:8] != RAW_MAGIC:
-        raise CorruptRunError(f"{path}: not a jitterlab raw sample file (bad header)")
-    version, record_bytes = struct.unpack_from("<II", data, 8)
-    if version != FORMAT_VERSION or record_bytes != RECORD_DTYPE.itemsize:
-        raise CorruptRunError(
-            f"{path}: unsupported raw format version {version} / record size {record_bytes}"
-        )
-    body = len(data) - HEADER_BYTES
-    has_footer = (
-        body >= FOOTER_BYTES
-        and (body - FOOTER_BYTES) % record_bytes == 0
-        and data[-FOOTER_BYTES : -FOOTER_BYTES + 8] == FOOTER_MAGIC
-    )
-    if not has_footer:
-        whole = body - body % record_bytes
-        records = np.frombuffer(data, dtype=RECORD_DTYPE, count=whole // record_bytes, offset=HEADER_BYTES)
-        note = f"raw file truncated (no footer): salvaged {len(records)} whole records"
-        return RawSamples(records.copy(), partial=True, truncated=True, note=note)
-    count, crc, flags = struct.unpack_from("<QIxxxxQ", data, len(data) - FOOTER_BYTES + 8)
-    payload = memoryview(data)[HEADER_BYTES : len(data) - FOOTER_BYTES]
-    if count * record_bytes != len(payload) or zlib.crc32(payload) != crc:
+    with open(path, "rb") as f:
+        head = f.read(HEADER_BYTES)
+        size = os.fstat(f.fileno()).st_size
+        if len(head) < HEADER_BYTES or head[:8] != RAW_MAGIC:
+            raise CorruptRunError(f"{path}: not a jitterlab raw sample file (bad header)")
+        version, record_bytes = struct.unpack_from("<II", head, 8)
+        if version != FORMAT_VERSION or record_bytes != RECORD_DTYPE.itemsize:
+            raise CorruptRunError(
+                f"{path}: unsupported raw format version {version} / record size {record_bytes}"
+            )
+        body = size - HEADER_BYTES
+        footer = b""
+        if body >= FOOTER_BYTES and (body - FOOTER_BYTES) % record_bytes == 0:
+            f.seek(size - FOOTER_BYTES)
+            footer = f.read(FOOTER_BYTES)
+        if footer[:8] != FOOTER_MAGIC:
+            whole = body // record_bytes
+            note = f"raw file truncated (no footer): salvaged {whole} whole records"
+            return RawSamples(None, partial=True, truncated=True, note=note, path=path, count=whole)
+        count, crc, flags = struct.unpack_from("<QIxxxxQ", footer, 8)
+        payload = body - FOOTER_BYTES
+        f.seek(HEADER_BYTES)
+        running, left = 0, payload
+        while left:
+            block = f.read(min(left, CHUNK_RECORDS * record_bytes))
+            if not block:
+                break
+            running = zlib.crc32(block, running)
+            left -= len(block)
+    if count * record_bytes != payload or running != crc:
         raise CorruptRunError(f"{path}: footer count or CRC-32 does not match the records")
-    records = np.frombuffer(data, dtype=RECORD_DTYPE, count=count, offset=HEADER_BYTES)
-    return RawSamples(records.copy(), partial=bool(flags & FLAG_PARTIAL), truncated=False, note="")
+    return RawSamples(
+        None, partial=bool(flags & FLAG_PARTIAL), truncated=False, note="", path=path, count=count
+    )
 
 
 def write_raw_samples(path: Path, records: np.ndarray, partial: bool = False) -> None:
@@ -87,4 +135,4 @@ def write_raw_samples(path: Path, records: np.ndarray, partial: bool = False) ->
     footer = FOOTER_MAGIC + struct.pack(
         "<QIxxxxQ", len(records), zlib.crc32(payload), FLAG_PARTIAL if partial else 0
     )
-    path.write_bytes(header + payload + footer)
+    write_file(path, header + payload + footer)

@@ -19,21 +19,32 @@ import os
 import secrets
 import shutil
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+if TYPE_CHECKING:  # pandas is imported by dataframe() only
+    import pandas as pd
+
 from jitterlab.core.errors import CorruptRunError, JitterlabError
-from jitterlab.core.fileio import atomic_write_bytes, atomic_write_json, fsync_dir, sha256_file
-from jitterlab.stats import summarize
-from jitterlab.store.rawfile import RECORD_DTYPE, RawSamples
+from jitterlab.core.fileio import (
+    NOT_WORLD_WRITABLE,
+    check_private_dir,
+    current_umask,
+    fsync_dir,
+    make_dir,
+    os_error_text,
+    private_dir,
+    sha256_file,
+    write_json,
+)
+from jitterlab.store.rawfile import RawSamples
 from jitterlab.store.schema import (
     HISTOGRAM_FILE,
     RUN_JSON,
@@ -41,22 +52,16 @@ from jitterlab.store.schema import (
     SAMPLES_FILE,
     SCHEMA_VERSION,
     safe_id_part,
+    samples_per_pair,
+    valid_run_id,
     validate_run_json,
 )
+from jitterlab.store.writer import SampleWriter, summarize_file, summary_block
 
 DEFAULT_STORE = "jitterlab-results"
 STAGING = ".staging"
 PARTS_DIR = "parts"  # rolling sample parts of a long-running recorder (a monitor)
 DRAFT_JSON = "run.draft.json"  # its run.json so far, for recover
-
-SAMPLE_SCHEMA = pa.schema(
-    [
-        pa.field("pair", pa.int32(), nullable=False),
-        pa.field("seq", pa.int64(), nullable=False),
-        pa.field("t_send_ns", pa.int64(), nullable=False),
-        pa.field("t_recv_ns", pa.int64(), nullable=False),
-    ]
-)
 
 
 def default_store_path() -> Path:
@@ -169,7 +174,9 @@ class Run:
         return df
 
 
-def _read_samples(run: Run) -> pa.Table:
+def verified_samples_path(run: Run) -> Path:
+    """The run's samples file, checked against run.json (size, SHA-256 and row count, read
+    in a stream: memory independent of the run's size); a CorruptRunError naming it otherwise."""
     if run.histogram_only:
         raise JitterlabError(f"run {run.id} holds a histogram only (imported); this needs raw samples")
     info = run.meta.get("samples") or {}
@@ -185,12 +192,20 @@ def _read_samples(run: Run) -> pa.Table:
         if "sha256" in info and sha256_file(path) != info["sha256"]:
             raise CorruptRunError(f"{path}: corrupt (SHA-256 differs from run.json)")
     try:
-        table = pq.read_table(path)
+        rows = pq.ParquetFile(path).metadata.num_rows
     except (pa.ArrowException, OSError) as e:
         raise CorruptRunError(f"{path}: corrupt Parquet file ({e})") from e
-    if "rows" in info and table.num_rows != info["rows"]:
-        raise CorruptRunError(f"{path}: {table.num_rows} rows, run.json recorded {info['rows']}")
-    return table
+    if "rows" in info and rows != info["rows"]:
+        raise CorruptRunError(f"{path}: {rows} rows, run.json recorded {info['rows']}")
+    return path
+
+
+def _read_samples(run: Run) -> pa.Table:
+    path = verified_samples_path(run)
+    try:
+        return pq.read_table(path)
+    except (pa.ArrowException, OSError) as e:
+        raise CorruptRunError(f"{path}: corrupt Parquet file ({e})") from e
 
 
 def read_run_json(directory: Path) -> dict[str, Any]:
@@ -217,45 +232,100 @@ class ResultsStore:
         slug = "-".join(safe_id_part(p) for p in parts if p)
         return f"{stamp}-{slug}-{secrets.token_hex(2)}"
 
-    def staging_dir(self, run_id: str) -> Path:
-        """A fresh folder for a harness to write into; fails early with a clear message."""
-        directory = self.root / STAGING / run_id
+    def trusted_uids(self) -> set[int]:
+        """Whose folders in this store are used: the invoking user's and the store owner's."""
+        uids = {os.geteuid()}
+        with suppress(OSError):
+            uids.add(os.stat(self.root).st_uid)
+        return uids
+
+    def staging_root(self) -> Path:
+        """``ROOT/.staging``, created 0700 (the store root too when missing, never
+        world-writable); a store every user can write to, or a .staging folder that belongs
+        to someone else or that others can write to, is refused in one line."""
         try:
-            directory.mkdir(parents=True, exist_ok=False)
-            probe = directory / ".write-test"
-            probe.write_bytes(b"")
-            probe.unlink()
+            make_dir(self.root)
+        except JitterlabError as e:
+            raise JitterlabError(f"cannot write to results store {self.root}: {e}") from None
+        try:
+            root = os.stat(self.root)
         except OSError as e:
-            raise JitterlabError(f"cannot write to results store {self.root}: {e.strerror or e}") from e
+            raise JitterlabError(f"results store {self.root}: {os_error_text(e)}") from None
+        if root.st_mode & 0o002:
+            raise JitterlabError(
+                f"results store {self.root} is writable by every user (mode {root.st_mode & 0o7777:o}): "
+                f"anyone could plant runs or drafts there; chmod o-w {self.root}"
+            )
+        staging = self.root / STAGING
+        if not os.path.lexists(staging):
+            return private_dir(staging)
+        st = os.lstat(staging)
+        if st.st_uid == os.geteuid() and (st.st_mode & 0o7777) != 0o700 and os.path.isdir(staging):
+            os.chmod(staging, 0o700, follow_symlinks=False)  # made by an earlier version
+        check_private_dir(staging, self.trusted_uids())
+        return staging
+
+    def staging_dir(self, run_id: str) -> Path:
+        """A fresh folder (0700) for a harness to write into; fails early with a clear message."""
+        directory = self.staging_root() / run_id
+        try:
+            os.mkdir(directory, 0o700)
+            probe = os.open(
+                directory / ".write-test", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600
+            )
+            os.close(probe)
+            os.unlink(directory / ".write-test")
+        except OSError as e:
+            raise JitterlabError(f"cannot write to results store {self.root}: {os_error_text(e)}") from e
         return directory
 
     @contextmanager
     def staging_lock(self, run_id: str) -> Iterator[None]:
         """Held while a run is measured and stored: :meth:`leftovers` never offers a staging
         folder whose writer is still alive (the kernel drops the lock when it dies)."""
-        (self.root / STAGING).mkdir(parents=True, exist_ok=True)
-        path = self.root / STAGING / f"{run_id}.lock"
-        with open(path, "w") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
+        path = self.staging_root() / f"{run_id}.lock"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
             try:
                 yield
             finally:
                 path.unlink(missing_ok=True)
+        finally:
+            os.close(fd)
 
-    def leftovers(self) -> list[Path]:
-        """Staging folders left by a measuring process that was killed (no live writer)."""
+    def leftovers(self, refused: list[tuple[Path, str]] | None = None) -> list[Path]:
+        """Staging folders left by a measuring process that was killed (no live writer).
+        Only folders of the invoking user or the store owner that no one else can write to
+        are offered; the others go to ``refused`` with the reason."""
         staging = self.root / STAGING
-        if not staging.is_dir():
+        if not staging.is_dir() or staging.is_symlink():
             return []
+        trusted = self.trusted_uids()
         out = []
-        for directory in sorted(p for p in staging.iterdir() if p.is_dir()):
+        for directory in sorted(p for p in staging.iterdir() if p.is_dir() and not p.is_symlink()):
+            try:
+                check_private_dir(directory, trusted)
+            except JitterlabError as e:
+                if refused is not None:
+                    refused.append((directory, str(e)))
+                continue
             lock = staging / f"{directory.name}.lock"
-            if lock.exists():
-                with open(lock) as handle:
-                    try:
-                        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    except BlockingIOError:
-                        continue  # still being written
+            try:
+                fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            except FileNotFoundError:
+                out.append(directory)
+                continue
+            except OSError as e:
+                if refused is not None:
+                    refused.append((directory, f"{lock}: {os_error_text(e)}"))
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # still being written
+            finally:
+                os.close(fd)
             out.append(directory)
         return out
 
@@ -270,60 +340,53 @@ class ResultsStore:
         meta: dict[str, Any],
         extra_columns: dict[str, np.ndarray] | None = None,
     ) -> Run:
-        """Turn a harness's output into a stored run: Parquet samples, summary, run.json.
+        """Turn a harness's output into a stored run, streaming: its records become row
+        groups of the samples file chunk by chunk (a raw file in ``staging`` is consumed),
+        then :meth:`publish_samples`.
 
         ``extra_columns`` (int64, one value per sample) follow the four every run has, for
         capabilities that know more per sample (``net``: the intended send time and the nodes).
-        The samples are written and verified before run.json, and the folder is renamed
-        into place last, so a listed run is always complete on disk.
         """
-        records = raw.records
         extra = extra_columns or {}
-        schema = pa.schema([*SAMPLE_SCHEMA, *(pa.field(name, pa.int64(), nullable=False) for name in extra)])
-        table = pa.table(
-            {
-                "pair": pa.array(records["pair"], pa.int32()),
-                "seq": pa.array(records["seq"], pa.int64()),
-                "t_send_ns": pa.array(records["t_send_ns"], pa.int64()),
-                "t_recv_ns": pa.array(records["t_recv_ns"], pa.int64()),
-                **{name: pa.array(values, pa.int64()) for name, values in extra.items()},
-            },
-            schema=schema.with_metadata(
-                {"jitterlab.schema_version": str(SCHEMA_VERSION), "jitterlab.run_id": meta["id"]}
-            ),
-        )
-        samples_path = staging / SAMPLES_FILE
-        tmp = staging / (SAMPLES_FILE + ".tmp")
-        pq.write_table(table, tmp, compression="zstd")
-        with open(tmp, "rb") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, samples_path)
-        latency = records["t_recv_ns"] - records["t_send_ns"]
-        meta["schema_version"] = SCHEMA_VERSION
-        meta["samples"] = {
-            "file": SAMPLES_FILE,
-            "rows": int(table.num_rows),
-            "bytes": samples_path.stat().st_size,
-            "sha256": sha256_file(samples_path),
-            "columns": ["pair", "seq", "t_send_ns", "t_recv_ns", *extra],
-            "clock": "CLOCK_MONOTONIC",
-            "unit": "ns",
-        }
-        summary = summarize(latency).to_dict()
-        # JSON has no NaN: the summary of no samples stores null (readers show "n/a")
-        meta["summary"] = {"latency_ns": {k: v if v == v else None for k, v in summary.items()}}
-        return self._publish(staging, meta)
+        with SampleWriter(staging / SAMPLES_FILE, meta["id"], tuple(extra)) as writer:
+            start = 0
+            for chunk in raw.chunks():
+                end = start + len(chunk)
+                columns = {name: values[start:end] for name, values in extra.items()}
+                writer.write(chunk["pair"], chunk["seq"], chunk["t_send_ns"], chunk["t_recv_ns"], **columns)
+                start = end
+        if raw.path is not None and raw.path.parent == staging:
+            raw.path.unlink()
+        return self.publish_samples(staging, meta, writer)
 
     def commit_latencies(
         self, meta: dict[str, Any], t_send_ns: np.ndarray, t_recv_ns: np.ndarray, partial: bool = False
     ) -> Run:
         """Store samples computed in Python (one pair, in order) as a run: what an analysis
         whose results are latencies (a video, a sensor log) writes."""
-        records = np.zeros(len(t_recv_ns), dtype=RECORD_DTYPE)
-        records["seq"] = np.arange(len(t_recv_ns))
-        records["t_send_ns"], records["t_recv_ns"] = t_send_ns, t_recv_ns
-        raw = RawSamples(records, partial=partial, truncated=False, note="")
-        return self.commit(self.staging_dir(meta["id"]), raw, meta)
+        staging = self.staging_dir(meta["id"])
+        with SampleWriter(staging / SAMPLES_FILE, meta["id"]) as writer:
+            writer.write(0, np.arange(len(t_recv_ns)), t_send_ns, t_recv_ns)
+        return self.publish_samples(staging, meta, writer)
+
+    def publish_samples(self, staging: Path, meta: dict[str, Any], writer: SampleWriter) -> Run:
+        """The closed samples file of ``writer`` described in run.json (rows, size, SHA-256,
+        the exact summary read back from it in bounded memory), then published."""
+        meta["schema_version"] = SCHEMA_VERSION
+        meta["samples"] = {
+            "file": writer.path.name,
+            "rows": writer.rows,
+            "bytes": writer.path.stat().st_size,
+            "sha256": sha256_file(writer.path),
+            "columns": [*SAMPLE_COLUMNS, *writer.extra],
+            "clock": "CLOCK_MONOTONIC",
+            "unit": "ns",
+        }
+        meta["summary"] = (meta.get("summary") or {}) | summary_block(summarize_file(writer.path))
+        config = meta.setdefault("config", {})
+        if samples_per_pair(config) is None:  # nothing was asked for (repl, net): what was recorded
+            config["samples"] = writer.rows // max(int(config.get("pairs") or 1), 1)
+        return self._publish(staging, meta)
 
     def write_part(
         self, staging: Path, index: int, t_send_ns: np.ndarray, t_recv_ns: np.ndarray, first_seq: int
@@ -332,62 +395,30 @@ class ResultsStore:
         part, written atomically to ``parts/``, so that a recorder killed at any moment
         leaves every part but the one it was writing readable."""
         parts = staging / PARTS_DIR
-        parts.mkdir(exist_ok=True)
+        if not parts.is_dir():
+            os.mkdir(parts, 0o700)
         n = len(t_recv_ns)
-        table = pa.table(
-            {
-                "pair": pa.array(np.zeros(n, np.int32), pa.int32()),
-                "seq": pa.array(np.arange(first_seq, first_seq + n, dtype=np.int64), pa.int64()),
-                "t_send_ns": pa.array(t_send_ns, pa.int64()),
-                "t_recv_ns": pa.array(t_recv_ns, pa.int64()),
-            },
-            schema=SAMPLE_SCHEMA,
-        )
-        tmp = parts / f"part-{index:06d}.parquet.tmp"
-        pq.write_table(table, tmp, compression="lz4")
-        os.replace(tmp, parts / f"part-{index:06d}.parquet")
+        with SampleWriter(parts / f"part-{index:06d}.parquet", str(staging.name)) as writer:
+            writer.write(0, np.arange(first_seq, first_seq + n, dtype=np.int64), t_send_ns, t_recv_ns)
 
     def commit_parts(self, staging: Path, meta: dict[str, Any]) -> Run:
-        """The parts of ``staging`` merged, part by part, into the run's samples file (memory:
-        one part at a time, plus the latency column for the summary), then published."""
+        """The parts of ``staging`` merged, batch by batch, into the run's samples file, then
+        published (memory: one batch at a time, whatever the recording's length)."""
         part_files = (
             sorted((staging / PARTS_DIR).glob("part-*.parquet")) if (staging / PARTS_DIR).is_dir() else []
         )
-        samples_path = staging / SAMPLES_FILE
-        tmp = staging / (SAMPLES_FILE + ".tmp")
-        schema = SAMPLE_SCHEMA.with_metadata(
-            {"jitterlab.schema_version": str(SCHEMA_VERSION), "jitterlab.run_id": meta["id"]}
-        )
-        latencies = []
-        rows = 0
-        with pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
+        with SampleWriter(staging / SAMPLES_FILE, meta["id"]) as writer:
             for part in part_files:
                 try:
-                    table = pq.read_table(part).cast(SAMPLE_SCHEMA).replace_schema_metadata(schema.metadata)
+                    with pq.ParquetFile(part) as f:
+                        batches = list(f.iter_batches(columns=list(SAMPLE_COLUMNS)))
                 except (pa.ArrowInvalid, OSError):
                     continue  # a part cut off by a crash: the parts before it are whole
-                writer.write_table(table)
-                latencies.append(table.column("t_recv_ns").to_numpy() - table.column("t_send_ns").to_numpy())
-                rows += table.num_rows
-        with open(tmp, "rb") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, samples_path)
+                for b in batches:
+                    writer.write(*(b.column(i).to_numpy() for i in range(4)))
         shutil.rmtree(staging / PARTS_DIR, ignore_errors=True)
         (staging / DRAFT_JSON).unlink(missing_ok=True)
-        latency = np.concatenate(latencies) if latencies else np.zeros(0, np.int64)
-        meta["schema_version"] = SCHEMA_VERSION
-        meta["samples"] = {
-            "file": SAMPLES_FILE,
-            "rows": rows,
-            "bytes": samples_path.stat().st_size,
-            "sha256": sha256_file(samples_path),
-            "columns": list(SAMPLE_COLUMNS),
-            "clock": "CLOCK_MONOTONIC",
-            "unit": "ns",
-        }
-        summary = summarize(latency).to_dict()
-        meta["summary"] = {"latency_ns": {k: v if v == v else None for k, v in summary.items()}}
-        return self._publish(staging, meta)
+        return self.publish_samples(staging, meta, writer)
 
     def recover_parts(self, staging: Path) -> Run | None:
         """A staging folder of a killed long-running recorder (``run.draft.json`` and
@@ -397,16 +428,26 @@ class ResultsStore:
             return None
         try:
             meta = json.loads(draft.read_text())
-        except (OSError, ValueError):
-            return None
+        except (OSError, ValueError) as e:
+            raise JitterlabError(
+                f"{staging.name}: its {DRAFT_JSON} is not readable JSON ({e}); left in place"
+            ) from None
+        if not isinstance(meta, dict):
+            raise JitterlabError(f"{staging.name}: its {DRAFT_JSON} is not a JSON object; left in place")
+        if meta.get("id") != staging.name:
+            # the draft names the folder it lives in: anything else would move a run elsewhere
+            raise JitterlabError(
+                f"{staging.name}: its {DRAFT_JSON} names another run id ({str(meta.get('id'))[:80]!r}); left in place"
+            )
         meta["status"] = "partial"
         meta["partial_reason"] = "recovered from .staging: the recording process did not finish"
         return self.commit_parts(staging, meta)
 
-    def commit_histogram(self, staging: Path, histogram_log: str, meta: dict[str, Any]) -> Run:
-        """Store an HdrHistogram log (its text) as a histogram-only run (``meta`` carries its
-        ``histogram`` and ``summary`` blocks)."""
-        atomic_write_bytes(staging / HISTOGRAM_FILE, histogram_log.encode())
+    def commit_histogram(self, staging: Path, meta: dict[str, Any]) -> Run:
+        """Store the HdrHistogram log written to ``staging/histogram.hlog`` as a
+        histogram-only run (``meta`` carries its ``histogram`` and ``summary`` blocks)."""
+        if not (staging / HISTOGRAM_FILE).is_file():
+            raise JitterlabError(f"{staging}: no {HISTOGRAM_FILE} to store")
         meta["schema_version"] = SCHEMA_VERSION
         meta["samples"] = None
         meta["histogram"] = {"file": HISTOGRAM_FILE} | meta.get("histogram", {})
@@ -416,11 +457,15 @@ class ResultsStore:
         """Add facts known only after a run was stored (for example whether the load stopped
         cleanly) to its run.json, atomically."""
         run.meta |= blocks
-        atomic_write_json(run.path / RUN_JSON, run.meta)
+        write_json(run.path / RUN_JSON, run.meta)
 
     def _publish(self, staging: Path, meta: dict[str, Any]) -> Run:
-        """run.json written last, then the folder renamed into place: the one way in."""
-        atomic_write_json(staging / RUN_JSON, meta)
+        """run.json written last, then the folder (0700 while staged) opened to readers as
+        the umask allows, never world-writable, and renamed into place: the one way in."""
+        if not valid_run_id(meta.get("id")):
+            raise JitterlabError(f"invalid run id {str(meta.get('id'))[:80]!r}: not stored")
+        write_json(staging / RUN_JSON, meta)
+        os.chmod(staging, 0o755 & ~current_umask() & NOT_WORLD_WRITABLE)
         final = self.root / meta["id"]
         os.replace(staging, final)
         fsync_dir(self.root)

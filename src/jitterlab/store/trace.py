@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from jitterlab.core.errors import CorruptRunError
+from jitterlab.core.fileio import open_output
 
 TRACE_FILE = "trace-events.parquet"
 
@@ -39,7 +40,8 @@ def write_trace_events(path: Path, events: TraceEvents) -> None:
             "cause": pa.array(causes, pa.string()),
         }
     )
-    pq.write_table(table, path, compression="zstd")
+    with open_output(path) as f:
+        pq.write_table(table, f, compression="zstd")
 
 
 def read_trace_events(path: Path, counts: dict[str, int]) -> TraceEvents:

@@ -1,5 +1,7 @@
 package dev.jitterlab.jvm;
 
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonGenerator;
 import java.io.IOException;
 import java.lang.management.GarbageCollectorMXBean;
 import java.lang.management.ManagementFactory;
@@ -184,44 +186,92 @@ public final class Main {
         List<String> gcs = new ArrayList<>();
         for (GarbageCollectorMXBean gc : ManagementFactory.getGarbageCollectorMXBeans()) gcs.add(gc.getName());
         String[] policy = Placements.obtainedPolicy();
-        Json j = new Json();
-        j.begin().field("harness", "jvm").field("tool", "jvm-bench").field("harness_version", VERSION);
-        j.field("technique", o.technique()).field("pairs", o.pairs()).field("samples_requested", o.samples());
-        j.field("warmup", o.warmup()).field("block_ints", o.blockInts()).field("wait_strategy", o.waitStrategy());
-        j.field("dispatcher", o.dispatcher());
-        if (harness instanceof PipelineBenchmark pipeline) {
-            j.field("interval_ns", o.intervalNs()).strings("series", List.of(PipelineBenchmark.SERIES));
-            j.field("journal_bytes", pipeline.journalBytes()).field("journal_error", pipeline.journalError());
-            j.field("spin_mode", pipeline.yielding ? "yield" : "busy").field("spin_fallback_reason", pipeline.spinFallbackReason());
-        }
-        j.key("java").begin().field("version", System.getProperty("java.version"))
-                .field("feature", Runtime.version().feature()).field("vm_name", System.getProperty("java.vm.name"))
-                .field("vm_version", System.getProperty("java.vm.version")).strings("gc_beans", gcs)
-                .strings("input_arguments", ManagementFactory.getRuntimeMXBean().getInputArguments()).end();
-        j.key("placements").array().begin().field("role", "jvm").field("pair", -1).field("thread", "main")
-                .field("policy", policy[0]).field("priority", Integer.parseInt(policy[1])).end();
-        for (Placements.Entry e : placements.entries()) {
-            j.begin().field("role", e.role()).field("pair", e.pair()).field("thread", e.thread())
-                    .field("policy", e.policy()).field("priority", e.priority()).end();
-        }
-        j.endArray();
-        double mean = Arrays.stream(clockReads).average().orElse(Double.NaN);
-        j.key("floor").begin().key("clock_overhead_ns").begin().field("min", clockReads[0])
-                .field("median", clockReads[clockReads.length / 2]).field("mean", mean)
-                .field("p99", clockReads[(int) (clockReads.length * 0.99)]).end();
-        j.key("c2c_one_way_ns").begin().field("measured", false)
-                .field("skipped_reason", "the JVM harness does not pin threads").end().end();
-        j.key("warnings").array();
-        if (harness instanceof PipelineBenchmark pipeline && pipeline.yielding)
-            j.begin().field("code", "spin-fallback").field("detail", pipeline.spinFallbackReason()).end();
-        j.endArray();
-        j.field("status", complete ? "complete" : "partial");
-        j.field("partial_reason", complete ? "" : "interrupted by a signal");
-        j.field("started_realtime_ns", startedRealtime).field("t_start_ns", tStart).field("t_end_ns", tEnd);
-        j.end();
         Path path = o.out().resolve("harness.json");
         Path tmp = o.out().resolve("harness.json.tmp");
-        Files.writeString(tmp, j.toString() + "\n", StandardCharsets.UTF_8);
+        try (JsonGenerator j = JSON.createGenerator(Files.newBufferedWriter(tmp, StandardCharsets.UTF_8))) {
+            j.writeStartObject();
+            j.writeStringField("harness", "jvm");
+            j.writeStringField("tool", "jvm-bench");
+            j.writeStringField("harness_version", VERSION);
+            j.writeStringField("technique", o.technique());
+            j.writeNumberField("pairs", o.pairs());
+            j.writeNumberField("samples_requested", o.samples());
+            j.writeNumberField("warmup", o.warmup());
+            j.writeNumberField("block_ints", o.blockInts());
+            j.writeStringField("wait_strategy", o.waitStrategy());
+            j.writeStringField("dispatcher", o.dispatcher());
+            PipelineBenchmark pipeline = harness instanceof PipelineBenchmark p ? p : null;
+            if (pipeline != null) {
+                j.writeNumberField("interval_ns", o.intervalNs());
+                strings(j, "series", List.of(PipelineBenchmark.SERIES));
+                j.writeNumberField("journal_bytes", pipeline.journalBytes());
+                j.writeStringField("journal_error", pipeline.journalError());
+                j.writeStringField("spin_mode", pipeline.yielding ? "yield" : "busy");
+                j.writeStringField("spin_fallback_reason", pipeline.spinFallbackReason());
+            }
+            j.writeObjectFieldStart("java");
+            j.writeStringField("version", System.getProperty("java.version"));
+            j.writeNumberField("feature", Runtime.version().feature());
+            j.writeStringField("vm_name", System.getProperty("java.vm.name"));
+            j.writeStringField("vm_version", System.getProperty("java.vm.version"));
+            strings(j, "gc_beans", gcs);
+            strings(j, "input_arguments", ManagementFactory.getRuntimeMXBean().getInputArguments());
+            j.writeEndObject();
+            j.writeArrayFieldStart("placements");
+            placement(j, "jvm", -1, "main", policy[0], Integer.parseInt(policy[1]));
+            for (Placements.Entry e : placements.entries()) placement(j, e.role(), e.pair(), e.thread(), e.policy(), e.priority());
+            j.writeEndArray();
+            j.writeObjectFieldStart("floor");
+            j.writeObjectFieldStart("clock_overhead_ns");
+            j.writeNumberField("min", clockReads[0]);
+            j.writeNumberField("median", clockReads[clockReads.length / 2]);
+            double mean = Arrays.stream(clockReads).average().orElse(Double.NaN);
+            if (Double.isFinite(mean)) j.writeNumberField("mean", mean);
+            else j.writeNullField("mean");
+            j.writeNumberField("p99", clockReads[(int) (clockReads.length * 0.99)]);
+            j.writeEndObject();
+            j.writeObjectFieldStart("c2c_one_way_ns");
+            j.writeBooleanField("measured", false);
+            j.writeStringField("skipped_reason", "the JVM harness does not pin threads");
+            j.writeEndObject();
+            j.writeEndObject();
+            j.writeArrayFieldStart("warnings");
+            if (pipeline != null && pipeline.yielding) warning(j, WarningCode.SPIN_FALLBACK, pipeline.spinFallbackReason());
+            j.writeEndArray();
+            j.writeStringField("status", complete ? "complete" : "partial");
+            j.writeStringField("partial_reason", complete ? "" : "interrupted by a signal");
+            j.writeNumberField("started_realtime_ns", startedRealtime);
+            j.writeNumberField("t_start_ns", tStart);
+            j.writeNumberField("t_end_ns", tEnd);
+            j.writeEndObject();
+        }
         Files.move(tmp, path, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+    }
+
+    static final JsonFactory JSON = new JsonFactory();
+
+    static void strings(JsonGenerator j, String name, List<String> values) throws IOException {
+        j.writeArrayFieldStart(name);
+        for (String v : values) j.writeString(v);
+        j.writeEndArray();
+    }
+
+    static void placement(JsonGenerator j, String role, int pair, String thread, String policy, int priority)
+            throws IOException {
+        j.writeStartObject();
+        j.writeStringField("role", role);
+        j.writeNumberField("pair", pair);
+        j.writeStringField("thread", thread);
+        j.writeStringField("policy", policy);
+        j.writeNumberField("priority", priority);
+        j.writeEndObject();
+    }
+
+    /** A warning of the closed set (WarningCode, generated from core/warning_codes.toml). */
+    static void warning(JsonGenerator j, WarningCode code, String detail) throws IOException {
+        j.writeStartObject();
+        j.writeStringField("code", code.code());
+        j.writeStringField("detail", detail);
+        j.writeEndObject();
     }
 }

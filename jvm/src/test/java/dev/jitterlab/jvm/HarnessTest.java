@@ -98,6 +98,26 @@ class HarnessTest {
     }
 
     @Test
+    void warningsAreCodedAndEscapedByTheJsonLibrary(@TempDir Path dir) throws Exception {
+        String nasty = "quote \" backslash \\ newline \n tab \t bell \u0007 é";
+        java.io.StringWriter out = new java.io.StringWriter();
+        try (com.fasterxml.jackson.core.JsonGenerator j = Main.JSON.createGenerator(out)) {
+            Main.warning(j, WarningCode.SPIN_FALLBACK, nasty);
+        }
+        try (com.fasterxml.jackson.core.JsonParser parser = Main.JSON.createParser(out.toString())) {
+            java.util.Map<String, String> fields = new java.util.HashMap<>();
+            parser.nextToken();
+            while (parser.nextToken() == com.fasterxml.jackson.core.JsonToken.FIELD_NAME) {
+                String name = parser.currentName();
+                parser.nextToken();
+                fields.put(name, parser.getText());
+            }
+            assertEquals("spin-fallback", fields.get("code"));
+            assertEquals(nasty, fields.get("detail"));
+        }
+    }
+
+    @Test
     void rawFileMatchesTheDocumentedLayout(@TempDir Path dir) throws Exception {
         Path file = dir.resolve("samples.jlraw");
         try (RawSampleWriter w = new RawSampleWriter(file)) {

@@ -1,0 +1,56 @@
+"""Start-up: `jitterlab --version`, `--help` and `runs` on an empty store (issue 28 item 3).
+
+Each command runs --repeats times (default 5) in a fresh process; the figures are the median
+wall time with its range and the peak RSS of the whole process tree (benchmarks/treemem.py).
+Targets: ≤ 0.25 s and ≤ 60 MB each. A bare `python -c pass` runs beside them as the floor.
+
+Usage: python benchmarks/startup.py [--repeats 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+from treemem import median_range, run_measured
+
+TARGET_S, TARGET_MB = 0.25, 60.0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    jitterlab = [sys.executable, "-m", "jitterlab"]
+    missed = []
+    with tempfile.TemporaryDirectory() as empty:
+        commands = {
+            "python -c pass (floor)": [sys.executable, "-c", "pass"],
+            "jitterlab --version": [*jitterlab, "--version"],
+            "jitterlab --help": [*jitterlab, "--help"],
+            "jitterlab runs (empty store)": [*jitterlab, "runs", "--store", str(Path(empty) / "store")],
+        }
+        print(
+            f"{'command':<30}{'median s':>10}{'range s':>16}{'peak MB':>10}  target ≤ {TARGET_S} s, ≤ {TARGET_MB:.0f} MB"
+        )
+        for name, cmd in commands.items():
+            runs = [run_measured(cmd, interval=0.005) for _ in range(args.repeats)]
+            if any(r.returncode != 0 for r in runs):
+                print(f"{name}: failed: {runs[0].stderr.strip()}", file=sys.stderr)
+                return 2
+            med, lo, hi = median_range([r.seconds for r in runs])
+            peak = max(r.peak_tree_rss_bytes for r in runs) / 1e6
+            verdict = ""
+            if "floor" not in name:
+                met = med <= TARGET_S and peak <= TARGET_MB
+                verdict = "met" if met else "MISSED"
+                missed += [] if met else [name]
+            print(f"{name:<30}{med:>10.3f}{f'{lo:.3f} – {hi:.3f}':>16}{peak:>10.0f}  {verdict}")
+    print("all targets met" if not missed else "MISSED: " + "; ".join(missed))
+    return 0 if not missed else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,113 @@
+"""Run a command and measure it as a whole: wall time and the peak memory of its process tree.
+
+``ru_maxrss`` of a process (or ``/usr/bin/time -v``) is the peak of one process; a command
+that starts helpers (the report's workers, the native harness, a JVM, ``ip netns exec``)
+uses the sum of its tree. This samples ``/proc`` every ``interval`` seconds and keeps the
+peak of the sum of the resident sizes (RSS) of the command and all its descendants; memory
+shared between processes of the tree is counted once per process, as ``ps`` and ``top``
+would (an upper bound of what the tree needs).
+
+Usage as a script: ``python benchmarks/treemem.py -- CMD ARGS…`` prints seconds and the peak.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One run of a command: exit code, output, wall seconds and peak tree RSS in bytes."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+    peak_tree_rss_bytes: int
+
+
+def _children() -> dict[int, list[int]]:
+    """Parent pid → child pids, from /proc/PID/stat of every process now alive."""
+    tree: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(entry.path, "stat").read_text()
+        except OSError:  # the process ended while we looked
+            continue
+        # the command name is in parentheses and may hold spaces: the ppid follows the last ')'
+        ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
+        tree.setdefault(ppid, []).append(int(entry.name))
+    return tree
+
+
+def tree_rss_bytes(root: int) -> int:
+    """Sum of the resident sizes of ``root`` and all its descendants now."""
+    tree = _children()
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            total += int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE
+        todo.extend(tree.get(pid, ()))
+    return total
+
+
+def run_measured(
+    cmd: Sequence[str], *, env: dict[str, str] | None = None, cwd: Path | None = None, interval: float = 0.02
+) -> Measured:
+    """Run ``cmd`` to its end, capturing its output, and measure its tree's peak RSS."""
+    started = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd)
+    peak = 0
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.is_set():
+            peak = max(peak, tree_rss_bytes(proc.pid))
+            done.wait(interval)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        stdout, stderr = proc.communicate()
+    finally:
+        done.set()
+        sampler.join()
+    return Measured(proc.returncode, stdout, stderr, time.monotonic() - started, peak)
+
+
+def median_range(values: Sequence[float]) -> tuple[float, float, float]:
+    """(median, smallest, largest) of the repeats."""
+    return statistics.median(values), min(values), max(values)
+
+
+def main() -> int:
+    args = sys.argv[1:]
+    if args[:1] == ["--"]:
+        args = args[1:]
+    if not args:
+        print("usage: python benchmarks/treemem.py -- CMD ARGS…", file=sys.stderr)
+        return 2
+    m = run_measured(args)
+    sys.stdout.write(m.stdout)
+    sys.stderr.write(m.stderr)
+    print(f"{m.seconds:.2f} s, peak tree RSS {m.peak_tree_rss_bytes / 1e6:.0f} MB", file=sys.stderr)
+    return m.returncode
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,165 @@
+"""Writes stream (issue 25 item 3): peak memory of the whole process tree while a large
+recording becomes a stored run.
+
+- ``jitterlab import`` of a CSV of ``--rows`` samples (``t_send_ns,t_recv_ns``; default
+  100 M rows, about 3.6 GB), generated here chunk by chunk.
+- The stop path of ``monitor serve`` holding ``--monitor-samples`` samples (default 28 M):
+  its rolling parts merged into the run's samples file and summarised. Measured as
+  ``jitterlab recover`` of a staging folder laid out as a killed serve leaves it (a draft
+  run.json and one-second parts of 1 M samples), which runs the same code as the stop
+  (``ResultsStore.commit_parts``) in a process of its own, so the figure is that path's
+  alone, not the serve's drain loop.
+
+Each is run ``--repeats`` times (default 3) and measured with ``treemem.run_measured``
+(the sum of the RSS of the command and all its descendants, sampled every 20 ms); the
+median and range are printed. Targets: ≤ 1 GB each. The stored run's summary is checked
+against the generated data's (the count, and the exact p50/max).
+
+    python benchmarks/write_memory.py [--rows 100000000] [--monitor-samples 28000000] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+
+sys.path.insert(0, str(Path(__file__).parent))
+from jitterlab.store import ResultsStore
+from jitterlab.store.schema import run_meta
+from treemem import median_range, run_measured
+
+CHUNK = 1_000_000
+TARGET_MB = 1000
+
+
+def latencies(rng: np.random.Generator, n: int) -> np.ndarray:
+    """A heavy-tailed mixture like the harness's: a body, a cluster, rare spikes."""
+    body = rng.lognormal(np.log(2_000), 0.3, n)
+    cluster = rng.random(n) < 0.01
+    body[cluster] = rng.normal(50_000, 5_000, int(cluster.sum()))
+    spikes = rng.random(n) < 1e-5
+    body[spikes] = rng.uniform(1e6, 3e7, int(spikes.sum()))
+    return np.maximum(body, 1).astype(np.int64)
+
+
+def write_csv(path: Path, rows: int, seed: int) -> tuple[int, int]:
+    """The CSV, chunk by chunk; (rows, the largest latency)."""
+    rng = np.random.default_rng(seed)
+    largest = 0
+    with pacsv.CSVWriter(path, pa.schema([("t_send_ns", pa.int64()), ("t_recv_ns", pa.int64())])) as w:
+        for start in range(0, rows, CHUNK):
+            n = min(CHUNK, rows - start)
+            t_send = 1_000_000_000 + (start + np.arange(n, dtype=np.int64)) * 1_000
+            latency = latencies(rng, n)
+            largest = max(largest, int(latency.max()))
+            w.write_table(pa.table({"t_send_ns": t_send, "t_recv_ns": t_send + latency}))
+    return rows, largest
+
+
+def monitor_staging(store: Path, samples: int, seed: int) -> int:
+    """A staging folder as a killed ``monitor serve`` leaves it; returns the largest latency."""
+    rs = ResultsStore(store)
+    run_id = rs.new_run_id("monitor", "bench")
+    staging = rs.staging_dir(run_id)
+    rng = np.random.default_rng(seed)
+    largest = 0
+    for index, start in enumerate(range(0, samples, CHUNK)):
+        n = min(CHUNK, samples - start)
+        t_send = (start + np.arange(n, dtype=np.int64)) * 1_000
+        latency = latencies(rng, n)
+        largest = max(largest, int(latency.max()))
+        rs.write_part(staging, index, t_send, t_send + latency, start)
+    draft = run_meta(
+        run_id,
+        dt.datetime.now(dt.timezone.utc),
+        environment=None,
+        doctor=None,
+        config={"runtime": "monitor", "technique": "bench", "pairs": 1, "policy": "other"},
+        obtained={"warnings": []},
+        floor={},
+        timing={},
+    )
+    (staging / "run.draft.json").write_text(json.dumps(draft))
+    return largest
+
+
+def measure(label: str, cmd: list[str], repeats: int, prepare: object) -> list[tuple[float, int]]:
+    out = []
+    for _ in range(repeats):
+        if callable(prepare):
+            prepare()
+        m = run_measured(cmd)
+        if m.returncode != 0:
+            raise SystemExit(f"{label} failed ({m.returncode}): {m.stderr.strip()[-500:]}")
+        out.append((m.seconds, m.peak_tree_rss_bytes))
+    return out
+
+
+def report(label: str, results: list[tuple[float, int]]) -> None:
+    t, t_lo, t_hi = median_range([s for s, _ in results])
+    mb, mb_lo, mb_hi = median_range([b / 1e6 for _, b in results])
+    print(f"{label}: time {t:.1f} s (range {t_lo:.1f}–{t_hi:.1f}), ", end="")
+    print(f"peak tree RSS {mb:.0f} MB (range {mb_lo:.0f}–{mb_hi:.0f}), target ≤ {TARGET_MB} MB")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=100_000_000)
+    parser.add_argument("--monitor-samples", type=int, default=28_000_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="2 M rows and 2 M monitor samples, once")
+    parser.add_argument("--json", action="store_true", help="one object of the figures on the last line")
+    args = parser.parse_args()
+    if args.quick:  # all.py repeats the whole script
+        args.rows, args.monitor_samples, args.repeats = 2_000_000, 2_000_000, 1
+    exe = [sys.executable, "-m", "jitterlab"]
+    figures: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix="jl-write-memory-", dir=os.environ.get("TMPDIR")) as tmp:
+        root = Path(tmp)
+        csv_path = root / "samples.csv"
+        rows, largest = write_csv(csv_path, args.rows, seed=1)
+        print(f"CSV: {rows:,} rows, {csv_path.stat().st_size / 1e9:.2f} GB")
+        stores = iter(range(args.repeats))
+        import_results = []
+        for _ in range(args.repeats):
+            store = root / f"import-{next(stores)}"
+            import_results += measure(
+                "import", [*exe, "import", str(csv_path), "--store", str(store)], 1, None
+            )
+            run = ResultsStore(store).runs()[0]
+            summary = run.meta["summary"]["latency_ns"]
+            assert summary["count"] == rows and summary["max"] == largest, summary
+        csv_path.unlink()
+        report(f"import of a {rows / 1e6:g} M-row CSV", import_results)
+        figures["import_peak_mb"] = float(np.median([b / 1e6 for _, b in import_results]))
+        figures["import_s"] = float(np.median([s for s, _ in import_results]))
+
+        store = root / "monitor"
+
+        def prepare() -> None:
+            monitor_staging(store, args.monitor_samples, seed=2)
+
+        stop_results = measure("recover", [*exe, "recover", "--store", str(store)], args.repeats, prepare)
+        runs = ResultsStore(store).runs()
+        assert len(runs) == args.repeats and all(
+            r.meta["summary"]["latency_ns"]["count"] == args.monitor_samples for r in runs
+        )
+        report(f"monitor stop with {args.monitor_samples / 1e6:g} M samples (parts → run)", stop_results)
+        figures["monitor_stop_peak_mb"] = float(np.median([b / 1e6 for _, b in stop_results]))
+        figures["monitor_stop_s"] = float(np.median([s for s, _ in stop_results]))
+    if args.json:
+        print(json.dumps(figures))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,118 @@
+"""Runs in and out in the field's formats: ``import`` (HdrHistogram logs, CSV) and ``export``
+(hgrm, hlog, CSV, Parquet)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from jitterlab.cli.common import (
+    expected_interval_ns,
+    expected_interval_option,
+    load,
+    note,
+    percentile_list,
+    positive_int,
+    store_option,
+    time_range_options,
+    warn,
+    writable_store,
+)
+from jitterlab.core.errors import JitterlabError
+from jitterlab.core.units import parse_duration_ns
+from jitterlab.describe.export import FORMATS, ExportOptions, export_run
+from jitterlab.measure.imports import import_plan
+from jitterlab.measure.runner import run_plan
+from jitterlab.store.hdr.streams import UNITS_NS
+from jitterlab.store.ingest import ImportOptions
+
+
+def add_parsers(sub: Any) -> None:
+    p = sub.add_parser("export", help="write a run as HdrHistogram (hgrm, hlog), CSV or Parquet")
+    p.add_argument("run")
+    p.add_argument("--format", required=True, choices=FORMATS)
+    p.add_argument("-o", "--output", help="output file, - for standard output (default RUN_ID.FORMAT)")
+    p.add_argument("--window", default="1s", help="interval of the hlog histograms (default 1s)")
+    p.add_argument(
+        "--unit", default="us", choices=tuple(UNITS_NS), help="hgrm: the unit of its values (default us)"
+    )
+    p.add_argument(
+        "--ticks",
+        type=positive_int,
+        default=5,
+        help="hgrm: percentile rows per half distance to 100 %% (Java's outputPercentileDistribution; default 5)",
+    )
+    p.add_argument(
+        "--percentiles",
+        type=percentile_list,
+        help="hgrm: rows at these percentiles instead (e.g. 50,90,99,99.9,99.99,99.999,max)",
+    )
+    p.add_argument(
+        "--tag", help="imported HdrHistogram log: export this tag's intervals (default: the run's)"
+    )
+    time_range_options(p)
+    store_option(p)
+    p = sub.add_parser("import", help="store an HdrHistogram log (.hlog) or a CSV of samples as a run")
+    p.add_argument("file")
+    p.add_argument(
+        "--skip-invalid",
+        action="store_true",
+        help="leave out damaged log lines or CSV rows that are not latencies, count them (the run is partial)",
+    )
+    p.add_argument(
+        "--unit",
+        choices=tuple(UNITS_NS),
+        help="the file's values are in this unit (default: what its header names, else ns; YCSB and wrk2 log us)",
+    )
+    p.add_argument("--tag", help="hlog: keep only the intervals of this tag (default: every tag, kept apart)")
+    time_range_options(p)
+    p.add_argument(
+        "--time-column", metavar="NAME[:UNIT]", help="CSV: the column of send times beside a latency column"
+    )
+    expected_interval_option(p)
+    store_option(p)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    window = parse_duration_ns(args.window, "s")
+    if window <= 0:
+        raise JitterlabError("--window must be a positive duration such as 1s or 100ms")
+    if args.format != "hgrm" and (args.percentiles is not None or args.ticks != 5):
+        raise JitterlabError("--percentiles and --ticks shape an hgrm export (--format hgrm)")
+    options = ExportOptions(
+        window_ns=window,
+        unit=args.unit,
+        ticks=args.ticks,
+        percentiles=args.percentiles,
+        tag=args.tag,
+        from_s=args.from_s,
+        to_s=args.to_s,
+    )
+    run = load(args.run, args)
+    out = Path(args.output or f"{run.id}.{args.format}")
+    export_run(run, args.format, out, options)  # "-": standard output
+    if args.output != "-":
+        note(f"wrote {out}")
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    options = ImportOptions(
+        skip_invalid=args.skip_invalid,
+        unit=args.unit,
+        tag=args.tag,
+        from_s=args.from_s,
+        to_s=args.to_s,
+        expected_interval_ns=expected_interval_ns(args),
+        time_column=args.time_column,
+    )
+    outcome = run_plan(import_plan(Path(args.file), options), writable_store(args), warn)
+    for run in outcome.runs:
+        kind = "histogram-only run" if run.histogram_only else "run"
+        note(f"stored {run.id} ({kind}, {run.meta['summary']['latency_ns']['count']:,} values)")
+        print(run.id)
+    return outcome.exit_code
+
+
+COMMANDS = {"export": cmd_export, "import": cmd_import}

@@ -1,0 +1,38 @@
+"""Percentile lists on the command line (``--percentiles 50,90,99,99.9,max``) and the JSON
+key of each percentile (``"p99.9"``), one definition for every command."""
+
+from __future__ import annotations
+
+import math
+
+from jitterlab.core.errors import JitterlabError
+
+
+def parse_percentiles(text: str) -> tuple[float, ...]:
+    """``"50,90,99.9,max"`` → (50.0, 90.0, 99.9, 100.0): each 0 < p ≤ 100 (``max`` is 100),
+    sorted, duplicates dropped."""
+    values: set[float] = set()
+    for part in text.split(","):
+        word = part.strip().lower().removeprefix("p")
+        if not word:
+            raise JitterlabError(f"--percentiles {text!r}: an empty entry (example: 50,90,99,99.9,max)")
+        if word == "max":
+            values.add(100.0)
+            continue
+        try:
+            p = float(word)
+        except ValueError:
+            raise JitterlabError(
+                f"--percentiles: {part.strip()!r} is not a percentile (example: 50,90,99.9,max)"
+            ) from None
+        if not (math.isfinite(p) and 0 < p <= 100):
+            raise JitterlabError(f"--percentiles: {part.strip()} is not in (0, 100]")
+        values.add(p)
+    return tuple(sorted(values))
+
+
+def percentile_key(p: float) -> str:
+    """The JSON key of a percentile: ``p50``, ``p99.9``, ``p99.999``; ``max`` for 100."""
+    if p == 100:
+        return "max"
+    return "p" + repr(float(p)).removesuffix(".0")

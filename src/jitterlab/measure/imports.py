@@ -1,0 +1,21 @@
+"""``jitterlab import``: a file recorded elsewhere (an HdrHistogram log, a CSV of samples)
+stored as a run, through the same runner as every measurement."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from jitterlab.core.errors import JitterlabError
+from jitterlab.measure.runner import Context, Done, Plan, Point
+from jitterlab.store.ingest import ImportOptions, import_file
+
+
+def import_plan(path: Path, options: ImportOptions) -> Plan:
+    """One point: ``path`` read (by its suffix) and stored."""
+    if not path.is_file():
+        raise JitterlabError(f"{path}: no such file")
+
+    def execute(ctx: Context) -> Done:
+        return Done([import_file(path, ctx.store, options, ctx.warn)])
+
+    return Plan("import", [Point(str(path), execute)])

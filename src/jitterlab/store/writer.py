@@ -1,0 +1,152 @@
+"""The one way samples become a stored run's data file, streaming: batches of any length
+in, Parquet row groups of :data:`ROW_GROUP_ROWS` out, never a whole column in memory.
+
+Every producer writes through :class:`SampleWriter` — a harness's raw file read by memory
+map, a CSV read by pyarrow's streaming reader, a monitor's rolling parts, samples computed
+in Python — and :meth:`jitterlab.store.runs.ResultsStore.publish_samples` turns the
+closed file into a run. The summary stored in run.json is computed from the written file
+by :func:`summarize_file` in bounded memory (exact: see
+:func:`jitterlab.stats.summary.summarize_chunks`).
+
+The file layout (columns, row groups, compression, key-value metadata) is
+:func:`open_sample_file`'s alone, so a new layout is a change in one place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from jitterlab.core.fileio import open_output
+from jitterlab.stats.summary import Summary, summarize_chunks
+from jitterlab.store.schema import SCHEMA_VERSION
+
+ROW_GROUP_ROWS = 1 << 20  # 32 MiB of the four columns: large enough to scan fast, small enough to hold
+READ_BATCH_ROWS = 1 << 20
+
+SAMPLE_SCHEMA = pa.schema(
+    [
+        pa.field("pair", pa.int32(), nullable=False),
+        pa.field("seq", pa.int64(), nullable=False),
+        pa.field("t_send_ns", pa.int64(), nullable=False),
+        pa.field("t_recv_ns", pa.int64(), nullable=False),
+    ]
+)
+
+
+def sample_schema(run_id: str, extra: Sequence[str] = ()) -> pa.Schema:
+    """The four columns every run has, then ``extra`` int64 columns, with the run's id."""
+    fields = [*SAMPLE_SCHEMA, *(pa.field(name, pa.int64(), nullable=False) for name in extra)]
+    return pa.schema(fields).with_metadata(
+        {"jitterlab.schema_version": str(SCHEMA_VERSION), "jitterlab.run_id": run_id}
+    )
+
+
+def open_sample_file(f: IO[bytes], schema: pa.Schema) -> pq.ParquetWriter:
+    """The run's samples file as a Parquet writer (the one place its layout is chosen)."""
+    return pq.ParquetWriter(f, schema, compression="zstd")
+
+
+class SampleWriter:
+    """Samples appended in batches of any length, written as row groups to ``path``
+    (atomically: the file appears only when :meth:`close` succeeds)."""
+
+    def __init__(self, path: Path, run_id: str, extra: Sequence[str] = ()) -> None:
+        self.path = path
+        self.extra = tuple(extra)
+        self.schema = sample_schema(run_id, self.extra)
+        self.rows = 0
+        self._pending: list[pa.RecordBatch] = []
+        self._pending_rows = 0
+        self._output = open_output(path)
+        self._file = self._output.__enter__()
+        self._writer = open_sample_file(self._file, self.schema)
+
+    def write(
+        self,
+        pair: np.ndarray | int,
+        seq: np.ndarray,
+        t_send_ns: np.ndarray,
+        t_recv_ns: np.ndarray,
+        **extra: np.ndarray,
+    ) -> None:
+        """Append samples (``pair`` may be one number for all of them)."""
+        n = len(t_recv_ns)
+        if n == 0:
+            return
+        if set(extra) != set(self.extra):
+            raise ValueError(f"extra columns {sorted(extra)} differ from {sorted(self.extra)}")
+        pairs = np.full(n, pair, np.int32) if np.ndim(pair) == 0 else np.asarray(pair, np.int32)
+        columns = [
+            pa.array(pairs, pa.int32()),
+            pa.array(np.asarray(seq, np.int64), pa.int64()),
+            pa.array(np.asarray(t_send_ns, np.int64), pa.int64()),
+            pa.array(np.asarray(t_recv_ns, np.int64), pa.int64()),
+            *(pa.array(np.asarray(extra[name], np.int64), pa.int64()) for name in self.extra),
+        ]
+        self._pending.append(pa.RecordBatch.from_arrays(columns, schema=self.schema))
+        self._pending_rows += n
+        self.rows += n
+        while self._pending_rows >= ROW_GROUP_ROWS:
+            self._flush(ROW_GROUP_ROWS)
+
+    def write_records(self, records: np.ndarray) -> None:
+        """Append records of the raw format (a structured array or a memory map of one)."""
+        for start in range(0, len(records), ROW_GROUP_ROWS):
+            chunk = records[start : start + ROW_GROUP_ROWS]
+            self.write(chunk["pair"], chunk["seq"], chunk["t_send_ns"], chunk["t_recv_ns"])
+
+    def _flush(self, rows: int) -> None:
+        table = pa.Table.from_batches(self._pending, self.schema)
+        head, rest = table.slice(0, rows), table.slice(rows)
+        self._writer.write_table(head, row_group_size=rows)
+        self._pending = rest.combine_chunks().to_batches() if rest.num_rows else []
+        self._pending_rows = rest.num_rows
+
+    def close(self) -> None:
+        """Write what is pending and put the file in place."""
+        if self._pending_rows:
+            self._flush(self._pending_rows)
+        self._writer.close()
+        self._output.__exit__(None, None, None)
+
+    def abort(self) -> None:
+        """Leave no file behind (an error while writing)."""
+        self._writer.close()
+        self._output.__exit__(RuntimeError, RuntimeError("aborted"), None)
+
+    def __enter__(self) -> SampleWriter:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        if kind is None:
+            self.close()
+        else:
+            self.abort()
+
+
+def latency_chunks(path: Path) -> Iterator[np.ndarray]:
+    """t_recv_ns - t_send_ns of the samples file at ``path``, batch by batch."""
+    with pq.ParquetFile(path) as f:
+        for batch in f.iter_batches(batch_size=READ_BATCH_ROWS, columns=["t_send_ns", "t_recv_ns"]):
+            send = batch.column(0).to_numpy()
+            recv = batch.column(1).to_numpy()
+            yield recv - send
+
+
+def summarize_file(path: Path) -> Summary:
+    """The exact summary of the samples file's latencies, in memory independent of its size."""
+    return summarize_chunks(lambda: latency_chunks(path))
+
+
+def summary_block(summary: Summary) -> dict[str, Any]:
+    """run.json's ``summary`` block (JSON has no NaN: the summary of no samples is null)."""
+    return {"latency_ns": {k: v if v == v else None for k, v in summary.to_dict().items()}}

@@ -1,0 +1,52 @@
+"""The command line starts at once (issue 28 item 3): only the command being run imports its
+room, and the one-line help of every command is the one its module registers."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+
+import pytest
+
+from conftest import run_main
+from jitterlab.cli import main as cli_main
+
+HEAVY = ("numpy", "pandas", "pyarrow", "scipy", "matplotlib")
+
+
+@pytest.mark.parametrize("args", [["--version"], ["--help"]])
+def test_version_and_help_import_no_heavy_library(args: list[str]) -> None:
+    code = (
+        "import sys\nfrom jitterlab.cli import main\ntry:\n    main("
+        + repr(args)
+        + ")\nexcept SystemExit:\n    pass\n"
+        "print('heavy:' + ','.join(m for m in " + repr(HEAVY) + " if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "heavy:", f"imported by {args}: {done.stdout}"
+
+
+def test_every_command_is_registered_by_its_module_with_the_listed_help() -> None:
+    main = sys.modules.get("jitterlab.cli.main") or __import__("jitterlab.cli.main", fromlist=["x"])
+    for command, (group, line) in main.COMMANDS.items():
+        parser = main.build_parser(command)
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        helps = {a.dest: a.help for a in sub._choices_actions}
+        assert helps[command] == line, command
+        # the real parser of the group (with its options), not the one-line stand-in
+        assert sub.choices[command]._actions[1:], command
+        module = main.command_module(group)
+        assert command in module.COMMANDS
+
+
+def test_an_unknown_command_is_one_line() -> None:
+    with pytest.raises(SystemExit) as e:
+        cli_main(["no-such-command"])
+    assert e.value.code == 2
+
+
+def test_jitterlab_alone_prints_the_command_overview(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_main([], capsys)
+    assert code == 0 and err == ""
+    assert all(command in out for command in sys.modules["jitterlab.cli.main"].COMMANDS)
