@@ -224,7 +224,9 @@ def time_windows_chunks(
     mean = np.array([int(s) / int(c) if c else math.nan for s, c in zip(sums, counts, strict=True)])
     slots = np.asarray(indices, dtype=np.int64) - first
     category_counts = (
-        by_slot.reshape(n_windows, n_slots)[:, slots] if categories is not None else np.zeros((n_windows, 0), np.int64)
+        by_slot.reshape(n_windows, n_slots)[:, slots]
+        if categories is not None
+        else np.zeros((n_windows, 0), np.int64)
     )
     return WindowTable(
         width_ns,
