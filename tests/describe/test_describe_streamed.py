@@ -11,8 +11,9 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import make_run, run_main
+from conftest import assert_one_line_error, make_run, run_main
 from jitterlab.describe.analysis import describe_run, description_json, latency_views
+from jitterlab.stats import percentiles
 from jitterlab.store import load_run
 
 
@@ -89,3 +90,27 @@ def test_describe_cli_json(stored: tuple[Path, Path], capsys: pytest.CaptureFixt
     assert got["summary_ns"]["count"] == 1_200_000
     assert sum(c["count"] for c in got["categories"]) == 1_200_000
     assert sum(r["count"] for r in got["windows"]["rows"]) == 1_200_000
+
+
+def test_describe_percentiles(stored: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    run = load_run(stored[0])
+    store = str(run.path.parent)
+    ps = (25.0, 99.9, 99.999, 100.0)
+    args = ["describe", run.id, "--json", "--percentiles", "25,99.9,99.999,max", "--store", store]
+    code, out, err = run_main(args, capsys)
+    assert code == 0, err
+    got = json.loads(out)["percentiles_ns"]
+    assert list(got) == ["p25", "p99.9", "p99.999", "max"]
+    assert list(got.values()) == [float(v) for v in percentiles(run.latency_ns, ps)]
+    # a time range: the percentiles of the samples in it
+    code, out, err = run_main([*args, "--from", "10", "--to", "20"], capsys)
+    assert code == 0, err
+    t = run.t_send_ns - run.t_send_ns.min()
+    inside = run.latency_ns[(t >= 10 * 10**9) & (t <= 20 * 10**9)]
+    assert list(json.loads(out)["percentiles_ns"].values()) == [float(v) for v in percentiles(inside, ps)]
+    code, out, _ = run_main(["describe", run.id, "--percentiles", "99.9", "--store", store], capsys)
+    assert code == 0 and "p99.9" in out
+    for bad in ("0", "abc", "50,,90"):
+        code, _, err = run_main(["describe", run.id, "--percentiles", bad, "--store", store], capsys)
+        assert_one_line_error(err)
+        assert code == 2, (bad, err)

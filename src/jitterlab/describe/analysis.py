@@ -23,6 +23,7 @@ from jitterlab.stats import (
     Verdict,
     WindowTable,
     baseline_of,
+    percentiles,
     screen,
     stacked_gesd,
     stacked_walsh,
@@ -234,8 +235,11 @@ def run_percentiles(run: Run, ps: tuple[float, ...]) -> dict[str, float]:
             f"run {run.id} holds a histogram only: its percentiles at chosen levels are in "
             f"'jitterlab export {run.id} --format hgrm --percentiles …' (HdrHistogram's definition)"
         )
-    path = verified_samples_path(run)
-    values = percentiles_of_chunks(lambda: latency_chunks(path), ps)
+    if run.loaded:  # a time range of it (--from/--to): the samples in memory
+        values = percentiles(run.latency_ns, ps)
+    else:
+        path = verified_samples_path(run)
+        values = percentiles_of_chunks(lambda: latency_chunks(path), ps)
     return {percentile_key(p): float(v) for p, v in zip(ps, values, strict=True)}
 
 
