@@ -91,7 +91,7 @@ void send_records(const std::vector<net::Record>& records) {
 /// What every scenario reports beside its samples.
 struct Outcome {
     std::vector<net::Record> records;
-    std::int64_t sent = 0, answered = 0, lost = 0, late = 0, send_failures = 0, max_lag = 0;
+    std::int64_t sent = 0, answered = 0, lost = 0, late = 0, send_failures = 0, max_lag = 0, credit_timeouts = 0;
     std::int64_t frames = 0, frames_complete = 0;
     std::vector<std::string> steps;  // stream: "count:receiver_ns:sender_ns" per step
     bool interrupted = false;
@@ -203,27 +203,60 @@ private:
             if (r.t_recv != 0 && r.t_intended >= warm_end_) o_.records.push_back(r);
     }
 
+    /// Waits until `deadline` for a reply of `kind` to step `step` (credit: t_intended = step;
+    /// ready: t_send = step); answers to earlier steps (a repeated start or end) are skipped.
+    bool await_reply(net::Kind kind, std::int64_t step, std::int64_t deadline, net::Header& h, std::int64_t& t) {
+        while (receive(deadline, h, t))
+            if (h.kind == kind && (kind == net::Kind::credit ? h.t_intended : h.t_send) == step) return true;
+        return false;
+    }
+
+    /// Sends `kind` until step `step`'s reply comes (a lost datagram is sent again every 100 ms).
+    bool handshake(net::Kind kind, std::int64_t seq, std::int64_t intended, net::Kind reply, std::int64_t step,
+                   std::int64_t give_up, net::Header& h, std::int64_t& t) {
+        while (jl::now_ns() < give_up && jl::tool::g_signal == 0) {
+            send(0, kind, seq, intended);
+            if (await_reply(reply, step, std::min(give_up, jl::now_ns() + 100'000'000), h, t)) return true;
+        }
+        return false;
+    }
+
+    /// Per step: start (until the receiver confirms it), N messages, end (until ready). The
+    /// receiver grants credit every `every` messages and the sender keeps at most 4 x `every`
+    /// beyond it (wire.hpp): a udp receiver that waits for a CPU would otherwise overflow its
+    /// socket buffer, and the kernel drops silently. What still goes missing is counted lost.
     void stream(std::int64_t messages, std::int64_t steps) {
+        const std::int64_t every = net::credit_interval(payload_), window = 4 * every;
+        const std::int64_t give_up_after = std::max<std::int64_t>(timeout_, 30'000'000'000);
+        net::Header h{};
+        std::int64_t t = 0;
         for (std::int64_t step = 0; step < steps && !stopping(); ++step) {
-            const std::int64_t t_start = jl::now_ns();
-            send(0, net::Kind::start, messages, 0);
+            const std::int64_t t_start = jl::now_ns(), first = step * messages;
+            if (!handshake(net::Kind::start, step, every, net::Kind::credit, step, t_start + give_up_after, h, t)) {
+                o_.lost += messages;
+                o_.sent += messages;  // counted as sent: the step was due, none of it arrived
+                o_.steps.push_back("0:0:" + std::to_string(jl::now_ns() - t_start));
+                continue;
+            }
+            std::int64_t credited = first - 1;
             for (std::int64_t k = 0; k < messages; ++k) {
-                send(0, net::Kind::data, step * messages + k, 0);
+                const std::int64_t seq = first + k;
+                if (seq - credited > window) {  // wait for credit; none within the timeout: go on
+                    const std::int64_t deadline = jl::now_ns() + timeout_;
+                    while (seq - credited > window && await_reply(net::Kind::credit, step, deadline, h, t))
+                        credited = std::max(credited, h.seq);
+                    if (seq - credited > window) {
+                        ++o_.credit_timeouts;
+                        credited = seq - window;
+                    }
+                }
+                send(0, net::Kind::data, seq, 0);
                 if ((k & 0x3fff) == 0 && stopping()) break;
             }
-            send(0, net::Kind::end, messages, 0);
             o_.sent += messages;
-            net::Header h{};
-            std::int64_t t = 0;
-            bool ready = false;
-            while (receive(jl::now_ns() + std::max<std::int64_t>(timeout_, 30'000'000'000), h, t))
-                if (h.kind == net::Kind::ready) {
-                    ready = true;
-                    break;
-                }
-            if (!ready) {
+            if (!handshake(net::Kind::end, messages, step, net::Kind::ready, step, jl::now_ns() + give_up_after, h, t)) {
                 o_.lost += messages;
-                o_.steps.push_back("0:0:" + std::to_string(t - t_start));
+                o_.steps.push_back("0:0:" + std::to_string(jl::now_ns() - t_start));
                 continue;
             }
             o_.answered += h.seq;
@@ -294,7 +327,7 @@ void report(const Outcome& o, std::int64_t window_ns, const std::string& pm_qos)
     for (const auto& s : o.steps) steps += (steps.empty() ? "" : ",") + s;
     say("result sent=" + std::to_string(o.sent) + " answered=" + std::to_string(o.answered) + " lost=" + std::to_string(o.lost) +
         " late=" + std::to_string(o.late) + " max_lag_ns=" + std::to_string(o.max_lag) + " send_failures=" +
-        std::to_string(o.send_failures) + " frames=" + std::to_string(o.frames) + " frames_complete=" +
+        std::to_string(o.send_failures) + " credit_timeouts=" + std::to_string(o.credit_timeouts) + " frames=" + std::to_string(o.frames) + " frames_complete=" +
         std::to_string(o.frames_complete) + " window_ns=" + std::to_string(window_ns) + " interrupted=" +
         (o.interrupted ? "1" : "0") + " pm_qos=" + (pm_qos.empty() ? "held" : "refused") + " steps=" + (steps.empty() ? "-" : steps));
     send_records(o.records);

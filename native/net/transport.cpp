@@ -55,18 +55,24 @@ int Responder::handle(const char* message, int size, char* reply, std::int64_t n
             h.node = static_cast<std::uint32_t>(node_);  // the answer names who answered
             write_header(reply, h);
             return size;
-        case Kind::start:
-            stream_count_ = 0;
-            stream_start_ = now;
-            return 0;
+        case Kind::start:  // a repeated start (its credit was lost) must not reset the count again
+            if (h.seq != stream_step_) {
+                stream_step_ = h.seq;
+                stream_count_ = 0;
+                stream_high_ = -1;
+                stream_start_ = now;
+                credit_every_ = std::max<std::int64_t>(h.t_intended, 0);
+            }
+            return credit(reply, now);
         case Kind::data:
             ++stream_count_;
+            stream_high_ = std::max(stream_high_, h.seq);
             if (records_.size() < capacity_) records_.push_back({0, static_cast<std::int32_t>(h.node), h.seq, h.t_intended, h.t_send, now});
             else ++dropped_;
-            return 0;
+            return credit_every_ > 0 && stream_count_ % credit_every_ == 0 ? credit(reply, now) : 0;
         case Kind::end: {
             std::memset(reply, 0, static_cast<std::size_t>(payload_));
-            write_header(reply, {Kind::ready, static_cast<std::uint32_t>(node_), stream_count_, now - stream_start_, now});
+            write_header(reply, {Kind::ready, static_cast<std::uint32_t>(node_), stream_count_, now - stream_start_, h.t_intended});
             return payload_;
         }
         case Kind::frame:
@@ -76,6 +82,12 @@ int Responder::handle(const char* message, int size, char* reply, std::int64_t n
         default:
             return 0;  // state updates are load only
     }
+}
+
+int Responder::credit(char* reply, std::int64_t now) const {
+    std::memset(reply, 0, static_cast<std::size_t>(payload_));
+    write_header(reply, {Kind::credit, static_cast<std::uint32_t>(node_), stream_high_, stream_step_, now});
+    return payload_;
 }
 
 std::vector<Record> Responder::take_records() {

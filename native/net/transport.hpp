@@ -28,7 +28,8 @@ struct Endpoint {
 Endpoint parse_endpoint(const std::string& text);  // "A:P"
 
 /// What a server node does with each message (all transports): echoes pings, counts and
-/// timestamps a stream, answers frames. Thread-safe (tcp serves each connection on a thread).
+/// timestamps a stream (granting the sender credit: wire.hpp), answers frames. Thread-safe
+/// (tcp serves each connection on a thread).
 class Responder {
 public:
     Responder(int node, int payload, std::size_t capacity);
@@ -41,11 +42,14 @@ public:
     std::int64_t dropped_records() const;
 
 private:
+    int credit(char* reply, std::int64_t now) const;  // the stream's credit (mutex held)
+
     mutable std::mutex mutex_;
     int node_, payload_;
     std::vector<Record> records_;
     std::size_t capacity_;
     std::int64_t received_ = 0, stream_count_ = 0, stream_start_ = 0, dropped_ = 0;
+    std::int64_t stream_step_ = -1, stream_high_ = -1, credit_every_ = 0;
 };
 
 class Server {

@@ -15,14 +15,28 @@ inline constexpr int kMaxPayload = 65000;  // one UDP datagram
 enum class Kind : std::uint32_t {
     ping = 1,   // closed or open loop: answered by pong, the same bytes
     pong = 2,
-    start = 3,  // stream: seq = messages that follow
-    data = 4,   // stream: one message, t_send set
-    end = 5,    // stream: answered by ready once the receiver has counted
-    ready = 6,  // seq = messages the receiver counted, t_intended = its start-to-end time
+    start = 3,  // stream: seq = step, t_intended = credit interval; answered by credit
+    data = 4,   // stream: one message, seq = step * messages + k, t_send set
+    end = 5,    // stream: t_intended = step; answered by ready once the receiver has counted
+    ready = 6,  // seq = messages the receiver counted, t_intended = its start-to-end time, t_send = step
     state = 7,  // frame-sync: a state update for a render node
     frame = 8,  // frame-sync: render frame seq
     done = 9,   // frame-sync: the render node got frame seq at t_intended (its clock)
+    credit = 10,  // stream: seq = highest data seq taken this step (-1: none), t_intended = step
 };
+
+/// Stream flow control: the sender keeps at most this many bytes (payload plus the kernel's
+/// per-datagram overhead, ~1 KiB) beyond the receiver's last credit, well inside the 416 KiB
+/// receive buffer a default-configured Linux host gives a udp socket. Without it a receiver
+/// that waits for a CPU overflows its socket buffer and the kernel drops datagrams silently.
+inline constexpr std::int64_t kCreditBudgetBytes = 256 * 1024;
+inline constexpr std::int64_t kDatagramOverheadBytes = 1024;
+
+/// How many data messages the receiver takes between two credits (the sender's window is 4x).
+inline constexpr std::int64_t credit_interval(int payload) {
+    const std::int64_t n = kCreditBudgetBytes / (payload + kDatagramOverheadBytes) / 4;
+    return n > 0 ? n : 1;
+}
 
 struct Header {
     Kind kind;

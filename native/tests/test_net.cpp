@@ -37,18 +37,59 @@ TEST(NetResponder, PingIsAnsweredWithThePayloadAndTheServersNode) {
 TEST(NetResponder, StreamCountsAndTimesStartToEndAndKeepsEveryMessage) {
     net::Responder r(1, 64, 2);
     std::vector<char> reply(64);
-    EXPECT_EQ(r.handle(message(net::Kind::start, 3).data(), 64, reply.data(), 100), 0);
+    EXPECT_EQ(r.handle(message(net::Kind::start, 3).data(), 64, reply.data(), 100), 64);  // step 3 confirmed
+    const net::Header confirmed = net::read_header(reply.data());
+    EXPECT_EQ(confirmed.kind, net::Kind::credit);
+    EXPECT_EQ(confirmed.t_intended, 3);  // the step
+    EXPECT_EQ(confirmed.seq, -1);        // nothing taken yet
     for (int k = 0; k < 3; ++k) EXPECT_EQ(r.handle(message(net::Kind::data, k).data(), 64, reply.data(), 200 + k), 0);
     ASSERT_EQ(r.handle(message(net::Kind::end, 3).data(), 64, reply.data(), 500), 64);
     const net::Header ready = net::read_header(reply.data());
     EXPECT_EQ(ready.kind, net::Kind::ready);
     EXPECT_EQ(ready.seq, 3);            // counted
     EXPECT_EQ(ready.t_intended, 400);  // start to end on the receiver's clock
+    EXPECT_EQ(ready.t_send, 111);      // the step the end named (its t_intended)
     const auto records = r.take_records();
     ASSERT_EQ(records.size(), 2u);  // capacity 2: the third is counted as dropped, not stored
     EXPECT_EQ(r.dropped_records(), 1);
     EXPECT_EQ(records[1].t_send, 222);
     EXPECT_EQ(records[1].t_recv, 201);
+}
+
+std::vector<char> start(std::int64_t step, std::int64_t credit_every) {
+    std::vector<char> m(64, 0);
+    net::write_header(m.data(), {net::Kind::start, 0, step, credit_every, 0});
+    return m;
+}
+
+TEST(NetResponder, StreamCreditEveryNMessagesNamesTheHighestTaken) {
+    net::Responder r(1, 64, 100);
+    std::vector<char> reply(64);
+    ASSERT_EQ(r.handle(start(0, 4).data(), 64, reply.data(), 1), 64);
+    for (int k : {0, 1, 3, 2, 5, 6, 7}) {  // 4 was lost on the way
+        const int n = r.handle(message(net::Kind::data, k).data(), 64, reply.data(), 2);
+        if (k == 2) {  // the 4th taken: a credit
+            ASSERT_EQ(n, 64);
+            EXPECT_EQ(net::read_header(reply.data()).kind, net::Kind::credit);
+            EXPECT_EQ(net::read_header(reply.data()).seq, 3);  // the highest, not the count
+        } else {
+            EXPECT_EQ(n, 0) << k;
+        }
+    }
+}
+
+TEST(NetResponder, ARepeatedStartDoesNotResetTheCountButANewStepDoes) {
+    net::Responder r(1, 64, 100);
+    std::vector<char> reply(64);
+    r.handle(start(0, 0).data(), 64, reply.data(), 1);
+    r.handle(message(net::Kind::data, 0).data(), 64, reply.data(), 2);
+    EXPECT_EQ(r.handle(start(0, 0).data(), 64, reply.data(), 3), 64);  // its credit was lost: confirmed again
+    EXPECT_EQ(net::read_header(reply.data()).seq, 0);
+    r.handle(message(net::Kind::end, 0).data(), 64, reply.data(), 4);
+    EXPECT_EQ(net::read_header(reply.data()).seq, 1);  // still counted
+    r.handle(start(1, 0).data(), 64, reply.data(), 5);
+    r.handle(message(net::Kind::end, 0).data(), 64, reply.data(), 6);
+    EXPECT_EQ(net::read_header(reply.data()).seq, 0);  // the next step counts afresh
 }
 
 TEST(NetResponder, AFrameIsAnsweredWithWhenItArrived) {

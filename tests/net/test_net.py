@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import nullcontext
@@ -219,6 +220,75 @@ def test_loss_on_the_link_is_counted_and_makes_the_run_partial(store: Path) -> N
     # each packet dropped with probability 0.2, whichever way it goes: within 4 binomial SDs
     assert abs(check["dropped_share"] - 0.2) < 4 * (0.2 * 0.8 / check["packets"]) ** 0.5
     assert net["lost"] > 0 and run.partial and "lost" in run.meta["partial_reason"]
+
+
+def _udp_datagrams_in(pid: int) -> int:
+    """InDatagrams of the namespace `pid` lives in (/proc/PID/net/snmp: a header and a value line)."""
+    rows = [
+        line.split()
+        for line in Path(f"/proc/{pid}/net/snmp").read_text().splitlines()
+        if line.startswith("Udp:")
+    ]
+    return int(rows[1][rows[0].index("InDatagrams")])
+
+
+def test_a_stream_receiver_that_waits_for_a_cpu_loses_nothing(store: Path) -> None:
+    """The cause of the old flaky stream tests: udp has no flow control, so a receiver that
+    waited for a CPU overflowed its socket buffer and the kernel dropped silently. Here the
+    receiving agent is stopped outright for 0.4 s mid-burst (SIGSTOP); the sender must wait
+    for its credit rather than send into a full buffer."""
+    t = topo.up(2)
+    stopped = threading.Event()
+
+    def stop_the_receiver_mid_burst() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not stopped.is_set():
+            pids = [
+                int(p)
+                for p in subprocess.run(
+                    ["ip", "netns", "pids", t.nodes[1]], capture_output=True, text=True
+                ).stdout.split()
+            ]
+            if pids and _udp_datagrams_in(pids[0]) > 30_000:
+                for pid in pids:
+                    os.kill(pid, signal.SIGSTOP)
+                time.sleep(0.4)
+                for pid in pids:
+                    os.kill(pid, signal.SIGCONT)
+                stopped.set()
+            time.sleep(0.002)
+
+    watcher = threading.Thread(target=stop_the_receiver_mid_burst, daemon=True)
+    watcher.start()
+    try:
+        o = NetOptions(duration_s=1.0, warmup_s=0.1, messages=100_000, steps=3)
+        runs, _ = run_bench(ResultsStore(store), o, from_topology(t), [Case("stream", "udp")], _quiet)
+    finally:
+        stopped.set()  # ends the watcher if the run ended first
+        watcher.join()
+        topo.down(t.name)
+    net = runs[0].meta["net"]
+    assert [s["received"] for s in net["steps"]] == [100_000] * 3, net["steps"]
+    assert net["lost"] == 0 and net["credit_timeouts"] == 0
+    assert runs[0].table.num_rows == 300_000
+
+
+def test_a_stream_over_a_lossy_link_counts_the_loss_and_keeps_every_step(store: Path) -> None:
+    """A lost start or end token no longer loses (or mixes up) a whole step: both are sent
+    again until answered; what the link dropped is counted lost, step by step."""
+    t = topo.up(2, router=True)
+    try:
+        o = NetOptions(duration_s=1.0, warmup_s=0.1, messages=2_000, steps=4, timeout_s=0.2)
+        case = Case("stream", "udp", impairment=parse_impairment("loss=5%"))
+        runs, _ = run_bench(ResultsStore(store), o, from_topology(t), [case], _quiet)
+    finally:
+        topo.down(t.name)
+    run = runs[0]
+    net = run.meta["net"]
+    received = [s["received"] for s in net["steps"]]
+    assert len(received) == 4 and all(1_500 < r < 2_000 for r in received), received  # ~1 900 each
+    assert net["lost"] == 8_000 - sum(received) == net["sent"] - net["answered"]
+    assert run.table.num_rows == sum(received) and run.partial
 
 
 @pytest.mark.slow

@@ -392,6 +392,8 @@ def _net_block(
         steady = steps[1:] if len(steps) > 1 else steps
         block["msg_per_s"] = float(np.median([s["msg_per_s"] for s in steady])) if steady else 0.0
         block["receiver_records_dropped"] = sum(int(r.get("dropped_records", 0)) for r in server_results)
+        # windows the sender went on without the receiver's credit (docs/net.md: flow control)
+        block["credit_timeouts"] = int(result.get("credit_timeouts", 0))
     if scenario == "frame-sync":
         frames = int(result.get("frames", 0))
         window_s = max(block["window_ns"], 1) / 1e9
