@@ -13,6 +13,7 @@ import pytest
 
 from conftest import assert_one_line_error, make_run, run_main
 from jitterlab.describe.analysis import describe_run, description_json, latency_views
+from jitterlab.describe.export import ExportOptions, export_bytes
 from jitterlab.stats import percentiles
 from jitterlab.store import load_run
 
@@ -114,3 +115,17 @@ def test_describe_percentiles(stored: tuple[Path, Path], capsys: pytest.CaptureF
         code, _, err = run_main(["describe", run.id, "--percentiles", bad, "--store", store], capsys)
         assert_one_line_error(err)
         assert code == 2, (bad, err)
+
+
+@pytest.mark.parametrize("fmt", ["hgrm", "hlog"])
+def test_export_histograms_streamed_equal_in_memory(stored: tuple[Path, Path], fmt: str) -> None:
+    options = ExportOptions(
+        window_ns=3_000_000_000, percentiles=(50.0, 99.9, 100.0) if fmt == "hgrm" else None
+    )
+    streamed_run = load_run(stored[0])
+    streamed = export_bytes(streamed_run, fmt, options)
+    assert not streamed_run.loaded
+    whole = load_run(stored[0])
+    whole.table  # noqa: B018
+    assert streamed == export_bytes(whole, fmt, options)
+    assert len(streamed) > 100

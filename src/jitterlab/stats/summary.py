@@ -197,21 +197,27 @@ def extent_of(chunks: Callable[[], Iterable[np.ndarray]]) -> tuple[int, int, int
 
 
 def percentiles_of(
-    chunks: Callable[[], Iterable[np.ndarray]], ps: tuple[float, ...], extent: tuple[int, int, int]
+    chunks: Callable[[], Iterable[np.ndarray]],
+    ps: tuple[float, ...],
+    extent: tuple[int, int, int],
+    transform: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> np.ndarray:
     """Type-7 percentiles of a non-empty integer sample read as chunks, exactly, given its
     (count, min, max): each order statistic they need is found by radix refinement — its
     rank's interval of values split into 2^16 equal buckets per pass over the data (counts
     only) until the interval holds at most 2^18 values, which one more pass gathers and
-    sorts."""
+    sorts. ``transform`` (non-decreasing) maps the order statistics before interpolation,
+    as :func:`percentiles_sorted` of the transformed sorted sample would."""
     count, lowest, highest = extent
     h = (count - 1) * np.asarray(ps, dtype=np.float64) / 100.0
     lo_rank = np.floor(h).astype(np.int64)
     hi_rank = np.minimum(lo_rank + 1, count - 1)
     ranks = sorted({int(r) for r in np.concatenate([lo_rank, hi_rank])})
     value = order_statistics(chunks, ranks, lowest, highest, count)
-    a = np.array([value[int(r)] for r in lo_rank], dtype=np.float64)
-    b = np.array([value[int(r)] for r in hi_rank], dtype=np.float64)
+    a = np.array([value[int(r)] for r in lo_rank], dtype=np.int64)
+    b = np.array([value[int(r)] for r in hi_rank], dtype=np.int64)
+    a, b = (transform(a), transform(b)) if transform else (a, b)
+    a, b = a.astype(np.float64), b.astype(np.float64)
     return np.asarray(a + (h - lo_rank) * (b - a))
 
 
