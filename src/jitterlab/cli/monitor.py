@@ -12,6 +12,7 @@ from jitterlab.cli.common import (
     load,
     non_negative_float,
     note,
+    percentile_list,
     print_json,
     probability,
     seconds,
@@ -39,6 +40,12 @@ def add_parsers(sub: Any) -> None:
     q.add_argument("--listen", default="127.0.0.1:9464", help="metrics endpoint (default 127.0.0.1:9464)")
     q.add_argument("--duration", type=seconds, help="stop after this long (default: until Ctrl-C/SIGTERM)")
     q.add_argument("--alpha", type=probability, default=0.01, help="significance of the trial test (0.01)")
+    q.add_argument(
+        "--percentiles",
+        type=percentile_list,
+        default=(),
+        help="also serve the latency at these percentiles on /metrics (e.g. 50,99,99.9,max)",
+    )
     store_option(q)
     q = monitor.add_parser("trials", help="the trials of a monitor run with their screening verdicts")
     q.add_argument("run")
@@ -94,7 +101,14 @@ def _serve(args: argparse.Namespace) -> int:
         )
 
     plan = server.serve_plan(
-        args.channel, args.baseline, args.listen, args.alpha, args.duration, started, _progress
+        args.channel,
+        args.baseline,
+        args.listen,
+        args.alpha,
+        args.duration,
+        started,
+        _progress,
+        args.percentiles,
     )
     outcome = run_plan(plan, writable_store(args), warn)
     if sys.stderr.isatty():
