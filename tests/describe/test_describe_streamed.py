@@ -129,3 +129,20 @@ def test_export_histograms_streamed_equal_in_memory(stored: tuple[Path, Path], f
     whole.table  # noqa: B018
     assert streamed == export_bytes(whole, fmt, options)
     assert len(streamed) > 100
+
+
+def test_runs_percentiles(stored: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    store = str(stored[0].parent)
+    code, out, err = run_main(["runs", "--json", "--percentiles", "50,99.99,max", "--store", store], capsys)
+    assert code == 0, err
+    rows = {r["id"]: r for r in json.loads(out)}
+    for path in stored:
+        run = load_run(path)
+        expected = [float(v) for v in percentiles(run.latency_ns, (50.0, 99.99, 100.0))]
+        assert list(rows[run.id]["percentiles_ns"].values()) == expected
+        assert list(rows[run.id]["percentiles_ns"]) == ["p50", "p99.99", "max"]
+    code, out, err = run_main(["runs", "--percentiles", "99.9", "--store", store], capsys)
+    assert code == 0 and "p99.9" in out.splitlines()[0] and "p99 " not in out.splitlines()[0], out
+    code, _, err = run_main(["runs", "--percentiles", "0", "--store", store], capsys)
+    assert code == 2
+    assert_one_line_error(err)

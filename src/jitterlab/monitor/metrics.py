@@ -43,7 +43,7 @@ class MonitorCollector(Collector):
             )
             histogram.add_metric(channel, buckets, s.latency_sum_s)
             yield histogram
-            if s.histogram is not None and s.histogram.total_count:
+            if s.histogram is not None and s.histogram.total:
                 chosen = GaugeMetricFamily(
                     "jitterlab_monitor_latency_percentile_seconds",
                     "latency at each --percentiles level (HdrHistogram, 3 significant digits)",

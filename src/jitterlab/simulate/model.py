@@ -48,6 +48,13 @@ MAX_FILE_BYTES = 256 * 1024 * 1024
 MIN_MEAN_GAP_NS = 1_000.0  # spikes closer than 1 µs on average model no system (native: the same)
 
 
+def levels(n: int, points: int) -> np.ndarray:
+    """The percentiles a quantile function of ``points`` points samples: 100 (i + 0.5) / m,
+    i = 0..m-1, m = min(points, n) (at least 1)."""
+    m = min(points, max(n, 1))
+    return (np.arange(m) + 0.5) / m * 100.0
+
+
 @dataclass(frozen=True)
 class QuantileFunction:
     """A distribution as its quantile function sampled at p = (i + 0.5) / n, i = 0..n-1."""
@@ -58,7 +65,7 @@ class QuantileFunction:
     def of(cls, sample: npt.ArrayLike, points: int = DEFAULT_POINTS) -> QuantileFunction:
         """Type-7 percentiles (docs/statistics.md) at ``levels(n, points)``."""
         x = np.sort(np.asarray(sample, dtype=np.float64))
-        return cls(percentiles_sorted(x, levels(x.size, points)))
+        return cls(percentiles_sorted(x, [float(p) for p in levels(x.size, points)]))
 
     @classmethod
     def of_chunks(
@@ -72,13 +79,6 @@ class QuantileFunction:
         count, lowest, highest, _ = extent_of(chunks)
         ps = tuple(float(p) for p in levels(count, points))
         return cls(percentiles_of(chunks, ps, (count, lowest, highest), transform))
-
-
-def levels(n: int, points: int) -> np.ndarray:
-    """The percentiles a quantile function of ``points`` points samples: 100 (i + 0.5) / m,
-    i = 0..m-1, m = min(points, n) (at least 1)."""
-    m = min(points, max(n, 1))
-    return (np.arange(m) + 0.5) / m * 100.0
 
     def draw(self, rng: np.random.Generator, size: int | None = None) -> Any:
         """Inverse-transform draws: a uniform u picks a point between the stored quantiles."""
