@@ -92,6 +92,7 @@ void send_records(const std::vector<net::Record>& records) {
 struct Outcome {
     std::vector<net::Record> records;
     std::int64_t sent = 0, answered = 0, lost = 0, late = 0, send_failures = 0, max_lag = 0, credit_timeouts = 0;
+    std::int64_t measured_lost = 0;  // ping, open-loop: lost among those sent after the warm-up
     std::int64_t frames = 0, frames_complete = 0;
     std::vector<std::string> steps;  // stream: "count:receiver_ns:sender_ns" per step
     bool interrupted = false;
@@ -161,6 +162,7 @@ private:
                 }  // else a late answer to an earlier ping: already counted lost
             if (!answered) {
                 ++o_.lost;
+                if (sent >= warm_end_) ++o_.measured_lost;
                 continue;
             }
             ++o_.answered;
@@ -200,7 +202,10 @@ private:
             if (receive(grace, h, t)) take();
         o_.lost = o_.sent - o_.answered;
         for (const auto& r : pending)
-            if (r.t_recv != 0 && r.t_intended >= warm_end_) o_.records.push_back(r);
+            if (r.t_intended >= warm_end_) {
+                if (r.t_recv != 0) o_.records.push_back(r);
+                else ++o_.measured_lost;
+            }
     }
 
     /// Waits until `deadline` for a reply of `kind` to step `step` (credit: t_intended = step;
@@ -326,7 +331,7 @@ void report(const Outcome& o, std::int64_t window_ns, const std::string& pm_qos)
     std::string steps;
     for (const auto& s : o.steps) steps += (steps.empty() ? "" : ",") + s;
     say("result sent=" + std::to_string(o.sent) + " answered=" + std::to_string(o.answered) + " lost=" + std::to_string(o.lost) +
-        " late=" + std::to_string(o.late) + " max_lag_ns=" + std::to_string(o.max_lag) + " send_failures=" +
+        " measured_lost=" + std::to_string(o.measured_lost) + " late=" + std::to_string(o.late) + " max_lag_ns=" + std::to_string(o.max_lag) + " send_failures=" +
         std::to_string(o.send_failures) + " credit_timeouts=" + std::to_string(o.credit_timeouts) + " frames=" + std::to_string(o.frames) + " frames_complete=" +
         std::to_string(o.frames_complete) + " window_ns=" + std::to_string(window_ns) + " interrupted=" +
         (o.interrupted ? "1" : "0") + " pm_qos=" + (pm_qos.empty() ? "held" : "refused") + " steps=" + (steps.empty() ? "-" : steps));

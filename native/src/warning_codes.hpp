@@ -47,9 +47,10 @@ enum class WarningCode {
     no_baseline,
     backlog_skipped,
     unclassified,
+    deprecated_option,
 };
 
-inline constexpr std::array<std::string_view, 38> kWarningCodeNames = {
+inline constexpr std::array<std::string_view, 39> kWarningCodeNames = {
     "policy-refused",
     "affinity-refused",
     "mlock-refused",
@@ -88,6 +89,7 @@ inline constexpr std::array<std::string_view, 38> kWarningCodeNames = {
     "no-baseline",
     "backlog-skipped",
     "unclassified",
+    "deprecated-option",
 };
 
 /// The code as written into harness.json.

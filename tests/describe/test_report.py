@@ -121,6 +121,29 @@ def test_the_timeline_is_in_seconds_since_the_run_started(
     assert timeline.get_xlim() == pytest.approx((0, (latency.size - 1) * 250e-6), abs=1e-6)
 
 
+def test_the_timeline_of_a_large_run_keeps_a_lone_spike(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 25 item 2: above 20 000 points the timeline is M4-decimated, not randomly
+    subsampled, so the one 10 ms spike among 2 M samples is drawn (a random 20 000 of the
+    ~100 000 points above the cut would miss it four times in five)."""
+    from jitterlab.describe import report
+    from jitterlab.describe.analysis import describe_run
+
+    rng = np.random.default_rng(21)
+    latency = rng.lognormal(np.log(5_000), 1.0, 2_000_000).astype(np.int64)
+    latency[1_234_567] = 10_000_000
+    run = make_run(tmp_path, latency)
+    figures: list = []
+    monkeypatch.setattr(report, "figure_img", lambda fig, alt, close=True: figures.append(fig) or "")
+    report.run_figure(describe_run(run))
+    timeline = figures[0].axes[0]
+    drawn = np.concatenate([c.get_offsets()[:, 1] for c in timeline.collections])
+    assert drawn.size <= report.MAX_SCATTER_POINTS
+    assert drawn.max() == pytest.approx(10_000.0)  # µs
+    assert "M4" in timeline.get_title()
+
+
 def test_the_reused_run_figure_shows_only_the_run_drawn(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

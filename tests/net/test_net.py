@@ -23,7 +23,7 @@ import pytest
 from conftest import assert_one_line_error, run_cli
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.warnings import CodedWarning, Warn
-from jitterlab.describe.network import network_text
+from jitterlab.describe.network import network_text, ping_rows
 from jitterlab.measure.runner import run_plan
 from jitterlab.net import topo
 from jitterlab.net.agents import Agent, Launcher
@@ -55,7 +55,7 @@ def bench(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     store = tmp_path_factory.mktemp("net") / "results"
     done = run_cli(
         *("net", "bench", "--scenario", "ping,open-loop,stream,frame-sync", "--transport", "udp,caf-io"),
-        *("--nodes", "3", "--duration", "1s", "--warmup", "0.3s", "--messages", "20000", "--steps", "2"),
+        *("--nodes", "3", "--duration", "1s", "--warmup", "0.3s", "--samples", "20000", "--steps", "2"),
         *("--rate", "500", "--store", str(store)),
         timeout=180,
     )
@@ -88,7 +88,10 @@ def test_every_scenario_and_transport_is_a_run_with_nodes_and_times(bench: tuple
 def test_ping_round_trips_go_from_node_0_to_node_1(bench: tuple[Path, str]) -> None:
     run = next(r for r in ResultsStore(bench[0]).runs() if r.config["scenario"] == "ping")
     assert set(run.column("src_node")) == {0} and set(run.column("dst_node")) == {1}
-    assert run.meta["net"]["answered"] >= run.latency_ns.size  # warm-up pings are not stored
+    assert run.meta["net"]["answered"] > run.latency_ns.size  # warm-up pings are not stored
+    # Table 6 counts what is stored (issue 27 item 13: it showed the warm-up's pings too)
+    _, rows = ping_rows([run])
+    assert rows[0][6] == run.latency_ns.size and rows[0][7] == run.meta["net"]["measured_lost"] == 0
     assert np.array_equal(run.t_send_ns, run.column("t_actual_send_ns"))
 
 

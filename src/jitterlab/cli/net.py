@@ -14,11 +14,14 @@ from typing import Any
 from jitterlab.cli.bench import announce
 from jitterlab.cli.common import (
     Parser,
+    deprecated_alias,
+    integer,
     non_negative_int,
     note,
     positive_float,
     positive_int,
     print_json,
+    rate_hz,
     seconds,
     store_option,
     warn,
@@ -102,8 +105,11 @@ def add_parser(sub: Any) -> None:
     b.add_argument("--duration", type=seconds, help="measured time per run (default 10s)")
     b.add_argument("--warmup", type=seconds, help="unmeasured time first (default 1s)")
     b.add_argument("--payload", type=positive_int, help="message bytes, header included (default 64)")
-    b.add_argument("--rate", type=positive_float, help="open-loop messages per second (default 1000)")
-    b.add_argument("--messages", type=positive_int, help="stream: messages per step (default 100000)")
+    b.add_argument("--rate", type=rate_hz, help="open-loop messages per second (default 1000)")
+    b.add_argument(
+        "--samples", type=integer(1, 1_000_000_000), help="stream: messages per step (default 100000)"
+    )
+    deprecated_alias(b, "--messages", "--samples", type=integer(1, 1_000_000_000))
     b.add_argument("--steps", type=positive_int, help="stream: steps (default 5)")
     b.add_argument("--fps", type=positive_float, help="frame-sync: frames per second (default 60)")
     b.add_argument("--port", type=non_negative_int, help="server port (default: any free one)")
@@ -121,7 +127,7 @@ def options(args: argparse.Namespace) -> NetOptions:
         "warmup_s": args.warmup,
         "payload": args.payload,
         "rate_hz": args.rate,
-        "messages": args.messages,
+        "messages": args.samples,
         "steps": args.steps,
         "fps": args.fps,
         "port": args.port,

@@ -15,6 +15,7 @@ from jitterlab.cli.common import (
     positive_float,
     positive_int,
     print_json,
+    rate_hz,
     seconds,
     store_option,
     warn,
@@ -51,7 +52,7 @@ def add_parser(sub: Any) -> None:
     q.add_argument(
         "--clients", type=client_counts, help="numbers of clients, one run each (default 2,5,10,25)"
     )
-    q.add_argument("--rate", type=positive_float, help="pose updates per second per client (default 90)")
+    q.add_argument("--rate", type=rate_hz, help="pose updates per second per client (default 90)")
     q.add_argument("--server-tick", type=positive_float, help="server ticks per second (default 120)")
     q.add_argument("--payload", type=positive_int, help="pose bytes, header included (default 144)")
     q.add_argument("--observers", type=positive_int, help="clients that record every update (default 2)")

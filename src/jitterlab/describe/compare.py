@@ -1,7 +1,10 @@
 """``compare``: run B judged against run A, as JSON for machines and rows for people.
 
-The statistics are :func:`jitterlab.stats.compare_samples`; this module adds the runs'
-context and warns when A and B were measured on different machines or kernels.
+The statistics are :func:`jitterlab.stats.compare.compare_ordered` over the runs read in
+row groups (:class:`jitterlab.stats.compare.ChunkedSample`: memory independent of the
+runs' sizes, results identical to :func:`jitterlab.stats.compare_samples` of the whole
+columns); this module adds the runs' context and warns when A and B were measured on
+different machines or kernels.
 """
 
 from __future__ import annotations
@@ -13,9 +16,11 @@ from jitterlab.core.errors import JitterlabError
 from jitterlab.core.units import format_ns
 from jitterlab.core.warnings import CodedWarning
 from jitterlab.describe.context import context_block, differences
-from jitterlab.stats import Comparison, compare_samples
-from jitterlab.stats.compare import MAX_ROW
+from jitterlab.stats import Comparison
+from jitterlab.stats.compare import MAX_ROW, ChunkedSample, compare_ordered
 from jitterlab.store import Run
+from jitterlab.store.runs import verified_samples_path
+from jitterlab.store.writer import latency_chunks
 
 HEADERS = ["percentile", "A", "B", "change", "CI", "verdict"]
 
@@ -30,10 +35,12 @@ class RunComparison:
 
 def compare_runs(a: Run, b: Run, noise: float = 0.05) -> RunComparison:
     """B against A, with the warnings a reader needs before trusting the verdict."""
+    samples = []
     for run in (a, b):
         if run.histogram_only:
             raise JitterlabError(f"run {run.id} holds a histogram only: compare needs raw samples")
-        if run.latency_ns.size == 0:
+        samples.append(run_sample(run))
+        if samples[-1].size == 0:
             raise JitterlabError(f"run {run.id} has no samples to compare")
     warnings = []
     differ = differences(a, b)
@@ -44,8 +51,14 @@ def compare_runs(a: Run, b: Run, noise: float = 0.05) -> RunComparison:
                 "A and B were measured on different machines or kernels (" + "; ".join(differ) + ")",
             )
         )
-    result = compare_samples(a.latency_ns, b.latency_ns, noise_threshold=noise)
+    result = compare_ordered(samples[0], samples[1], noise_threshold=noise)
     return RunComparison(a, b, result, warnings)
+
+
+def run_sample(run: Run) -> ChunkedSample:
+    """A run's latencies as a sample read in row groups (the file verified first)."""
+    path = verified_samples_path(run)
+    return ChunkedSample(lambda: latency_chunks(path))
 
 
 def comparison_json(rc: RunComparison) -> dict[str, Any]:

@@ -24,7 +24,9 @@ import numpy as np
 from matplotlib.ticker import FuncFormatter, NullLocator
 
 from jitterlab.core.html import esc, figure_img, html_table
-from jitterlab.stats import Comparison, Summary, compare_samples
+from jitterlab.describe.compare import run_sample
+from jitterlab.stats import Comparison, Summary
+from jitterlab.stats.compare import compare_ordered
 from jitterlab.stats.summary import percentiles_sorted
 from jitterlab.store import Run
 
@@ -69,7 +71,7 @@ def digest(run: Run, summary: Summary, ordered: np.ndarray) -> RunDigest:
 def compare_runs_for_report(base: Run, other: Run) -> Comparison:
     """The report's comparison of two runs (KS distance and the verdict; the other tests
     are not shown there, so not computed)."""
-    return compare_samples(base.latency_ns, other.latency_ns, distribution_tests=False)
+    return compare_ordered(run_sample(base), run_sample(other), distribution_tests=False)
 
 
 def log_axis(axis: Any) -> None:

@@ -33,6 +33,7 @@ from jitterlab.core.version import __version__
 from jitterlab.core.warnings import fix_for, normalized
 from jitterlab.describe.analysis import RunDescription, describe_run, pauses_in_run
 from jitterlab.describe.context import context_lines, contexts
+from jitterlab.describe.decimate import m4_select
 from jitterlab.describe.histograms import describe_histogram
 from jitterlab.describe.overview import (
     RunDigest,
@@ -61,7 +62,8 @@ from jitterlab.describe.tables import (
 from jitterlab.stats import percentiles
 from jitterlab.store import Run
 
-MAX_SCATTER_POINTS = 20_000  # drawn points per timeline; more are subsampled (and said so)
+MAX_SCATTER_POINTS = 20_000  # drawn points per timeline; above this, M4-decimated (and said so)
+SCATTER_COLUMNS = 600  # M4 columns of the timeline: more than its axes' width in pixels at 96 dpi
 CATEGORY_COLOURS = ["#4c72b0", "#dd8452", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c", "#ccb974"]
 PAUSE_COLOURS = {"gc-pause": "#d62728", "safepoint": "#7f7f7f"}
 
@@ -92,10 +94,14 @@ def run_figure(d: RunDescription) -> str:
     cut = s.p50 + 2 * s.std
     above = np.flatnonzero(latency > cut)
     note = ""
-    if above.size > MAX_SCATTER_POINTS:
-        above = np.sort(np.random.default_rng(0).choice(above, MAX_SCATTER_POINTS, replace=False))
-        note = f" (random {format_count(MAX_SCATTER_POINTS)} of them drawn)"
     labels = d.categories.labels(latency[above])
+    if above.size > MAX_SCATTER_POINTS:
+        # M4, not a random subsample: a lone spike among 10⁹ samples stays on the plot
+        kept = m4_select(
+            t_send[above], latency[above], labels, int(t_send.min()), int(t_send.max()), SCATTER_COLUMNS
+        )
+        note = f" (M4: {format_count(kept.size)} of {format_count(above.size)} drawn, every extreme kept)"
+        above, labels = above[kept], labels[kept]
     for cat in np.unique(labels):
         sel = above[labels == cat]
         ax.scatter(

@@ -373,6 +373,10 @@ def _net_block(
         "one_way": scenario in ("stream", "frame-sync"),
         "pm_qos": result.get("pm_qos", "refused"),  # /dev/cpu_dma_latency held at 0 on the sender
     }
+    if scenario in ("ping", "open-loop"):
+        # lost among the messages of the measured window (after the warm-up), beside the
+        # stored samples; `lost` counts the warm-up too
+        block["measured_lost"] = int(result.get("measured_lost", 0))
     if scenario == "stream":
         steps = []
         for part in str(result.get("steps", "-")).split(","):

@@ -166,6 +166,21 @@ def median_of(chunks: Callable[[], Iterable[np.ndarray]]) -> float:
     return float(percentiles_of(chunks, (50.0,), extent[:3])[0]) if extent[0] else 0.0
 
 
+def sample_extent(chunks: Callable[[], Iterable[np.ndarray]]) -> tuple[int, int, int, int]:
+    """(count, min, max, exact sum) of an integer sample read as chunks, in one pass."""
+    return extent_of(chunks)
+
+
+def order_statistics_of(
+    chunks: Callable[[], Iterable[np.ndarray]], ranks: list[int], extent: tuple[int, int, int]
+) -> dict[int, int]:
+    """The value at each 0-based rank of a non-empty integer sample read as chunks, exactly,
+    given its (count, min, max): the radix refinement of :func:`percentiles_of` for any
+    set of ranks (ranks in one bucket share its passes)."""
+    count, lowest, highest = extent
+    return order_statistics(chunks, sorted(set(ranks)), lowest, highest, count)
+
+
 def exact_sum(x: np.ndarray) -> int:
     """The sum of an integer array as a Python integer: int64 sums of blocks that cannot overflow."""
     if x.size == 0:

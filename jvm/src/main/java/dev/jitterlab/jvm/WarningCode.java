@@ -40,7 +40,8 @@ public enum WarningCode {
     ROWS_SKIPPED("rows-skipped"),
     NO_BASELINE("no-baseline"),
     BACKLOG_SKIPPED("backlog-skipped"),
-    UNCLASSIFIED("unclassified");
+    UNCLASSIFIED("unclassified"),
+    DEPRECATED_OPTION("deprecated-option");
 
     private final String code;
 
