@@ -152,21 +152,11 @@ def runs_rows(
     rows = []
     for r in runs:
         s = r.meta.get("summary", {}).get("latency_ns", {})
-        if chosen is not None:
+        if chosen is None:
+            figures = [format_ns(s.get("p50")), format_ns(s.get("p99")), format_ns(s.get("max"))]
+        else:
             values = chosen.get(r.id)
-            rows.append(
-                [
-                    r.id,
-                    str(r.meta.get("created_utc", ""))[:19].replace("T", " "),
-                    r.technique_label,
-                    str(r.config.get("pairs", "?")),
-                    r.policy_label,
-                    f"{int(s.get('count') or 0):,}",
-                    *([format_ns(values[k]) for k in keys] if values else ["—"] * len(keys)),
-                    str(r.meta.get("status", "")),
-                ]
-            )
-            continue
+            figures = [format_ns(values[k]) for k in keys] if values else ["—"] * len(keys)
         rows.append(
             [
                 r.id,
@@ -175,9 +165,7 @@ def runs_rows(
                 str(r.config.get("pairs", "?")),
                 r.policy_label,
                 f"{int(s.get('count') or 0):,}",  # every count in full: 2,000,000 beside 111,614
-                format_ns(s.get("p50")),
-                format_ns(s.get("p99")),
-                format_ns(s.get("max")),
+                *figures,
                 str(r.meta.get("status", "")),
             ]
         )

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 
-from jitterlab.stats.categories import Category, StackedResult, categorize, stack
+from jitterlab.stats.categories import StackedResult, categories_of_ranges, categorize, stack
 from jitterlab.stats.screening import DEFAULT_ALPHA, Baseline, Verdict, screen_counts
 from jitterlab.stats.summary import exact_sum, extent_of, order_statistics
 from jitterlab.stats.windows import WindowTable
@@ -157,16 +157,12 @@ def categories_of_chunks(
         counts += np.bincount(labels, minlength=slots)
         np.minimum.at(lowest, labels, x)
         np.maximum.at(highest, labels, x)
-    n = int(counts.sum())
-    categories = []
-    for k in range(slots):
-        count = int(counts[k])
-        index = first + k
-        if count == 0 and (not keep_empty or index == -1):
-            continue
-        lower, upper = (float(lowest[k]), float(highest[k])) if count else (math.nan, math.nan)
-        categories.append(Category(index, lower, upper, count, count / n))
-    return StackedResult(thresholds, levels, tuple(categories), low, threshold)
+    ranges = [
+        (int(c), float(a) if c else math.nan, float(b) if c else math.nan)
+        for c, a, b in zip(counts, lowest, highest, strict=True)
+    ]
+    categories = categories_of_ranges(ranges, first, keep_empty, int(counts.sum()))
+    return StackedResult(thresholds, levels, categories, low, threshold)
 
 
 def time_windows_chunks(
