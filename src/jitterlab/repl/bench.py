@@ -92,9 +92,12 @@ def check_options(o: ReplOptions) -> None:
             f"--payload must be {POSE_HEADER_BYTES}..{MAX_POSE_BYTES} bytes (the pose header is "
             f"{POSE_HEADER_BYTES} B; a 1200 B datagram holds one pose of at most {MAX_POSE_BYTES} B), got {o.payload}"
         )
+    if o.networked and o.client_nodes < 1:
+        raise JitterlabError("across nodes the server and the clients need two or more nodes")
     if o.client_nodes > min(o.clients):
         raise JitterlabError(
-            f"--nodes {o.client_nodes}: every N must be at least {o.client_nodes} (each client node needs a client)"
+            f"{o.client_nodes + 1} nodes: every N must be at least {o.client_nodes} "
+            "(the server has the first node, each client node needs a client)"
         )
     first_node = min(o.clients) // max(o.client_nodes, 1)
     if not 1 <= o.observers <= first_node:
@@ -109,7 +112,7 @@ def check_options(o: ReplOptions) -> None:
             raise JitterlabError("--impair needs a router between the nodes: add --router")
     if (o.router or o.shape or o.impair) and not o.networked:
         raise JitterlabError(
-            "--router, --shape and --impair are for nodes: add --nodes K (client nodes) or --topo"
+            "--router, --shape and --impair are for nodes: add --nodes K (namespaces) or --topo"
         )
     needed = max(o.clients) + SPARE_FDS
     soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
