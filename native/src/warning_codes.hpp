@@ -47,10 +47,12 @@ enum class WarningCode {
     no_baseline,
     backlog_skipped,
     unclassified,
+    stale_lock,
+    ring_foreign,
     deprecated_option,
 };
 
-inline constexpr std::array<std::string_view, 39> kWarningCodeNames = {
+inline constexpr std::array<std::string_view, 41> kWarningCodeNames = {
     "policy-refused",
     "affinity-refused",
     "mlock-refused",
@@ -89,6 +91,8 @@ inline constexpr std::array<std::string_view, 39> kWarningCodeNames = {
     "no-baseline",
     "backlog-skipped",
     "unclassified",
+    "stale-lock",
+    "ring-foreign",
     "deprecated-option",
 };
 

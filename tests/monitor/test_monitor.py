@@ -437,3 +437,43 @@ def test_the_baseline_an_application_names_is_used_by_serve(store: Path, channel
         m.record(10_000)
     run = json.loads((store / finish(proc) / "run.json").read_text())
     assert run["monitor"]["baseline"] == reference.id and run["monitor"]["thresholds_ns"]
+
+
+@pytest.mark.parametrize(
+    ("rows", "extra", "needle"),
+    [
+        (
+            [("p1", "pre", "NL", 1), ("p1", "post", "NL", 2)],
+            ["--exclude-pre-above", "0"],
+            "all 1 were left out",
+        ),
+        ([("p1", "pre", "NL", 1), ("p2", "pre", "NL", 2)], [], "none has both"),
+        ([("p1", "pre", "NL", 1), ("p1", "post", "NL", 2)], ["--trial-column", "Group"], "both name column"),
+    ],
+)
+def test_ssq_corner_cases_are_one_line(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    rows: list[tuple[str, str, str, int]],
+    extra: list[str],
+    needle: str,
+) -> None:
+    """Issue 24 item 12: no participant left, only pre rows and one column named twice were
+    internal errors (KeyError) or silent; each is one line, exit 2."""
+    csv = tmp_path / "ssq.csv"
+    _ssq_csv(csv, rows)
+    code, _, err = run_main(["ssq", "score", str(csv), "--pre-post", "--group", "group", *extra], capsys)
+    assert code == 2 and needle in err, err
+    assert_one_line_error(err)
+
+
+def test_ssq_an_item_given_by_number_and_by_name_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    csv = tmp_path / "ssq.csv"
+    _ssq_csv(csv, [("p1", "pre", "NL", 1)])
+    header, row = csv.read_text().splitlines()
+    csv.write_text(f"{header},q1\n{row},1\n")  # q1 is general_discomfort
+    code, _, err = run_main(["ssq", "score", str(csv), "--group", "group"], capsys)
+    assert code == 2 and "given twice" in err, err
+    assert_one_line_error(err)

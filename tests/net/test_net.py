@@ -400,6 +400,8 @@ def test_an_unreachable_ssh_host_is_one_line_naming_it(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert_one_line_error(done.stderr)
     assert "node far (ssh root@127.0.0.1)" in done.stderr and "refused" in done.stderr
+    staging = tmp_path / "s" / ".staging"  # issue 24 item 13: a failed run left an empty .staging/ID
+    assert not staging.exists() or list(staging.iterdir()) == [], list(staging.iterdir())
 
 
 def test_an_agent_of_another_version_is_refused(tmp_path: Path) -> None:
@@ -568,6 +570,32 @@ def test_kill_9_of_the_coordinator_leaves_nothing_after_topo_down(tmp_path: Path
     assert topo.namespaces() == []
 
 
+def test_down_all_keeps_topologies_whose_maker_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 24 item 13: `net topo down --all` also removed topologies whose maker was alive
+    (a measurement running now). It removes those of dead makers and keeps the others unless
+    --force. A private state folder: other topologies on this machine are strays to it, which
+    --all (without --force) keeps too."""
+    monkeypatch.setenv("JITTERLAB_NET_STATE", str(tmp_path / "state"))
+    made = [run_cli("net", "topo", "up", "--nodes", "2") for _ in range(2)]
+    assert all(m.returncode == 0 for m in made), [m.stderr for m in made]
+    live, dead = (m.stdout.strip() for m in made)
+    try:
+        state = tmp_path / "state" / f"{live}.json"
+        doc = json.loads(state.read_text())
+        doc["created_by_pid"] = os.getpid()  # as if this process were measuring on it now
+        state.write_text(json.dumps(doc))
+        down = run_cli("net", "topo", "down", "--all")
+        assert down.returncode == 0, down.stderr
+        assert f"kept {live}" in down.stderr and "--force" in down.stderr, down.stderr
+        left = topo.namespaces()
+        assert f"{live}-n0" in left and f"{dead}-n0" not in left
+        assert state.exists() and not (tmp_path / "state" / f"{dead}.json").exists()
+    finally:
+        for name in (live, dead):
+            run_cli("net", "topo", "down", name)
+    assert not [ns for ns in topo.namespaces() if ns.startswith((live, dead))]
+
+
 def test_topology_names_are_never_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 24 item 5: `net topo down ../../../tmp/victim` deleted /tmp/victim.json and
     `--topo ../../x` loaded any JSON (an internal error)."""
@@ -587,7 +615,14 @@ def test_topology_names_are_never_paths(tmp_path: Path, monkeypatch: pytest.Monk
         '{"name": "jl-abc123", "nodes": ["/etc"], "router": null, "subnet": "x"}'
     )
     (state / "jl-def456.json").write_text("[1, 2]")
-    for name in ("jl-abc123", "jl-def456"):
+    # found by the fuzz run: a link without its addresses, a pid that is a string
+    (state / "jl-aaa1.json").write_text(
+        '{"name": "jl-aaa1", "nodes": ["jl-aaa1-n0", "jl-aaa1-n1"], "router": null, "subnet": "x", "links": [{}]}'
+    )
+    (state / "jl-aaa2.json").write_text(
+        '{"name": "jl-aaa2", "nodes": ["jl-aaa2-n0"], "router": null, "subnet": "x", "created_by_pid": "1"}'
+    )
+    for name in ("jl-abc123", "jl-def456", "jl-aaa1", "jl-aaa2"):
         result = run_cli("net", "bench", "--topo", name, "--duration", "1s")
         assert result.returncode == 2 and "not a state file" in result.stderr, result.stderr
 
@@ -620,6 +655,16 @@ def test_hosts_toml_values_never_become_options_or_protocol_words(
     assert result.returncode == 2, result.stderr
     assert says in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert not pwned.exists()
+
+
+def test_a_hosts_toml_that_is_not_utf8_is_one_line(tmp_path: Path, store: Path) -> None:
+    """Issue 24 item 12 (found again by the fuzz run): a non-UTF-8 hosts.toml was an internal error."""
+    (tmp_path / "hosts.toml").write_bytes(b'[[host]]\nname = "h\xff"\n')
+    result = run_cli(
+        "net", "bench", "--hosts", str(tmp_path / "hosts.toml"), "--duration", "1s", "--store", str(store)
+    )
+    assert result.returncode == 2 and "not UTF-8" in result.stderr, result.stderr
+    assert_one_line_error(result.stderr)
 
 
 def test_the_ssh_target_follows_a_double_dash() -> None:

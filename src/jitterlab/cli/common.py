@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from jitterlab.core.errors import JitterlabError
+from jitterlab.core.errors import JitterlabError, escape_controls
 from jitterlab.core.options import YEAR_S, OptionError, Range, parse_duration_s, parse_integer, parse_number
 from jitterlab.core.percentiles import parse_percentiles
 from jitterlab.core.units import parse_duration_ns
@@ -29,7 +29,7 @@ class Parser(argparse.ArgumentParser):
     """argparse with the one-line error our CLI promises (no usage dump)."""
 
     def error(self, message: str) -> NoReturn:
-        sys.stderr.write(f"{self.prog}: error: {message} (see --help)\n")
+        sys.stderr.write(f"{self.prog}: error: {escape_controls(message)} (see --help)\n")
         raise SystemExit(EXIT_USAGE)
 
 

@@ -69,6 +69,11 @@ def add_parser(sub: Any) -> None:
     )
     down.add_argument("name", nargs="?")
     down.add_argument("--all", action="store_true")
+    down.add_argument(
+        "--force",
+        action="store_true",
+        help="with --all: also topologies whose maker still runs or is unknown",
+    )
     tsub.add_parser("list", help="topologies and leftover namespaces")
 
     c = net.add_parser("check-impair", help="ping without and with an impairment: is the model on the link?")
@@ -142,7 +147,15 @@ def cmd_topo(args: argparse.Namespace) -> int:
         if not args.name and not args.all:
             raise JitterlabError("net topo down: name a topology or give --all")
         started = time.monotonic()
-        removed = topo.down_all() if args.all else topo.down(args.name)
+        if args.all:
+            removed, kept = topo.down_all(args.force)
+            for name in kept:
+                note(
+                    f"kept {name}: the process that made it still runs, or it has no readable state file "
+                    "(it may be in use; --force removes it too)"
+                )
+        else:
+            removed = topo.down(args.name)
         note(f"removed {len(removed)} namespaces in {time.monotonic() - started:.2f} s")
         return 0
     rows = [

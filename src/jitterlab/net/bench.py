@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -196,14 +197,7 @@ def _agents(nodes: Nodes, count: int, program: tuple[str, ...]) -> Iterator[list
 
 
 def _run_one(store: ResultsStore, o: NetOptions, nodes: Nodes, case: Case, warn: Warn) -> Done:
-    scenario, transport, sync, count, impairment = (
-        case.scenario,
-        case.transport,
-        case.sync,
-        case.count,
-        case.impairment,
-    )
-    label = case.label
+    scenario, transport, sync = case.scenario, case.transport, case.sync
     started = dt.datetime.now(dt.timezone.utc)
     run_id = store.new_run_id(
         "net",
@@ -213,6 +207,31 @@ def _run_one(store: ResultsStore, o: NetOptions, nodes: Nodes, case: Case, warn:
         *(["intra"] if case.intra else []),
     )
     staging = store.staging_dir(run_id)
+    try:
+        return _measure(store, o, nodes, case, warn, run_id, started, staging)
+    except BaseException:
+        store.discard_if_empty(staging)  # a failed run leaves no empty folder (issue 24 item 13)
+        raise
+
+
+def _measure(
+    store: ResultsStore,
+    o: NetOptions,
+    nodes: Nodes,
+    case: Case,
+    warn: Warn,
+    run_id: str,
+    started: dt.datetime,
+    staging: Path,
+) -> Done:
+    scenario, transport, sync, count, impairment = (
+        case.scenario,
+        case.transport,
+        case.sync,
+        case.count,
+        case.impairment,
+    )
+    label = case.label
     total = int((o.warmup_s + o.duration_s) * 1e9)
     bar = ProgressBar(label, total, scale=1e9, unit="s")
     interrupted = False

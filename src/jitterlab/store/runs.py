@@ -279,6 +279,13 @@ class ResultsStore:
             raise JitterlabError(f"cannot write to results store {self.root}: {os_error_text(e)}") from e
         return directory
 
+    @staticmethod
+    def discard_if_empty(staging: Path) -> None:
+        """Remove a staging folder in which nothing was recorded (a measurement that failed
+        before its first sample); one that holds anything is kept for ``recover``."""
+        with suppress(OSError):
+            os.rmdir(staging)
+
     @contextmanager
     def staging_lock(self, run_id: str) -> Iterator[None]:
         """Held while a run is measured and stored: :meth:`leftovers` never offers a staging

@@ -41,6 +41,8 @@ public enum WarningCode {
     NO_BASELINE("no-baseline"),
     BACKLOG_SKIPPED("backlog-skipped"),
     UNCLASSIFIED("unclassified"),
+    STALE_LOCK("stale-lock"),
+    RING_FOREIGN("ring-foreign"),
     DEPRECATED_OPTION("deprecated-option");
 
     private final String code;
