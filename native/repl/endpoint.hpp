@@ -65,6 +65,9 @@ struct FleetStats {
     std::vector<SampleRecord> updates;       // observers: pair = observer * clients + avatar
 };
 
+/// Every fleet's statistics as one fleet's (counts summed, records joined, the longest window).
+FleetStats combined(std::vector<FleetStats*> fleets);
+
 /// Nanoseconds of CPU the calling thread has used.
 std::int64_t thread_cpu_ns() noexcept;
 
@@ -107,9 +110,12 @@ inline constexpr std::uint64_t kPingPhaseSeed = 20'261'125;
 
 class ClientFleet {
 public:
-    /// `clients` sockets connected to the server; the first `observers` record what they get.
-    ClientFleet(int clients, int observers, double rate_hz, int payload, const std::string& server, int port,
-                const Schedule& schedule, std::int64_t ping_interval_ns);
+    /// Clients `first` … `first + count − 1` of `total` (one fleet per node when the clients
+    /// are split across nodes), one socket each connected to the server; its first
+    /// `observers` record what they get (observers are clients 0 … observers − 1, so only the
+    /// fleet with `first` = 0 has any).
+    ClientFleet(int first, int count, int total, int observers, double rate_hz, int payload, const std::string& server,
+                int port, const Schedule& schedule, std::int64_t ping_interval_ns);
     /// The pacer: sends every client's poses (and the observers' pings) on schedule. It has
     /// a thread of its own so that reading what the server sends never delays a send.
     void send_loop(const Schedule& schedule, const std::atomic<bool>& stop);
@@ -123,7 +129,7 @@ private:
     void send_pings(const Schedule& schedule);
     void receive(int i, const Schedule& schedule);
 
-    int clients_, observers_;
+    int first_, clients_, total_, observers_;  // clients_: this fleet's
     double rate_hz_;
     std::size_t payload_;
     std::int64_t t_first_;

@@ -11,6 +11,7 @@
 
 #include "../repl/cpu_stat.hpp"
 #include "../repl/endpoint.hpp"
+#include "../repl/netns.hpp"
 #include "jitterlab/clock.hpp"
 
 namespace rp = jitterlab::repl;
@@ -42,7 +43,7 @@ TEST(ReplLoopback, EveryObserverGetsEveryOtherPose) {
     rp::Server server(kClients, 200, 144, "127.0.0.1", 0);
     const std::int64_t t0 = jitterlab::now_ns() + 20'000'000;
     const rp::Schedule schedule{t0, t0 + 100'000'000, t0 + 500'000'000, t0 + 650'000'000};
-    rp::ClientFleet fleet(kClients, kObservers, 50, 144, "127.0.0.1", server.port(), schedule, 50'000'000);
+    rp::ClientFleet fleet(0, kClients, kClients, kObservers, 50, 144, "127.0.0.1", server.port(), schedule, 50'000'000);
     std::atomic<bool> stop{false};
     {
         std::jthread s([&] { server.run(schedule, stop); });
@@ -72,6 +73,47 @@ TEST(ReplLoopback, EveryObserverGetsEveryOtherPose) {
     for (const auto n : ss.ticks_on_cpu) ticks += n;
     EXPECT_EQ(ticks, static_cast<std::int64_t>(ss.tick_start_ns.size()));
     EXPECT_NEAR(static_cast<double>(ss.times.user_ns + ss.times.sys_ns), static_cast<double>(ss.cpu_ns), 5e6);
+}
+
+TEST(ReplLoopback, ClientsSplitAcrossFleetsAreOneFleet) {
+    // issue 27 item 8: one fleet per node, each with its share of the clients; the observers
+    // (in the first) see every other avatar, the fleets' sends interleave on one schedule
+    constexpr int kClients = 5, kObservers = 2;
+    rp::Server server(kClients, 200, 144, "127.0.0.1", 0);
+    const std::int64_t t0 = jitterlab::now_ns() + 20'000'000;
+    const rp::Schedule schedule{t0, t0 + 100'000'000, t0 + 500'000'000, t0 + 650'000'000};
+    rp::ClientFleet a(0, 2, kClients, kObservers, 50, 144, "127.0.0.1", server.port(), schedule, 50'000'000);
+    rp::ClientFleet b(2, 3, kClients, kObservers, 50, 144, "127.0.0.1", server.port(), schedule, 50'000'000);
+    std::atomic<bool> stop{false};
+    {
+        std::jthread s([&] { server.run(schedule, stop); });
+        std::jthread sa([&] { a.send_loop(schedule, stop); });
+        std::jthread ra([&] { a.receive_loop(schedule, stop); });
+        std::jthread sb([&] { b.send_loop(schedule, stop); });
+        std::jthread rb([&] { b.receive_loop(schedule, stop); });
+    }
+    EXPECT_EQ(a.stats().poses_sent, 2 * 50 * 4 / 10);
+    EXPECT_EQ(b.stats().poses_sent, 3 * 50 * 4 / 10);
+    EXPECT_TRUE(b.stats().updates.empty());  // no observers there
+    EXPECT_EQ(b.stats().pings_sent, 0);
+    std::vector<int> seen(kClients * kClients, 0);
+    for (const auto& u : a.stats().updates) ++seen[static_cast<std::size_t>(u.pair)];
+    for (int observer = 0; observer < kObservers; ++observer)
+        for (int avatar = 0; avatar < kClients; ++avatar)
+            if (avatar != observer) {
+                EXPECT_GE(seen[observer * kClients + avatar], 18) << observer << " sees " << avatar;
+            }
+    std::vector<rp::FleetStats*> both{&a.stats(), &b.stats()};
+    const auto all = rp::combined(both);
+    EXPECT_EQ(all.poses_sent, kClients * 50 * 4 / 10);
+    EXPECT_EQ(server.stats().pose_bytes_in, all.bytes_out);
+    EXPECT_EQ(all.lag_ns.size(), static_cast<std::size_t>(kClients * 50 * 4 / 10));
+}
+
+TEST(ReplNetns, AMissingNamespaceIsAUsageProblem) {
+    EXPECT_THROW(rp::NetnsScope("jl-no-such-namespace-here"), rp::UsageProblem);
+    EXPECT_THROW(rp::NetnsScope("../etc"), rp::UsageProblem);
+    const rp::NetnsScope nothing("");  // an empty name changes nothing
 }
 
 TEST(ReplCpuStat, ParsesEveryCpuLineInNanoseconds) {

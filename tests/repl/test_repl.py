@@ -7,6 +7,7 @@ import dataclasses
 import json
 import os
 import resource
+import shutil
 import signal
 import socket
 import subprocess
@@ -167,6 +168,50 @@ def test_server_cpu_is_attributed_to_user_code_kernel_and_softirq(scaling: tuple
     assert find_knee([user]).causes[0].endswith("mostly user code")
 
 
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("ip") is None or shutil.which("iptables") is None,
+    reason="network namespaces and the impairment need root, iproute2 and iptables",
+)
+def test_across_namespaces_through_an_impaired_router(tmp_path: Path) -> None:
+    """Issue 27 item 8: the server on one namespace, the clients split over two more, every
+    link through a router holding each packet 2 ms. A pose crosses the router twice (client
+    to server, server to observer), so no update arrives in under 4 ms; on loopback they
+    arrive in under a tick."""
+    store = tmp_path / "results"
+    argv = [
+        *("repl", "bench", "--clients", "4", "--rate", "50", "--duration", "1s", "--warmup", "0.3s"),
+        *("--nodes", "3", "--router", "--impair", "delay=2ms", "--store", str(store)),
+    ]
+    done = subprocess.run(
+        [sys.executable, "-m", "jitterlab", *argv], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    (run,) = ResultsStore(store).runs()
+    config, repl = run.config, run.meta["repl"]
+    assert (config["placement"], config["nodes"], config["router"], config["impaired"]) == (
+        "netns",
+        3,
+        True,
+        "delay=2ms",
+    )
+    name = run.meta["topology"]["name"]
+    assert [f["netns"] for f in repl["fleets"]] == [f"{name}-n1", f"{name}-n2"]
+    assert [(f["first_client"], f["clients"]) for f in repl["fleets"]] == [(0, 2), (2, 2)]
+    assert repl["server"]["pose_bytes_in"] == repl["clients_fleet"]["bytes_out"] > 0
+    # every observer sees every other avatar, from both client nodes
+    assert sorted(set(run.table.column("pair").to_numpy().tolist())) == [1, 2, 3, 4, 6, 7]
+    assert run.latency_ns.min() >= 4_000_000
+    assert min(repl["ping_rtt_ns"]) >= 4_000_000
+    check = run.meta["impairment"]["check"]
+    assert check["reproduced"] and check["packets"] >= repl["server"]["pose_datagrams_in"]
+    assert repl["udp_counters"]["InDatagrams"] > 0  # the namespaces' counters, not the host's
+    assert run.meta["clock"]["mode"] == "shared"
+    assert "Here: one host, 3 network namespaces" in replication_text([run])
+    assert "impairment at N=4: delay=2ms" in replication_text([run])
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
+    assert name not in listed  # made for the command, removed after it
+
+
 def test_stream_intervals_known_answer() -> None:
     stream = np.array([1, 0, 1, 0, 1, 2])
     t = np.array([10, 5, 30, 6, 15, 99])
@@ -192,6 +237,13 @@ def test_udp_counters_and_their_delta(tmp_path: Path) -> None:
         (["--payload", "1200"], "1172"),
         (["--payload", "20"], "header"),
         (["--observers", "5", "--clients", "3"], "--observers"),
+        (["--clients", "2", "--nodes", "4"], "each client node needs a client"),
+        (["--clients", "4", "--nodes", "3", "--observers", "3"], "of the first client node"),
+        (["--clients", "4", "--nodes", "3", "--impair", "delay=2ms"], "add --router"),
+        (["--clients", "4", "--router"], "add --nodes"),
+        (["--clients", "4", "--nodes", "3", "--router", "--impair", "jitter=1"], "unknown part"),
+        (["--clients", "4", "--nodes", "1"], "--nodes"),
+        (["--clients", "4", "--topo", "jl-nosuchtopo"], "jl-nosuchtopo"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(

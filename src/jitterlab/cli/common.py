@@ -84,6 +84,14 @@ rate_hz = number(0.0, 1e9, low_open=True, unit="Hz")  # every --rate: a float in
 seed = integer(0, 2**32 - 1)  # every --seed
 
 
+def link_shape(text: str) -> dict[str, str]:
+    """Every --shape (namespaces' links): ``rate=10mbit``, tbf's rate."""
+    key, _, value = text.partition("=")
+    if key != "rate" or not value:
+        raise argparse.ArgumentTypeError(f"expected rate=10mbit, got '{text}'")
+    return {"rate": value}
+
+
 class DeprecatedAlias(argparse.Action):
     """An old spelling of an option: still works for this release, with a warning naming the
     new one (code ``deprecated-option``). Hidden from --help; docs/cli.md lists it."""

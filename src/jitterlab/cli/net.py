@@ -16,6 +16,7 @@ from jitterlab.cli.common import (
     Parser,
     deprecated_alias,
     integer,
+    link_shape,
     non_negative_int,
     note,
     positive_float,
@@ -51,13 +52,6 @@ def _words(text: str) -> tuple[str, ...]:
     return tuple(w.strip() for w in text.split(",") if w.strip())
 
 
-def _shape(text: str) -> dict[str, str]:
-    key, _, value = text.partition("=")
-    if key != "rate" or not value:
-        raise argparse.ArgumentTypeError(f"expected rate=10mbit, got '{text}'")
-    return {"rate": value}
-
-
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("net", help="latency and throughput across nodes: namespaces or hosts (seed 004)")
     net = p.add_subparsers(dest="net_command", required=True, parser_class=Parser)
@@ -66,7 +60,7 @@ def add_parser(sub: Any) -> None:
     up = tsub.add_parser("up", help="make K node namespaces (prints the topology's name)")
     up.add_argument("--nodes", type=int, default=2)
     up.add_argument("--router", action="store_true", help="join the nodes through a router namespace")
-    up.add_argument("--shape", type=_shape, help="rate-limit every link with tbf, e.g. rate=10mbit")
+    up.add_argument("--shape", type=link_shape, help="rate-limit every link with tbf, e.g. rate=10mbit")
     up.add_argument(
         "--subnet", default=topo.DEFAULT_RANGE, help=f"private range to use (default {topo.DEFAULT_RANGE})"
     )
@@ -99,7 +93,7 @@ def add_parser(sub: Any) -> None:
         "--nodes", type=positive_int, help="nodes; frame-sync: the renderer plus render nodes (default 2)"
     )
     b.add_argument("--router", action="store_true", help="join the nodes through a router namespace")
-    b.add_argument("--shape", type=_shape, help="rate-limit every link with tbf, e.g. rate=10mbit")
+    b.add_argument("--shape", type=link_shape, help="rate-limit every link with tbf, e.g. rate=10mbit")
     b.add_argument(
         "--impair", help="delay=5ms | model=m.json | loss=0.1%% on the router's link (needs --router)"
     )

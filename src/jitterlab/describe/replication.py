@@ -52,9 +52,25 @@ SEED_TABLE4: dict[int, tuple[float, float, float, float, float, float, float]] =
 SEED_SETUP = (
     "seed: UE4.20 on Windows 10, server and 2 VR clients on i7-8700K hosts, load clients on 32 hosts (up to 4 "
     "per host), 1 Gbit Ethernet; Table 3 by counting frames of a 240 Hz video of 60 Hz monitors, Table 4 from "
-    "UE4's Stat Net (with compression). Here: one host, loopback, server and clients on their own vCPU, no "
-    "rendering (so no client fps), UDP payload bytes without compression."
+    "UE4's Stat Net (with compression). Here: {here}, server and clients on their own vCPU, no rendering "
+    "(so no client fps), UDP payload bytes without compression."
 )
+
+
+def setup_line(rows: Sequence[ReplRow]) -> str:
+    """The seed's setup and ours: loopback, or namespaces (through a router, impaired)."""
+    config = rows[0].run.config
+    if config.get("placement") != "netns":
+        return SEED_SETUP.format(here="one host, loopback")
+    nodes = int(config.get("nodes", 2))
+    here = (
+        f"one host, {nodes} network namespaces (the server on one, the clients split over {nodes - 1})"
+        + (" joined through a router" if config.get("router") else " joined by veth pairs")
+        + (f", impaired {config['impaired']}" if config.get("impaired") else "")
+    )
+    return SEED_SETUP.format(here=here)
+
+
 TICK_SHORTFALL = 0.98
 # /proc/stat's per-CPU columns (proc(5)), as the native tool writes them (native/repl/cpu_stat.hpp)
 PROC_STAT_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
@@ -350,6 +366,21 @@ def table4_layout(rows: Sequence[ReplRow]) -> tuple[list[str], list[list[str]]]:
     return headers, body
 
 
+def impairment_lines(rows: Sequence[ReplRow]) -> list[str]:
+    """Per N, whether the link's model was realised (net/impair.py's check of the engine's log)."""
+    lines = []
+    for r in rows:
+        check = (r.run.meta.get("impairment") or {}).get("check")
+        if check is None:
+            continue
+        lines.append(
+            f"impairment at N={r.clients}: {r.run.meta['impairment']['spec']}, realised p50 "
+            f"{check['realised_p50_ns'] / 1e6:.3f} ms over {check['packets']} packets ({check['dropped']} dropped): "
+            + ("reproduced" if check["reproduced"] else f"NOT reproduced ({check['criterion']})")
+        )
+    return lines
+
+
 def knee_line(rows: Sequence[ReplRow]) -> str:
     knee = find_knee(rows)
     if knee.clients is None:
@@ -396,7 +427,8 @@ def replication_text(runs: Sequence[Run]) -> str:
         knee_line(rows),
         *(["server CPU (% user/system/softirq/idle of its core): " + "; ".join(cpu)] if cpu else []),
         *(["drops: " + "; ".join(drops)] if drops else ["drops: none counted"]),
-        SEED_SETUP,
+        *impairment_lines(rows),
+        setup_line(rows),
     ]
     return "\n".join(parts)
 
@@ -467,7 +499,8 @@ def replication_section(runs: Sequence[Run]) -> str:
         + "<h3>Table 4 layout</h3><div style='overflow-x:auto'>"
         + html_table(t4[0], [[esc(c) for c in row] for row in t4[1]])
         + "</div>"
-        + f"<p class='muted'>{esc(SEED_SETUP)}</p></div>"
+        + "".join(f"<p>{esc(line)}</p>" for line in impairment_lines(rows))
+        + f"<p class='muted'>{esc(setup_line(rows))}</p></div>"
     )
 
 
