@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <ctime>
+#include <random>
 #include <stdexcept>
 
 #include "jitterlab/clock.hpp"
@@ -365,7 +366,14 @@ void ClientFleet::receive(int i, const Schedule& schedule) {
 }
 
 void ClientFleet::send_loop(const Schedule& schedule, const std::atomic<bool>& stop) {
-    std::int64_t j = 0, next_ping = schedule.t_measure_start, cpu_at_start = -1;
+    // Pings go out at a uniformly random phase inside each ping interval (a fixed seed: the
+    // same phases every run). On a fixed period they kept one phase against the server's tick
+    // and the round trip showed that phase's wait, not the server (issue 27 item 7); at a
+    // random phase the tick wait is uniform over one tick period (docs/replication.md).
+    std::mt19937_64 phases(kPingPhaseSeed);
+    std::uniform_int_distribution<std::int64_t> phase(0, ping_interval_ns_ - 1);
+    std::int64_t j = 0, ping_slot = schedule.t_measure_start, cpu_at_start = -1;
+    std::int64_t next_ping = ping_slot + phase(phases);
     while (!stop.load(std::memory_order_relaxed)) {
         std::int64_t now = now_ns();
         if (cpu_at_start < 0 && now >= schedule.t_measure_start) cpu_at_start = thread_cpu_ns();
@@ -377,7 +385,8 @@ void ClientFleet::send_loop(const Schedule& schedule, const std::atomic<bool>& s
         }
         if (now >= next_ping) {
             send_pings(schedule);
-            next_ping += ping_interval_ns_;
+            ping_slot += ping_interval_ns_;
+            next_ping = ping_slot + phase(phases);
         }
         const std::int64_t next = std::min({due(j), next_ping, schedule.t_measure_end});
         const timespec ts{static_cast<time_t>(next / 1'000'000'000), static_cast<long>(next % 1'000'000'000)};

@@ -94,6 +94,9 @@ private:
     ServerStats stats_;
 };
 
+/// The seed of the observers' ping phases (recorded in harness.json's repl block).
+inline constexpr std::uint64_t kPingPhaseSeed = 20'261'125;
+
 class ClientFleet {
 public:
     /// `clients` sockets connected to the server; the first `observers` record what they get.

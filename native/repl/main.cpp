@@ -223,6 +223,7 @@ int main(int argc, char** argv) {
                                       {"window_ns", fs.window_ns},           {"rcvbuf_bytes", fs.rcvbuf_bytes},
                                       {"updates_recorded", fs.updates.size()}};
         j["repl"]["ping_rtt_ns"] = fs.ping_rtt_ns;
+        j["repl"]["ping_phase"] = {{"interval_ns", o.ping_interval_ns}, {"seed", rp::kPingPhaseSeed}, {"distribution", "uniform"}};
         j["policy_requested"] = jl::policy_json(o.policy);
         j["pm_qos"] = {{"cpu_dma_latency_us", 0}, {"obtained", cpu_awake.held()}, {"error", cpu_awake.error()}};
         j["mlock"] = jl::mlock_json(o.mlock, mlock_error);

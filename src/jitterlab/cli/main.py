@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "recover": ("runs", "store what killed measurements left in the store's .staging/ as partial runs"),
     "export": ("interop", "write a run as HdrHistogram (hgrm, hlog), CSV or Parquet"),
     "import": ("interop", "store an HdrHistogram log (.hlog) or a CSV of samples as a run"),
+    "merge": ("merge", "one run from runs and HdrHistogram logs of several hosts or times (source kept)"),
     "describe": ("describe", "summary, outlier categories and time windows of a run"),
     "doctor": ("system", "check what on this machine shapes latency, with the fix for each"),
     "hiccup": ("system", "per-CPU OS-noise meter: every interruption of a busy loop, stored as a run"),
