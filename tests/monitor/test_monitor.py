@@ -477,3 +477,39 @@ def test_ssq_an_item_given_by_number_and_by_name_is_one_line(
     code, _, err = run_main(["ssq", "score", str(csv), "--group", "group"], capsys)
     assert code == 2 and "given twice" in err, err
     assert_one_line_error(err)
+
+
+def test_metrics_serve_chosen_percentiles(store: Path, channel: str) -> None:
+    """`monitor serve --percentiles` (issue 26 item 5): /metrics has the latency at each
+    level, equal to HdrHistogram's (3 digits) of the samples the server stored."""
+    from jitterlab import load_run
+    from jitterlab.store.hdr.histogram import Histogram
+
+    proc, port = serve(channel, store, "--duration", "3s", "--percentiles", "50,99.9,max")
+    latencies = np.random.default_rng(3).integers(1_000, 5_000_000, 500)
+    with Monitor(channel) as m:
+        for v in latencies.tolist():
+            assert m.record(int(v))
+    text = ""
+    deadline = time.monotonic() + 2.5
+    while time.monotonic() < deadline and not any(
+        line.startswith("jitterlab_monitor_samples_total{") and line.endswith(" 500.0")
+        for line in text.splitlines()
+    ):
+        time.sleep(0.3)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+            text = r.read().decode()
+    run = load_run(finish(proc), store)
+    assert run.latency_ns.size == 500
+    served = {
+        line.split('percentile="')[1].split('"')[0]: float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("jitterlab_monitor_latency_percentile_seconds{")
+    }
+    h = Histogram.auto(3)
+    distinct, counts = np.unique(run.latency_ns, return_counts=True)
+    h.record(distinct, counts)
+    assert served == {
+        k: h.value_at_percentile(p) / 1e9 for k, p in (("50", 50.0), ("99.9", 99.9), ("100", 100.0))
+    }
+    assert served["100"] >= int(latencies.max()) / 1e9

@@ -12,6 +12,7 @@ from jitterlab.cli.common import (
     load,
     non_negative_float,
     note,
+    percentile_list,
     print_json,
     probability,
     seconds,
@@ -43,6 +44,12 @@ def add_parsers(sub: Any) -> None:
         "--ring-owner",
         type=user_id,
         help="also use a ring another user created (name or uid): an application running as that user",
+    )
+    q.add_argument(
+        "--percentiles",
+        type=percentile_list,
+        default=(),
+        help="also serve the latency at these percentiles on /metrics (e.g. 50,99,99.9,max)",
     )
     store_option(q)
     q = monitor.add_parser("trials", help="the trials of a monitor run with their screening verdicts")
@@ -107,6 +114,7 @@ def _serve(args: argparse.Namespace) -> int:
         started,
         _progress,
         ring_owner=args.ring_owner,
+        percentiles=args.percentiles,
     )
     outcome = run_plan(plan, writable_store(args), warn)
     if sys.stderr.isatty():

@@ -41,6 +41,7 @@ from jitterlab.stats.screening import (
     baseline_of,
     screen_counts,
 )
+from jitterlab.store.hdr.histogram import Histogram
 from jitterlab.store.runs import DRAFT_JSON, ResultsStore, Run, load_run
 from jitterlab.store.schema import run_meta, safe_id_part
 
@@ -82,6 +83,9 @@ class LiveState:
     category_counts: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
     bucket_counts: np.ndarray = field(default_factory=lambda: np.zeros(len(BUCKETS_S) + 1, np.int64))
     latency_sum_s: float = 0.0
+    # --percentiles: every sample in an HdrHistogram (3 significant digits) read at scrape time
+    percentiles: tuple[float, ...] = ()
+    histogram: Histogram | None = None
     trials: list[TrialState] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -183,10 +187,13 @@ class Server:
         alpha: float = DEFAULT_ALPHA,
         part_samples: int = PART_SAMPLES,
         ring_owner: int | None = None,
+        percentiles: tuple[float, ...] = (),
     ) -> None:
         self.reader = Reader(channel, ring_owner=ring_owner)
         self.store = store
-        self.state = LiveState(channel, baseline, alpha)
+        self.state = LiveState(channel, baseline, alpha, percentiles=percentiles)
+        if percentiles:
+            self.state.histogram = Histogram.auto(3)
         if baseline is not None:
             self.state.category_counts = np.zeros(len(baseline.thresholds) + 1, np.int64)
         self.part_samples = part_samples
@@ -272,6 +279,9 @@ class Server:
             self.state.samples += len(latency)
             self.state.bucket_counts += buckets
             self.state.latency_sum_s += float(latency.sum()) / 1e9
+            if self.state.histogram is not None:  # a negative latency (clock step) counts as 0
+                distinct, counts = np.unique(np.maximum(t_recv - t_send, 0), return_counts=True)
+                self.state.histogram.record(distinct, counts)
             if self.state.baseline is not None:
                 labels = categorize(latency, self.state.baseline.thresholds).astype(np.int64)
                 counts = np.bincount(labels, minlength=len(self.state.category_counts))
@@ -392,6 +402,7 @@ def serve_plan(
     on_started: Callable[[Server], None] = lambda _: None,
     on_tick: Callable[[Server], None] = lambda _: None,
     ring_owner: int | None = None,
+    percentiles: tuple[float, ...] = (),
 ) -> Plan:
     """``monitor serve`` as a plan of one point: hold the channel, classify against the
     baseline (``--baseline``, or the one the application left in the channel), serve the
@@ -423,7 +434,15 @@ def serve_plan(
                         "no --baseline: samples are stored and counted but not classified, trials not screened",
                     )
                 )
-            server = Server(channel, ctx.store, thresholds, reference, alpha, ring_owner=ring_owner)
+            server = Server(
+                channel,
+                ctx.store,
+                thresholds,
+                reference,
+                alpha,
+                ring_owner=ring_owner,
+                percentiles=percentiles,
+            )
             if server.reader.owner_uid != os.geteuid():
                 ctx.warn(
                     CodedWarning(

@@ -141,6 +141,12 @@ class Run:
             self._table = _read_samples(self)
         return self._table
 
+    @property
+    def loaded(self) -> bool:
+        """True when the samples are in memory (read, or a time range of them), so an
+        analysis uses them instead of streaming the file."""
+        return self._table is not None
+
     def column(self, name: str) -> np.ndarray:
         column: np.ndarray = np.asarray(self.table.column(name).to_numpy())
         return column
