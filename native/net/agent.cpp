@@ -7,6 +7,9 @@
 //   run scenario=S transport=T peers=A:P[,A:P] payload=B node=I duration_ns=D warmup_ns=W
 //       rate=R messages=N steps=S fps=F sync=0|1 states=K timeout_ns=T
 //                                                     -> ready; then "go" -> progress... result ... samples N + bytes
+//                                                        (ping, frame-sync: "part N" + bytes about every second
+//                                                        in between: the records since the last part, so a
+//                                                        coordinator killed mid-run leaves them in staging)
 //   collect                                           -> result ... samples N + bytes (what a server recorded)
 //   quit (or end of input: the coordinator is gone)   -> exit 0
 // Errors the user can fix: "error MESSAGE". Samples are wire::Record, little-endian.
@@ -82,11 +85,15 @@ void say(const std::string& line) {
     std::fflush(stdout);
 }
 
-void send_records(const std::vector<net::Record>& records) {
-    say("samples " + std::to_string(records.size()));
-    std::fwrite(records.data(), sizeof(net::Record), records.size(), stdout);
+void write_block(const char* word, const net::Record* records, std::size_t count) {
+    say(std::string(word) + " " + std::to_string(count));
+    std::fwrite(records, sizeof(net::Record), count, stdout);
     std::fflush(stdout);
 }
+
+void send_records(const std::vector<net::Record>& records) { write_block("samples", records.data(), records.size()); }
+
+constexpr std::int64_t kPartNs = 1'000'000'000;  // issue 24 item 10: at most ~1 s of samples only in the agent
 
 /// What every scenario reports beside its samples.
 struct Outcome {
@@ -110,6 +117,8 @@ public:
         warm_end_ = t0 + number(p_, "warmup_ns", 0);
         end_ = warm_end_ + number(p_, "duration_ns", 10'000'000'000);
         const std::string s = text(p_, "scenario");
+        streams_parts_ = s == "ping" || s == "frame-sync";
+        next_part_ = warm_end_ + kPartNs;
         if (s == "ping") ping();
         else if (s == "open-loop") open_loop(real(p_, "rate", 1000));
         else if (s == "stream") stream(number(p_, "messages", 100'000), number(p_, "steps", 5));
@@ -124,6 +133,14 @@ private:
         if (now >= next_progress_) {
             next_progress_ = now + 200'000'000;
             say("progress " + std::to_string(std::clamp<std::int64_t>(now - t0_, 0, end_ - t0_)) + " " + std::to_string(end_ - t0_));
+        }
+        // ping and frame-sync append final records in order: hand the new ones over as a part
+        // (between two messages, never inside a measured round trip). Open loop completes its
+        // records only at the end and stream's are the receiver's: they come with the result.
+        if (now >= next_part_ && streams_parts_ && o_.records.size() > parted_) {
+            next_part_ = now + kPartNs;
+            write_block("part", o_.records.data() + parted_, o_.records.size() - parted_);
+            parted_ = o_.records.size();
         }
         if (jl::tool::g_signal != 0) o_.interrupted = true;
         return o_.interrupted;
@@ -322,7 +339,9 @@ private:
     net::Client& client_;
     int peers_, payload_;
     std::uint32_t node_;
-    std::int64_t timeout_, t0_ = 0, warm_end_ = 0, end_ = 0, last_send_ = 0, next_progress_ = 0;
+    std::int64_t timeout_, t0_ = 0, warm_end_ = 0, end_ = 0, last_send_ = 0, next_progress_ = 0, next_part_ = 0;
+    bool streams_parts_ = false;
+    std::size_t parted_ = 0;  // records already handed over in parts
     std::vector<char> out_, in_;
     Outcome o_;
 };

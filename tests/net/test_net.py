@@ -571,6 +571,44 @@ def test_kill_9_of_the_coordinator_leaves_nothing_after_topo_down(tmp_path: Path
     assert topo.namespaces() == []
 
 
+def test_kill_9_mid_run_keeps_the_samples_so_far_and_the_impairment_log(tmp_path: Path) -> None:
+    """Issue 24 item 10: the samples lived in the agents until the end, so a coordinator
+    killed with SIGKILL lost all of them, and recover then removed the impairment engine's
+    log. The agent hands its records over in parts about every second; the coordinator writes
+    each into staging beside a draft run.json; recover stores them with the log."""
+    store = tmp_path / "s"
+    proc = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "jitterlab", "net", "bench", "--duration", "30s", "--warmup", "0.5s"),
+            *("--router", "--impair", "delay=1ms", "--store", str(store)),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not list((store / ".staging").glob("*/parts/part-000002.parquet")):
+            assert time.monotonic() < deadline and proc.poll() is None, "no second part written"
+            time.sleep(0.1)
+    finally:
+        proc.kill()
+        proc.wait()
+    time.sleep(1)  # the agents and the engine see their input close and exit (the engine writes its log)
+    (staging,) = (p.parent for p in (store / ".staging").glob("*/parts"))
+    name = json.loads((staging / "run.draft.json").read_text())["topology"]["name"]
+    assert run_cli("net", "topo", "down", name).returncode == 0
+    recovered = run_cli("recover", "--store", str(store))
+    assert recovered.returncode == 0, recovered.stderr
+    (run,) = ResultsStore(store).runs()
+    assert run.partial and "recovered from .staging" in run.meta["partial_reason"]
+    assert run.latency_ns.size >= 200  # two parts: about 2 s of pings at 2+ ms each (fewer when loaded)
+    assert run.latency_ns.min() >= 2_000_000  # each way once through the 1 ms link
+    assert {"src_node", "dst_node", "t_intended_ns"} <= set(run.table.column_names)
+    assert run.meta["impairment"]["spec"] == "delay=1ms" and run.meta["topology"]["name"] == name
+    log = np.fromfile(run.path / "impair.i64", dtype="<i8").reshape(-1, 3)
+    assert log.shape[0] >= 2 * run.latency_ns.size  # every ping and its answer crossed the router
+
+
 def test_down_all_keeps_topologies_whose_maker_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 24 item 13: `net topo down --all` also removed topologies whose maker was alive
     (a measurement running now). It removes those of dead makers and keeps the others unless
