@@ -48,7 +48,9 @@ def test_show_on_a_local_cluster_prints_the_same_numbers(tmp_path: Path, capsys)
     run = make_run(store, latency_clusters(seed=5, n=50_000))
     code, alone, err = run_main(["show", run.id, "--json", "--store", str(store)], capsys)
     assert code == 0, err
-    code, clustered, err = run_main(["show", run.id, "--json", "--cluster", "local:2", "--store", str(store)], capsys)
+    code, clustered, err = run_main(
+        ["show", run.id, "--json", "--cluster", "local:2", "--store", str(store)], capsys
+    )
     assert code == 0, err
     assert json.loads(clustered)["summary_ns"] == json.loads(alone)["summary_ns"]
 

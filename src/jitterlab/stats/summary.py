@@ -199,11 +199,14 @@ def exact_sum(x: np.ndarray) -> int:
 
 
 def _squares(x: np.ndarray, mean: float) -> float:
-    """Σ (x − mean)² in blocks of _CHUNK values (no full-size temporaries for large runs)."""
+    """Σ (x − mean)² in blocks of _CHUNK values (no full-size temporaries for large runs).
+    numpy's own pairwise sum, not BLAS's dot: a threaded BLAS adds in an order that depends
+    on its thread count, so a Dask worker (one thread) and this process would differ in the
+    last bit."""
     squares = 0.0
     for start in range(0, x.size, _CHUNK):
         deviation = x[start : start + _CHUNK].astype(np.float64) - mean
-        squares += float(np.dot(deviation, deviation))
+        squares += float(np.add.reduce(deviation * deviation))
     return squares
 
 
