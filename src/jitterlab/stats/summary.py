@@ -133,9 +133,9 @@ def summarize_chunks(chunks: Callable[[], Iterable[np.ndarray]]) -> Summary:
     for x in chunks():
         x = np.concatenate([carry, x]) if carry.size else x
         whole = x.size - x.size % _CHUNK
-        squares += _squares(x[:whole], mean)
+        squares = _squares(x[:whole], mean, squares)
         carry = x[whole:]
-    squares += _squares(carry, mean)
+    squares = _squares(carry, mean, squares)
     p = percentiles_of(chunks, SUMMARY_PERCENTILES, (count, lowest, highest))
     return Summary(
         count=count,
@@ -181,10 +181,10 @@ def order_statistics_of(
     return order_statistics(chunks, sorted(set(ranks)), lowest, highest, count)
 
 
-def block_squares(x: np.ndarray, mean: float) -> float:
-    """Σ (x − mean)² of one chunk whose length is a multiple of the squares' block (or the
-    last chunk): what :func:`summarize_chunks` adds per chunk, for a pass run elsewhere."""
-    return _squares(x, mean)
+def block_squares(x: np.ndarray, mean: float) -> list[float]:
+    """Σ (x − mean)² of each _CHUNK-sized block of ``x`` (a chunk that starts on a block
+    boundary): what :func:`summarize_chunks` adds, one by one, for a pass run elsewhere."""
+    return [_block_squares(x[i : i + _CHUNK], mean) for i in range(0, x.size, _CHUNK)]
 
 
 SQUARES_BLOCK = _CHUNK
@@ -198,16 +198,21 @@ def exact_sum(x: np.ndarray) -> int:
     return sum(int(x[i : i + block].sum(dtype=np.int64)) for i in range(0, x.size, block))
 
 
-def _squares(x: np.ndarray, mean: float) -> float:
-    """Σ (x − mean)² in blocks of _CHUNK values (no full-size temporaries for large runs).
-    numpy's own pairwise sum, not BLAS's dot: a threaded BLAS adds in an order that depends
-    on its thread count, so a Dask worker (one thread) and this process would differ in the
-    last bit."""
-    squares = 0.0
-    for start in range(0, x.size, _CHUNK):
-        deviation = x[start : start + _CHUNK].astype(np.float64) - mean
-        squares += float(np.add.reduce(deviation * deviation))
+def _squares(x: np.ndarray, mean: float, start: float = 0.0) -> float:
+    """``start`` + Σ (x − mean)² in blocks of _CHUNK values, added one block after the other
+    (no full-size temporaries; the same additions in the same order however the sample is
+    chunked, as long as chunks start on block boundaries)."""
+    squares = start
+    for i in range(0, x.size, _CHUNK):
+        squares += _block_squares(x[i : i + _CHUNK], mean)
     return squares
+
+
+def _block_squares(block: np.ndarray, mean: float) -> float:
+    # numpy's own pairwise sum, not BLAS's dot: a threaded BLAS adds in an order that depends
+    # on its thread count, so a Dask worker (one thread) and this process would differ
+    deviation = block.astype(np.float64) - mean
+    return float(np.add.reduce(deviation * deviation))
 
 
 def extent_of(chunks: Callable[[], Iterable[np.ndarray]]) -> tuple[int, int, int, int]:

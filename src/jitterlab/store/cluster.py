@@ -83,10 +83,8 @@ def _extent_task(path: str, group: int) -> tuple[int, int, int, int]:
     return sample_extent(lambda: [_latency(path, group)])
 
 
-def _squares_task(path: str, group: int, mean: float) -> tuple[float, float]:
-    x = _latency(path, group)
-    whole = x.size - x.size % SQUARES_BLOCK
-    return block_squares(x[:whole], mean), block_squares(x[whole:], mean)
+def _squares_task(path: str, group: int, mean: float) -> list[float]:
+    return block_squares(_latency(path, group), mean)
 
 
 def _refine_task(
@@ -125,9 +123,9 @@ def summarize_on_cluster(client: Any, path: Path) -> Summary:
     lowest, highest = min(e[1] for e in live), max(e[2] for e in live)
     mean = sum(e[3] for e in live) / count
     squares = 0.0
-    for whole, rest in _run(client, _squares_task, parts, mean):
-        squares += whole
-        squares += rest
+    for sums in _run(client, _squares_task, parts, mean):
+        for block in sums:  # one after the other, as the single-process path adds them
+            squares += block
 
     def refine(
         gather: set[Interval], widths: dict[Interval, int]
