@@ -59,6 +59,7 @@ DUCKDB_SCRIPT = """
 import json, sys, duckdb
 con = duckdb.connect()
 con.execute("SET threads TO 2")
+con.execute("SET enable_progress_bar = false")
 row = con.execute(
     "SELECT count(*), min(l), max(l), avg(l), stddev_pop(l), quantile_cont(l, [0.5, 0.9, 0.99, 0.999, 0.9999, 0.99999]) "
     "FROM (SELECT t_recv_ns - t_send_ns AS l FROM read_parquet(?))",
@@ -130,7 +131,7 @@ def measure(cmd: list[str], repeats: int, env: dict[str, str]) -> tuple[list[flo
         seconds.append(m.seconds)
         peaks.append(m.peak_tree_rss_bytes / 1e6)
         out = m.stdout
-    return seconds, peaks, out
+    return seconds, peaks, out.strip().splitlines()[-1] if out.strip() else out
 
 
 def agree(ours: dict[str, float], theirs: dict[str, object]) -> bool:
