@@ -131,7 +131,7 @@ def measure(cmd: list[str], repeats: int, env: dict[str, str]) -> tuple[list[flo
         seconds.append(m.seconds)
         peaks.append(m.peak_tree_rss_bytes / 1e6)
         out = m.stdout
-    return seconds, peaks, out.strip().splitlines()[-1] if out.strip() else out
+    return seconds, peaks, out
 
 
 def agree(ours: dict[str, float], theirs: dict[str, object]) -> bool:
@@ -143,6 +143,15 @@ def agree(ours: dict[str, float], theirs: dict[str, object]) -> bool:
     pairs += [(ours["mean"], float(theirs["mean"])), (ours["std"], float(theirs["std"]))]  # type: ignore[arg-type]
     exact = all(ours[k] == theirs[k] for k in ("count", "min", "max"))
     return exact and all(abs(a - b) <= 1e-9 * abs(a) for a, b in pairs)
+
+
+def last_json(out: str) -> dict[str, object]:
+    """The JSON object a contender printed last (DuckDB may print progress before it)."""
+    text = out.strip()
+    try:
+        return dict(json.loads(text))
+    except json.JSONDecodeError:
+        return dict(json.loads(text.splitlines()[-1]))
 
 
 def fmt(values: list[float], digits: int = 2) -> str:
@@ -200,7 +209,7 @@ def main() -> int:
                 say(f"N {n:.0e} describe  {fmt(s_desc)} s, peak {fmt(m_desc, 0)} MB")
             s_duck, m_duck, out = measure([sys.executable, "-c", DUCKDB_SCRIPT, str(path)], args.repeats, env)
             row["duckdb"] = (s_duck, m_duck)
-            duck_same = agree(ours, json.loads(out))
+            duck_same = agree(ours, last_json(out))
             say(
                 f"N {n:.0e} duckdb    {fmt(s_duck)} s, peak {fmt(m_duck, 0)} MB, values agree: {'yes' if duck_same else 'NO'}"
             )
@@ -212,7 +221,7 @@ def main() -> int:
             if n <= PANDAS_UP_TO:
                 s_pd, m_pd, out = measure([sys.executable, "-c", PANDAS_SCRIPT, str(path)], args.repeats, env)
                 row["pandas"] = (s_pd, m_pd)
-                pd_same = agree(ours, json.loads(out))
+                pd_same = agree(ours, last_json(out))
                 ratio_pd = statistics.median(s_pd) / statistics.median(s_show)
                 say(
                     f"N {n:.0e} pandas    {fmt(s_pd)} s, peak {fmt(m_pd, 0)} MB, values agree: {'yes' if pd_same else 'NO'}"
