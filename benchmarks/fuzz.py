@@ -10,6 +10,9 @@ Targets (each takes the bytes of a file):
   raw        the harnesses' raw sample file
   harness    harness.json as the job runner merges it into run.json
   frame-log  a motion-to-photon frames.csv (mtp ingest) and a tracker.csv of quaternions
+  hosts      a net bench hosts.toml (names, ssh targets, addresses, agents, clock)
+  ssq        a Simulator Sickness Questionnaire CSV (ssq score, with --pre-post and groups)
+  topo-state a net topology's state file (--topo NAME, topo down/list)
 
 Mutations start from valid seed files: byte flips, inserts, deletes, truncations and chunk
 copies, and for JSON files a node replaced by a value of another type. Seeded: a run is
@@ -17,6 +20,7 @@ reproducible from --seed. A slow input (over --hang-ms) counts as a hang.
 
     python benchmarks/fuzz.py --seconds 600            # every target, in turn
     python benchmarks/fuzz.py --target model --execs 100000 --seed 7
+    python benchmarks/fuzz.py --seconds 300 --jobs 4    # 4 processes, seeds 1..4
 
 It prints executions, distinct inputs and findings per target; findings are written to
 --findings (default ./fuzz-findings/) with the traceback.
@@ -45,7 +49,10 @@ from jitterlab.describe.analysis import describe_run, run_summary
 from jitterlab.describe.export import ExportOptions, export_run
 from jitterlab.describe.text import describe_text, show_text
 from jitterlab.measure.jobs import obtained
+from jitterlab.monitor import ssq
 from jitterlab.mtp import framelog
+from jitterlab.net import nodes as net_nodes
+from jitterlab.net import topo
 from jitterlab.simulate.injector import Injector
 from jitterlab.simulate.model import load_model, model_to_json, parametric_model
 from jitterlab.store import ResultsStore, load_run
@@ -176,9 +183,46 @@ class Targets:
         self.seeds["frame-log"] = (logs / "frames.csv").read_bytes()
         self.seeds["tracker"] = (logs / "tracker.csv").read_bytes()[:4000]
 
+        self.seeds["hosts"] = (
+            b'[[host]]\nname = "a"\naddress = "10.0.0.1"\nssh = "root@10.0.0.1"\nagent = "/usr/bin/x"\n'
+            b'ssh_options = ["-p", "22"]\n[[host]]\nname = "b"\naddress = "h.example"\nssh = "b"\n'
+            b'[clock]\nmode = "ptp"\nerror_ns = 1000\n'
+        )
+        items = ",".join(f"q{i}" for i in range(1, 17))
+        rows = [
+            f"p{k},{phase},g{k % 2},t{k},{','.join(str((k + i) % 4) for i in range(16))}"
+            for k in range(4)
+            for phase in ("pre", "post")
+        ]
+        self.seeds["ssq"] = (f"participant,phase,group,trial,{items}\n" + "\n".join(rows) + "\n").encode()
+        topo.STATE_DIR = root / "topo-state"  # this process only: the fuzz never touches the real one
+        self.topo_name = "jl-fuzz0"
+        self.seeds["topo-state"] = json.dumps(
+            {
+                "name": self.topo_name,
+                "nodes": [f"{self.topo_name}-n0", f"{self.topo_name}-n1"],
+                "router": f"{self.topo_name}-r",
+                "subnet": "10.213.0.0/16",
+                "shape": {"rate": "10mbit"},
+                "created_by_pid": 1,
+                "created_s": 1.0,
+                "links": [
+                    {
+                        "a": i,
+                        "b": -1,
+                        "a_addr": f"10.213.{i + 1}.2",
+                        "b_addr": f"10.213.{i + 1}.1",
+                        "a_dev": f"v{i}",
+                        "b_dev": f"r{i}",
+                    }
+                    for i in range(2)
+                ],
+            }
+        ).encode()
+
     def mutate(self, target: str, rng: random.Random) -> bytes:
         seed = self.seeds[target]
-        json_like = target in ("run-json", "model", "harness")
+        json_like = target in ("run-json", "model", "harness", "topo-state")
         return mutate_json(seed, rng) if json_like else mutate_bytes(seed, rng)
 
     def run(self, target: str, data: bytes) -> None:
@@ -241,8 +285,26 @@ class Targets:
         harness, _ = read_harness_json(self._file("harness.json", data))  # set aside, never raised
         obtained(harness)
 
+    def t_hosts(self, data: bytes) -> None:
+        net_nodes.from_hosts(self._file("hosts.toml", data))
 
-TARGETS = ("run-json", "model", "hlog", "csv", "raw", "harness", "frame-log")
+    def t_ssq(self, data: bytes) -> None:
+        path = self._file("ssq.csv", data)
+        ssq.score_file(path)
+        scored = ssq.score_file(
+            path, pre_post=True, group="group", trial_column="trial", exclude_pre_above=20
+        )
+        ssq.group_table(scored, "group")
+
+    def t_topo_state(self, data: bytes) -> None:
+        topo.STATE_DIR.mkdir(exist_ok=True)
+        (topo.STATE_DIR / f"{self.topo_name}.json").write_bytes(data)
+        loaded = topo.load(self.topo_name)
+        topo._pid_alive(loaded.created_by_pid)  # what `net topo list` and `down --all` ask
+        loaded.address(0, 1)  # what a bench on it asks first
+
+
+TARGETS = ("run-json", "model", "hlog", "csv", "raw", "harness", "frame-log", "hosts", "ssq", "topo-state")
 
 
 def fuzz(
@@ -292,36 +354,63 @@ def stop_rule(seconds: float | None, execs: int | None) -> Callable[[int], bool]
     return lambda done: done >= limit
 
 
+def run_targets(
+    chosen: list[str], seed: int, seconds: float | None, execs: int | None, hang_ms: float, findings: Path
+) -> list[dict[str, Any]]:
+    """One process's share: every chosen target in turn, in its own temporary folder."""
+    results = []
+    with tempfile.TemporaryDirectory(prefix="jitterlab-fuzz-") as tmp:
+        targets = Targets(Path(tmp))
+        for n, target in enumerate(chosen):
+            rng = random.Random(seed * 1_000 + n)
+            result = fuzz(
+                targets, target, rng, stop_rule(seconds, execs), hang_ms / 1e3, findings / f"seed-{seed}"
+            )
+            results.append(result)
+            print(
+                f"{target:10} {result['executions']:>10,} executions  {result['distinct_inputs']:>10,} distinct inputs  "
+                f"{result['findings']} findings  {result['hangs']} hangs  (seed {seed})",
+                flush=True,
+            )
+    return results
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--target", choices=TARGETS, action="append", help="repeatable (default: all)")
-    parser.add_argument("--seconds", type=float, help="time per target")
-    parser.add_argument("--execs", type=int, help="executions per target (default 2000)")
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--seconds", type=float, help="time per target (and per job)")
+    parser.add_argument("--execs", type=int, help="executions per target and job (default 2000)")
+    parser.add_argument("--seed", type=int, default=1, help="job k runs with seed SEED + k")
+    parser.add_argument("--jobs", type=int, default=1, help="processes, each with its own seed (default 1)")
     parser.add_argument("--hang-ms", type=float, default=5_000)
     parser.add_argument("--findings", type=Path, default=Path("fuzz-findings"))
     args = parser.parse_args(argv)
     chosen = args.target or list(TARGETS)
-    results = []
-    with tempfile.TemporaryDirectory(prefix="jitterlab-fuzz-") as tmp:
-        targets = Targets(Path(tmp))
-        for n, target in enumerate(chosen):
-            rng = random.Random(args.seed * 1_000 + n)
-            result = fuzz(
-                targets, target, rng, stop_rule(args.seconds, args.execs), args.hang_ms / 1e3, args.findings
-            )
-            results.append(result)
-            print(
-                f"{target:9} {result['executions']:>10,} executions  {result['distinct_inputs']:>10,} distinct inputs  "
-                f"{result['findings']} findings  {result['hangs']} hangs",
-                flush=True,
-            )
+    started = time.monotonic()
+    work = [
+        (chosen, args.seed + k, args.seconds, args.execs, args.hang_ms, args.findings)
+        for k in range(args.jobs)
+    ]
+    if args.jobs == 1:
+        per_job = [run_targets(*work[0])]
+    else:
+        import multiprocessing
+
+        with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
+            per_job = pool.starmap(run_targets, work)
+    results = [r for job in per_job for r in job]
     total = {k: sum(r[k] for r in results) for k in ("executions", "distinct_inputs", "findings", "hangs")}
+    for target in chosen:
+        mine = [r for r in results if r["target"] == target]
+        print(
+            f"target {target:10} {sum(r['executions'] for r in mine):>10,} executions  "
+            f"{sum(r['findings'] for r in mine)} findings  {sum(r['hangs'] for r in mine)} hangs"
+        )
     print(
-        f"total     {total['executions']:>10,} executions  {total['distinct_inputs']:>10,} distinct inputs  "
-        f"{total['findings']} findings  {total['hangs']} hangs"
+        f"total      {total['executions']:>10,} executions  {total['distinct_inputs']:>10,} distinct inputs  "
+        f"{total['findings']} findings  {total['hangs']} hangs  in {time.monotonic() - started:.0f} s, {args.jobs} jobs"
     )
     return 1 if total["findings"] or total["hangs"] else 0
 

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import pwd
+import secrets
 import subprocess
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +22,56 @@ from jitterlab.store.rawfile import RECORD_DTYPE, RawSamples
 @pytest.fixture
 def store(tmp_path: Path) -> Path:
     return tmp_path / "results"
+
+
+@dataclass(frozen=True)
+class OtherUser:
+    """A second, unprivileged local user (the hostile or careless neighbour of issue 24)."""
+
+    name: str
+    uid: int
+    gid: int
+
+    def python(self, code: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        """Run ``code`` in a Python process with this user's uid and gid only.
+
+        The interpreter lives under /root (mode 0700 here), so the process starts as root,
+        imports what it needs and then gives up every privilege for good (setgroups, setresgid,
+        setresuid) before ``code`` runs: from then on the kernel treats it as this user."""
+        prelude = (
+            "import os, pwd, errno, stat, ctypes, pathlib\n"
+            "import jitterlab.core.fileio, jitterlab.monitor.recorder as recorder\n"
+            "recorder.library()\n"
+            f"os.setgroups([]); os.setresgid({self.gid}, {self.gid}, {self.gid}); "
+            f"os.setresuid({self.uid}, {self.uid}, {self.uid})\n"
+            "assert os.geteuid() != 0 and os.getegid() != 0\n"
+        )
+        return subprocess.run(
+            [sys.executable, "-c", prelude + code],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            cwd="/",
+        )
+
+
+@pytest.fixture
+def other_user() -> Iterator[OtherUser]:
+    """A temporary unprivileged user, created for the test and always removed after it."""
+    if os.geteuid() != 0:
+        pytest.skip("creating a second user needs root (the suite runs as root in CI)")
+    name = f"jlt{secrets.token_hex(4)}"
+    subprocess.run(
+        ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
+        check=True,
+        capture_output=True,
+    )
+    try:
+        entry = pwd.getpwnam(name)
+        yield OtherUser(name, entry.pw_uid, entry.pw_gid)
+    finally:
+        subprocess.run(["userdel", name], check=False, capture_output=True)
 
 
 def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:

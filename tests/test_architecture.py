@@ -23,8 +23,9 @@ ALLOWED: dict[str, set[str]] = {
     "mtp": {"core", "stats", "store", "measure"},
     # live monitoring of experiments: the recorder, serve, trial screening, SSQ; runs through measure's runner
     "monitor": {"core", "stats", "store", "measure"},
-    # replication scaling: runs the native tool with the measure room's job runner
-    "repl": {"core", "stats", "store", "measure"},
+    # replication scaling: runs the native tool with the measure room's job runner, across
+    # net's namespaces with its impairment on the links
+    "repl": {"core", "stats", "store", "measure", "net"},
     # across nodes: agents, namespaces, and the injection engine's models on the link
     "net": {"core", "stats", "store", "measure", "simulate"},
     "cli": {"core", "stats", "store", "measure", "describe", "simulate", "mtp", "monitor", "repl", "net"},

@@ -7,6 +7,9 @@
 //   run scenario=S transport=T peers=A:P[,A:P] payload=B node=I duration_ns=D warmup_ns=W
 //       rate=R messages=N steps=S fps=F sync=0|1 states=K timeout_ns=T
 //                                                     -> ready; then "go" -> progress... result ... samples N + bytes
+//                                                        (ping, frame-sync: "part N" + bytes about every second
+//                                                        in between: the records since the last part, so a
+//                                                        coordinator killed mid-run leaves them in staging)
 //   collect                                           -> result ... samples N + bytes (what a server recorded)
 //   quit (or end of input: the coordinator is gone)   -> exit 0
 // Errors the user can fix: "error MESSAGE". Samples are wire::Record, little-endian.
@@ -82,16 +85,21 @@ void say(const std::string& line) {
     std::fflush(stdout);
 }
 
-void send_records(const std::vector<net::Record>& records) {
-    say("samples " + std::to_string(records.size()));
-    std::fwrite(records.data(), sizeof(net::Record), records.size(), stdout);
+void write_block(const char* word, const net::Record* records, std::size_t count) {
+    say(std::string(word) + " " + std::to_string(count));
+    std::fwrite(records, sizeof(net::Record), count, stdout);
     std::fflush(stdout);
 }
+
+void send_records(const std::vector<net::Record>& records) { write_block("samples", records.data(), records.size()); }
+
+constexpr std::int64_t kPartNs = 1'000'000'000;  // issue 24 item 10: at most ~1 s of samples only in the agent
 
 /// What every scenario reports beside its samples.
 struct Outcome {
     std::vector<net::Record> records;
     std::int64_t sent = 0, answered = 0, lost = 0, late = 0, send_failures = 0, max_lag = 0, credit_timeouts = 0;
+    std::int64_t measured_lost = 0;  // ping, open-loop: lost among those sent after the warm-up
     std::int64_t frames = 0, frames_complete = 0;
     std::vector<std::string> steps;  // stream: "count:receiver_ns:sender_ns" per step
     bool interrupted = false;
@@ -109,6 +117,8 @@ public:
         warm_end_ = t0 + number(p_, "warmup_ns", 0);
         end_ = warm_end_ + number(p_, "duration_ns", 10'000'000'000);
         const std::string s = text(p_, "scenario");
+        streams_parts_ = s == "ping" || s == "frame-sync";
+        next_part_ = warm_end_ + kPartNs;
         if (s == "ping") ping();
         else if (s == "open-loop") open_loop(real(p_, "rate", 1000));
         else if (s == "stream") stream(number(p_, "messages", 100'000), number(p_, "steps", 5));
@@ -123,6 +133,14 @@ private:
         if (now >= next_progress_) {
             next_progress_ = now + 200'000'000;
             say("progress " + std::to_string(std::clamp<std::int64_t>(now - t0_, 0, end_ - t0_)) + " " + std::to_string(end_ - t0_));
+        }
+        // ping and frame-sync append final records in order: hand the new ones over as a part
+        // (between two messages, never inside a measured round trip). Open loop completes its
+        // records only at the end and stream's are the receiver's: they come with the result.
+        if (now >= next_part_ && streams_parts_ && o_.records.size() > parted_) {
+            next_part_ = now + kPartNs;
+            write_block("part", o_.records.data() + parted_, o_.records.size() - parted_);
+            parted_ = o_.records.size();
         }
         if (jl::tool::g_signal != 0) o_.interrupted = true;
         return o_.interrupted;
@@ -161,6 +179,7 @@ private:
                 }  // else a late answer to an earlier ping: already counted lost
             if (!answered) {
                 ++o_.lost;
+                if (sent >= warm_end_) ++o_.measured_lost;
                 continue;
             }
             ++o_.answered;
@@ -200,7 +219,10 @@ private:
             if (receive(grace, h, t)) take();
         o_.lost = o_.sent - o_.answered;
         for (const auto& r : pending)
-            if (r.t_recv != 0 && r.t_intended >= warm_end_) o_.records.push_back(r);
+            if (r.t_intended >= warm_end_) {
+                if (r.t_recv != 0) o_.records.push_back(r);
+                else ++o_.measured_lost;
+            }
     }
 
     /// Waits until `deadline` for a reply of `kind` to step `step` (credit: t_intended = step;
@@ -317,7 +339,9 @@ private:
     net::Client& client_;
     int peers_, payload_;
     std::uint32_t node_;
-    std::int64_t timeout_, t0_ = 0, warm_end_ = 0, end_ = 0, last_send_ = 0, next_progress_ = 0;
+    std::int64_t timeout_, t0_ = 0, warm_end_ = 0, end_ = 0, last_send_ = 0, next_progress_ = 0, next_part_ = 0;
+    bool streams_parts_ = false;
+    std::size_t parted_ = 0;  // records already handed over in parts
     std::vector<char> out_, in_;
     Outcome o_;
 };
@@ -326,7 +350,7 @@ void report(const Outcome& o, std::int64_t window_ns, const std::string& pm_qos)
     std::string steps;
     for (const auto& s : o.steps) steps += (steps.empty() ? "" : ",") + s;
     say("result sent=" + std::to_string(o.sent) + " answered=" + std::to_string(o.answered) + " lost=" + std::to_string(o.lost) +
-        " late=" + std::to_string(o.late) + " max_lag_ns=" + std::to_string(o.max_lag) + " send_failures=" +
+        " measured_lost=" + std::to_string(o.measured_lost) + " late=" + std::to_string(o.late) + " max_lag_ns=" + std::to_string(o.max_lag) + " send_failures=" +
         std::to_string(o.send_failures) + " credit_timeouts=" + std::to_string(o.credit_timeouts) + " frames=" + std::to_string(o.frames) + " frames_complete=" +
         std::to_string(o.frames_complete) + " window_ns=" + std::to_string(window_ns) + " interrupted=" +
         (o.interrupted ? "1" : "0") + " pm_qos=" + (pm_qos.empty() ? "held" : "refused") + " steps=" + (steps.empty() ? "-" : steps));

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <ctime>
+#include <random>
 #include <stdexcept>
 
 #include "jitterlab/clock.hpp"
@@ -130,8 +132,10 @@ void Server::run(const Schedule& schedule, const std::atomic<bool>& stop) {
         static_cast<std::size_t>((schedule.t_measure_end - schedule.t_measure_start) / period_ns_ + 2);
     stats_.tick_start_ns.reserve(ticks_expected);
     stats_.tick_busy_ns.reserve(ticks_expected);
+    stats_.ticks_on_cpu.reserve(static_cast<std::size_t>(std::max(1L, ::sysconf(_SC_NPROCESSORS_CONF))));
     std::int64_t next = now_ns();
     std::int64_t cpu_at_start = -1, t_window_start = 0;
+    ThreadTimes times_at_start;
     std::uint32_t tick = 0;
     while (!stop.load(std::memory_order_relaxed)) {
         if (next > now_ns()) {
@@ -143,6 +147,7 @@ void Server::run(const Schedule& schedule, const std::atomic<bool>& stop) {
         const bool counted = schedule.in_window(t_tick);
         if (counted && cpu_at_start < 0) {
             cpu_at_start = thread_cpu_ns();
+            times_at_start = thread_times();
             t_window_start = t_tick;
         }
         drain(t_tick, schedule);
@@ -152,7 +157,14 @@ void Server::run(const Schedule& schedule, const std::atomic<bool>& stop) {
             stats_.tick_start_ns.push_back(t_tick);
             stats_.tick_busy_ns.push_back(t_done - t_tick);
             stats_.cpu_ns = thread_cpu_ns() - cpu_at_start;
+            stats_.times = thread_times() - times_at_start;
             stats_.window_ns = t_done - t_window_start;
+            const int cpu = ::sched_getcpu();
+            if (cpu >= 0) {
+                if (static_cast<std::size_t>(cpu) >= stats_.ticks_on_cpu.size())
+                    stats_.ticks_on_cpu.resize(static_cast<std::size_t>(cpu) + 1, 0);
+                ++stats_.ticks_on_cpu[static_cast<std::size_t>(cpu)];
+            }
         }
         next += period_ns_;
         if (next < t_done) {  // a game loop does not burst to catch up: the missed slots are lost
@@ -196,6 +208,10 @@ void Server::drain(std::int64_t now, const Schedule& schedule) {
             if (schedule.in_window(h.t_send_ns)) {
                 ++stats_.pose_datagrams_in;
                 stats_.pose_bytes_in += static_cast<std::int64_t>(len);
+            }
+            if (counted) {
+                ++stats_.pose_datagrams_received;
+                stats_.pose_bytes_received += static_cast<std::int64_t>(len);
             }
             const auto c = h.client;
             addresses_[c] = in_names_[k];
@@ -266,16 +282,19 @@ void Server::replicate(std::uint32_t tick, std::int64_t t_tick, bool counted) {
 
 // --- client fleet ---------------------------------------------------------------------
 
-ClientFleet::ClientFleet(int clients, int observers, double rate_hz, int payload, const std::string& server, int port,
-                         const Schedule& schedule, std::int64_t ping_interval_ns)
-    : clients_(clients),
-      observers_(observers),
+ClientFleet::ClientFleet(int first, int count, int total, int observers, double rate_hz, int payload,
+                         const std::string& server, int port, const Schedule& schedule, std::int64_t ping_interval_ns)
+    : first_(first),
+      clients_(count),
+      total_(total),
+      observers_(std::clamp(observers - first, 0, count)),
       rate_hz_(rate_hz),
       payload_(static_cast<std::size_t>(payload)),
       t_first_(schedule.t_first_send),
       ping_interval_ns_(ping_interval_ns),
-      seq_(clients, 0),
+      seq_(static_cast<std::size_t>(count), 0),
       pose_(kMaxPose, std::byte{0x5a}) {
+    const int clients = count;
     const sockaddr_in target = make_address(server, port);
     sockets_.reserve(clients);
     for (int i = 0; i < clients; ++i) {
@@ -288,19 +307,21 @@ ClientFleet::ClientFleet(int clients, int observers, double rate_hz, int payload
     prepare_receive(in_buffers_, in_msgs_, in_iov_, nullptr);
     const double window_s = static_cast<double>(schedule.t_measure_end - schedule.t_measure_start) / 1e9;
     stats_.lag_ns.reserve(static_cast<std::size_t>(clients * rate_hz * (window_s + 1)) + 1024);
-    stats_.updates.reserve(static_cast<std::size_t>(observers * (clients - 1) * rate_hz * (window_s + 1) * 1.05) + 1024);
-    stats_.ping_rtt_ns.reserve(static_cast<std::size_t>(observers * (window_s + 1) * 1e9 / ping_interval_ns) + 16);
+    stats_.updates.reserve(static_cast<std::size_t>(observers_ * (total - 1) * rate_hz * (window_s + 1) * 1.05) + 1024);
+    stats_.ping_rtt_ns.reserve(static_cast<std::size_t>(observers_ * (window_s + 1) * 1e9 / ping_interval_ns) + 16);
 }
 
 std::int64_t ClientFleet::due(std::int64_t j) const noexcept {
-    // Client k sends at t_first + (m + k/N) / rate: all clients on one period, evenly spread,
-    // so event j of the whole fleet is client j mod N at t_first + j / (rate N).
-    return t_first_ + std::llround(static_cast<double>(j) * 1e9 / (rate_hz_ * clients_));
+    // Client k of N sends at t_first + (m + k/N) / rate: all clients on one period, evenly
+    // spread, so event j of a fleet of n clients from `first` is client first + j mod n in
+    // period m = j div n (one fleet of all N: t_first + j / (rate N)).
+    const std::int64_t m = j / clients_, k = first_ + j % clients_;
+    return t_first_ + std::llround(static_cast<double>(m * total_ + k) * 1e9 / (rate_hz_ * total_));
 }
 
 void ClientFleet::send_pose(int client, std::int64_t t_due, const Schedule& schedule) {
     const std::int64_t t_send = now_ns();
-    write_pose_header(pose_.data(), {Kind::pose, static_cast<std::uint16_t>(client), seq_[client]++,
+    write_pose_header(pose_.data(), {Kind::pose, static_cast<std::uint16_t>(first_ + client), seq_[client]++,
                                      static_cast<std::uint32_t>(payload_), t_send});
     const ssize_t n = ::send(sockets_[client].get(), pose_.data(), payload_, MSG_DONTWAIT);
     if (schedule.in_window(t_due)) stats_.lag_ns.push_back(t_send - t_due);  // lag: by schedule
@@ -317,7 +338,7 @@ void ClientFleet::send_pings(const Schedule& schedule) {
     std::byte ping[kPoseHeader];
     for (int o = 0; o < observers_; ++o) {
         const std::int64_t t = now_ns();
-        write_pose_header(ping, {Kind::ping, static_cast<std::uint16_t>(o), ping_seq_++, kPoseHeader, t});
+        write_pose_header(ping, {Kind::ping, static_cast<std::uint16_t>(first_ + o), ping_seq_++, kPoseHeader, t});
         if (::send(sockets_[o].get(), ping, kPoseHeader, MSG_DONTWAIT) == static_cast<ssize_t>(kPoseHeader) &&
             schedule.in_window(t))
             ++stats_.pings_sent;
@@ -357,7 +378,8 @@ void ClientFleet::receive(int i, const Schedule& schedule) {
                     continue;
                 }
                 if (!schedule.in_window(h.t_send_ns)) continue;  // sent in the warm-up
-                stats_.updates.push_back({i * clients_ + h.client, 0, static_cast<std::int64_t>(h.seq), h.t_send_ns, t_recv});
+                stats_.updates.push_back(
+                    {(first_ + i) * total_ + h.client, 0, static_cast<std::int64_t>(h.seq), h.t_send_ns, t_recv});
             }
         }
         if (n < kBatch) return;
@@ -365,10 +387,21 @@ void ClientFleet::receive(int i, const Schedule& schedule) {
 }
 
 void ClientFleet::send_loop(const Schedule& schedule, const std::atomic<bool>& stop) {
-    std::int64_t j = 0, next_ping = schedule.t_measure_start, cpu_at_start = -1;
+    // Pings go out at a uniformly random phase inside each ping interval (a fixed seed: the
+    // same phases every run). On a fixed period they kept one phase against the server's tick
+    // and the round trip showed that phase's wait, not the server (issue 27 item 7); at a
+    // random phase the tick wait is uniform over one tick period (docs/replication.md).
+    std::mt19937_64 phases(kPingPhaseSeed);
+    std::uniform_int_distribution<std::int64_t> phase(0, ping_interval_ns_ - 1);
+    std::int64_t j = 0, ping_slot = schedule.t_measure_start, cpu_at_start = -1;
+    std::int64_t next_ping = ping_slot + phase(phases);
+    ThreadTimes times_at_start;
     while (!stop.load(std::memory_order_relaxed)) {
         std::int64_t now = now_ns();
-        if (cpu_at_start < 0 && now >= schedule.t_measure_start) cpu_at_start = thread_cpu_ns();
+        if (cpu_at_start < 0 && now >= schedule.t_measure_start) {
+            cpu_at_start = thread_cpu_ns();
+            times_at_start = thread_times();
+        }
         if (now >= schedule.t_measure_end) break;
         for (std::int64_t t = due(j); t <= now && t < schedule.t_measure_end; t = due(j)) {
             send_pose(static_cast<int>(j % clients_), t, schedule);
@@ -377,13 +410,17 @@ void ClientFleet::send_loop(const Schedule& schedule, const std::atomic<bool>& s
         }
         if (now >= next_ping) {
             send_pings(schedule);
-            next_ping += ping_interval_ns_;
+            ping_slot += ping_interval_ns_;
+            next_ping = ping_slot + phase(phases);
         }
         const std::int64_t next = std::min({due(j), next_ping, schedule.t_measure_end});
         const timespec ts{static_cast<time_t>(next / 1'000'000'000), static_cast<long>(next % 1'000'000'000)};
         ::clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);
     }
-    if (cpu_at_start >= 0) stats_.send_cpu_ns = thread_cpu_ns() - cpu_at_start;
+    if (cpu_at_start >= 0) {
+        stats_.send_cpu_ns = thread_cpu_ns() - cpu_at_start;
+        stats_.send_times = thread_times() - times_at_start;
+    }
     stats_.window_ns = std::min(now_ns(), schedule.t_measure_end) - schedule.t_measure_start;
 }
 
@@ -399,16 +436,52 @@ void ClientFleet::receive_loop(const Schedule& schedule, const std::atomic<bool>
     }
     std::vector<epoll_event> events(static_cast<std::size_t>(clients_));
     std::int64_t cpu_at_start = -1;
+    ThreadTimes times_at_start;
+    const auto window_done = [&] {
+        stats_.receive_cpu_ns = thread_cpu_ns() - cpu_at_start;
+        stats_.receive_times = thread_times() - times_at_start;
+    };
     while (!stop.load(std::memory_order_relaxed)) {
         const std::int64_t now = now_ns();
         if (now >= schedule.t_stop) break;
-        if (cpu_at_start < 0 && now >= schedule.t_measure_start) cpu_at_start = thread_cpu_ns();
-        if (stats_.receive_cpu_ns == 0 && cpu_at_start >= 0 && now >= schedule.t_measure_end)
-            stats_.receive_cpu_ns = thread_cpu_ns() - cpu_at_start;
+        if (cpu_at_start < 0 && now >= schedule.t_measure_start) {
+            cpu_at_start = thread_cpu_ns();
+            times_at_start = thread_times();
+        }
+        if (stats_.receive_cpu_ns == 0 && cpu_at_start >= 0 && now >= schedule.t_measure_end) window_done();
         const int n = ::epoll_wait(epoll.get(), events.data(), static_cast<int>(events.size()), 20);
         for (int e = 0; e < n; ++e) receive(static_cast<int>(events[e].data.u32), schedule);
     }
-    if (cpu_at_start >= 0 && stats_.receive_cpu_ns == 0) stats_.receive_cpu_ns = thread_cpu_ns() - cpu_at_start;
+    if (cpu_at_start >= 0 && stats_.receive_cpu_ns == 0) window_done();
+}
+
+FleetStats combined(std::vector<FleetStats*> fleets) {
+    FleetStats all;
+    for (FleetStats* f : fleets) {
+        all.poses_sent += f->poses_sent;
+        all.bytes_out += f->bytes_out;
+        all.send_failures += f->send_failures;
+        all.datagrams_in += f->datagrams_in;
+        all.bytes_in += f->bytes_in;
+        all.bad_datagrams += f->bad_datagrams;
+        all.pings_sent += f->pings_sent;
+        all.pongs += f->pongs;
+        all.send_cpu_ns += f->send_cpu_ns;
+        all.receive_cpu_ns += f->receive_cpu_ns;
+        all.window_ns = std::max(all.window_ns, f->window_ns);
+        all.send_times = {all.send_times.user_ns + f->send_times.user_ns, all.send_times.sys_ns + f->send_times.sys_ns};
+        all.receive_times = {all.receive_times.user_ns + f->receive_times.user_ns,
+                             all.receive_times.sys_ns + f->receive_times.sys_ns};
+        if (all.rcvbuf_bytes == 0) all.rcvbuf_bytes = f->rcvbuf_bytes;
+        auto join = [](auto& into, auto& from) {
+            if (into.empty()) into = std::move(from);
+            else into.insert(into.end(), from.begin(), from.end());
+        };
+        join(all.lag_ns, f->lag_ns);
+        join(all.ping_rtt_ns, f->ping_rtt_ns);
+        join(all.updates, f->updates);
+    }
+    return all;
 }
 
 }  // namespace jitterlab::repl

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu_stat.hpp"
 #include "jitterlab/runfile.hpp"
 #include "jitterlab/unique_fd.hpp"
 #include "protocol.hpp"
@@ -36,11 +37,17 @@ struct Schedule {
 struct ServerStats {
     std::int64_t pose_datagrams_in = 0, pose_bytes_in = 0;
     std::int64_t ping_datagrams_in = 0, ping_bytes_in = 0;
+    // poses the server read during its window (by when it read them, not when they were sent):
+    // what arrived, which differs from what was sent when the server falls behind or the
+    // kernel drops; payload bytes (the wire adds 28 B of IPv4 and UDP header per datagram)
+    std::int64_t pose_datagrams_received = 0, pose_bytes_received = 0;
     std::int64_t datagrams_out = 0, bytes_out = 0, poses_out = 0;
     std::int64_t send_failures = 0;  // datagrams the kernel refused (EAGAIN, ENOBUFS)
     std::int64_t bad_datagrams = 0;
     std::int64_t late_ticks = 0;     // ticks that began after their slot had passed
     std::int64_t cpu_ns = 0;         // the server thread's CPU time in the window
+    ThreadTimes times;               // the same split into user and system time
+    std::vector<std::int64_t> ticks_on_cpu;  // ticks in the window by the CPU they ran on
     std::int64_t window_ns = 0;
     int rcvbuf_bytes = 0, sndbuf_bytes = 0;
     std::vector<std::int64_t> tick_start_ns, tick_busy_ns;  // every tick in the window
@@ -51,11 +58,15 @@ struct FleetStats {
     std::int64_t datagrams_in = 0, bytes_in = 0, bad_datagrams = 0;
     std::int64_t pings_sent = 0, pongs = 0;
     std::int64_t send_cpu_ns = 0, receive_cpu_ns = 0, window_ns = 0;
+    ThreadTimes send_times, receive_times;  // the same split into user and system time
     int rcvbuf_bytes = 0;
     std::vector<std::int64_t> lag_ns;        // actual send time minus scheduled, every pose in the window
     std::vector<std::int64_t> ping_rtt_ns;   // observers' round trips
     std::vector<SampleRecord> updates;       // observers: pair = observer * clients + avatar
 };
+
+/// Every fleet's statistics as one fleet's (counts summed, records joined, the longest window).
+FleetStats combined(std::vector<FleetStats*> fleets);
 
 /// Nanoseconds of CPU the calling thread has used.
 std::int64_t thread_cpu_ns() noexcept;
@@ -94,11 +105,17 @@ private:
     ServerStats stats_;
 };
 
+/// The seed of the observers' ping phases (recorded in harness.json's repl block).
+inline constexpr std::uint64_t kPingPhaseSeed = 20'261'125;
+
 class ClientFleet {
 public:
-    /// `clients` sockets connected to the server; the first `observers` record what they get.
-    ClientFleet(int clients, int observers, double rate_hz, int payload, const std::string& server, int port,
-                const Schedule& schedule, std::int64_t ping_interval_ns);
+    /// Clients `first` … `first + count − 1` of `total` (one fleet per node when the clients
+    /// are split across nodes), one socket each connected to the server; its first
+    /// `observers` record what they get (observers are clients 0 … observers − 1, so only the
+    /// fleet with `first` = 0 has any).
+    ClientFleet(int first, int count, int total, int observers, double rate_hz, int payload, const std::string& server,
+                int port, const Schedule& schedule, std::int64_t ping_interval_ns);
     /// The pacer: sends every client's poses (and the observers' pings) on schedule. It has
     /// a thread of its own so that reading what the server sends never delays a send.
     void send_loop(const Schedule& schedule, const std::atomic<bool>& stop);
@@ -112,7 +129,7 @@ private:
     void send_pings(const Schedule& schedule);
     void receive(int i, const Schedule& schedule);
 
-    int clients_, observers_;
+    int first_, clients_, total_, observers_;  // clients_: this fleet's
     double rate_hz_;
     std::size_t payload_;
     std::int64_t t_first_;

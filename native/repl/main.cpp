@@ -19,13 +19,17 @@
 #include <cstring>
 #include <cstdio>
 #include <fstream>
+#include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "../src/harness_json.hpp"
 #include "../src/tool_util.hpp"
+#include "cpu_stat.hpp"
 #include "endpoint.hpp"
+#include "netns.hpp"
 #include "jitterlab/clock.hpp"
 #include "jitterlab/cpu_wake.hpp"
 #include "jitterlab/floor.hpp"
@@ -45,6 +49,13 @@ struct Options {
     std::int64_t grace_ns = 250'000'000;
     std::string address = "127.0.0.1";
     int pin_server = -1, pin_clients = -1;
+    // across nodes: the server's sockets in one namespace, each fleet's in another, sending
+    // to the server at the address that node reaches it by (none: one fleet, here, to --address)
+    std::string server_netns;
+    struct Fleet {
+        std::string netns, server_address;
+    };
+    std::vector<Fleet> fleets;
     jl::PolicyRequest policy;
     bool mlock = true;
     std::string out_dir = ".";
@@ -64,7 +75,10 @@ const std::string kUsage = std::string(
     "  --ping-interval-ns NS     observers' ping period (default 100 ms)\n"
     "  --address A --port P      server address (default 127.0.0.1) and port (default 0: any free)\n"
     "  --pin-server CPU          pin the server thread (-1: not pinned); likewise --pin-clients\n"
-    "  --pin-clients CPU\n") +
+    "  --pin-clients CPU\n"
+    "  --server-netns NS         make the server's socket in network namespace NS (root)\n"
+    "  --fleet NS@ADDRESS        a client fleet in namespace NS sending to the server at ADDRESS;\n"
+    "                            repeat it to split the clients evenly across nodes (observers in the first)\n") +
     jl::tool::kCommonUsage;
 
 Options parse(int argc, char** argv) {
@@ -86,11 +100,25 @@ Options parse(int argc, char** argv) {
         else if (flag == "--port") o.port = static_cast<int>(integer(0, 65535));
         else if (flag == "--pin-server") o.pin_server = static_cast<int>(integer(-1, 4095));
         else if (flag == "--pin-clients") o.pin_clients = static_cast<int>(integer(-1, 4095));
+        else if (flag == "--server-netns") o.server_netns = value();
+        else if (flag == "--fleet") {
+            const std::string spec = value();
+            const auto at = spec.find('@');
+            if (at == std::string::npos || at == 0 || at + 1 == spec.size())
+                jl::tool::usage_error(kTool, "--fleet takes NETNS@ADDRESS, got '" + spec + "'");
+            o.fleets.push_back({spec.substr(0, at), spec.substr(at + 1)});
+        }
         else if (!jl::tool::parse_common_flag(kTool, flag, value, o.policy, o.mlock, o.out_dir))
             jl::tool::usage_error(kTool, "unknown option '" + flag + "'");
     }
     jl::tool::check_policy(kTool, o.policy);
     if (o.observers > o.clients) jl::tool::usage_error(kTool, "--observers cannot exceed --clients");
+    if (o.fleets.empty()) o.fleets.push_back({"", o.address});
+    const auto fleets = static_cast<int>(o.fleets.size());
+    if (fleets > o.clients) jl::tool::usage_error(kTool, "more --fleet nodes than clients");
+    if (o.observers > o.clients / fleets)
+        jl::tool::usage_error(kTool, "--observers must be at most the first fleet's " + std::to_string(o.clients / fleets) +
+                                         " clients");
     rlimit limit{};
     ::getrlimit(RLIMIT_NOFILE, &limit);
     const auto needed = static_cast<rlim_t>(o.clients + kSpareFds);
@@ -120,6 +148,38 @@ jl::ThreadPlacement place(const Options& o, const char* role, int cpu, bool pace
     return p;
 }
 
+constexpr std::int64_t kProgressNs = 200'000'000;
+
+/// Every CPU's /proc/stat accounting over the measured window (issue 27 item 9).
+class KernelWindow {
+public:
+    bool started() const { return t_start_ >= 0; }
+    bool ended() const { return t_end_ >= 0; }
+    void start() {
+        t_start_ = jl::now_ns();
+        before_ = rp::read_proc_stat();
+    }
+    void end() {
+        t_end_ = jl::now_ns();
+        after_ = rp::read_proc_stat();
+    }
+    jl::Json json() const {
+        jl::Json cpus = jl::Json::array();
+        for (const auto& c : rp::difference(before_, after_)) {
+            jl::Json one = {{"cpu", c.cpu}};
+            for (std::size_t k = 0; k < c.ns.size(); ++k) one[std::string(rp::kCpuStatFields[k]) + "_ns"] = c.ns[k];
+            cpus.push_back(one);
+        }
+        return {{"window_ns", ended() ? t_end_ - t_start_ : 0}, {"cpus", cpus}};
+    }
+
+private:
+    std::int64_t t_start_ = -1, t_end_ = -1;
+    std::vector<rp::CpuStat> before_, after_;
+};
+
+jl::Json times_json(const rp::ThreadTimes& t) { return {{"user_ns", t.user_ns}, {"sys_ns", t.sys_ns}}; }
+
 template <typename T>
 void write_binary(const std::string& path, const std::vector<T>& values) {
     const std::string tmp = path + ".tmp";
@@ -142,43 +202,77 @@ int main(int argc, char** argv) {
     const std::string mlock_error = o.mlock ? jl::lock_memory() : "";
     const jl::CpuWakeHold cpu_awake;
 
-    std::vector<jl::ThreadPlacement> placements(3);
+    const auto fleet_count = o.fleets.size();
+    std::vector<jl::ThreadPlacement> placements(1 + 2 * fleet_count);
+    KernelWindow kernel;
     std::atomic<bool> stop{false};
     try {
-        rp::Server server(o.clients, o.tick_hz, o.payload, o.address, o.port);
-        const std::int64_t t0 = jl::now_ns() + 50'000'000;  // time for both threads to start
+        std::optional<rp::Server> made;
+        {
+            const rp::NetnsScope in(o.server_netns);
+            made.emplace(o.clients, o.tick_hz, o.payload, o.address, o.port);
+        }
+        rp::Server& server = *made;
+        const std::int64_t t0 = jl::now_ns() + 50'000'000 + 20'000'000 * static_cast<std::int64_t>(fleet_count);
         rp::Schedule schedule{t0, t0 + o.warmup_ns, t0 + o.warmup_ns + o.duration_ns,
                               t0 + o.warmup_ns + o.duration_ns + o.grace_ns};
-        rp::ClientFleet fleet(o.clients, o.observers, o.rate_hz, o.payload, o.address, server.port(), schedule,
-                              o.ping_interval_ns);
+        // fleet f has clients ⌊N f / F⌋ … ⌊N (f + 1) / F⌋ − 1
+        std::vector<std::unique_ptr<rp::ClientFleet>> fleets;
+        for (std::size_t f = 0; f < fleet_count; ++f) {
+            const auto first = static_cast<int>(static_cast<std::int64_t>(o.clients) * f / fleet_count);
+            const auto end = static_cast<int>(static_cast<std::int64_t>(o.clients) * (f + 1) / fleet_count);
+            const rp::NetnsScope in(o.fleets[f].netns);
+            fleets.push_back(std::make_unique<rp::ClientFleet>(first, end - first, o.clients, o.observers, o.rate_hz,
+                                                               o.payload, o.fleets[f].server_address, server.port(),
+                                                               schedule, o.ping_interval_ns));
+        }
         {
             std::jthread server_thread([&] {
                 placements[0] = place(o, "server", o.pin_server);
                 server.run(schedule, stop);
             });
-            std::jthread pacer_thread([&] {
-                placements[1] = place(o, "clients-send", o.pin_clients, true);
-                fleet.send_loop(schedule, stop);
-            });
-            std::jthread receiver_thread([&] {
-                placements[2] = place(o, "clients-receive", o.pin_clients);
-                fleet.receive_loop(schedule, stop);
-            });
+            std::vector<std::jthread> fleet_threads;
+            for (std::size_t f = 0; f < fleet_count; ++f) {
+                const std::string suffix = fleet_count > 1 ? "-" + std::to_string(f) : "";
+                fleet_threads.emplace_back([&, f, suffix] {
+                    placements[1 + 2 * f] = place(o, ("clients-send" + suffix).c_str(), o.pin_clients, true);
+                    fleets[f]->send_loop(schedule, stop);
+                });
+                fleet_threads.emplace_back([&, f, suffix] {
+                    placements[2 + 2 * f] = place(o, ("clients-receive" + suffix).c_str(), o.pin_clients);
+                    fleets[f]->receive_loop(schedule, stop);
+                });
+            }
+            // Progress every 200 ms; /proc/stat read when the window opens and when it closes.
             const std::int64_t total = o.warmup_ns + o.duration_ns;
+            std::int64_t next_progress = jl::now_ns() + kProgressNs;
             while (jl::now_ns() < schedule.t_stop) {
-                std::this_thread::sleep_for(std::chrono::milliseconds(200));
-                std::printf("progress %lld %lld\n", static_cast<long long>(std::clamp<std::int64_t>(jl::now_ns() - t0, 0, total)),
-                            static_cast<long long>(total));
-                std::fflush(stdout);
+                std::int64_t wake = next_progress;
+                if (!kernel.started()) wake = std::min(wake, schedule.t_measure_start);
+                else if (!kernel.ended()) wake = std::min(wake, schedule.t_measure_end);
+                const timespec ts{static_cast<time_t>(wake / 1'000'000'000), static_cast<long>(wake % 1'000'000'000)};
+                ::clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);
+                const std::int64_t now = jl::now_ns();
+                if (!kernel.started() && now >= schedule.t_measure_start) kernel.start();
+                if (kernel.started() && !kernel.ended() && now >= schedule.t_measure_end) kernel.end();
+                if (now >= next_progress) {
+                    next_progress += kProgressNs;
+                    std::printf("progress %lld %lld\n", static_cast<long long>(std::clamp<std::int64_t>(now - t0, 0, total)),
+                                static_cast<long long>(total));
+                    std::fflush(stdout);
+                }
                 if (jl::tool::g_signal != 0) {
                     stop.store(true);
                     break;
                 }
             }
         }
+        if (kernel.started() && !kernel.ended()) kernel.end();  // interrupted inside the window
         const bool interrupted = jl::tool::g_signal != 0;
         const std::int64_t t_end = std::min(jl::now_ns(), schedule.t_measure_end);
-        auto& fs = fleet.stats();
+        std::vector<rp::FleetStats*> parts;
+        for (auto& f : fleets) parts.push_back(&f->stats());
+        rp::FleetStats fs = rp::combined(parts);
         jl::RawSampleWriter writer(o.out_dir + "/samples.jlraw");
         writer.write(fs.updates);
         writer.finish(interrupted);
@@ -206,9 +300,20 @@ int main(int argc, char** argv) {
                      {"max_datagram_bytes", rp::kMaxDatagram},
                      {"poses_per_datagram", rp::poses_per_datagram(static_cast<std::size_t>(o.payload))},
                      {"address", o.address},
-                     {"port", server.port()}};
+                     {"port", server.port()},
+                     {"server_netns", o.server_netns}};
+        jl::Json nodes = jl::Json::array();
+        for (std::size_t f = 0; f < fleet_count; ++f)
+            nodes.push_back({{"netns", o.fleets[f].netns},
+                             {"server_address", o.fleets[f].server_address},
+                             {"first_client", static_cast<std::int64_t>(o.clients) * f / fleet_count},
+                             {"clients", static_cast<std::int64_t>(o.clients) * (f + 1) / fleet_count -
+                                             static_cast<std::int64_t>(o.clients) * f / fleet_count}});
+        j["repl"]["fleets"] = nodes;
         j["repl"]["server"] = {{"pose_datagrams_in", ss.pose_datagrams_in}, {"pose_bytes_in", ss.pose_bytes_in},
                                {"ping_datagrams_in", ss.ping_datagrams_in}, {"ping_bytes_in", ss.ping_bytes_in},
+                               {"pose_datagrams_received", ss.pose_datagrams_received},
+                               {"pose_bytes_received", ss.pose_bytes_received},
                                {"datagrams_out", ss.datagrams_out},         {"bytes_out", ss.bytes_out},
                                {"poses_out", ss.poses_out},                 {"send_failures", ss.send_failures},
                                {"bad_datagrams", ss.bad_datagrams},         {"ticks", ss.tick_start_ns.size()},
@@ -222,7 +327,15 @@ int main(int argc, char** argv) {
                                       {"send_cpu_ns", fs.send_cpu_ns},       {"receive_cpu_ns", fs.receive_cpu_ns},
                                       {"window_ns", fs.window_ns},           {"rcvbuf_bytes", fs.rcvbuf_bytes},
                                       {"updates_recorded", fs.updates.size()}};
+        j["repl"]["cpu_time"] = {
+            {"threads",
+             {{"server", times_json(ss.times)}, {"clients_send", times_json(fs.send_times)},
+              {"clients_receive", times_json(fs.receive_times)}}},
+            {"server_ticks_on_cpu", ss.ticks_on_cpu},
+            {"proc_stat", kernel.json()},
+            {"ticks_per_s", ::sysconf(_SC_CLK_TCK)}};
         j["repl"]["ping_rtt_ns"] = fs.ping_rtt_ns;
+        j["repl"]["ping_phase"] = {{"interval_ns", o.ping_interval_ns}, {"seed", rp::kPingPhaseSeed}, {"distribution", "uniform"}};
         j["policy_requested"] = jl::policy_json(o.policy);
         j["pm_qos"] = {{"cpu_dma_latency_us", 0}, {"obtained", cpu_awake.held()}, {"error", cpu_awake.error()}};
         j["mlock"] = jl::mlock_json(o.mlock, mlock_error);

@@ -91,6 +91,8 @@ struct jl_monitor {
   std::uint64_t mask = 0;
   std::uint64_t waiting_index = ~0ULL;  // the reader's: an unpublished entry it waits for
   std::int64_t waiting_since = 0;
+  std::uint32_t owner_uid = 0;  // the ring file's owner and mode when it was opened
+  std::uint32_t mode = 0;
 };
 
 namespace {
@@ -159,6 +161,8 @@ jl_monitor* jl_monitor_open(const char* channel, std::size_t capacity, char* err
     set_error(err, err_size, name + ": not a jitterlab monitor ring (remove it: jitterlab monitor unlink)");
     return nullptr;
   }
+  monitor->owner_uid = static_cast<std::uint32_t>(st.st_uid);
+  monitor->mode = static_cast<std::uint32_t>(st.st_mode & 07777);
   monitor->map.bytes = static_cast<std::size_t>(st.st_size);
   // MAP_POPULATE: the whole ring is faulted in now, so no record ever pays for a page fault
   monitor->map.base =
@@ -275,5 +279,10 @@ std::size_t jl_monitor_hint(const jl_monitor* monitor, char* out, std::size_t ou
 }
 
 std::int64_t jl_monitor_now_ns(void) { return now_ns(); }
+
+void jl_monitor_owner(const jl_monitor* monitor, std::uint32_t* uid, std::uint32_t* mode) {
+  if (uid) *uid = monitor->owner_uid;
+  if (mode) *mode = monitor->mode;
+}
 
 }  // extern "C"

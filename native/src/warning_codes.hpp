@@ -47,9 +47,12 @@ enum class WarningCode {
     no_baseline,
     backlog_skipped,
     unclassified,
+    stale_lock,
+    ring_foreign,
+    deprecated_option,
 };
 
-inline constexpr std::array<std::string_view, 38> kWarningCodeNames = {
+inline constexpr std::array<std::string_view, 41> kWarningCodeNames = {
     "policy-refused",
     "affinity-refused",
     "mlock-refused",
@@ -88,6 +91,9 @@ inline constexpr std::array<std::string_view, 38> kWarningCodeNames = {
     "no-baseline",
     "backlog-skipped",
     "unclassified",
+    "stale-lock",
+    "ring-foreign",
+    "deprecated-option",
 };
 
 /// The code as written into harness.json.

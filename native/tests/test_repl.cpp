@@ -1,11 +1,17 @@
 // The replication benchmark: its wire format, and a real server and client fleet on loopback.
 #include <gtest/gtest.h>
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
+#include "../repl/cpu_stat.hpp"
 #include "../repl/endpoint.hpp"
+#include "../repl/netns.hpp"
 #include "jitterlab/clock.hpp"
 
 namespace rp = jitterlab::repl;
@@ -37,7 +43,7 @@ TEST(ReplLoopback, EveryObserverGetsEveryOtherPose) {
     rp::Server server(kClients, 200, 144, "127.0.0.1", 0);
     const std::int64_t t0 = jitterlab::now_ns() + 20'000'000;
     const rp::Schedule schedule{t0, t0 + 100'000'000, t0 + 500'000'000, t0 + 650'000'000};
-    rp::ClientFleet fleet(kClients, kObservers, 50, 144, "127.0.0.1", server.port(), schedule, 50'000'000);
+    rp::ClientFleet fleet(0, kClients, kClients, kObservers, 50, 144, "127.0.0.1", server.port(), schedule, 50'000'000);
     std::atomic<bool> stop{false};
     {
         std::jthread s([&] { server.run(schedule, stop); });
@@ -53,6 +59,103 @@ TEST(ReplLoopback, EveryObserverGetsEveryOtherPose) {
         EXPECT_NE(u.pair % kClients, u.pair / kClients);  // nobody gets their own pose back
     }
     EXPECT_EQ(server.stats().pose_bytes_in, fs.bytes_out);
+    // what the server read in its own window (issue 27 item 10): whole poses, about what was
+    // sent (a pose sent just before the window may be read in it, one near its end after it)
+    const auto& ss = server.stats();
+    EXPECT_EQ(ss.pose_bytes_received, 144 * ss.pose_datagrams_received);
+    EXPECT_GE(ss.pose_datagrams_received, fs.poses_sent / 2);
+    EXPECT_LE(ss.pose_datagrams_received, fs.poses_sent + kClients);
     EXPECT_GT(fs.pongs, 0);
     EXPECT_EQ(server.stats().bad_datagrams, 0);
+    // every counted tick ran on some CPU; the thread's user + system time is its CPU time
+    // (both from the scheduler's runtime; rusage rounds to microseconds)
+    std::int64_t ticks = 0;
+    for (const auto n : ss.ticks_on_cpu) ticks += n;
+    EXPECT_EQ(ticks, static_cast<std::int64_t>(ss.tick_start_ns.size()));
+    EXPECT_NEAR(static_cast<double>(ss.times.user_ns + ss.times.sys_ns), static_cast<double>(ss.cpu_ns), 5e6);
+}
+
+TEST(ReplLoopback, ClientsSplitAcrossFleetsAreOneFleet) {
+    // issue 27 item 8: one fleet per node, each with its share of the clients; the observers
+    // (in the first) see every other avatar, the fleets' sends interleave on one schedule
+    constexpr int kClients = 5, kObservers = 2;
+    rp::Server server(kClients, 200, 144, "127.0.0.1", 0);
+    const std::int64_t t0 = jitterlab::now_ns() + 20'000'000;
+    const rp::Schedule schedule{t0, t0 + 100'000'000, t0 + 500'000'000, t0 + 650'000'000};
+    rp::ClientFleet a(0, 2, kClients, kObservers, 50, 144, "127.0.0.1", server.port(), schedule, 50'000'000);
+    rp::ClientFleet b(2, 3, kClients, kObservers, 50, 144, "127.0.0.1", server.port(), schedule, 50'000'000);
+    std::atomic<bool> stop{false};
+    {
+        std::jthread s([&] { server.run(schedule, stop); });
+        std::jthread sa([&] { a.send_loop(schedule, stop); });
+        std::jthread ra([&] { a.receive_loop(schedule, stop); });
+        std::jthread sb([&] { b.send_loop(schedule, stop); });
+        std::jthread rb([&] { b.receive_loop(schedule, stop); });
+    }
+    EXPECT_EQ(a.stats().poses_sent, 2 * 50 * 4 / 10);
+    EXPECT_EQ(b.stats().poses_sent, 3 * 50 * 4 / 10);
+    EXPECT_TRUE(b.stats().updates.empty());  // no observers there
+    EXPECT_EQ(b.stats().pings_sent, 0);
+    std::vector<int> seen(kClients * kClients, 0);
+    for (const auto& u : a.stats().updates) ++seen[static_cast<std::size_t>(u.pair)];
+    for (int observer = 0; observer < kObservers; ++observer)
+        for (int avatar = 0; avatar < kClients; ++avatar)
+            if (avatar != observer) {
+                EXPECT_GE(seen[observer * kClients + avatar], 18) << observer << " sees " << avatar;
+            }
+    std::vector<rp::FleetStats*> both{&a.stats(), &b.stats()};
+    const auto all = rp::combined(both);
+    EXPECT_EQ(all.poses_sent, kClients * 50 * 4 / 10);
+    EXPECT_EQ(server.stats().pose_bytes_in, all.bytes_out);
+    EXPECT_EQ(all.lag_ns.size(), static_cast<std::size_t>(kClients * 50 * 4 / 10));
+}
+
+TEST(ReplNetns, AMissingNamespaceIsAUsageProblem) {
+    EXPECT_THROW(rp::NetnsScope("jl-no-such-namespace-here"), rp::UsageProblem);
+    EXPECT_THROW(rp::NetnsScope("../etc"), rp::UsageProblem);
+    const rp::NetnsScope nothing("");  // an empty name changes nothing
+}
+
+TEST(ReplCpuStat, ParsesEveryCpuLineInNanoseconds) {
+    const std::string text =
+        "cpu  10 1 20 300 4 0 5 2 0 0\n"
+        "cpu0 7 1 12 150 3 0 4 1 0 0\n"
+        "cpu1 3 0 8 150 1 0 1 1 0 0\n"
+        "intr 12345 0 0\n"
+        "cpu2 broken\n"
+        "ctxt 999\n";
+    const auto cpus = rp::parse_proc_stat(text, 100);  // USER_HZ 100: one tick is 10 ms
+    ASSERT_EQ(cpus.size(), 2u);
+    EXPECT_EQ(cpus[0].cpu, 0);
+    EXPECT_EQ(cpus[1].cpu, 1);
+    EXPECT_EQ(cpus[0].ns[0], 70'000'000);   // user
+    EXPECT_EQ(cpus[0].ns[2], 120'000'000);  // system
+    EXPECT_EQ(cpus[0].ns[6], 40'000'000);   // softirq
+    EXPECT_EQ(cpus[1].ns[7], 10'000'000);   // steal
+    auto later = cpus;
+    later[1].ns[6] += 30'000'000;
+    later.erase(later.begin());  // a CPU gone offline is left out
+    const auto d = rp::difference(cpus, later);
+    ASSERT_EQ(d.size(), 1u);
+    EXPECT_EQ(d[0].cpu, 1);
+    EXPECT_EQ(d[0].ns[6], 30'000'000);
+    EXPECT_EQ(d[0].ns[0], 0);
+    EXPECT_TRUE(rp::parse_proc_stat(text, 0).empty());
+}
+
+TEST(ReplCpuStat, UserTimeIsSpinningAndSystemTimeIsSystemCalls) {
+    auto spin = [](auto body) {
+        const auto t0 = rp::thread_times();
+        const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(150);
+        while (std::chrono::steady_clock::now() < until) body();
+        return rp::thread_times() - t0;
+    };
+    volatile std::uint64_t x = 0;
+    const auto user = spin([&] {
+        for (int k = 0; k < 1000; ++k) x = x + 1;
+    });
+    const auto sys = spin([] { ::syscall(SYS_getppid); ::syscall(SYS_sched_yield); });
+    EXPECT_GT(user.user_ns, user.sys_ns);
+    EXPECT_GT(sys.sys_ns, sys.user_ns);
+    EXPECT_FALSE(rp::read_proc_stat().empty());
 }

@@ -127,6 +127,44 @@ def test_damaged_fields_and_empty_runs_are_one_line_errors(
             assert "run.json" in err
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "named"),
+    [
+        (("doctor",), [0], "'doctor.0' must be object"),  # the two cases issue 24 item 8 names
+        (("obtained", "policies"), [True], "'obtained.policies.0' must be string"),
+        (("floor", "clock_overhead_ns", "median"), "fast", "'floor.clock_overhead_ns.median' must be number"),
+        (("monitor", "trials"), [{"tag": 1}], "'monitor.trials.0'"),
+        (("jvm", "pause_events"), [{"start_ns": "0", "end_ns": 1}], "'jvm.pause_events.0.start_ns'"),
+    ],
+)
+def test_wrong_member_types_make_a_damaged_run_that_blocks_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], field: tuple[str, ...], value: object, named: str
+) -> None:
+    """A run.json with a wrong member type is named with the member's path: single-run
+    commands exit 2, store-wide ones leave it out in one line and go on (issue 24 item 8)."""
+    import json
+
+    from conftest import latency_clusters, make_run
+
+    store = tmp_path / "s"
+    good = make_run(store, latency_clusters(1, 2_000))
+    bad = make_run(store, latency_clusters(2, 2_000))
+    meta = json.loads((bad.path / "run.json").read_text())
+    target = meta
+    for key in field[:-1]:
+        target = target.setdefault(key, {})
+    target[field[-1]] = value
+    (bad.path / "run.json").write_text(json.dumps(meta))
+    for command in (["show", bad.id], ["describe", bad.id], ["compare", good.id, bad.id]):
+        code, _, err = run_main([*command, "--store", str(store)], capsys)
+        assert code == 2 and named in err, (command, err)
+        assert_one_line_error(err)
+    code, out, err = run_main(["runs", "--store", str(store)], capsys)
+    assert code == 0 and good.id in out and named in err, err
+    code, _, err = run_main(["report", "-o", str(tmp_path / "r.html"), "--store", str(store)], capsys)
+    assert code == 0 and named in err and (tmp_path / "r.html").stat().st_size > 0, err
+
+
 def test_run_ids_keep_to_a_safe_set_and_utc(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import datetime as dt
 
@@ -138,3 +176,19 @@ def test_run_ids_keep_to_a_safe_set_and_utc(tmp_path: Path, capsys: pytest.Captu
     assert all(c.isascii() and (c.isalnum() or c in "._-") for c in run_id), run_id
     stamp = dt.datetime.strptime(run_id[:15], "%Y%m%d-%H%M%S").replace(tzinfo=dt.timezone.utc)
     assert abs((dt.datetime.now(dt.timezone.utc) - stamp).total_seconds()) < 120
+
+
+def test_names_and_cells_from_files_are_printed_with_controls_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 24 item 12: a file name or cell with a newline split the error line, and an ESC
+    from a file reached the terminal. Every error and warning line escapes control characters."""
+    hostile = tmp_path / "h.csv"
+    hostile.write_text('latency_ns\n"1\n\x1b[2J"\n')
+    named = tmp_path / "gone\n\x1b]0;owned\x07\u202e.csv"
+    for path in (hostile, named):
+        code, _, err = run_main(["import", str(path), "--store", str(tmp_path / "s")], capsys)
+        assert code == 2, err
+        assert_one_line_error(err)
+        assert "\x1b" not in err and "\x07" not in err and "\u202e" not in err, repr(err)
+    assert "\\n\\x1b]0;owned\\x07\\u202e.csv" in err, err  # the name, visibly

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from conftest import run_main
-from jitterlab.cli import main as cli_main
+from jitterlab.cli.main import main as cli_main
 
 HEAVY = ("numpy", "pandas", "pyarrow", "scipy", "matplotlib")
 

@@ -36,7 +36,7 @@ def matrix_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "2",
         "--samples",
         str(SAMPLES),
-        "--warmup",
+        "--warmup-samples",
         "100",
         "--store",
         str(store),

@@ -437,3 +437,79 @@ def test_the_baseline_an_application_names_is_used_by_serve(store: Path, channel
         m.record(10_000)
     run = json.loads((store / finish(proc) / "run.json").read_text())
     assert run["monitor"]["baseline"] == reference.id and run["monitor"]["thresholds_ns"]
+
+
+@pytest.mark.parametrize(
+    ("rows", "extra", "needle"),
+    [
+        (
+            [("p1", "pre", "NL", 1), ("p1", "post", "NL", 2)],
+            ["--exclude-pre-above", "0"],
+            "all 1 were left out",
+        ),
+        ([("p1", "pre", "NL", 1), ("p2", "pre", "NL", 2)], [], "none has both"),
+        ([("p1", "pre", "NL", 1), ("p1", "post", "NL", 2)], ["--trial-column", "Group"], "both name column"),
+    ],
+)
+def test_ssq_corner_cases_are_one_line(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    rows: list[tuple[str, str, str, int]],
+    extra: list[str],
+    needle: str,
+) -> None:
+    """Issue 24 item 12: no participant left, only pre rows and one column named twice were
+    internal errors (KeyError) or silent; each is one line, exit 2."""
+    csv = tmp_path / "ssq.csv"
+    _ssq_csv(csv, rows)
+    code, _, err = run_main(["ssq", "score", str(csv), "--pre-post", "--group", "group", *extra], capsys)
+    assert code == 2 and needle in err, err
+    assert_one_line_error(err)
+
+
+def test_ssq_an_item_given_by_number_and_by_name_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    csv = tmp_path / "ssq.csv"
+    _ssq_csv(csv, [("p1", "pre", "NL", 1)])
+    header, row = csv.read_text().splitlines()
+    csv.write_text(f"{header},q1\n{row},1\n")  # q1 is general_discomfort
+    code, _, err = run_main(["ssq", "score", str(csv), "--group", "group"], capsys)
+    assert code == 2 and "given twice" in err, err
+    assert_one_line_error(err)
+
+
+def test_metrics_serve_chosen_percentiles(store: Path, channel: str) -> None:
+    """`monitor serve --percentiles` (issue 26 item 5): /metrics has the latency at each
+    level, equal to HdrHistogram's (3 digits) of the samples the server stored."""
+    from jitterlab import load_run
+    from jitterlab.store.hdr.histogram import Histogram
+
+    proc, port = serve(channel, store, "--duration", "3s", "--percentiles", "50,99.9,max")
+    latencies = np.random.default_rng(3).integers(1_000, 5_000_000, 500)
+    with Monitor(channel) as m:
+        for v in latencies.tolist():
+            assert m.record(int(v))
+    text = ""
+    deadline = time.monotonic() + 2.5
+    while time.monotonic() < deadline and not any(
+        line.startswith("jitterlab_monitor_samples_total{") and line.endswith(" 500.0")
+        for line in text.splitlines()
+    ):
+        time.sleep(0.3)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+            text = r.read().decode()
+    run = load_run(finish(proc), store)
+    assert run.latency_ns.size == 500
+    served = {
+        line.split('percentile="')[1].split('"')[0]: float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("jitterlab_monitor_latency_percentile_seconds{")
+    }
+    h = Histogram.auto(3)
+    distinct, counts = np.unique(run.latency_ns, return_counts=True)
+    h.record(distinct, counts)
+    assert served == {
+        k: h.value_at_percentile(p) / 1e9 for k, p in (("50", 50.0), ("99.9", 99.9), ("100", 100.0))
+    }
+    assert served["100"] >= int(latencies.max()) / 1e9

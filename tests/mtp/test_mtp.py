@@ -13,6 +13,7 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from conftest import assert_one_line_error, run_main
+from jitterlab.core.errors import JitterlabError
 from jitterlab.core.warnings import CodedWarning
 from jitterlab.mtp import analyze, estimate, framelog, synth, tracking, validate, video
 from jitterlab.mtp import quaternion as quat
@@ -558,8 +559,9 @@ def test_a_file_cut_short_is_analysed_and_stored_as_partial(
     ("fps", "needle"),
     [
         ("59", "--capture-fps 59 is below the rate the file plays at (60 fps)"),
-        ("0.001", "--capture-fps 0.001 is below the rate the file plays at"),
-        ("1e9", "--capture-fps 1e+09 is not a camera's frame rate"),
+        # outside any camera's range: the option parser refuses before the file is opened
+        ("0.001", "--capture-fps: '0.001' is out of range (allowed: 1 Hz to 100_000 Hz)"),
+        ("1e9", "--capture-fps: '1e9' is out of range (allowed: 1 Hz to 100_000 Hz)"),
     ],
 )
 def test_capture_fps_that_no_slow_motion_file_has_is_refused(
@@ -604,3 +606,50 @@ def test_every_synth_log_option_round_trips_through_ingest() -> None:
     outcomes = validate.run_logs(quick=True)
     assert len(outcomes) >= 10
     assert all(o.met for o in outcomes), validate.log_rows(outcomes)
+
+
+def _frames(path: Path, rows: list[tuple[float, int, int]]) -> Path:
+    good = [(1_000.0 + 16_667 * k, 3 * k, 3 * k - 4) for k in range(50)]
+    path.write_text("t_us,motor_step,code\n" + "".join(f"{t:.17g},{m},{c}\n" for t, m, c in [*good, *rows]))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("rows", "says"),
+    [
+        ([(1e19, 0, 0)], "column t_us: 1e+19 is out of range"),  # was dropped as warm-up, exit 0
+        ([(1e6, 2**60, 0)], "column motor_step"),
+    ],
+)
+def test_sensor_logs_out_of_range_are_one_line(
+    tmp_path: Path,
+    store: Path,
+    capsys: pytest.CaptureFixture[str],
+    rows: list[tuple[float, int, int]],
+    says: str,
+) -> None:
+    """Issue 24 item 12: a timestamp whose ns overflow int64 was silently dropped as warm-up
+    (exit 0); a step past exact float integers gave wrong latencies. One line, exit 2, nothing stored."""
+    frames = _frames(tmp_path / "frames.csv", rows)
+    code, _, err = run_main(["mtp", "ingest", str(frames), "--store", str(store)], capsys)
+    assert code == 2 and says in err, err
+    assert_one_line_error(err)
+    assert not store.exists() or not [p for p in store.iterdir() if not p.name.startswith(".")]
+
+
+@pytest.mark.parametrize(
+    ("rig", "says"),
+    [
+        (framelog.Rig(rev_per_s=1e-300), "aliasing limit"),  # stored -9.2e9 s latencies
+        (framelog.Rig(warmup_s=1e12), "warm-up must be"),
+        (framelog.Rig(offset_steps=10**400), "offset in steps"),  # overflowed
+        (framelog.Rig(steps_per_rev=10**23), "a step would be under 1 ns"),  # latencies of 0
+    ],
+)
+def test_a_rig_out_of_range_is_refused_by_the_parser_itself(
+    tmp_path: Path, rig: framelog.Rig, says: str
+) -> None:
+    """The CLI's options have ranges (core/options.py); a rig built in Python (the library's
+    callers) is checked by the frame-log parser too."""
+    with pytest.raises(JitterlabError, match=says):
+        framelog.from_frames_csv(_frames(tmp_path / "frames.csv", []), rig)

@@ -23,7 +23,7 @@ import pytest
 from conftest import assert_one_line_error, run_cli
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.warnings import CodedWarning, Warn
-from jitterlab.describe.network import network_text
+from jitterlab.describe.network import network_text, ping_rows
 from jitterlab.measure.runner import run_plan
 from jitterlab.net import topo
 from jitterlab.net.agents import Agent, Launcher
@@ -55,7 +55,7 @@ def bench(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     store = tmp_path_factory.mktemp("net") / "results"
     done = run_cli(
         *("net", "bench", "--scenario", "ping,open-loop,stream,frame-sync", "--transport", "udp,caf-io"),
-        *("--nodes", "3", "--duration", "1s", "--warmup", "0.3s", "--messages", "20000", "--steps", "2"),
+        *("--nodes", "3", "--duration", "1s", "--warmup", "0.3s", "--samples", "20000", "--steps", "2"),
         *("--rate", "500", "--store", str(store)),
         timeout=180,
     )
@@ -88,7 +88,10 @@ def test_every_scenario_and_transport_is_a_run_with_nodes_and_times(bench: tuple
 def test_ping_round_trips_go_from_node_0_to_node_1(bench: tuple[Path, str]) -> None:
     run = next(r for r in ResultsStore(bench[0]).runs() if r.config["scenario"] == "ping")
     assert set(run.column("src_node")) == {0} and set(run.column("dst_node")) == {1}
-    assert run.meta["net"]["answered"] >= run.latency_ns.size  # warm-up pings are not stored
+    assert run.meta["net"]["answered"] > run.latency_ns.size  # warm-up pings are not stored
+    # Table 6 counts what is stored (issue 27 item 13: it showed the warm-up's pings too)
+    _, rows = ping_rows([run])
+    assert rows[0][6] == run.latency_ns.size and rows[0][7] == run.meta["net"]["measured_lost"] == 0
     assert np.array_equal(run.t_send_ns, run.column("t_actual_send_ns"))
 
 
@@ -397,6 +400,8 @@ def test_an_unreachable_ssh_host_is_one_line_naming_it(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert_one_line_error(done.stderr)
     assert "node far (ssh root@127.0.0.1)" in done.stderr and "refused" in done.stderr
+    staging = tmp_path / "s" / ".staging"  # issue 24 item 13: a failed run left an empty .staging/ID
+    assert not staging.exists() or list(staging.iterdir()) == [], list(staging.iterdir())
 
 
 def test_an_agent_of_another_version_is_refused(tmp_path: Path) -> None:
@@ -434,11 +439,12 @@ def _udp_port_held_in(netns: str) -> tuple[subprocess.Popen[bytes], int]:
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args: list[str], expected: str, tmp_path: Path) -> None:
+    before = set(topo.namespaces())  # another suite on this machine may hold some
     done = run_cli("net", "bench", *args, "--duration", "1s", "--store", str(tmp_path / "s"))
     assert done.returncode == 2, done.stderr
     assert_one_line_error(done.stderr)
     assert expected in done.stderr
-    assert topo.namespaces() == []
+    assert set(topo.namespaces()) <= before
 
 
 def test_a_port_in_use_on_a_node_is_one_line(tmp_path: Path) -> None:
@@ -565,6 +571,70 @@ def test_kill_9_of_the_coordinator_leaves_nothing_after_topo_down(tmp_path: Path
     assert topo.namespaces() == []
 
 
+def test_kill_9_mid_run_keeps_the_samples_so_far_and_the_impairment_log(tmp_path: Path) -> None:
+    """Issue 24 item 10: the samples lived in the agents until the end, so a coordinator
+    killed with SIGKILL lost all of them, and recover then removed the impairment engine's
+    log. The agent hands its records over in parts about every second; the coordinator writes
+    each into staging beside a draft run.json; recover stores them with the log."""
+    store = tmp_path / "s"
+    proc = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "jitterlab", "net", "bench", "--duration", "30s", "--warmup", "0.5s"),
+            *("--router", "--impair", "delay=1ms", "--store", str(store)),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not list((store / ".staging").glob("*/parts/part-000002.parquet")):
+            assert time.monotonic() < deadline and proc.poll() is None, "no second part written"
+            time.sleep(0.1)
+    finally:
+        proc.kill()
+        proc.wait()
+    time.sleep(1)  # the agents and the engine see their input close and exit (the engine writes its log)
+    (staging,) = (p.parent for p in (store / ".staging").glob("*/parts"))
+    name = json.loads((staging / "run.draft.json").read_text())["topology"]["name"]
+    assert run_cli("net", "topo", "down", name).returncode == 0
+    recovered = run_cli("recover", "--store", str(store))
+    assert recovered.returncode == 0, recovered.stderr
+    (run,) = ResultsStore(store).runs()
+    assert run.partial and "recovered from .staging" in run.meta["partial_reason"]
+    assert run.latency_ns.size >= 200  # two parts: about 2 s of pings at 2+ ms each (fewer when loaded)
+    assert run.latency_ns.min() >= 2_000_000  # each way once through the 1 ms link
+    assert {"src_node", "dst_node", "t_intended_ns"} <= set(run.table.column_names)
+    assert run.meta["impairment"]["spec"] == "delay=1ms" and run.meta["topology"]["name"] == name
+    log = np.fromfile(run.path / "impair.i64", dtype="<i8").reshape(-1, 3)
+    assert log.shape[0] >= 2 * run.latency_ns.size  # every ping and its answer crossed the router
+
+
+def test_down_all_keeps_topologies_whose_maker_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 24 item 13: `net topo down --all` also removed topologies whose maker was alive
+    (a measurement running now). It removes those of dead makers and keeps the others unless
+    --force. A private state folder: other topologies on this machine are strays to it, which
+    --all (without --force) keeps too."""
+    monkeypatch.setenv("JITTERLAB_NET_STATE", str(tmp_path / "state"))
+    made = [run_cli("net", "topo", "up", "--nodes", "2") for _ in range(2)]
+    assert all(m.returncode == 0 for m in made), [m.stderr for m in made]
+    live, dead = (m.stdout.strip() for m in made)
+    try:
+        state = tmp_path / "state" / f"{live}.json"
+        doc = json.loads(state.read_text())
+        doc["created_by_pid"] = os.getpid()  # as if this process were measuring on it now
+        state.write_text(json.dumps(doc))
+        down = run_cli("net", "topo", "down", "--all")
+        assert down.returncode == 0, down.stderr
+        assert f"kept {live}" in down.stderr and "--force" in down.stderr, down.stderr
+        left = topo.namespaces()
+        assert f"{live}-n0" in left and f"{dead}-n0" not in left
+        assert state.exists() and not (tmp_path / "state" / f"{dead}.json").exists()
+    finally:
+        for name in (live, dead):
+            run_cli("net", "topo", "down", name)
+    assert not [ns for ns in topo.namespaces() if ns.startswith((live, dead))]
+
+
 def test_topology_names_are_never_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 24 item 5: `net topo down ../../../tmp/victim` deleted /tmp/victim.json and
     `--topo ../../x` loaded any JSON (an internal error)."""
@@ -584,7 +654,14 @@ def test_topology_names_are_never_paths(tmp_path: Path, monkeypatch: pytest.Monk
         '{"name": "jl-abc123", "nodes": ["/etc"], "router": null, "subnet": "x"}'
     )
     (state / "jl-def456.json").write_text("[1, 2]")
-    for name in ("jl-abc123", "jl-def456"):
+    # found by the fuzz run: a link without its addresses, a pid that is a string
+    (state / "jl-aaa1.json").write_text(
+        '{"name": "jl-aaa1", "nodes": ["jl-aaa1-n0", "jl-aaa1-n1"], "router": null, "subnet": "x", "links": [{}]}'
+    )
+    (state / "jl-aaa2.json").write_text(
+        '{"name": "jl-aaa2", "nodes": ["jl-aaa2-n0"], "router": null, "subnet": "x", "created_by_pid": "1"}'
+    )
+    for name in ("jl-abc123", "jl-def456", "jl-aaa1", "jl-aaa2"):
         result = run_cli("net", "bench", "--topo", name, "--duration", "1s")
         assert result.returncode == 2 and "not a state file" in result.stderr, result.stderr
 
@@ -617,6 +694,16 @@ def test_hosts_toml_values_never_become_options_or_protocol_words(
     assert result.returncode == 2, result.stderr
     assert says in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert not pwned.exists()
+
+
+def test_a_hosts_toml_that_is_not_utf8_is_one_line(tmp_path: Path, store: Path) -> None:
+    """Issue 24 item 12 (found again by the fuzz run): a non-UTF-8 hosts.toml was an internal error."""
+    (tmp_path / "hosts.toml").write_bytes(b'[[host]]\nname = "h\xff"\n')
+    result = run_cli(
+        "net", "bench", "--hosts", str(tmp_path / "hosts.toml"), "--duration", "1s", "--store", str(store)
+    )
+    assert result.returncode == 2 and "not UTF-8" in result.stderr, result.stderr
+    assert_one_line_error(result.stderr)
 
 
 def test_the_ssh_target_follows_a_double_dash() -> None:

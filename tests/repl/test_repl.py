@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import resource
+import shutil
 import signal
 import socket
 import subprocess
@@ -15,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from conftest import assert_one_line_error, run_main
 from jitterlab.describe.replication import describe_replication, find_knee, replication_text
@@ -50,6 +53,11 @@ def test_a_run_per_n_with_every_update_rates_and_the_seed_beside(scaling: tuple[
         assert abs(run.table.num_rows - expected) <= 0.02 * expected
         assert repl["server"]["pose_bytes_in"] == repl["clients_fleet"]["bytes_out"]
         assert repl["rates_bytes_per_s"]["server_in"] == pytest.approx(144 * 50 * n, rel=0.02)
+        # server in: what the server read in its window (issue 27 item 10), payload and wire
+        server, rates = repl["server"], repl["rates_bytes_per_s"]
+        assert server["pose_bytes_received"] == 144 * server["pose_datagrams_received"] > 0
+        assert rates["server_in"] == server["pose_bytes_received"] / (server["window_ns"] / 1e9)
+        assert rates["server_in_wire"] == pytest.approx(rates["server_in"] * (144 + 28) / 144, rel=1e-12)
         assert repl["generator_lag"]["count"] == n * 50 * 2
         assert repl["server_ticks"]["ticks_per_s"] > 0
         assert len(repl["ping_rtt_ns"]) == repl["clients_fleet"]["pongs"] > 0
@@ -61,6 +69,26 @@ def test_a_run_per_n_with_every_update_rates_and_the_seed_beside(scaling: tuple[
     document = json.loads(out)
     assert [r["clients"] for r in document["rows"]] == [3, 6]
     assert "knee" in document
+
+
+def test_pings_wait_a_uniform_share_of_the_tick_not_a_phase_locked_one(scaling: tuple[Path, str]) -> None:
+    """Issue 27 item 7: on a fixed period the pings kept one phase against the 120 Hz tick
+    (mean 7.3 ms at one N, 0.5 ms at another, SD <= 0.6 ms). Sent at random phases, a ping
+    waits U(0, P) for the tick that answers it: median and interquartile range P/2 above the
+    loopback's round trip, at every N (the independent model the distribution must match)."""
+    period_ms = 1e3 / 120
+    pooled = []
+    for run in ResultsStore(scaling[0]).runs():
+        rtt = np.asarray(run.meta["repl"]["ping_rtt_ns"], dtype=np.float64) / 1e6
+        assert run.meta["repl"]["ping_phase"]["distribution"] == "uniform"
+        assert rtt.size >= 30
+        # median and interquartile range (U(0, P): P/2 and P/2), robust to a loaded host's stalls
+        q1, median, q3 = np.percentile(rtt, [25, 50, 75])
+        assert median == pytest.approx(period_ms / 2, abs=1.5)
+        assert 0.3 * period_ms < q3 - q1 < 0.7 * period_ms
+        pooled.append((rtt - rtt.min()) / period_ms)
+    ks = stats.kstest(np.concatenate(pooled), "uniform").statistic
+    assert ks < 0.25, ks
 
 
 def test_the_text_tables_and_the_report(scaling: tuple[Path, str]) -> None:
@@ -97,6 +125,93 @@ def test_the_knee_is_the_first_n_below_the_tick_rate_with_its_cause(scaling: tup
     assert find_knee([limited]).causes == ("generator: p99 send lag 3.00 ms > 1 ms",)
 
 
+def test_server_cpu_is_attributed_to_user_code_kernel_and_softirq(scaling: tuple[Path, str]) -> None:
+    """Issue 27 item 9: the knee's cause said "busy 93 %" when the core was 40-55 % system
+    and 41-55 % softirq. The run records the thread's user/system time and its core's
+    /proc/stat split; the cause names them."""
+    store, out = scaling
+    rows = sorted((describe_replication(r) for r in ResultsStore(store).runs()), key=lambda r: r.clients)
+    for row in rows:
+        cpu_time = row.run.meta["repl"]["cpu_time"]
+        server = row.run.meta["repl"]["server"]
+        assert sum(cpu_time["server_ticks_on_cpu"]) == server["ticks"]
+        threads = cpu_time["threads"]["server"]
+        assert threads["user_ns"] + threads["sys_ns"] == pytest.approx(server["cpu_ns"], abs=5e6)
+        assert cpu_time["proc_stat"]["window_ns"] == pytest.approx(2e9, rel=0.1)
+        cpu = row.cpu
+        assert cpu is not None
+        assert sum(cpu.core.values()) == pytest.approx(1.0)
+        assert sum(cpu.cpus.values()) == pytest.approx(1.0)
+        assert cpu.thread_user + cpu.thread_system == pytest.approx(row.cpu_share, abs=0.01)
+        if len(os.sched_getaffinity(0)) >= 2:  # pinned to the first allowed CPU by default
+            assert cpu.cpus == {min(os.sched_getaffinity(0)): 1.0}
+    assert "server CPU (% user/system/softirq/idle of its core): N=3: thread " in replication_text(
+        ResultsStore(store).runs()
+    )
+    assert json.loads(out)["rows"][0]["server_cpu"]["core"]["softirq"] >= 0
+    # the case of the issue: a busy loop whose core is mostly system and softirq
+    kernel = describe_replication(ResultsStore(store).runs()[0]).cpu
+    assert kernel is not None
+    core = dict.fromkeys(kernel.core, 0.0) | {"user": 0.09, "system": 0.45, "softirq": 0.41, "idle": 0.05}
+    knee_row = dataclasses.replace(
+        rows[0],
+        server_fps=60.0,
+        busy_share=0.93,
+        cpu=dataclasses.replace(kernel, thread_user=0.09, thread_system=0.84, core=core),
+    )
+    (cause,) = find_knee([knee_row]).causes
+    assert "9% of a core in user code and 84% in the kernel" in cause
+    assert "9% user, 45% system, 41% softirq, 5% idle: mostly the kernel" in cause
+    user = dataclasses.replace(
+        knee_row, cpu=dataclasses.replace(kernel, core=core | {"user": 0.8, "system": 0.1, "softirq": 0.05})
+    )
+    assert find_knee([user]).causes[0].endswith("mostly user code")
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("ip") is None or shutil.which("iptables") is None,
+    reason="network namespaces and the impairment need root, iproute2 and iptables",
+)
+def test_across_namespaces_through_an_impaired_router(tmp_path: Path) -> None:
+    """Issue 27 item 8: the server on one namespace, the clients split over two more, every
+    link through a router holding each packet 2 ms. A pose crosses the router twice (client
+    to server, server to observer), so no update arrives in under 4 ms; on loopback they
+    arrive in under a tick."""
+    store = tmp_path / "results"
+    argv = [
+        *("repl", "bench", "--clients", "4", "--rate", "50", "--duration", "1s", "--warmup", "0.3s"),
+        *("--nodes", "3", "--router", "--impair", "delay=2ms", "--store", str(store)),
+    ]
+    done = subprocess.run(
+        [sys.executable, "-m", "jitterlab", *argv], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    (run,) = ResultsStore(store).runs()
+    config, repl = run.config, run.meta["repl"]
+    assert (config["placement"], config["nodes"], config["router"], config["impaired"]) == (
+        "netns",
+        3,
+        True,
+        "delay=2ms",
+    )
+    name = run.meta["topology"]["name"]
+    assert [f["netns"] for f in repl["fleets"]] == [f"{name}-n1", f"{name}-n2"]
+    assert [(f["first_client"], f["clients"]) for f in repl["fleets"]] == [(0, 2), (2, 2)]
+    assert repl["server"]["pose_bytes_in"] == repl["clients_fleet"]["bytes_out"] > 0
+    # every observer sees every other avatar, from both client nodes
+    assert sorted(set(run.table.column("pair").to_numpy().tolist())) == [1, 2, 3, 4, 6, 7]
+    assert run.latency_ns.min() >= 4_000_000
+    assert min(repl["ping_rtt_ns"]) >= 4_000_000
+    check = run.meta["impairment"]["check"]
+    assert check["reproduced"] and check["packets"] >= repl["server"]["pose_datagrams_in"]
+    assert repl["udp_counters"]["InDatagrams"] > 0  # the namespaces' counters, not the host's
+    assert run.meta["clock"]["mode"] == "shared"
+    assert "Here: one host, 3 network namespaces" in replication_text([run])
+    assert "impairment at N=4: delay=2ms" in replication_text([run])
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
+    assert name not in listed  # made for the command, removed after it
+
+
 def test_stream_intervals_known_answer() -> None:
     stream = np.array([1, 0, 1, 0, 1, 2])
     t = np.array([10, 5, 30, 6, 15, 99])
@@ -122,6 +237,13 @@ def test_udp_counters_and_their_delta(tmp_path: Path) -> None:
         (["--payload", "1200"], "1172"),
         (["--payload", "20"], "header"),
         (["--observers", "5", "--clients", "3"], "--observers"),
+        (["--clients", "2", "--nodes", "4"], "each client node needs a client"),
+        (["--clients", "4", "--nodes", "3", "--observers", "3"], "of the first client node"),
+        (["--clients", "4", "--nodes", "3", "--impair", "delay=2ms"], "add --router"),
+        (["--clients", "4", "--router"], "add --nodes"),
+        (["--clients", "4", "--nodes", "3", "--router", "--impair", "jitter=1"], "unknown part"),
+        (["--clients", "4", "--nodes", "1"], "--nodes"),
+        (["--clients", "4", "--topo", "jl-nosuchtopo"], "jl-nosuchtopo"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(

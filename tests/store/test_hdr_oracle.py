@@ -19,6 +19,7 @@ from jitterlab.describe.export import ExportOptions, export_run
 from jitterlab.store.hdr.double import DoubleHistogram
 from jitterlab.store.hdr.histogram import Histogram
 from jitterlab.store.hdr.log import LogReader
+from jitterlab.store.hdr.streams import corrected, read_figures
 from jitterlab.store.hdr.text import percentile_distribution
 
 REPO = Path(__file__).resolve().parents[2]
@@ -160,3 +161,60 @@ def test_exported_logs_read_equal_in_java(oracle, tmp_path: Path) -> None:
     for interval in intervals:
         whole.add(interval.histogram)
     assert percentile_distribution(whole, 5, 1000.0) == java["streams"][""]["hgrm"]
+
+
+# HdrHistogram's own test logs (tests/fixtures/hdrhistogram/README.md: origin and licence)
+UPSTREAM = REPO / "tests" / "fixtures" / "hdrhistogram"
+UPSTREAM_LOGS = sorted(p.name for p in UPSTREAM.glob("*.hlog"))
+
+
+def test_the_upstream_logs_are_all_here() -> None:
+    assert UPSTREAM_LOGS == [
+        "jHiccup-2.0.1.logV0.hlog",
+        "jHiccup-2.0.6.logV1.hlog",
+        "jHiccup-2.0.7S.logV2.hlog",
+        "jHiccup-2.0.7S.logV3.hlog",
+        "tagged-Log.logV2.hlog",
+        "ycsb.logV1.hlog",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "span", "co"),
+    [(name, None, 0.0) for name in UPSTREAM_LOGS]
+    + [
+        ("jHiccup-2.0.7S.logV2.hlog", (5.0, 20.0), 0.0),  # HistogramLogProcessor -start/-end
+        ("jHiccup-2.0.7S.logV2.hlog", None, 1e6),  # -correctLogWithKnownCoordinatedOmission 1 ms (ns)
+        ("tagged-Log.logV2.hlog", (2.0, 30.0), 0.0),
+    ],
+)
+def test_hdrhistograms_own_logs_give_javas_figures(
+    oracle, name: str, span: tuple[float, float] | None, co: float
+) -> None:
+    """Every interval's figures, StartTime, and per tag the whole log's figures and .hgrm."""
+    log = UPSTREAM / name
+    from_s, to_s = span if span else (None, None)
+    [java] = oracle([["log", str(log), *(map(str, span) if span else ("-", "-")), str(co), "5", "1.0"]])
+    assert java["reader_error"] is None
+
+    # the reader, interval by interval
+    with log.open("rb") as lines:
+        reader = LogReader(lines, str(log))
+        intervals = list(reader.intervals(from_s, to_s))
+    assert reader.start_time_s == java["start_time_sec"]
+    assert len(intervals) == len(java["intervals"]) > 0
+    for interval, j in zip(intervals, java["intervals"], strict=True):
+        h = corrected(interval.histogram, co) if co else interval.histogram
+        same_figures(j, figures_of(h))
+        assert (h.start_ms, h.end_ms) == (j["start_ms"], j["end_ms"])
+
+    # what import computes in its one pass: each tag a stream, accumulated as the processor does
+    with log.open("rb") as lines:
+        result = read_figures(lines, str(log), from_s=from_s, to_s=to_s, expected_interval=co)
+    streams = {("" if tag is None else tag): s for tag, s in result.streams.items()}
+    assert sorted(streams) == sorted(java["streams"])
+    for tag, j in java["streams"].items():
+        whole = streams[tag].corrected if co else streams[tag].whole
+        assert whole is not None
+        same_figures(j["whole"], figures_of(whole))
+        assert percentile_distribution(whole, 5, 1.0) == j["hgrm"]

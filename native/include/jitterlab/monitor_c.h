@@ -58,6 +58,10 @@ JL_API int jl_monitor_unlink(const char* channel);
 JL_API int jl_monitor_set_hint(jl_monitor* monitor, const char* hint);
 JL_API size_t jl_monitor_hint(const jl_monitor* monitor, char* out, size_t out_size);
 JL_API int64_t jl_monitor_now_ns(void);
+/* Who owns the ring's shared memory and its permission bits, as when it was opened. Another
+ * local user may create a channel's ring first: a server should use only a ring of its own
+ * user (or of a user it trusts) with mode 0600, or that user can feed and drain it. */
+JL_API void jl_monitor_owner(const jl_monitor* monitor, uint32_t* uid, uint32_t* mode);
 
 #ifdef __cplusplus
 }

@@ -10,9 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from jitterlab.cli.common import (
+    deprecated_alias,
     non_negative_int,
     note,
     print_json,
+    seed,
     store_option,
     warn,
     writable_store,
@@ -61,11 +63,13 @@ def add_parser(sub: Any) -> None:
         help="recorded samples per pair (default 1000000)",
     )
     p.add_argument(
-        "--warmup",
+        "--warmup-samples",
+        dest="warmup",
         type=non_negative_int,
         default=1_000,
         help="unrecorded samples per pair first (default 1000)",
     )
+    deprecated_alias(p, "--warmup", "--warmup-samples", dest="warmup", type=non_negative_int)
     p.add_argument(
         "--block-ints",
         type=non_negative_int,
@@ -75,7 +79,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--pin", default="none", help="none, spread, compact or a CPU list such as 0,1 or 0-3")
     p.add_argument("--no-mlock", action="store_true", help="do not lock memory (mlockall)")
     p.add_argument("--pause", default="0", help="sender pause between samples, e.g. 1ms (the seeds' variant)")
-    p.add_argument("--seed", type=non_negative_int, default=1, help="seed of the per-thread index generators")
+    p.add_argument("--seed", type=seed, default=1, help="seed of the per-thread index generators (default 1)")
     p.add_argument("--caf-scheduler", default="stealing", choices=CAF_SCHEDULERS)
     p.add_argument(
         "--caf-threads", type=non_negative_int, default=0, help="CAF worker threads (default: one per CPU)"

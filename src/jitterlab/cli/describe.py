@@ -10,6 +10,7 @@ from jitterlab.cli.common import (
     expected_interval_option,
     load,
     note,
+    percentile_list,
     positive_float,
     print_json,
     probability,
@@ -17,8 +18,16 @@ from jitterlab.cli.common import (
     time_range_options,
 )
 from jitterlab.core.errors import JitterlabError
-from jitterlab.core.units import parse_duration_ns
-from jitterlab.describe.analysis import TESTS, describe_run, description_json, latency_views, time_range
+from jitterlab.core.render import render
+from jitterlab.core.units import format_ns, parse_duration_ns
+from jitterlab.describe.analysis import (
+    TESTS,
+    describe_run,
+    description_json,
+    latency_views,
+    run_percentiles,
+    time_range,
+)
 from jitterlab.describe.context import context_block
 from jitterlab.describe.histograms import HISTOGRAM_ONLY, describe_histogram, histogram_json
 from jitterlab.describe.text import attribution_text, describe_text, histogram_text
@@ -38,6 +47,11 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--alpha", type=probability, default=0.05, help="significance level of the GESD test (default 0.05)"
     )
+    p.add_argument(
+        "--percentiles",
+        type=percentile_list,
+        help="also these percentiles of the run, exact (e.g. 50,90,99,99.9,99.99,99.999,max)",
+    )
     time_range_options(p)
     p.add_argument(
         "--tag", help="imported HdrHistogram log: list the intervals of this tag (default: the run's)"
@@ -50,6 +64,8 @@ def cmd_describe(args: argparse.Namespace) -> int:
     run = load(args.run, args)
     expected = expected_interval_ns(args)
     if run.histogram_only:
+        if args.percentiles:
+            run_percentiles(run, args.percentiles)  # refuses, naming the export that has them
         h = describe_histogram(run, args.tag, args.from_s, args.to_s, expected)
         if args.json:
             print_json(histogram_json(h) | {"context": context_block(run)})
@@ -66,13 +82,18 @@ def cmd_describe(args: argparse.Namespace) -> int:
         raise JitterlabError("--window must be a positive duration such as 1s or 100ms")
     d = describe_run(run, args.test, width, baseline, args.two_sided, args.threshold, args.alpha)
     views = latency_views(run, expected)
+    chosen = run_percentiles(run, args.percentiles) if args.percentiles else None
     if args.json:
         extra = {f"summary_{name}_ns": view for name, view in views.items()}
+        if chosen is not None:
+            extra["percentiles_ns"] = chosen
         print_json(
             {"context": context_block(run)} | description_json(d) | extra | {"expected_interval_ns": expected}
         )
         return 0
     print(describe_text(d, views))
+    if chosen:
+        print(render(["percentile", "value"], [[k, format_ns(v)] for k, v in chosen.items()], "lr"))
     _, unavailable = attribution_text(d.attribution)
     if unavailable:
         note(unavailable)

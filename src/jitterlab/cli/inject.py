@@ -10,10 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from jitterlab.cli.common import (
+    deprecated_alias,
+    integer,
     non_negative_int,
     note,
     positive_int,
     print_json,
+    seed,
     store_option,
     warn,
     writable_store,
@@ -44,7 +47,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--tcp", action="store_true", help="proxy: one TCP stream at a time instead of UDP datagrams"
     )
-    p.add_argument("--seed", type=int, default=0, help="seed of the injector's draws (default 0)")
+    p.add_argument("--seed", type=seed, default=0, help="seed of the injector's draws (default 0)")
     p.add_argument("--reorder", action="store_true", help="independent delays instead of the in-order queue")
     p.add_argument(
         "--busy-poll", action="store_true", help="never sleep: µs-accurate for µs-scale models, costs a core"
@@ -66,9 +69,15 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--record", metavar="FILE", help="proxy: record each item's arrival and release (raw file)"
     )
-    p.add_argument("--count", type=non_negative_int, default=10_000, help="validate: datagrams per setting")
     p.add_argument(
-        "--rate", type=positive_int, default=1_000, help="validate: datagrams per second (default 1000)"
+        "--samples", type=integer(1, 100_000_000), default=10_000, help="validate: datagrams per setting"
+    )
+    deprecated_alias(p, "--count", "--samples", type=integer(1, 100_000_000))
+    p.add_argument(
+        "--rate",
+        type=integer(1, 10_000_000),
+        default=1_000,
+        help="validate: datagrams per second (default 1000)",
     )
     p.add_argument("--size", type=non_negative_int, default=64, help="validate: datagram bytes (default 64)")
     p.add_argument("--report", help="validate: write an HTML report with the QQ plots here")
@@ -139,7 +148,7 @@ def _validate(args: argparse.Namespace) -> int:
         check_writable_file(Path(args.report), "--report")
     store = writable_store(args)
     options = proxy.ValidateOptions(
-        Path(args.model), args.count, args.rate, args.size, args.seed, args.reorder, args.busy_poll
+        Path(args.model), args.samples, args.rate, args.size, args.seed, args.reorder, args.busy_poll
     )
     outcome, results, v = proxy.validate(store, options, warn)
     if v is None:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from jitterlab.cli.common import EXIT_INTERRUPTED, EXIT_USAGE, Parser
-from jitterlab.core.errors import JitterlabError
+from jitterlab.core.errors import JitterlabError, escape_controls
 from jitterlab.core.signals import Interrupted, stop_on_signals
 from jitterlab.core.version import __version__
 
@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "recover": ("runs", "store what killed measurements left in the store's .staging/ as partial runs"),
     "export": ("interop", "write a run as HdrHistogram (hgrm, hlog), CSV or Parquet"),
     "import": ("interop", "store an HdrHistogram log (.hlog) or a CSV of samples as a run"),
+    "merge": ("merge", "one run from runs and HdrHistogram logs of several hosts or times (source kept)"),
     "describe": ("describe", "summary, outlier categories and time windows of a run"),
     "doctor": ("system", "check what on this machine shapes latency, with the fix for each"),
     "hiccup": ("system", "per-CPU OS-noise meter: every interruption of a busy loop, stored as a run"),
@@ -85,7 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(command_module(COMMANDS[args.command][0]).COMMANDS[args.command](args))
     except JitterlabError as e:
-        print(f"jitterlab: error: {e}", file=sys.stderr)
+        print(f"jitterlab: error: {escape_controls(str(e))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt as e:
         print(f"jitterlab: interrupted{f' by {e}' if isinstance(e, Interrupted) else ''}", file=sys.stderr)
@@ -96,7 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("JITTERLAB_DEBUG"):
             raise
         print(
-            f"jitterlab: internal error: {type(e).__name__}: {e} (set JITTERLAB_DEBUG=1 for the traceback)",
+            f"jitterlab: internal error: {type(e).__name__}: {escape_controls(str(e))} (set JITTERLAB_DEBUG=1 for the traceback)",
             file=sys.stderr,
         )
         return 1

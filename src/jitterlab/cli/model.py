@@ -8,7 +8,17 @@ from typing import Any
 
 import numpy as np
 
-from jitterlab.cli.common import Parser, load, note, positive_int, print_json, store_option, warn
+from jitterlab.cli.common import (
+    Parser,
+    load,
+    note,
+    positive_int,
+    print_json,
+    rate_hz,
+    seed,
+    store_option,
+    warn,
+)
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.fileio import atomic_write_json, check_writable_file
 from jitterlab.core.render import render
@@ -56,8 +66,8 @@ def add_parser(sub: Any) -> None:
     q.add_argument(
         "-n", type=positive_int, default=1000, help=f"items (default 1000, at most {MAX_SAMPLE:,})"
     )
-    q.add_argument("--rate", type=float, default=1000.0, help="item arrival rate in Hz (default 1000)")
-    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--rate", type=rate_hz, default=1000.0, help="item arrival rate in Hz (default 1000)")
+    q.add_argument("--seed", type=seed, default=0, help="seed of the draws (default 0)")
     q.add_argument("--reorder", action="store_true", help="independent delays instead of the in-order queue")
 
 

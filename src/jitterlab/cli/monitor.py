@@ -12,6 +12,7 @@ from jitterlab.cli.common import (
     load,
     non_negative_float,
     note,
+    percentile_list,
     print_json,
     probability,
     seconds,
@@ -39,13 +40,27 @@ def add_parsers(sub: Any) -> None:
     q.add_argument("--listen", default="127.0.0.1:9464", help="metrics endpoint (default 127.0.0.1:9464)")
     q.add_argument("--duration", type=seconds, help="stop after this long (default: until Ctrl-C/SIGTERM)")
     q.add_argument("--alpha", type=probability, default=0.01, help="significance of the trial test (0.01)")
+    q.add_argument(
+        "--ring-owner",
+        type=user_id,
+        help="also use a ring another user created (name or uid): an application running as that user",
+    )
+    q.add_argument(
+        "--percentiles",
+        type=percentile_list,
+        default=(),
+        help="also serve the latency at these percentiles on /metrics (e.g. 50,99,99.9,max)",
+    )
     store_option(q)
     q = monitor.add_parser("trials", help="the trials of a monitor run with their screening verdicts")
     q.add_argument("run")
     q.add_argument("--json", action="store_true")
     store_option(q)
-    q = monitor.add_parser("unlink", help="remove a channel's shared memory")
-    q.add_argument("--channel", required=True)
+    q = monitor.add_parser("unlink", help="remove a channel's shared memory (or every unused one: --stale)")
+    q.add_argument("--channel", help="the channel; with --stale a pattern such as 'lab-*' (default: all)")
+    q.add_argument(
+        "--stale", action="store_true", help="remove your rings that no server or application has open"
+    )
     p = sub.add_parser("ssq", help="Simulator Sickness Questionnaire scores (Kennedy et al. 1993)")
     s = p.add_subparsers(dest="ssq_command", required=True, parser_class=Parser)
     q = s.add_parser("score", help="score a CSV of answers: subscales, total, pre/post, groups")
@@ -66,10 +81,7 @@ def add_parsers(sub: Any) -> None:
 
 def cmd_monitor(args: argparse.Namespace) -> int:
     if args.monitor_command == "unlink":
-        if not recorder.unlink(args.channel):
-            raise JitterlabError(f"no channel '{args.channel}' to remove")
-        note(f"removed channel {args.channel}")
-        return 0
+        return _unlink(args.channel, args.stale)
     if args.monitor_command == "trials":
         results = trials.trial_results(load(args.run, args))
         if args.json:
@@ -94,7 +106,15 @@ def _serve(args: argparse.Namespace) -> int:
         )
 
     plan = server.serve_plan(
-        args.channel, args.baseline, args.listen, args.alpha, args.duration, started, _progress
+        args.channel,
+        args.baseline,
+        args.listen,
+        args.alpha,
+        args.duration,
+        started,
+        _progress,
+        ring_owner=args.ring_owner,
+        percentiles=args.percentiles,
     )
     outcome = run_plan(plan, writable_store(args), warn)
     if sys.stderr.isatty():
@@ -105,7 +125,43 @@ def _serve(args: argparse.Namespace) -> int:
             f"stored {run.id}: {run.meta['samples']['rows']} samples, {len(monitor['trials'])} trials, "
             f"{monitor['ring_dropped']} dropped"
         )
+    ring = Path("/dev/shm") / f"{recorder.RING_PREFIX}{args.channel}"
+    if outcome.runs and ring.exists():  # on purpose: the application may still record into it
+        note(
+            f"the channel's ring stays ({ring.stat().st_size / 2**20:.0f} MB in {ring.parent}) for the "
+            f"application; remove it with: jitterlab monitor unlink --channel {args.channel} (or --stale)"
+        )
     return outcome.exit_code
+
+
+def _unlink(channel: str | None, stale: bool) -> int:
+    if not stale:
+        if channel is None:
+            raise JitterlabError("monitor unlink: name a channel (--channel NAME) or give --stale")
+        if not recorder.unlink(recorder.check_channel(channel)):
+            raise JitterlabError(f"no channel '{channel}' to remove")
+        note(f"removed channel {channel}")
+        return 0
+    channels = recorder.stale_channels(channel or "*")
+    for name in channels:
+        recorder.unlink(name)
+        note(f"removed channel {name} (no server or application had it open)")
+    if not channels:
+        note("no stale channels: every ring of yours is open in some process")
+    return 0
+
+
+def user_id(text: str) -> int:
+    """A user named by name or uid (argparse type)."""
+    import pwd
+
+    try:
+        return pwd.getpwnam(text).pw_uid
+    except KeyError:
+        pass
+    if text.isdigit() and len(text) <= 10:
+        return int(text)
+    raise argparse.ArgumentTypeError(f"'{text}' is not a user name or uid")
 
 
 def _progress(srv: server.Server) -> None:

@@ -9,17 +9,17 @@ from typing import Any
 from jitterlab.cli import mtp_logs
 from jitterlab.cli.common import (
     Parser,
-    millis,
-    non_negative_float,
+    duration,
     note,
-    positive_float,
+    number,
     print_json,
-    seconds,
+    seed,
     store_option,
     warn,
     writable_store,
 )
 from jitterlab.core.fileio import check_writable_file
+from jitterlab.core.options import DAY_S
 from jitterlab.core.render import render
 from jitterlab.mtp import analyze, synth, validate
 
@@ -42,32 +42,33 @@ def _span(text: str) -> tuple[float, float]:
     return start, end
 
 
+READOUT = duration(0, 1.0, unit="ms")  # a frame's readout, a latency: bare numbers are ms
+SPAN = duration(0, DAY_S, low_open=True)
+FPS = number(1, 100_000, unit="Hz")
+
+
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("mtp", help="motion-to-photon latency: from a video, or from per-frame sensor logs")
     mtp = p.add_subparsers(dest="mtp_command", required=True, parser_class=Parser)
     q = mtp.add_parser("synth", help="a validation video with a known latency (and its truth JSON beside it)")
     q.add_argument("output", type=Path)
-    q.add_argument("--fps", type=positive_float, default=60.0)
-    q.add_argument("--latency", type=millis, default=0.050, help="e.g. 33.3ms (bare numbers are ms)")
-    q.add_argument("--duration", type=seconds, default=10.0, help="e.g. 10s")
+    q.add_argument("--fps", type=FPS, default=60.0)
+    q.add_argument("--latency", type=READOUT, default=0.050, help="e.g. 33.3ms (bare numbers are ms)")
+    q.add_argument("--duration", type=SPAN, default=10.0, help="e.g. 10s")
     q.add_argument("--size", type=_size, default=(640, 480), help="WIDTHxHEIGHT (default 640x480)")
-    q.add_argument("--noise", type=non_negative_float, default=2.0, help="sensor noise SD in grey levels")
-    q.add_argument("--freq", type=positive_float, default=1.0, help="motion frequency in Hz (default 1)")
-    q.add_argument("--decay", type=non_negative_float, default=0.05, help="damping d of e^(-dt), 1/s")
+    q.add_argument("--noise", type=number(0, 255), default=2.0, help="sensor noise SD in grey levels")
     q.add_argument(
-        "--harmonic", type=non_negative_float, default=0.0, help="third-harmonic share (0.15 = 15 %%)"
+        "--freq", type=number(0.01, 1000, unit="Hz"), default=1.0, help="motion frequency in Hz (1)"
     )
+    q.add_argument("--decay", type=number(0, 1000), default=0.05, help="damping d of e^(-dt), 1/s")
+    q.add_argument("--harmonic", type=number(0, 1), default=0.0, help="third-harmonic share (0.15 = 15 %%)")
+    q.add_argument("--vfr", type=number(0, 90), default=0.0, help="frame-interval jitter in %% (30 = ±30 %%)")
     q.add_argument(
-        "--vfr", type=non_negative_float, default=0.0, help="frame-interval jitter in %% (30 = ±30 %%)"
+        "--rolling-shutter", type=READOUT, default=0.0, help="row readout time of a frame, e.g. 20ms"
     )
-    q.add_argument(
-        "--rolling-shutter", type=millis, default=0.0, help="row readout time of the frame, e.g. 20ms"
-    )
-    q.add_argument("--display-hz", type=positive_float, help="sample-and-hold display refresh rate")
+    q.add_argument("--display-hz", type=FPS, help="sample-and-hold display refresh rate")
     q.add_argument("--lose", type=_span, help="START:END seconds where the rendered object is not shown")
-    q.add_argument(
-        "--stored-fps", type=positive_float, help="claim this rate in the file (a slow-motion file)"
-    )
+    q.add_argument("--stored-fps", type=FPS, help="claim this rate in the file (a slow-motion file)")
     q.add_argument(
         "--layout",
         choices=synth.LAYOUTS,
@@ -75,30 +76,27 @@ def add_parser(sub: Any) -> None:
         help="apart (default): the objects on different rows; same-row: side by side, their swings close",
     )
     q.add_argument(
-        "--shutter",
-        type=non_negative_float,
-        default=0.0,
-        help="exposure as a share of the frame interval, 0 to 1 (motion blur; 0: none)",
+        "--shutter", type=number(0, 1), default=0.0, help="exposure / frame interval (blur; 0: none)"
     )
-    q.add_argument("--release", type=seconds, help="hold the object still until then, then let it go")
-    q.add_argument("--drift", type=millis, default=0.0, help="the latency grows by this much over the video")
-    q.add_argument("--bitrate", type=positive_float, help="encode at this bitrate in kbit/s (as phones do)")
+    q.add_argument("--release", type=SPAN, help="hold the object still until then, then let it go")
+    q.add_argument("--drift", type=READOUT, default=0.0, help="the latency grows by this much over the video")
+    q.add_argument("--bitrate", type=number(1, 1e7), help="encode at this bitrate in kbit/s (as phones do)")
     q.add_argument(
-        "--preset", default="ultrafast", help="libx264 preset (medium: CABAC and B-frames, as phones)"
+        "--preset", default="ultrafast", help="libx264 preset (medium: CABAC, B-frames, as phones)"
     )
-    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--seed", type=seed, default=0, help="seed of the generated data (default 0)")
     q = mtp.add_parser("analyze", help="motion-to-photon latency of a video (stored as a run)")
     q.add_argument("video", type=Path)
     q.add_argument("--roi-physical", help="x,y,w,h of the physical object's region, or auto (default)")
     q.add_argument("--roi-rendered", help="x,y,w,h of the rendered object's region, or auto (default)")
     q.add_argument("--tracker", choices=("centroid", "kcf"), default="centroid")
-    q.add_argument("--capture-fps", type=positive_float, help="true capture rate of a slow-motion file")
+    q.add_argument("--capture-fps", type=FPS, help="true capture rate of a slow-motion file")
     q.add_argument(
-        "--rolling-shutter", type=millis, default=0.0, help="the camera's frame readout time, e.g. 15ms"
+        "--rolling-shutter", type=READOUT, default=0.0, help="the camera's frame readout time, e.g. 15ms"
     )
-    q.add_argument("--window", type=seconds, default=2.5, help="sliding window for latency over time (2.5s)")
-    q.add_argument("--step", type=seconds, help="window step (default a fifth of a window)")
-    q.add_argument("--max-latency", type=millis, default=0.300, help="search range (default 300ms)")
+    q.add_argument("--window", type=SPAN, default=2.5, help="sliding window for latency over time (2.5s)")
+    q.add_argument("--step", type=SPAN, help="window step (default a fifth of a window)")
+    q.add_argument("--max-latency", type=READOUT, default=0.300, help="search range (default 300ms)")
     q.add_argument("--json", action="store_true")
     q.add_argument("--report", type=Path, help="write an HTML page to check the analysis by eye")
     q.add_argument("--no-store", action="store_true", help="do not store the windows as a run")

@@ -7,28 +7,40 @@ from pathlib import Path
 from typing import Any
 
 from jitterlab.cli.common import (
+    duration,
+    integer,
     millis,
     non_negative_int,
     note,
+    number,
     positive_float,
     positive_int,
     print_json,
     probability,
     seconds,
+    seed,
     store_option,
     warn,
     writable_store,
 )
+from jitterlab.core.options import DAY_S
 from jitterlab.measure.runner import run_plan
 from jitterlab.mtp import framelog
 
 
 def _rig_options(q: argparse.ArgumentParser) -> None:
-    q.add_argument("--steps-per-rev", type=positive_int, default=400, help="motor steps per revolution (400)")
-    q.add_argument("--rev-per-s", type=positive_float, default=2.0, help="revolutions per second (2)")
-    q.add_argument("--modulus", type=positive_int, default=200, help="codes are sent modulo this (200)")
     q.add_argument(
-        "--offset-steps", type=int, default=0, help="constant code offset of the rig's calibration"
+        "--steps-per-rev", type=integer(1, 1_000_000), default=400, help="motor steps per revolution (400)"
+    )
+    q.add_argument("--rev-per-s", type=number(0.01, 1000), default=2.0, help="revolutions per second (2)")
+    q.add_argument(
+        "--modulus", type=integer(2, 1_000_000), default=200, help="codes are sent modulo this (200)"
+    )
+    q.add_argument(
+        "--offset-steps",
+        type=integer(-1_000_000_000, 1_000_000_000),
+        default=0,
+        help="constant code offset of the rig's calibration",
     )
 
 
@@ -41,8 +53,10 @@ def add_parsers(mtp: Any) -> None:
     q.add_argument("--photo", type=Path, help="raw log photo.csv: t_ns,code[,valid]")
     q.add_argument("--tracker", type=Path, help="raw log tracker.csv: t_ns,qw,qx,qy,qz (checks the angles)")
     _rig_options(q)
-    q.add_argument("--warmup", type=seconds, default=0.0, help="drop the first seconds (the thesis: 4s)")
-    q.add_argument("--tick-wrap", type=positive_int, help="the timestamp counter wraps at this value")
+    q.add_argument(
+        "--warmup", type=duration(0, DAY_S), default=0.0, help="drop the first seconds (the thesis: 4s)"
+    )
+    q.add_argument("--tick-wrap", type=integer(2, 2**63), help="the timestamp counter wraps at this value")
     q.add_argument("--condition", help="name of the condition (baseline, jitter, load): the run's variant")
     q.add_argument("--json", action="store_true")
     store_option(q)
@@ -68,7 +82,7 @@ def add_parsers(mtp: Any) -> None:
         type=positive_int,
         help="write frames.csv's t_us from a counter that wraps at this value",
     )
-    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--seed", type=seed, default=0, help="seed of the generated data (default 0)")
     _rig_options(q)
 
 

@@ -14,11 +14,15 @@ from typing import Any
 from jitterlab.cli.bench import announce
 from jitterlab.cli.common import (
     Parser,
+    deprecated_alias,
+    integer,
+    link_shape,
     non_negative_int,
     note,
     positive_float,
     positive_int,
     print_json,
+    rate_hz,
     seconds,
     store_option,
     warn,
@@ -48,13 +52,6 @@ def _words(text: str) -> tuple[str, ...]:
     return tuple(w.strip() for w in text.split(",") if w.strip())
 
 
-def _shape(text: str) -> dict[str, str]:
-    key, _, value = text.partition("=")
-    if key != "rate" or not value:
-        raise argparse.ArgumentTypeError(f"expected rate=10mbit, got '{text}'")
-    return {"rate": value}
-
-
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("net", help="latency and throughput across nodes: namespaces or hosts (seed 004)")
     net = p.add_subparsers(dest="net_command", required=True, parser_class=Parser)
@@ -63,7 +60,7 @@ def add_parser(sub: Any) -> None:
     up = tsub.add_parser("up", help="make K node namespaces (prints the topology's name)")
     up.add_argument("--nodes", type=int, default=2)
     up.add_argument("--router", action="store_true", help="join the nodes through a router namespace")
-    up.add_argument("--shape", type=_shape, help="rate-limit every link with tbf, e.g. rate=10mbit")
+    up.add_argument("--shape", type=link_shape, help="rate-limit every link with tbf, e.g. rate=10mbit")
     up.add_argument(
         "--subnet", default=topo.DEFAULT_RANGE, help=f"private range to use (default {topo.DEFAULT_RANGE})"
     )
@@ -72,6 +69,11 @@ def add_parser(sub: Any) -> None:
     )
     down.add_argument("name", nargs="?")
     down.add_argument("--all", action="store_true")
+    down.add_argument(
+        "--force",
+        action="store_true",
+        help="with --all: also topologies whose maker still runs or is unknown",
+    )
     tsub.add_parser("list", help="topologies and leftover namespaces")
 
     c = net.add_parser("check-impair", help="ping without and with an impairment: is the model on the link?")
@@ -91,7 +93,7 @@ def add_parser(sub: Any) -> None:
         "--nodes", type=positive_int, help="nodes; frame-sync: the renderer plus render nodes (default 2)"
     )
     b.add_argument("--router", action="store_true", help="join the nodes through a router namespace")
-    b.add_argument("--shape", type=_shape, help="rate-limit every link with tbf, e.g. rate=10mbit")
+    b.add_argument("--shape", type=link_shape, help="rate-limit every link with tbf, e.g. rate=10mbit")
     b.add_argument(
         "--impair", help="delay=5ms | model=m.json | loss=0.1%% on the router's link (needs --router)"
     )
@@ -102,8 +104,11 @@ def add_parser(sub: Any) -> None:
     b.add_argument("--duration", type=seconds, help="measured time per run (default 10s)")
     b.add_argument("--warmup", type=seconds, help="unmeasured time first (default 1s)")
     b.add_argument("--payload", type=positive_int, help="message bytes, header included (default 64)")
-    b.add_argument("--rate", type=positive_float, help="open-loop messages per second (default 1000)")
-    b.add_argument("--messages", type=positive_int, help="stream: messages per step (default 100000)")
+    b.add_argument("--rate", type=rate_hz, help="open-loop messages per second (default 1000)")
+    b.add_argument(
+        "--samples", type=integer(1, 1_000_000_000), help="stream: messages per step (default 100000)"
+    )
+    deprecated_alias(b, "--messages", "--samples", type=integer(1, 1_000_000_000))
     b.add_argument("--steps", type=positive_int, help="stream: steps (default 5)")
     b.add_argument("--fps", type=positive_float, help="frame-sync: frames per second (default 60)")
     b.add_argument("--port", type=non_negative_int, help="server port (default: any free one)")
@@ -121,7 +126,7 @@ def options(args: argparse.Namespace) -> NetOptions:
         "warmup_s": args.warmup,
         "payload": args.payload,
         "rate_hz": args.rate,
-        "messages": args.messages,
+        "messages": args.samples,
         "steps": args.steps,
         "fps": args.fps,
         "port": args.port,
@@ -142,7 +147,15 @@ def cmd_topo(args: argparse.Namespace) -> int:
         if not args.name and not args.all:
             raise JitterlabError("net topo down: name a topology or give --all")
         started = time.monotonic()
-        removed = topo.down_all() if args.all else topo.down(args.name)
+        if args.all:
+            removed, kept = topo.down_all(args.force)
+            for name in kept:
+                note(
+                    f"kept {name}: the process that made it still runs, or it has no readable state file "
+                    "(it may be in use; --force removes it too)"
+                )
+        else:
+            removed = topo.down(args.name)
         note(f"removed {len(removed)} namespaces in {time.monotonic() - started:.2f} s")
         return 0
     rows = [

@@ -10,11 +10,14 @@ from typing import Any
 from jitterlab.cli.bench import announce
 from jitterlab.cli.common import (
     Parser,
+    integer,
+    link_shape,
     non_negative_int,
     note,
     positive_float,
     positive_int,
     print_json,
+    rate_hz,
     seconds,
     store_option,
     warn,
@@ -51,13 +54,25 @@ def add_parser(sub: Any) -> None:
     q.add_argument(
         "--clients", type=client_counts, help="numbers of clients, one run each (default 2,5,10,25)"
     )
-    q.add_argument("--rate", type=positive_float, help="pose updates per second per client (default 90)")
+    q.add_argument("--rate", type=rate_hz, help="pose updates per second per client (default 90)")
     q.add_argument("--server-tick", type=positive_float, help="server ticks per second (default 120)")
     q.add_argument("--payload", type=positive_int, help="pose bytes, header included (default 144)")
     q.add_argument("--observers", type=positive_int, help="clients that record every update (default 2)")
     q.add_argument("--duration", type=seconds, help="measured time per N (default 30s)")
     q.add_argument("--warmup", type=seconds, help="unmeasured time first (default 1s)")
     q.add_argument("--port", type=non_negative_int, help="server port (default: any free one)")
+    q.add_argument(
+        "--nodes",
+        type=integer(2, 64),
+        help="network namespaces: the server on the first, the clients split over the others "
+        "(default: one host's loopback)",
+    )
+    q.add_argument("--router", action="store_true", help="join the nodes through a router namespace")
+    q.add_argument("--shape", type=link_shape, help="rate-limit every link with tbf, e.g. rate=10mbit")
+    q.add_argument(
+        "--impair", help="delay=5ms | model=m.json | loss=0.1%% on the router's links (needs --router)"
+    )
+    q.add_argument("--topo", help="run on an existing topology (from `net topo up`)")
     q.add_argument("--report", type=Path, help="also write an HTML report of the runs")
     q.add_argument("--json", action="store_true")
     store_option(q)
@@ -74,6 +89,11 @@ def options(args: argparse.Namespace) -> ReplOptions:
         "duration_s": args.duration,
         "warmup_s": args.warmup,
         "port": args.port,
+        "client_nodes": args.nodes - 1 if args.nodes else None,
+        "topo": args.topo,
+        "router": args.router or None,
+        "shape": args.shape,
+        "impair": args.impair,
     }
     return dataclasses.replace(base, **{k: v for k, v in given.items() if v is not None})
 

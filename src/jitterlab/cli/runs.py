@@ -17,8 +17,9 @@ from jitterlab.cli.common import (
     warn,
     writable_store,
 )
-from jitterlab.core.errors import JitterlabError
+from jitterlab.core.errors import CorruptRunError, JitterlabError
 from jitterlab.core.fileio import check_writable_file
+from jitterlab.core.percentiles import percentile_key
 from jitterlab.core.render import render
 from jitterlab.core.units import format_ns
 from jitterlab.core.warnings import CodedWarning, from_stored, normalized
@@ -28,6 +29,11 @@ def add_parsers(sub: Any) -> None:
     p = sub.add_parser("runs", help="list stored runs")
     p.add_argument("--json", action="store_true")
     p.add_argument("--strict", action="store_true", help="exit 1 when a run is damaged")
+    p.add_argument(
+        "--percentiles",
+        type=percentile_list,
+        help="these percentiles of every run instead of p50/p99/max, exact (reads every run's samples)",
+    )
     store_option(p)
     p = sub.add_parser("show", help="summary of one run")
     p.add_argument("run", help="run id (or unique prefix) or run folder")
@@ -76,12 +82,29 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
     store = ResultsStore(args.store)
     runs, damaged = store.scan()
+    chosen: dict[str, dict[str, float]] | None = None
+    if args.percentiles:
+        from jitterlab.describe.analysis import run_percentiles
+
+        chosen = {}
+        for r in [r for r in runs if not r.histogram_only]:
+            try:
+                chosen[r.id] = run_percentiles(r, args.percentiles)  # exact, in row groups
+            except CorruptRunError as e:
+                damaged.append((r.path, str(e)))
+        runs = [r for r in runs if r.histogram_only or r.id in chosen]
+        if any(r.histogram_only for r in runs):
+            note("note: histogram-only runs show — ('export RUN --format hgrm --percentiles …' has them)")
     if args.json:
-        rows = [summary_row(r) for r in runs]
+        rows = [
+            summary_row(r) | ({"percentiles_ns": chosen.get(r.id)} if chosen is not None else {})
+            for r in runs
+        ]
         rows += [{"id": d.name, "status": "damaged", "reason": why} for d, why in damaged]
         print_json(rows)
     elif runs or damaged:
-        print(runs_table(runs, damaged))
+        keys = [percentile_key(p) for p in args.percentiles or ()]
+        print(runs_table(runs, damaged, chosen, keys))
     else:
         note(f"no runs in {store.root}")
     report_damage(damaged)

@@ -19,6 +19,8 @@ from typing import Any
 
 import tomllib
 
+from jitterlab.core.errors import escape_controls
+
 
 def _load() -> dict[str, dict[str, str]]:
     text = resources.files("jitterlab.core").joinpath("warning_codes.toml").read_text(encoding="utf-8")
@@ -56,7 +58,7 @@ Warn = Callable[[CodedWarning], None]
 
 def print_warning(w: CodedWarning) -> None:
     """``warning[code]: detail`` on stderr (rustc's habit: the code is what to look up)."""
-    print(f"warning[{w.code}]: {w.detail}", file=sys.stderr)
+    print(f"warning[{w.code}]: {escape_controls(w.detail)}", file=sys.stderr)
 
 
 def warning(code: str, detail: str) -> dict[str, str]:

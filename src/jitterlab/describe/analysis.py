@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.percentiles import percentile_key
@@ -22,6 +23,7 @@ from jitterlab.stats import (
     Verdict,
     WindowTable,
     baseline_of,
+    percentiles,
     screen,
     stacked_gesd,
     stacked_walsh,
@@ -29,11 +31,18 @@ from jitterlab.stats import (
     summarize,
     time_windows,
 )
-from jitterlab.stats.summary import percentiles_of_chunks
+from jitterlab.stats.outofcore import (
+    baseline_of_chunks,
+    categories_of_chunks,
+    screen_chunks,
+    stacked_z_chunks,
+    time_windows_chunks,
+)
+from jitterlab.stats.summary import percentiles_of_chunks, summarize_chunks
 from jitterlab.store import Run
 from jitterlab.store.hdr.streams import corrected_figures
 from jitterlab.store.runs import verified_samples_path
-from jitterlab.store.writer import latency_chunks, summarize_file
+from jitterlab.store.writer import latency_chunks, summarize_file, timed_latency_chunks
 
 TESTS = ("stacked-z", "gesd", "walsh")
 
@@ -94,6 +103,8 @@ def describe_run(
             f"run {run.id} holds a histogram only: outlier tests and windows by sample need raw "
             "samples (show and export work on it)"
         )
+    if test == "stacked-z" and not run.loaded and (baseline is None or not baseline.loaded):
+        return _describe_streamed(run, window_ns, baseline, two_sided, threshold)
     latency = run.latency_ns
     if latency.size == 0:
         raise JitterlabError(f"run {run.id} has no samples")
@@ -116,6 +127,50 @@ def describe_run(
         spike_attribution(run, categories),
         screening,
         ordered,
+    )
+
+
+def _describe_streamed(
+    run: Run, window_ns: int, baseline: Run | None, two_sided: bool, threshold: float
+) -> RunDescription:
+    """:func:`describe_run` of the stacked z-score test read in row groups (memory
+    independent of the run's size; identical results, stats/outofcore.py)."""
+    path = verified_samples_path(run)
+    summary = summarize_file(path)
+    if summary.count == 0:
+        raise JitterlabError(f"run {run.id} has no samples")
+    reference = None
+    screening = None
+    if baseline is not None:
+        base_path = verified_samples_path(baseline)
+        if summarize_file(base_path).count == 0:
+            raise JitterlabError(f"baseline run {baseline.id} has no samples")
+        reference = stacked_z_chunks(lambda: latency_chunks(base_path), threshold, two_sided)
+        if reference.thresholds:
+            screening = screen_chunks(
+                lambda: latency_chunks(path), baseline_of_chunks(lambda: latency_chunks(base_path), reference)
+            )
+    if reference is not None:
+        categories = categories_of_chunks(
+            lambda: latency_chunks(path),
+            reference.thresholds,
+            reference.low_threshold,
+            reference.levels,
+            reference.threshold,
+            True,
+        )
+    else:
+        categories = stacked_z_chunks(lambda: latency_chunks(path), threshold, two_sided)
+    windows = time_windows_chunks(lambda: timed_latency_chunks(path), window_ns, categories)
+    return RunDescription(
+        run,
+        summary,
+        "stacked-z",
+        categories,
+        windows,
+        baseline.id if baseline else None,
+        spike_attribution(run, categories),
+        screening,
     )
 
 
@@ -146,10 +201,20 @@ def latency_views(run: Run, expected_interval_ns: int | None = None) -> dict[str
       figure a closed-loop tool would report.
     """
     views: dict[str, dict[str, Any]] = {}
+    if run.loaded:
+        if expected_interval_ns:
+            views["corrected"] = corrected_figures(run.latency_ns, expected_interval_ns)
+        if "t_actual_send_ns" in run.table.column_names:
+            views["from_actual_send"] = summarize(run.t_recv_ns - run.column("t_actual_send_ns")).to_dict()
+        return views
+    # not read yet: in row groups (summarize_chunks equals summarize to the last bit)
+    path = verified_samples_path(run)
     if expected_interval_ns:
-        views["corrected"] = corrected_figures(run.latency_ns, expected_interval_ns)
-    if "t_actual_send_ns" in run.table.column_names:
-        views["from_actual_send"] = summarize(run.t_recv_ns - run.column("t_actual_send_ns")).to_dict()
+        views["corrected"] = corrected_figures(latency_chunks(path), expected_interval_ns)
+    if "t_actual_send_ns" in pq.read_schema(path).names:
+        views["from_actual_send"] = summarize_chunks(
+            lambda: latency_chunks(path, since="t_actual_send_ns")
+        ).to_dict()
     return views
 
 
@@ -170,8 +235,11 @@ def run_percentiles(run: Run, ps: tuple[float, ...]) -> dict[str, float]:
             f"run {run.id} holds a histogram only: its percentiles at chosen levels are in "
             f"'jitterlab export {run.id} --format hgrm --percentiles …' (HdrHistogram's definition)"
         )
-    path = verified_samples_path(run)
-    values = percentiles_of_chunks(lambda: latency_chunks(path), ps)
+    if run.loaded:  # a time range of it (--from/--to): the samples in memory
+        values = percentiles(run.latency_ns, ps)
+    else:
+        path = verified_samples_path(run)
+        values = percentiles_of_chunks(lambda: latency_chunks(path), ps)
     return {percentile_key(p): float(v) for p, v in zip(ps, values, strict=True)}
 
 

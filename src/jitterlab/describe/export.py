@@ -19,7 +19,7 @@ HistogramLogReader and HistogramLogProcessor (tests/store/test_hdr_oracle.py):
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +37,8 @@ from jitterlab.store.hdr.histogram import Histogram
 from jitterlab.store.hdr.log import LogWriter
 from jitterlab.store.hdr.streams import UNITS_NS, read_figures
 from jitterlab.store.hdr.text import percentile_distribution
+from jitterlab.store.runs import verified_samples_path
+from jitterlab.store.writer import latency_chunks, timed_latency_chunks
 
 MAX_UNIT_RATIO = 1e6  # an interval's max is logged in milliseconds of the ns values, as jHiccup does
 DIGITS = 3
@@ -57,12 +59,19 @@ def _time_range(run: Run, o: ExportOptions) -> Run:
     return time_range(run, o.from_s, o.to_s)
 
 
-def latency_histogram(latency_ns: np.ndarray) -> Histogram:
-    """Every latency in Java's ``new Histogram(3)`` (auto-resizing, 1 ns up)."""
+def latency_histogram(latency_ns: np.ndarray | Iterable[np.ndarray]) -> Histogram:
+    """Every latency in Java's ``new Histogram(3)`` (auto-resizing, 1 ns up); the latencies
+    may come as chunks (a run read row group by row group: recording adds)."""
     histogram = Histogram.auto(DIGITS)
-    distinct, counts = np.unique(latency_ns, return_counts=True)
-    histogram.record(distinct, counts)
+    for chunk in [latency_ns] if isinstance(latency_ns, np.ndarray) else latency_ns:
+        distinct, counts = np.unique(chunk, return_counts=True)
+        histogram.record(distinct, counts)
     return histogram
+
+
+def _streams(run: Run, o: ExportOptions) -> bool:
+    """Whether the run is read in row groups (its whole file, not loaded) or in memory."""
+    return o.from_s is None and o.to_s is None and not run.loaded
 
 
 def export_parquet(run: Run, o: ExportOptions) -> bytes:
@@ -86,6 +95,9 @@ def export_hgrm(run: Run, o: ExportOptions) -> bytes:
     if run.histogram_only:
         histogram, scale = _stored_stream(run, o)
         ratio = UNITS_NS[o.unit] / scale
+    elif _streams(run, o):
+        histogram = latency_histogram(latency_chunks(verified_samples_path(run)))
+        ratio = float(UNITS_NS[o.unit])
     else:
         histogram, ratio = latency_histogram(_time_range(run, o).latency_ns), float(UNITS_NS[o.unit])
     return percentile_distribution(histogram, o.ticks, ratio, o.percentiles).encode()
@@ -128,6 +140,8 @@ def export_hlog(run: Run, o: ExportOptions) -> bytes:
                 copy_to=out,
             )
         return out.getvalue()
+    if _streams(run, o):
+        return _hlog_streamed(run, o)
     run = _time_range(run, o)
     latency = run.latency_ns
     t_send = run.t_send_ns
@@ -135,12 +149,7 @@ def export_hlog(run: Run, o: ExportOptions) -> bytes:
     t_send, latency = t_send[order], latency[order]
     highest = max(2 * int(latency.max(initial=1)), 1_000_000)  # one range for every interval
     text = io.StringIO()
-    writer = LogWriter(text)
-    started_ns = (run.meta.get("timing") or {}).get("started_realtime_ns") or 0
-    writer.comment(f"jitterlab {__version__} run {run.id} ({run.label}); values in nanoseconds")
-    writer.version()
-    writer.start_time(started_ns // 1_000_000)
-    writer.legend()
+    writer = _hlog_writer(run, text)
     window_ns = o.window_ns
     if latency.size:
         t0 = int(t_send[0])
@@ -155,6 +164,51 @@ def export_hlog(run: Run, o: ExportOptions) -> bytes:
             start = w * window_ns / 1e9  # seconds since StartTime, as jHiccup logs them
             end = min(start + window_ns / 1e9, (int(t_send[hi - 1]) - t0) / 1e9 + 1e-9)
             writer.interval(start, end, histogram, MAX_UNIT_RATIO)
+    return text.getvalue().encode()
+
+
+def _hlog_writer(run: Run, text: io.StringIO) -> LogWriter:
+    writer = LogWriter(text)
+    started_ns = (run.meta.get("timing") or {}).get("started_realtime_ns") or 0
+    writer.comment(f"jitterlab {__version__} run {run.id} ({run.label}); values in nanoseconds")
+    writer.version()
+    writer.start_time(started_ns // 1_000_000)
+    writer.legend()
+    return writer
+
+
+def _hlog_streamed(run: Run, o: ExportOptions) -> bytes:
+    """:func:`export_hlog` of a whole run read in row groups: one pass for the first and last
+    send and the largest latency, one recording each window's histogram (one histogram per
+    window in memory, never the samples); the same log as from the samples in memory."""
+    path = verified_samples_path(run)
+    t0, t_last, top, n = 0, 0, 1, 0
+    for t, x in timed_latency_chunks(path):
+        if t.size:
+            t0, t_last = (
+                (int(t.min()), int(t.max())) if n == 0 else (min(t0, int(t.min())), max(t_last, int(t.max())))
+            )
+            top, n = max(top, int(x.max())), n + t.size
+    text = io.StringIO()
+    writer = _hlog_writer(run, text)
+    if n == 0:
+        return text.getvalue().encode()
+    highest = max(2 * top, 1_000_000)  # one range for every interval
+    window_ns = o.window_ns
+    histograms: dict[int, Histogram] = {}
+    last_send: dict[int, int] = {}
+    for t, x in timed_latency_chunks(path):
+        w = (t - t0) // window_ns
+        for k in np.unique(w).tolist():
+            inside = w == k
+            histogram = histograms.setdefault(k, Histogram(1, highest, DIGITS))
+            distinct, counts = np.unique(x[inside], return_counts=True)
+            histogram.record(distinct, counts)
+            last_send[k] = max(last_send.get(k, t0), int(t[inside].max()))
+    for k in sorted(histograms):
+        start = k * window_ns / 1e9  # seconds since StartTime, as jHiccup logs them
+        end = min(start + window_ns / 1e9, (last_send[k] - t0) / 1e9 + 1e-9)
+        writer.interval(start, end, histograms[k], MAX_UNIT_RATIO)
     return text.getvalue().encode()
 
 

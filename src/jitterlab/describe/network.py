@@ -49,6 +49,11 @@ def _where(run: Run) -> str:
     return "intra-node" if c.get("intra_node") else "inter-node"
 
 
+def _measured_lost(net: dict[str, Any]) -> int:
+    """Lost in the measured window, the one the stored samples cover (runs before it: all)."""
+    return int(net.get("measured_lost", net["lost"]))
+
+
 def ping_rows(runs: Sequence[Run]) -> tuple[list[str], list[list[Any]]]:
     headers = ["transport", "round trip M (SD) ms", "p50", "p99", "p99.9", "max", "pings", "lost"]
     rows = []
@@ -65,8 +70,8 @@ def ping_rows(runs: Sequence[Run]) -> tuple[list[str], list[list[Any]]]:
                 _ms(p99),
                 _ms(p999),
                 _ms(float(run.latency_ns.max()) if run.latency_ns.size else 0),
-                net["answered"],
-                net["lost"],
+                run.latency_ns.size,  # the stored pings: the warm-up's answered ones are not stored
+                _measured_lost(net),
             ]
         )
     return headers, rows
@@ -107,7 +112,7 @@ def open_loop_rows(runs: Sequence[Run]) -> tuple[list[str], list[list[Any]]]:
                 _ms(u999),
                 f"{net['late_share']:.2%}",
                 _ms(net["max_lag_ns"]),
-                net["lost"],
+                _measured_lost(net),
             ]
         )
     return headers, rows

@@ -9,6 +9,7 @@ quantity the seed's Table 3 calls "update rate".
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -51,10 +52,92 @@ SEED_TABLE4: dict[int, tuple[float, float, float, float, float, float, float]] =
 SEED_SETUP = (
     "seed: UE4.20 on Windows 10, server and 2 VR clients on i7-8700K hosts, load clients on 32 hosts (up to 4 "
     "per host), 1 Gbit Ethernet; Table 3 by counting frames of a 240 Hz video of 60 Hz monitors, Table 4 from "
-    "UE4's Stat Net (with compression). Here: one host, loopback, server and clients on their own vCPU, no "
-    "rendering (so no client fps), UDP payload bytes without compression."
+    "UE4's Stat Net (with compression). Here: {here}, server and clients on their own vCPU, no rendering "
+    "(so no client fps), UDP payload bytes without compression."
 )
+
+
+def setup_line(rows: Sequence[ReplRow]) -> str:
+    """The seed's setup and ours: loopback, or namespaces (through a router, impaired)."""
+    config = rows[0].run.config
+    if config.get("placement") != "netns":
+        return SEED_SETUP.format(here="one host, loopback")
+    nodes = int(config.get("nodes", 2))
+    here = (
+        f"one host, {nodes} network namespaces (the server on one, the clients split over {nodes - 1})"
+        + (" joined through a router" if config.get("router") else " joined by veth pairs")
+        + (f", impaired {config['impaired']}" if config.get("impaired") else "")
+    )
+    return SEED_SETUP.format(here=here)
+
+
 TICK_SHORTFALL = 0.98
+# /proc/stat's per-CPU columns (proc(5)), as the native tool writes them (native/repl/cpu_stat.hpp)
+PROC_STAT_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+
+@dataclass(frozen=True)
+class CpuAttribution:
+    """Where the server's CPU time went in the window (issue 27 item 9; docs/replication.md).
+
+    ``thread_user``/``thread_system``: the server thread's own user and system time as shares
+    of one core (getrusage; system includes the softirq that ran in its context). ``core``:
+    each /proc/stat column's share of the time of the CPUs the server ticked on, weighted by
+    the share of ticks on each (``cpus``), so other threads on that core count too."""
+
+    thread_user: float
+    thread_system: float
+    core: dict[str, float]
+    cpus: dict[int, float]
+
+    @property
+    def kernel(self) -> float:
+        """The kernel's share of the core: system calls, softirq and hard interrupts."""
+        return self.core["system"] + self.core["softirq"] + self.core["irq"]
+
+    @property
+    def user(self) -> float:
+        return self.core["user"] + self.core["nice"]
+
+    def text(self) -> str:
+        shares = ", ".join(
+            f"{self.core[f]:.0%} {f}"
+            for f in ("user", "system", "softirq", "irq", "idle", "steal")
+            if self.core[f]
+        )
+        where = "the kernel (system calls and softirq)" if self.kernel > self.user else "user code"
+        return (
+            f"the server thread ran {self.thread_user:.0%} of a core in user code and {self.thread_system:.0%} "
+            f"in the kernel; its core was {shares}: mostly {where}"
+        )
+
+
+def cpu_attribution(repl: dict[str, Any]) -> CpuAttribution | None:
+    """The attribution from a run's ``repl.cpu_time`` block; None for runs without one."""
+    cpu_time = repl.get("cpu_time")
+    if not cpu_time:
+        return None
+    window = max(int(repl["server"].get("window_ns", 0)), 1)
+    server = cpu_time["threads"]["server"]
+    ticks = cpu_time.get("server_ticks_on_cpu", [])
+    per_cpu = {int(c["cpu"]): c for c in cpu_time.get("proc_stat", {}).get("cpus", [])}
+    on = {cpu: n for cpu, n in enumerate(ticks) if n and cpu in per_cpu}
+    total = sum(on.values())
+    if not total:
+        return None
+    residency = {cpu: n / total for cpu, n in on.items()}
+    core = dict.fromkeys(PROC_STAT_FIELDS, 0.0)
+    for cpu, weight in residency.items():
+        columns = [int(per_cpu[cpu][f"{f}_ns"]) for f in PROC_STAT_FIELDS]
+        whole = max(sum(columns), 1)
+        for f, v in zip(PROC_STAT_FIELDS, columns, strict=True):
+            core[f] += weight * v / whole
+    return CpuAttribution(
+        thread_user=server["user_ns"] / window,
+        thread_system=server["sys_ns"] / window,
+        core=core,
+        cpus=residency,
+    )
 
 
 @dataclass(frozen=True)
@@ -79,6 +162,7 @@ class ReplRow:
     rcvbuf_errors: int
     send_failures: int
     updates_missing: int
+    cpu: CpuAttribution | None = None  # None: a run from before the attribution was recorded
 
 
 def is_replication_run(run: Run) -> bool:
@@ -119,6 +203,7 @@ def describe_replication(run: Run) -> ReplRow:
         send_failures=int(repl["server"].get("send_failures", 0))
         + int(repl["clients_fleet"].get("send_failures", 0)),
         updates_missing=int(repl.get("updates_missing", 0)),
+        cpu=cpu_attribution(repl),
     )
 
 
@@ -136,14 +221,15 @@ class Knee:
 def causes_of(row: ReplRow) -> tuple[str, ...]:
     """Why a run's server fell behind, from what was measured beside it."""
     causes = []
+    where = f": {row.cpu.text()}" if row.cpu else ""
     if row.busy_share >= 0.9 or row.cpu_share >= 0.9:
         causes.append(
             f"server CPU: the tick loop was busy {row.busy_share:.0%} of the time "
-            f"({row.cpu_share:.0%} of a core in CPU time)"
+            f"({row.cpu_share:.0%} of a core in CPU time){where}"
         )
     elif row.busy_share >= 0.5:
         causes.append(
-            f"server CPU, with the host contended: busy {row.busy_share:.0%}, {row.cpu_share:.0%} of a core"
+            f"server CPU, with the host contended: busy {row.busy_share:.0%}, {row.cpu_share:.0%} of a core{where}"
         )
     if row.generator_limited:
         causes.append(f"generator: p99 send lag {row.lag_p99_ms:.2f} ms > 1 ms")
@@ -240,6 +326,7 @@ def table4_layout(rows: Sequence[ReplRow]) -> tuple[list[str], list[list[str]]]:
         "client out KB/s",
         "seed",
         "server in KB/s",
+        "wire",
         "Table 1",
         "seed",
         "server out KB/s",
@@ -264,6 +351,7 @@ def table4_layout(rows: Sequence[ReplRow]) -> tuple[list[str], list[list[str]]]:
                 _kb(rt.get("client_out_avg")),
                 _seed4(r.clients, 3),
                 _kb(rt.get("server_in")),
+                _kb(rt.get("server_in_wire")),
                 _kb(pr.get("server_in")),
                 _seed4(r.clients, 4),
                 _kb(rt.get("server_out")),
@@ -276,6 +364,21 @@ def table4_layout(rows: Sequence[ReplRow]) -> tuple[list[str], list[list[str]]]:
             ]
         )
     return headers, body
+
+
+def impairment_lines(rows: Sequence[ReplRow]) -> list[str]:
+    """Per N, whether the link's model was realised (net/impair.py's check of the engine's log)."""
+    lines = []
+    for r in rows:
+        check = (r.run.meta.get("impairment") or {}).get("check")
+        if check is None:
+            continue
+        lines.append(
+            f"impairment at N={r.clients}: {r.run.meta['impairment']['spec']}, realised p50 "
+            f"{check['realised_p50_ns'] / 1e6:.3f} ms over {check['packets']} packets ({check['dropped']} dropped): "
+            + ("reproduced" if check["reproduced"] else f"NOT reproduced ({check['criterion']})")
+        )
+    return lines
 
 
 def knee_line(rows: Sequence[ReplRow]) -> str:
@@ -305,6 +408,12 @@ def replication_text(runs: Sequence[Run]) -> str:
         for r in rows
         if r.rcvbuf_errors or r.send_failures or r.updates_missing
     ]
+    cpu = [
+        f"N={r.clients}: thread {r.cpu.thread_user:.0%} user + {r.cpu.thread_system:.0%} kernel; core "
+        + "/".join(f"{100 * r.cpu.core[f]:.0f}" for f in ("user", "system", "softirq", "idle"))
+        for r in rows
+        if r.cpu
+    ]
     parts = [
         head,
         "",
@@ -316,8 +425,10 @@ def replication_text(runs: Sequence[Run]) -> str:
         render(*table4_layout(rows)),
         "",
         knee_line(rows),
+        *(["server CPU (% user/system/softirq/idle of its core): " + "; ".join(cpu)] if cpu else []),
         *(["drops: " + "; ".join(drops)] if drops else ["drops: none counted"]),
-        SEED_SETUP,
+        *impairment_lines(rows),
+        setup_line(rows),
     ]
     return "\n".join(parts)
 
@@ -388,7 +499,8 @@ def replication_section(runs: Sequence[Run]) -> str:
         + "<h3>Table 4 layout</h3><div style='overflow-x:auto'>"
         + html_table(t4[0], [[esc(c) for c in row] for row in t4[1]])
         + "</div>"
-        + f"<p class='muted'>{esc(SEED_SETUP)}</p></div>"
+        + "".join(f"<p>{esc(line)}</p>" for line in impairment_lines(rows))
+        + f"<p class='muted'>{esc(setup_line(rows))}</p></div>"
     )
 
 
@@ -414,6 +526,7 @@ def replication_json(runs: Sequence[Run]) -> dict[str, Any]:
                 "rcvbuf_errors": r.rcvbuf_errors,
                 "send_failures": r.send_failures,
                 "updates_missing": r.updates_missing,
+                "server_cpu": dataclasses.asdict(r.cpu) if r.cpu else None,
                 "seed_table3": SEED_TABLE3.get(r.clients),
                 "seed_table4": SEED_TABLE4.get(r.clients),
             }

@@ -143,11 +143,20 @@ def summary_row(run: Run) -> dict[str, Any]:
 RUNS_HEADERS = ["id", "time (UTC)", "technique", "pairs", "policy", "samples", "p50", "p99", "max", "status"]
 
 
-def runs_rows(runs: Sequence[Run]) -> list[list[str]]:
-    """``jitterlab runs``: one row per run, one format per column."""
+def runs_rows(
+    runs: Sequence[Run], chosen: dict[str, dict[str, float]] | None = None, keys: Sequence[str] = ()
+) -> list[list[str]]:
+    """``jitterlab runs``: one row per run, one format per column; ``chosen``: run id ->
+    the ``--percentiles`` values (columns ``keys``), shown instead of p50, p99 and max
+    (— for a run without them)."""
     rows = []
     for r in runs:
         s = r.meta.get("summary", {}).get("latency_ns", {})
+        if chosen is None:
+            figures = [format_ns(s.get("p50")), format_ns(s.get("p99")), format_ns(s.get("max"))]
+        else:
+            values = chosen.get(r.id)
+            figures = [format_ns(values[k]) for k in keys] if values else ["—"] * len(keys)
         rows.append(
             [
                 r.id,
@@ -156,19 +165,26 @@ def runs_rows(runs: Sequence[Run]) -> list[list[str]]:
                 str(r.config.get("pairs", "?")),
                 r.policy_label,
                 f"{int(s.get('count') or 0):,}",  # every count in full: 2,000,000 beside 111,614
-                format_ns(s.get("p50")),
-                format_ns(s.get("p99")),
-                format_ns(s.get("max")),
+                *figures,
                 str(r.meta.get("status", "")),
             ]
         )
     return rows
 
 
-def runs_table(runs: Sequence[Run], damaged: Sequence[tuple[Path, str]] = ()) -> str:
-    """The runs, then the damaged ones (status ``damaged``; the reason goes to stderr)."""
-    rows = runs_rows(runs) + [[d.name, *([""] * 8), "damaged"] for d, _ in damaged]
-    return render(RUNS_HEADERS, rows, "llllrrrrrl")
+def runs_table(
+    runs: Sequence[Run],
+    damaged: Sequence[tuple[Path, str]] = (),
+    chosen: dict[str, dict[str, float]] | None = None,
+    keys: Sequence[str] = (),
+) -> str:
+    """The runs, then the damaged ones (status ``damaged``; the reason goes to stderr);
+    with ``chosen`` (``--percentiles``) columns ``keys`` instead of p50, p99 and max."""
+    headers = RUNS_HEADERS if chosen is None else [*RUNS_HEADERS[:6], *keys, "status"]
+    rows = runs_rows(runs, chosen, keys) + [
+        [d.name, *([""] * (len(headers) - 2)), "damaged"] for d, _ in damaged
+    ]
+    return render(headers, rows, "llll" + "r" * (len(headers) - 5) + "l")
 
 
 # --- category, attribution and summary rows: the text and the HTML show these same rows ---

@@ -5,6 +5,10 @@ pays per sample for the metrics: it adds whole batches to numpy counters.
 
 Metrics (label ``channel``):
 - ``jitterlab_monitor_latency_seconds``: histogram of every sample (1-2-5 buckets, 1 µs … 10 s)
+- ``jitterlab_monitor_latency_percentile_seconds{percentile}``: with ``--percentiles``, the
+  latency at each level from an HdrHistogram of every sample (3 significant digits, Java
+  2.2.2's getValueAtPercentile; a bounded-memory live figure, not the exact type-7 value
+  that ``show --percentiles`` gives for the stored run)
 - ``jitterlab_monitor_samples_total``, ``jitterlab_monitor_dropped_total`` (ring full)
 - ``jitterlab_monitor_outliers_total{category}``: samples per stacked-z category above the main one
 - ``jitterlab_monitor_trial_samples{trial}``, ``…_trial_outlier_share{trial}``,
@@ -39,6 +43,15 @@ class MonitorCollector(Collector):
             )
             histogram.add_metric(channel, buckets, s.latency_sum_s)
             yield histogram
+            if s.histogram is not None and s.histogram.total:
+                chosen = GaugeMetricFamily(
+                    "jitterlab_monitor_latency_percentile_seconds",
+                    "latency at each --percentiles level (HdrHistogram, 3 significant digits)",
+                    labels=["channel", "percentile"],
+                )
+                for p in s.percentiles:
+                    chosen.add_metric([s.channel, f"{p:g}"], s.histogram.value_at_percentile(p) / 1e9)
+                yield chosen
             samples = CounterMetricFamily("jitterlab_monitor_samples", "samples drained", labels=["channel"])
             samples.add_metric(channel, s.samples)
             yield samples

@@ -12,10 +12,14 @@ ring and protocol as a C or C++ application. Recording never blocks; a full ring
 from __future__ import annotations
 
 import ctypes
+import fnmatch
+import os
 import re
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, Protocol, cast
 
 import numpy as np
@@ -47,6 +51,7 @@ class MonitorLibrary(Protocol):
     def jl_monitor_set_hint(self, handle: int, hint: bytes) -> int: ...
     def jl_monitor_hint(self, handle: int, out: Any, out_size: int) -> int: ...
     def jl_monitor_now_ns(self) -> int: ...
+    def jl_monitor_owner(self, handle: int, uid: Any, mode: Any) -> None: ...
 
 
 @lru_cache(maxsize=1)
@@ -76,9 +81,12 @@ def library() -> MonitorLibrary:
     lib.jl_monitor_hint.restype = size
     lib.jl_monitor_hint.argtypes = [p, ctypes.c_char_p, size]
     lib.jl_monitor_now_ns.restype = i64
+    lib.jl_monitor_owner.restype = None
+    lib.jl_monitor_owner.argtypes = [p, ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint32)]
     return cast(MonitorLibrary, lib)
 
 
+RING_PREFIX = "jitterlab-monitor-"
 _CHANNEL = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
 
@@ -89,13 +97,42 @@ def check_channel(channel: str) -> str:
     return channel
 
 
-def _open(channel: str, capacity: int = 0) -> tuple[MonitorLibrary, int]:
+def _open(channel: str, capacity: int = 0, ring_owner: int | None = None) -> tuple[MonitorLibrary, int, int]:
+    """The channel's ring, used only when it is this user's (or ``ring_owner``'s, a user the
+    caller trusts) and no one else may read or write it (mode 0600 or narrower): another
+    local user who created the ring first could otherwise feed samples into this user's run,
+    drain them unseen, or set its baseline hint (issue 24 item 3)."""
     lib = library()
     err = ctypes.create_string_buffer(512)
     handle = lib.jl_monitor_open(channel.encode(), capacity, err, len(err))
     if not handle:
         raise JitterlabError(f"monitor channel '{channel}': {err.value.decode(errors='replace')}")
-    return lib, handle
+    uid, mode = ctypes.c_uint32(), ctypes.c_uint32()
+    lib.jl_monitor_owner(handle, ctypes.byref(uid), ctypes.byref(mode))
+    refusal = ring_refusal(channel, uid.value, mode.value, ring_owner)
+    if refusal:
+        lib.jl_monitor_close(handle)
+        raise JitterlabError(refusal)
+    return lib, handle, uid.value
+
+
+def ring_refusal(channel: str, uid: int, mode: int, ring_owner: int | None = None) -> str | None:
+    """Why a ring with this owner and mode may not be used (None when it may)."""
+    from jitterlab.core.fileio import owner_name
+
+    ring = f"/dev/shm/jitterlab-monitor-{channel}"
+    if uid not in (os.geteuid(), ring_owner):
+        return (
+            f"monitor channel '{channel}': its ring {ring} belongs to {owner_name(uid)}, not to you: "
+            f"not used (remove it: jitterlab monitor unlink --channel {channel}; or trust that user: "
+            "--ring-owner USER)"
+        )
+    if mode & 0o077:
+        return (
+            f"monitor channel '{channel}': its ring {ring} has mode {mode & 0o7777:o}, readable or "
+            f"writable by others: not used (remove it: jitterlab monitor unlink --channel {channel})"
+        )
+    return None
 
 
 class Monitor:
@@ -109,12 +146,19 @@ class Monitor:
     baseline
         A baseline run id left in the channel for ``serve`` (used when serve is started
         without ``--baseline``).
+    capacity
+        Entries of the ring when this call creates it (a power of two; 0: the default).
+    ring_owner
+        A uid besides this user's whose ring is used (a server of another user created
+        it); any other user's ring, or one others may read or write, is refused.
     """
 
     _handle: int | None = None
 
-    def __init__(self, channel: str, baseline: str | None = None, capacity: int = 0) -> None:
-        self._lib, self._handle = _open(channel, capacity)
+    def __init__(
+        self, channel: str, baseline: str | None = None, capacity: int = 0, ring_owner: int | None = None
+    ) -> None:
+        self._lib, self._handle, _ = _open(channel, capacity, ring_owner)
         self.channel = channel
         # bound once: a record is one ctypes call, nothing else
         self._record = self._lib.jl_monitor_record
@@ -169,8 +213,8 @@ class Monitor:
 class Reader:
     """The draining side of a channel (``serve``): events in order, as a numpy array."""
 
-    def __init__(self, channel: str, batch: int = 65_536) -> None:
-        self._lib, self._handle = _open(channel)
+    def __init__(self, channel: str, batch: int = 65_536, ring_owner: int | None = None) -> None:
+        self._lib, self._handle, self.owner_uid = _open(channel, ring_owner=ring_owner)
         self._buffer = np.zeros(batch, dtype=EVENT_DTYPE)
 
     def drain(self, stale_ns: int = 1_000_000_000) -> np.ndarray:
@@ -193,3 +237,44 @@ class Reader:
 def unlink(channel: str) -> bool:
     """Remove a channel's shared memory; False when there was none."""
     return library().jl_monitor_unlink(channel.encode()) == 0
+
+
+def _mapped_rings() -> set[str]:
+    """Names of the /dev/shm files some process has mapped now (/proc/PID/maps). Processes
+    whose maps this user may not read cannot map this user's 0600 rings (root aside)."""
+    mapped: set[str] = set()
+    for maps in Path("/proc").glob("[0-9]*/maps"):
+        try:
+            text = maps.read_text(errors="replace")
+        except OSError:  # gone meanwhile, or another user's
+            continue
+        for line in text.splitlines():
+            at = line.find("/dev/shm/" + RING_PREFIX)
+            if at >= 0:
+                mapped.add(line[at + len("/dev/shm/") :].removesuffix(" (deleted)"))
+    return mapped
+
+
+def stale_channels(pattern: str = "*") -> list[str]:
+    """Channels matching ``pattern`` whose ring is this user's and mapped by no process: no
+    server drains it and no application records into it (issue 24 item 13). A ring is 32 MB
+    of /dev/shm by default and outlives its server on purpose (an application may still
+    hold it), so these are what ``monitor unlink --stale`` removes."""
+    shm = Path("/dev/shm")
+    if not shm.is_dir():
+        return []
+    mapped = _mapped_rings()
+    stale = []
+    for path in sorted(shm.glob(RING_PREFIX + "*")):
+        channel = path.name[len(RING_PREFIX) :]
+        if channel.endswith(".serve.lock") or not _CHANNEL.match(channel):
+            continue  # a server's lock file, or not a ring jitterlab made
+        if not fnmatch.fnmatchcase(channel, pattern):
+            continue
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            continue
+        if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() and path.name not in mapped:
+            stale.append(channel)
+    return stale

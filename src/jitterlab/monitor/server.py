@@ -11,9 +11,11 @@ server killed outright leaves its parts and a draft run.json for ``jitterlab rec
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import fcntl
 import os
 import signal
+import stat
 import threading
 import time
 from collections.abc import Callable
@@ -23,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from jitterlab.core.errors import JitterlabError
-from jitterlab.core.fileio import atomic_write_json
+from jitterlab.core.errors import JitterlabError, escape_controls
+from jitterlab.core.fileio import atomic_write_json, os_error_text, owner_name
 from jitterlab.core.signals import last_signal
 from jitterlab.core.warnings import CodedWarning
 from jitterlab.measure.runner import Context, Done, Plan, Point
@@ -39,6 +41,7 @@ from jitterlab.stats.screening import (
     baseline_of,
     screen_counts,
 )
+from jitterlab.store.hdr.histogram import Histogram
 from jitterlab.store.runs import DRAFT_JSON, ResultsStore, Run, load_run
 from jitterlab.store.schema import run_meta, safe_id_part
 
@@ -80,6 +83,9 @@ class LiveState:
     category_counts: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
     bucket_counts: np.ndarray = field(default_factory=lambda: np.zeros(len(BUCKETS_S) + 1, np.int64))
     latency_sum_s: float = 0.0
+    # --percentiles: every sample in an HdrHistogram (3 significant digits) read at scrape time
+    percentiles: tuple[float, ...] = ()
+    histogram: Histogram | None = None
     trials: list[TrialState] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -104,29 +110,60 @@ def load_baseline(values: np.ndarray, ref: str) -> Baseline:
 class ChannelLock:
     """This server's hold on a channel: a flock on a file beside the ring, removed again on
     release. A server that locked a file another one had just removed would hold nothing,
-    so the lock is only taken on a file that is still the one at the path."""
+    so the lock is only taken on a file that is still the one at the path.
 
-    def __init__(self, channel: str) -> None:
+    The folder is shared (/dev/shm): the file is opened without following a link and used
+    only when it is a regular file of this user, so a link or file another user planted
+    there is never written through and what it says is never believed (issue 24 item 2)."""
+
+    def __init__(self, channel: str, warn: Callable[[CodedWarning], None] = lambda _: None) -> None:
         folder = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path("/tmp")
         self.path = folder / f"jitterlab-monitor-{channel}.serve.lock"
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
         while True:
-            handle = open(self.path, "a+")  # noqa: SIM115 (held until release)
+            try:
+                fd = os.open(self.path, flags, 0o600)
+            except OSError as e:
+                if e.errno == errno.ELOOP or (e.errno == errno.EACCES and self.path.is_symlink()):
+                    raise JitterlabError(
+                        f"{self.path} is a symbolic link, not a lock file: not followed; "
+                        f"remove it to serve channel '{channel}'"
+                    ) from None
+                raise JitterlabError(f"cannot open {self.path}: {os_error_text(e)}") from None
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+                os.close(fd)
+                what = "a regular file" if stat.S_ISREG(st.st_mode) else "not a regular file"
+                raise JitterlabError(
+                    f"{self.path} ({what}) belongs to {owner_name(st.st_uid)}, not to you: channel "
+                    f"'{channel}' is held or blocked by that user; it is not used (remove it, or serve "
+                    "another channel)"
+                )
+            handle = os.fdopen(fd, "r+")
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                handle.seek(0)
-                pid = handle.read().strip() or "?"
+                pid = handle.read(32).strip() or "?"
                 handle.close()
                 raise JitterlabError(
                     f"channel '{channel}' is already served (pid {pid}); stop that server first"
                 ) from None
             try:
-                same = os.stat(self.path).st_ino == os.fstat(handle.fileno()).st_ino
+                same = os.stat(self.path, follow_symlinks=False).st_ino == st.st_ino
             except FileNotFoundError:
                 same = False
             if same:
                 break
             handle.close()  # the file was removed by the server that held it: take the new one
+        stale = handle.read(32).strip()
+        if stale:  # a server that ended without removing its lock (killed outright)
+            warn(
+                CodedWarning(
+                    "stale-lock",
+                    f"took over the lock of channel '{channel}' left by server pid "
+                    f"{stale if stale.isdigit() else '?'}, which no longer holds it",
+                )
+            )
         handle.seek(0)
         handle.truncate()
         handle.write(str(os.getpid()))
@@ -149,10 +186,14 @@ class Server:
         baseline_id: str | None,
         alpha: float = DEFAULT_ALPHA,
         part_samples: int = PART_SAMPLES,
+        ring_owner: int | None = None,
+        percentiles: tuple[float, ...] = (),
     ) -> None:
-        self.reader = Reader(channel)
+        self.reader = Reader(channel, ring_owner=ring_owner)
         self.store = store
-        self.state = LiveState(channel, baseline, alpha)
+        self.state = LiveState(channel, baseline, alpha, percentiles=percentiles)
+        if percentiles:
+            self.state.histogram = Histogram.auto(3)
         if baseline is not None:
             self.state.category_counts = np.zeros(len(baseline.thresholds) + 1, np.int64)
         self.part_samples = part_samples
@@ -238,6 +279,9 @@ class Server:
             self.state.samples += len(latency)
             self.state.bucket_counts += buckets
             self.state.latency_sum_s += float(latency.sum()) / 1e9
+            if self.state.histogram is not None:  # a negative latency (clock step) counts as 0
+                distinct, counts = np.unique(np.maximum(t_recv - t_send, 0), return_counts=True)
+                self.state.histogram.record(distinct, counts)
             if self.state.baseline is not None:
                 labels = categorize(latency, self.state.baseline.thresholds).astype(np.int64)
                 counts = np.bincount(labels, minlength=len(self.state.category_counts))
@@ -257,7 +301,7 @@ class Server:
             self.current.end_seq, self.current.t_end_ns = self.seq, when
             self.current = None
         if int(event["kind"]) == TRIAL_BEGIN:
-            tag = bytes(event["tag"])[: int(event["tag_len"])].decode(errors="replace")
+            tag = escape_controls(bytes(event["tag"])[: int(event["tag_len"])].decode(errors="replace"))
             width = len(self.state.category_counts)
             trial = TrialState(tag, self.seq, when, np.zeros(width, np.int64))
             with self.state.lock:
@@ -357,23 +401,26 @@ def serve_plan(
     duration_s: float | None,
     on_started: Callable[[Server], None] = lambda _: None,
     on_tick: Callable[[Server], None] = lambda _: None,
+    ring_owner: int | None = None,
+    percentiles: tuple[float, ...] = (),
 ) -> Plan:
     """``monitor serve`` as a plan of one point: hold the channel, classify against the
     baseline (``--baseline``, or the one the application left in the channel), serve the
     metrics endpoint, drain until ``duration_s`` or a stop signal, store the run. Stopped
     by a signal before ``duration_s`` the run is partial; with no duration a signal is the
-    ordinary end."""
+    ordinary end. Only a ring of this user (or of ``ring_owner``) with mode 0600 is used, so
+    its baseline hint comes from no one else."""
     from jitterlab.monitor.metrics import parse_listen, start_endpoint  # it reads this module's state
 
     check_channel(channel)
     parse_listen(listen)
 
     def execute(ctx: Context) -> Done:
-        held = ChannelLock(channel)
+        held = ChannelLock(channel, ctx.warn)
         try:
             reference = baseline
             if not reference:  # a baseline the application left in the channel (Monitor(baseline=...))
-                reader = Reader(channel)
+                reader = Reader(channel, ring_owner=ring_owner)
                 reference = reader.hint() or None
                 reader.close()
             thresholds = None
@@ -387,7 +434,23 @@ def serve_plan(
                         "no --baseline: samples are stored and counted but not classified, trials not screened",
                     )
                 )
-            server = Server(channel, ctx.store, thresholds, reference, alpha)
+            server = Server(
+                channel,
+                ctx.store,
+                thresholds,
+                reference,
+                alpha,
+                ring_owner=ring_owner,
+                percentiles=percentiles,
+            )
+            if server.reader.owner_uid != os.geteuid():
+                ctx.warn(
+                    CodedWarning(
+                        "ring-foreign",
+                        f"used the ring of channel '{channel}' owned by {owner_name(server.reader.owner_uid)} "
+                        "(--ring-owner)",
+                    )
+                )
             if server.backlog_skipped:
                 ctx.warn(
                     CodedWarning(

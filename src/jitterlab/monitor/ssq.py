@@ -38,7 +38,12 @@ class Scored:
 def read(path: Path, group: str | None, trial_column: str | None, pre_post: bool) -> pd.DataFrame:
     frame = read_csv_text(path)
     frame.columns = [str(c).strip().lower() for c in frame.columns]
+    if group and group == trial_column:
+        raise JitterlabError(f"--group and --trial-column both name column '{group}': name two columns")
     frame = frame.rename(columns=ALIASES)
+    twice = frame.columns[frame.columns.duplicated()]
+    if len(twice):  # 'q1' and 'general_discomfort' are one item
+        raise JitterlabError(f"{path}: item '{twice[0]}' is given twice (as qN and by its name)")
     known = set(ITEM_NAMES) | META_COLUMNS | {c for c in (group, trial_column) if c}
     unknown = [c for c in frame.columns if c not in known]
     if unknown:
@@ -123,6 +128,9 @@ def score_file(
             row[f"{scale}_post"] = float(post.loc[participant, scale])
             row[f"{scale}_delta"] = row[f"{scale}_post"] - row[f"{scale}_pre"]
         rows.append(row)
+    if not rows:
+        why = f"all {len(excluded)} were left out by --exclude-pre-above" if excluded else "none has both"
+        raise JitterlabError(f"{path}: no participant with a pre and a post questionnaire ({why})")
     return Scored(pd.DataFrame(rows), True, excluded)
 
 

@@ -54,6 +54,56 @@ class Rig:
         return self.modulus * self.step_s
 
 
+# A rig whose numbers put a step under 1 ns, the aliasing limit over a day or an offset past
+# exact float integers would store wrapped or zero latencies as a complete run (issue 24 item 12)
+MAX_STEP_RATE = 1e9  # steps per second: one step is at least 1 ns
+MAX_ALIAS_S = 86_400.0
+MAX_WARMUP_S = 1e6
+MAX_EXACT = 2**53  # steps and codes beyond this are not whole numbers in a float
+MAX_TICKS = 2**62  # timestamps in ns (or µs times 1000) beyond this overflow int64
+
+
+def check_rig(rig: Rig) -> Rig:
+    """``rig`` when its numbers give meaningful latencies in ns; one line naming the first
+    that does not otherwise."""
+    rate = rig.steps_per_rev * rig.rev_per_s
+    problems = [
+        (
+            not (rig.steps_per_rev >= 1 and rig.rev_per_s > 0 and math.isfinite(rate)),
+            "steps per revolution and revolutions per second must be positive",
+        ),
+        (
+            rate > MAX_STEP_RATE,
+            f"{rate:g} steps/s is more than {MAX_STEP_RATE:g} (a step would be under 1 ns)",
+        ),
+        (not 2 <= rig.modulus <= MAX_EXACT, f"the code modulus must be 2 to {MAX_EXACT}"),
+        (
+            rig.alias_s > MAX_ALIAS_S,
+            f"the aliasing limit {rig.alias_s:g} s is over a day (--rev-per-s too small?)",
+        ),
+        (abs(rig.offset_steps) > MAX_EXACT, f"the offset in steps must be at most {MAX_EXACT} in size"),
+        (not 0 <= rig.warmup_s <= MAX_WARMUP_S, f"the warm-up must be 0 to {MAX_WARMUP_S:g} s"),
+        (
+            rig.tick_wrap is not None and not 2 <= rig.tick_wrap <= MAX_TICKS,
+            f"the tick wrap must be 2 to {MAX_TICKS}",
+        ),
+    ]
+    for bad, why in problems:
+        if bad:
+            raise JitterlabError(f"rig: {why}")
+    return rig
+
+
+def _in_range(values: np.ndarray, path: Path, column: str, limit: float) -> np.ndarray:
+    """``values`` when every one is at most ``limit`` in size; one line naming the row otherwise."""
+    bad = np.flatnonzero(np.abs(values) > limit)
+    if len(bad):
+        raise JitterlabError(
+            f"{path}: row {int(bad[0]) + 2}, column {column}: {values[bad[0]]:g} is out of range (at most {limit:g})"
+        )
+    return values
+
+
 @dataclass
 class FrameLatencies:
     photon_ns: np.ndarray
@@ -150,8 +200,13 @@ def _finish(
 
 
 def from_frames_csv(path: Path, rig: Rig) -> FrameLatencies:
+    check_rig(rig)
     c = read_columns(path, ("t_us", "motor_step", "code"), ("valid",))
+    _in_range(c["t_us"], path, "t_us", MAX_TICKS / 1000)
+    for column in ("motor_step", "code"):
+        _in_range(c[column], path, column, MAX_EXACT)
     t_us = _monotone(c["t_us"], path, "t_us", rig.tick_wrap)
+    _in_range(t_us, path, "t_us", MAX_TICKS / 1000)  # unwrapped
     valid = c["valid"] != 0 if "valid" in c else np.ones(len(t_us), bool)
     photon_ns = np.round(t_us * 1000).astype(np.int64)
     return _finish(
@@ -162,10 +217,13 @@ def from_frames_csv(path: Path, rig: Rig) -> FrameLatencies:
 def from_raw_logs(motor: Path, photo: Path, tracker: Path | None, rig: Rig) -> FrameLatencies:
     """The motor's step at each photon time (its latest record at or before it) against the
     code the photodiodes read."""
+    check_rig(rig)
     m = read_columns(motor, ("t_ns", "step"))
     p = read_columns(photo, ("t_ns", "code"), ("valid",))
-    t_motor = _monotone(m["t_ns"], motor, "t_ns", rig.tick_wrap)
-    t_photo = _monotone(p["t_ns"], photo, "t_ns", rig.tick_wrap)
+    _in_range(m["step"], motor, "step", MAX_EXACT)
+    _in_range(p["code"], photo, "code", MAX_EXACT)
+    t_motor = _in_range(_monotone(m["t_ns"], motor, "t_ns", rig.tick_wrap), motor, "t_ns", MAX_TICKS)
+    t_photo = _in_range(_monotone(p["t_ns"], photo, "t_ns", rig.tick_wrap), photo, "t_ns", MAX_TICKS)
     index = np.searchsorted(t_motor, t_photo, side="right") - 1
     valid = index >= 0
     if "valid" in p:

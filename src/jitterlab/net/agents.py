@@ -77,6 +77,9 @@ class Agent:
 
     def __init__(self, launcher: Launcher) -> None:
         self.launcher = launcher
+        # where the records of a "part N" block go (what a measuring agent hands over while it
+        # runs, about every second); None: read and dropped
+        self.on_part: Callable[[np.ndarray], None] | None = None
         self.proc = subprocess.Popen(
             launcher.argv(),
             stdin=subprocess.PIPE,
@@ -134,6 +137,11 @@ class Agent:
                     _, done, total = line.split()
                     progress(int(done), int(total))
                 continue
+            if line.startswith("part "):
+                part = self._block(int(line.split()[1]))
+                if self.on_part:
+                    self.on_part(part)
+                continue
             if line.startswith("error "):
                 raise JitterlabError(f"{self._where()}: {line[6:].strip()}")
             if line.startswith(word):
@@ -141,7 +149,10 @@ class Agent:
 
     def records(self) -> np.ndarray:
         """The ``samples N`` block that follows a result."""
-        count = int(self.expect("samples").split()[1])
+        return self._block(int(self.expect("samples").split()[1]))
+
+    def _block(self, count: int) -> np.ndarray:
+        """``count`` records that follow a ``samples``/``part`` line."""
         out: IO[bytes] = self.proc.stdout  # type: ignore[assignment]
         data = out.read(count * RECORD_DTYPE.itemsize)
         whole = len(data) // RECORD_DTYPE.itemsize

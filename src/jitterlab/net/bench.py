@@ -11,16 +11,19 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import shutil
 import signal
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from jitterlab.core.errors import JitterlabError
+from jitterlab.core.fileio import atomic_write_json
 from jitterlab.core.progress import ProgressBar
 from jitterlab.core.warnings import CodedWarning, Warn
 from jitterlab.measure.jobs import common_meta
@@ -32,6 +35,7 @@ from jitterlab.net.nodes import Nodes, intra_node
 from jitterlab.store import ResultsStore, Run
 from jitterlab.store.rawfile import RECORD_DTYPE as STORE_DTYPE
 from jitterlab.store.rawfile import RawSamples
+from jitterlab.store.runs import DRAFT_JSON, PARTS_DIR
 
 SCENARIOS = ("ping", "open-loop", "stream", "frame-sync")
 NATIVE_TRANSPORTS = ("udp", "tcp", "caf-io")
@@ -196,14 +200,7 @@ def _agents(nodes: Nodes, count: int, program: tuple[str, ...]) -> Iterator[list
 
 
 def _run_one(store: ResultsStore, o: NetOptions, nodes: Nodes, case: Case, warn: Warn) -> Done:
-    scenario, transport, sync, count, impairment = (
-        case.scenario,
-        case.transport,
-        case.sync,
-        case.count,
-        case.impairment,
-    )
-    label = case.label
+    scenario, transport, sync = case.scenario, case.transport, case.sync
     started = dt.datetime.now(dt.timezone.utc)
     run_id = store.new_run_id(
         "net",
@@ -213,6 +210,31 @@ def _run_one(store: ResultsStore, o: NetOptions, nodes: Nodes, case: Case, warn:
         *(["intra"] if case.intra else []),
     )
     staging = store.staging_dir(run_id)
+    try:
+        return _measure(store, o, nodes, case, warn, run_id, started, staging)
+    except BaseException:
+        store.discard_if_empty(staging)  # a failed run leaves no empty folder (issue 24 item 13)
+        raise
+
+
+def _measure(
+    store: ResultsStore,
+    o: NetOptions,
+    nodes: Nodes,
+    case: Case,
+    warn: Warn,
+    run_id: str,
+    started: dt.datetime,
+    staging: Path,
+) -> Done:
+    scenario, transport, sync, count, impairment = (
+        case.scenario,
+        case.transport,
+        case.sync,
+        case.count,
+        case.impairment,
+    )
+    label = case.label
     total = int((o.warmup_s + o.duration_s) * 1e9)
     bar = ProgressBar(label, total, scale=1e9, unit="s")
     interrupted = False
@@ -228,6 +250,35 @@ def _run_one(store: ResultsStore, o: NetOptions, nodes: Nodes, case: Case, warn:
         raise JitterlabError(
             "pekko-artery between more than 2 namespaces needs --router (each node needs one address)"
         )
+    config = {
+        "runtime": "jvm" if transport in JVM_TRANSPORTS else "native",
+        "technique": transport,
+        "variant": case.label.split(" ")[0]
+        + (" intra-node" if case.intra else "")
+        + (f" {impairment.spec}" if impairment else ""),
+        "pairs": max(count - 1, 1),
+        "scenario": scenario,
+        "transport": transport,
+        "nodes": count,
+        "payload_bytes": o.payload,
+        "duration_s": o.duration_s,
+        "warmup_s": o.warmup_s,
+        **({"rate_hz": o.rate_hz} if scenario == "open-loop" else {}),
+        **({"messages": o.messages, "steps": o.steps} if scenario == "stream" else {}),
+        **({"fps": o.fps, "sync": sync, "states_per_frame": o.states} if scenario == "frame-sync" else {}),
+        "placement": nodes.kind,
+        "intra_node": case.intra,
+        "impaired": impairment.spec if impairment else None,
+    }
+    # what recover stores if this process is killed mid-run: the draft and the agent's parts
+    draft = common_meta(run_id, started) | {
+        "config": config,
+        "status": "partial",
+        "partial_reason": "the net coordinator is still running",
+        "topology": nodes.describe(),
+        "clock": nodes.clock(),
+        **({"impairment": impairment.describe()} if impairment else {}),
+    }
     with _agents(nodes, count, program) as agents:
         client, servers = agents[0], agents[1:]
         peers = []
@@ -256,6 +307,8 @@ def _run_one(store: ResultsStore, o: NetOptions, nodes: Nodes, case: Case, warn:
         }
         client.send("run " + " ".join(f"{k}={v}" for k, v in params.items()))
         client.expect("ready")
+        atomic_write_json(staging / DRAFT_JSON, draft)
+        client.on_part = _part_writer(store, staging, scenario)
         link = Link(nodes.router, impairment, staging) if impairment and nodes.router else None
         try:
             t_start = _now_ns()
@@ -277,6 +330,9 @@ def _run_one(store: ResultsStore, o: NetOptions, nodes: Nodes, case: Case, warn:
             bar.close()
             if link:
                 log = link.stop()
+    # finished: the whole result replaces the parts (they were only for a coordinator killed mid-run)
+    shutil.rmtree(staging / PARTS_DIR, ignore_errors=True)
+    (staging / DRAFT_JSON).unlink(missing_ok=True)
     if scenario == "stream":  # one-way per message, timed at the receiver
         samples, src, dst = server_records, server_records["peer"], np.full(server_records.size, 1)
     else:  # the client's records: node 0 to the node that answered
@@ -286,28 +342,7 @@ def _run_one(store: ResultsStore, o: NetOptions, nodes: Nodes, case: Case, warn:
         **({"render_nodes": count - 1} if scenario == "frame-sync" else {}),
     }
     meta = common_meta(run_id, started) | {
-        "config": {
-            "runtime": "jvm" if transport in JVM_TRANSPORTS else "native",
-            "technique": transport,
-            "variant": case.label.split(" ")[0]
-            + (" intra-node" if case.intra else "")
-            + (f" {impairment.spec}" if impairment else ""),
-            "pairs": max(count - 1, 1),
-            "scenario": scenario,
-            "transport": transport,
-            "nodes": count,
-            "payload_bytes": o.payload,
-            "duration_s": o.duration_s,
-            "warmup_s": o.warmup_s,
-            **({"rate_hz": o.rate_hz} if scenario == "open-loop" else {}),
-            **({"messages": o.messages, "steps": o.steps} if scenario == "stream" else {}),
-            **(
-                {"fps": o.fps, "sync": sync, "states_per_frame": o.states} if scenario == "frame-sync" else {}
-            ),
-            "placement": nodes.kind,
-            "intra_node": case.intra,
-            "impaired": impairment.spec if impairment else None,
-        },
+        "config": config,
         "timing": {"t_start_ns": t_start, "t_end_ns": t_end},
         "net": net_block,
         "topology": nodes.describe(),
@@ -373,6 +408,10 @@ def _net_block(
         "one_way": scenario in ("stream", "frame-sync"),
         "pm_qos": result.get("pm_qos", "refused"),  # /dev/cpu_dma_latency held at 0 on the sender
     }
+    if scenario in ("ping", "open-loop"):
+        # lost among the messages of the measured window (after the warm-up), beside the
+        # stored samples; `lost` counts the warm-up too
+        block["measured_lost"] = int(result.get("measured_lost", 0))
     if scenario == "stream":
         steps = []
         for part in str(result.get("steps", "-")).split(","):
@@ -426,6 +465,39 @@ def _skew(records: np.ndarray) -> dict[str, Any]:
     }
 
 
+def _part_writer(store: ResultsStore, staging: Path, scenario: str) -> Callable[[np.ndarray], None]:
+    """Each ``part`` block of the client's records as the next part in staging, with the
+    columns the finished run stores (ping and frame-sync: node 0 to the node that answered)."""
+    index = 0
+
+    def write(records: np.ndarray) -> None:
+        nonlocal index
+        index += 1
+        pair, seq, t_send, t_recv, extra = _columns(
+            records, np.zeros(records.size, np.int64), records["peer"], scenario
+        )
+        store.write_sample_part(staging, index, pair, seq, t_send, t_recv, **extra)
+
+    return write
+
+
+def _columns(
+    samples: np.ndarray, src: np.ndarray, dst: np.ndarray, scenario: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """Agent records as the stored columns: pair, seq, t_send_ns, t_recv_ns and the extras."""
+    # Latency counts from when a message should have left (open loop: coordinated omission
+    # corrected, as wrk2 and HdrHistogram do); the actual send time is kept beside it.
+    intended = np.where(samples["t_intended"] > 0, samples["t_intended"], samples["t_send"])
+    t_send = intended if scenario == "open-loop" else samples["t_send"]
+    extra = {
+        "t_intended_ns": intended.astype(np.int64),
+        "t_actual_send_ns": samples["t_send"].astype(np.int64),
+        "src_node": np.asarray(src, np.int64),
+        "dst_node": np.asarray(dst, np.int64),
+    }
+    return samples["pair"], samples["seq"], t_send, samples["t_recv"], extra
+
+
 def _commit(
     store: ResultsStore,
     staging: Any,
@@ -435,20 +507,10 @@ def _commit(
     dst: np.ndarray,
 ) -> Run:
     out = np.zeros(samples.size, STORE_DTYPE)
-    out["pair"], out["seq"] = samples["pair"], samples["seq"]
-    out["t_send_ns"], out["t_recv_ns"] = samples["t_send"], samples["t_recv"]
-    # Latency counts from when a message should have left (open loop: coordinated omission
-    # corrected, as wrk2 and HdrHistogram do); the actual send time is kept beside it.
-    intended = np.where(samples["t_intended"] > 0, samples["t_intended"], samples["t_send"])
-    if meta["config"]["scenario"] == "open-loop":
-        out["t_send_ns"] = intended
+    pair, seq, t_send, t_recv, columns = _columns(samples, src, dst, meta["config"]["scenario"])
+    out["pair"], out["seq"], out["t_send_ns"], out["t_recv_ns"] = pair, seq, t_send, t_recv
     order = np.lexsort((out["seq"], out["pair"]))
-    extra = {
-        "t_intended_ns": intended[order].astype(np.int64),
-        "t_actual_send_ns": samples["t_send"][order].astype(np.int64),
-        "src_node": np.asarray(src, np.int64)[order],
-        "dst_node": np.asarray(dst, np.int64)[order],
-    }
+    extra = {name: values[order] for name, values in columns.items()}
     raw = RawSamples(out[order], partial=meta["status"] == "partial", truncated=False, note="")
     return store.commit(staging, raw, meta, extra_columns=extra)
 

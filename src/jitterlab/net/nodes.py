@@ -129,6 +129,10 @@ def from_hosts(path: Path) -> Nodes:
         doc = tomllib.loads(path.read_text())
     except FileNotFoundError:
         raise JitterlabError(f"--hosts {path}: no such file") from None
+    except UnicodeDecodeError as e:
+        raise JitterlabError(
+            f"--hosts {path}: not UTF-8 text (byte {e.start}); TOML files are UTF-8"
+        ) from None
     except (OSError, tomllib.TOMLDecodeError) as e:
         raise JitterlabError(f"--hosts {path}: not a readable TOML file ({e})") from None
     hosts = doc.get("host")

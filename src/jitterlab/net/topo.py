@@ -237,7 +237,12 @@ def load(name: str) -> Topology:
             topo.name == name
             and all(isinstance(n, str) and n.startswith(name + "-") for n in topo.nodes)
             and (topo.router is None or (isinstance(topo.router, str) and topo.router.startswith(name + "-")))
-            and all(isinstance(link, dict) for link in topo.links)
+            and isinstance(topo.subnet, str)
+            and isinstance(topo.shape, dict)
+            and type(topo.created_by_pid) is int
+            and isinstance(topo.created_s, int | float)
+            and isinstance(topo.links, list)
+            and all(_valid_link(link) for link in topo.links)
         )
     except TypeError:
         valid = False
@@ -246,6 +251,15 @@ def load(name: str) -> Topology:
             f"{_state_file(name)}: not a state file of topology {name}; remove it with `net topo down {name}`"
         )
     return topo
+
+
+def _valid_link(link: Any) -> bool:
+    """A link as ``up`` writes it: node indices (-1: the router) and their addresses."""
+    return (
+        isinstance(link, dict)
+        and all(isinstance(link.get(k), int) and not isinstance(link.get(k), bool) for k in ("a", "b"))
+        and all(isinstance(link.get(k), str) for k in ("a_addr", "b_addr"))
+    )
 
 
 def namespaces() -> list[str]:
@@ -310,8 +324,16 @@ def down(name: str) -> list[str]:
     return removed
 
 
-def down_all() -> list[str]:
-    removed = []
+def down_all(force: bool = False) -> tuple[list[str], list[str]]:
+    """Remove every topology whose maker is gone (leftovers of killed runs): returns the
+    namespaces removed and the topologies kept. A topology whose maker still runs, or whose
+    maker is unknown (no readable state file: another state folder's, or damaged), may be in
+    use by a measurement now: it is kept unless ``force`` (issue 24 item 13)."""
+    removed: list[str] = []
+    kept: list[str] = []
     for row in listing():
-        removed += down(row["name"])
-    return removed
+        if force or (row["state"] == "up" and not row["owner_alive"]):
+            removed += down(row["name"])
+        else:
+            kept.append(row["name"])
+    return removed, kept

@@ -11,7 +11,9 @@ from __future__ import annotations
 import os
 import resource
 import socket
+import tempfile
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +23,10 @@ from jitterlab.core.errors import JitterlabError
 from jitterlab.core.warnings import CodedWarning, Warn
 from jitterlab.measure.jobs import NativeJob, policy_args, run_native_job
 from jitterlab.measure.runner import Context, Done, Plan, Point
-from jitterlab.repl.snmp import delta, udp_counters
+from jitterlab.net import impair
+from jitterlab.net import topo as topology
+from jitterlab.net.nodes import Nodes, namespace_nodes
+from jitterlab.repl.snmp import delta, udp_counters, udp_counters_of
 from jitterlab.stats import percentiles
 from jitterlab.store.rawfile import RawSamples
 
@@ -47,6 +52,17 @@ class ReplOptions:
     policy: str = "other"
     priority: int = 0
     mlock: bool = True
+    # across nodes (namespaces): the server on node 0 and the clients split over `client_nodes`
+    # more; 0 with no `topo`: everything on this host's loopback
+    client_nodes: int = 0
+    topo: str | None = None  # an existing topology (`net topo up`); None: made for the command
+    router: bool = False
+    shape: dict[str, str] | None = None
+    impair: str | None = None  # an --impair spec (net/impair.py) on the router's links
+
+    @property
+    def networked(self) -> bool:
+        return self.client_nodes > 0 or self.topo is not None
 
 
 # The seed's EP1 (Latoschik et al. 2019, §5): VR clients replicate at 90 Hz, the server ticks at 120.
@@ -76,9 +92,27 @@ def check_options(o: ReplOptions) -> None:
             f"--payload must be {POSE_HEADER_BYTES}..{MAX_POSE_BYTES} bytes (the pose header is "
             f"{POSE_HEADER_BYTES} B; a 1200 B datagram holds one pose of at most {MAX_POSE_BYTES} B), got {o.payload}"
         )
-    if not 1 <= o.observers <= min(o.clients):
+    if o.networked and o.client_nodes < 1:
+        raise JitterlabError("across nodes the server and the clients need two or more nodes")
+    if o.client_nodes > min(o.clients):
         raise JitterlabError(
-            f"--observers must be 1..{min(o.clients)} (observers are clients), got {o.observers}"
+            f"{o.client_nodes + 1} nodes: every N must be at least {o.client_nodes} "
+            "(the server has the first node, each client node needs a client)"
+        )
+    first_node = min(o.clients) // max(o.client_nodes, 1)
+    if not 1 <= o.observers <= first_node:
+        raise JitterlabError(
+            f"--observers must be 1..{first_node} (observers are clients"
+            + (" of the first client node" if o.client_nodes > 1 else "")
+            + f"), got {o.observers}"
+        )
+    if o.impair is not None:
+        impair.parse(o.impair)  # a bad spec is one line now, not after the first N
+        if not (o.router or o.topo):
+            raise JitterlabError("--impair needs a router between the nodes: add --router")
+    if (o.router or o.shape or o.impair) and not o.networked:
+        raise JitterlabError(
+            "--router, --shape and --impair are for nodes: add --nodes K (namespaces) or --topo"
         )
     needed = max(o.clients) + SPARE_FDS
     soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -87,7 +121,7 @@ def check_options(o: ReplOptions) -> None:
             f"{max(o.clients)} clients need {needed} file descriptors but the limit is {soft}: "
             f"raise it with ulimit -n {needed}"
         )
-    if o.port:
+    if o.port and not o.networked:
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
             try:
                 s.bind((ADDRESS, o.port))
@@ -150,16 +184,30 @@ def _missing_updates(records: np.ndarray) -> int:
     return int(np.clip(step - 1, 0, None).sum())
 
 
+# IPv4 (20 B, no options) and UDP (8 B) headers: what a pose datagram adds on the wire
+IP_UDP_HEADER_BYTES = 28
+
+
 def rates(repl: dict[str, Any], clients: int) -> dict[str, float]:
-    """Bytes per second measured (UDP payload bytes; the seed's KB/s are 1000 B/s)."""
+    """Bytes per second measured (UDP payload bytes; the seed's KB/s are 1000 B/s). Server in
+    is what the server read in its own window, by when it read it (runs before that field:
+    the poses sent in the window), and beside it the same on the wire (+ IPv4/UDP headers)."""
     server, fleet = repl["server"], repl["clients_fleet"]
     window_s = max(fleet.get("window_ns", 0), 1) / 1e9
-    return {
+    out = {
         "client_out_avg": fleet["bytes_out"] / clients / window_s,
         "server_in": server["pose_bytes_in"] / window_s,
         "server_out": server["bytes_out"] / window_s,
         "client_in_avg": fleet["bytes_in"] / clients / window_s,
     }
+    if "pose_bytes_received" in server:
+        server_s = max(server.get("window_ns", 0), 1) / 1e9
+        received = server["pose_bytes_received"]
+        out["server_in"] = received / server_s
+        out["server_in_wire"] = (
+            received + IP_UDP_HEADER_BYTES * server["pose_datagrams_received"]
+        ) / server_s
+    return out
 
 
 def predicted_rates(payload: int, rate_hz: float, clients: int) -> dict[str, float]:
@@ -174,37 +222,82 @@ def predicted_rates(payload: int, rate_hz: float, clients: int) -> dict[str, flo
 
 
 def scaling_plan(o: ReplOptions) -> Plan:
-    """One run per N in ``o.clients``, checked before anything starts."""
+    """One run per N in ``o.clients``, checked before anything starts; across nodes, the
+    namespaces are made once around them all (or ``o.topo``'s are used)."""
+    if o.topo and not o.client_nodes:
+        o = replace(o, client_nodes=len(topology.load(o.topo).nodes) - 1)
     check_options(o)
     auto_server, auto_clients = default_pins()
     pin_server = auto_server if o.pin_server is None else o.pin_server
     pin_clients = auto_clients if o.pin_clients is None else o.pin_clients
     total = len(o.clients) * (o.duration_s + o.warmup_s)
+    setup = None
+    if o.networked:
+        if not o.topo:
+            topology.require_tools()
+        setup = partial(namespace_nodes, o.topo, o.client_nodes + 1, o.router, o.shape)
+    where = f" across {o.client_nodes + 1} namespaces" if o.networked else ""
     return Plan(
         "repl",
         [_point(o, clients, pin_server, pin_clients) for clients in o.clients],
-        about=f"N = {', '.join(map(str, o.clients))} at {o.rate_hz:g} Hz, about {total:.0f} s in all",
+        setup=setup,
+        about=f"N = {', '.join(map(str, o.clients))} at {o.rate_hz:g} Hz{where}, about {total:.0f} s in all",
     )
 
 
 def _point(o: ReplOptions, clients: int, pin_server: int, pin_clients: int) -> Point:
     def execute(ctx: Context) -> Done:
-        return run_native_job(ctx, _job(o, clients, pin_server, pin_clients, ctx.warn))
+        nodes: Nodes | None = ctx.setup
+        impairment = impair.parse(o.impair) if o.impair else None
+        if impairment is None or nodes is None:
+            return run_native_job(ctx, _job(o, clients, pin_server, pin_clients, ctx.warn, nodes, None))
+        if not nodes.router:
+            raise JitterlabError(f"--impair needs a router between the nodes: topology {o.topo} has none")
+        # the model on the router's links for this N's whole run, its log checked at the end
+        with tempfile.TemporaryDirectory(prefix="jl-repl-impair-") as work:
+            link = impair.Link(nodes.router, impairment, Path(work))
+            try:
+                job = _job(o, clients, pin_server, pin_clients, ctx.warn, nodes, (impairment, link))
+                return run_native_job(ctx, job)
+            finally:
+                link.stop()
 
     return Point(f"repl N={clients}", execute)
 
 
-def _job(o: ReplOptions, clients: int, pin_server: int, pin_clients: int, warn: Warn) -> NativeJob:
+def _node_args(nodes: Nodes, client_nodes: int) -> list[str]:
+    """The server's socket on node 0, a client fleet on each of nodes 1..K sending to the
+    address that node reaches node 0 at."""
+    server_ns = nodes.launcher(0).netns
+    if nodes.kind != "netns" or server_ns is None:
+        raise JitterlabError("repl bench runs across namespaces only (--hosts is not supported)")
+    args = ["--address", "0.0.0.0", "--server-netns", server_ns]
+    for k in range(1, client_nodes + 1):
+        args += ["--fleet", f"{nodes.launcher(k).netns}@{nodes.address(k, 0)}"]
+    return args
+
+
+def _job(
+    o: ReplOptions,
+    clients: int,
+    pin_server: int,
+    pin_clients: int,
+    warn: Warn,
+    nodes: Nodes | None,
+    impaired: tuple[impair.Impairment, impair.Link] | None,
+) -> NativeJob:
     """The native tool's run at N = ``clients`` (built when it starts: the kernel's UDP
     counters are read now, to subtract at the end)."""
     args = [
         *("--clients", str(clients), "--observers", str(o.observers)),
         *("--rate", f"{o.rate_hz:g}", "--server-tick", f"{o.server_tick_hz:g}", "--payload", str(o.payload)),
         *("--duration-ns", str(int(o.duration_s * 1e9)), "--warmup-ns", str(int(o.warmup_s * 1e9))),
-        *("--address", ADDRESS, "--port", str(o.port)),
+        *(_node_args(nodes, o.client_nodes) if nodes else ("--address", ADDRESS)),
+        *("--port", str(o.port)),
         *("--pin-server", str(pin_server), "--pin-clients", str(pin_clients)),
         *policy_args(o.policy, o.priority, o.mlock),
     ]
+    namespaces = [nodes.launcher(k).netns or "" for k in range(o.client_nodes + 1)] if nodes else []
     config = {
         "runtime": "native",
         "technique": "repl",
@@ -218,13 +311,17 @@ def _job(o: ReplOptions, clients: int, pin_server: int, pin_clients: int, warn: 
         "duration_s": o.duration_s,
         "warmup_s": o.warmup_s,
         "transport": "udp",
-        "placement": "loopback",
+        "placement": "netns" if nodes else "loopback",
+        "nodes": o.client_nodes + 1 if nodes else 1,
+        "router": bool(nodes and nodes.router),
+        "impaired": o.impair,
         "pin": {"server": pin_server, "clients": pin_clients},
         "policy": o.policy,
         "priority": o.priority,
         "mlock": o.mlock,
     }
-    before = udp_counters()
+    counters = partial(udp_counters_of, namespaces) if namespaces else udp_counters
+    before = counters()
 
     def extra(harness: dict[str, Any]) -> dict[str, Any]:
         return {"repl": harness.get("repl", {}), "pm_qos": harness.get("pm_qos", {})}
@@ -238,11 +335,19 @@ def _job(o: ReplOptions, clients: int, pin_server: int, pin_clients: int, warn: 
         ticks = ticks[: ticks.size - ticks.size % 2].reshape(-1, 2)
         repl["generator_lag"] = _lag_block(lag)
         repl["server_ticks"] = _ticks_block(ticks, repl["server"], o.server_tick_hz)
-        repl["udp_counters"] = delta(before, udp_counters())
+        repl["udp_counters"] = delta(before, counters())
         repl["rates_bytes_per_s"] = rates(repl, clients)
         repl["predicted_bytes_per_s"] = predicted_rates(o.payload, o.rate_hz, clients)
         repl["updates_missing"] = _missing_updates(raw.records)
         blocks: dict[str, Any] = {"repl": repl}
+        if nodes:
+            blocks |= {"topology": nodes.describe(), "clock": nodes.clock()}
+        if impaired:
+            model, link = impaired
+            log = link.stop()
+            blocks["impairment"] = model.describe() | {
+                "check": impair.check(model, log) if log.size else None
+            }
         if repl["generator_lag"].get("limited"):
             detail = (
                 f"the load generator fell behind: p99 lag {repl['generator_lag']['p99_ns'] / 1e6:.2f} ms "

@@ -21,6 +21,7 @@ Format: docs/model-format.md (schema_version 1).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeGuard
@@ -31,9 +32,13 @@ from scipy import stats
 
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.units import format_ns, parse_duration_ns
-from jitterlab.stats import percentiles, stacked_z_test
+from jitterlab.stats import StackedResult, percentiles, stacked_z_test
+from jitterlab.stats.outofcore import stacked_z_chunks
+from jitterlab.stats.summary import extent_of, percentiles_of, percentiles_of_chunks, percentiles_sorted
 from jitterlab.store import Run
+from jitterlab.store.runs import verified_samples_path
 from jitterlab.store.schema import strict_json
+from jitterlab.store.writer import latency_chunks, timed_latency_chunks
 
 SCHEMA_VERSION = 1
 KIND = "jitterlab.model"
@@ -41,6 +46,13 @@ DEFAULT_POINTS = 256
 MAX_POINTS = 1_000_000  # per quantile function; the native reader has the same bound
 MAX_FILE_BYTES = 256 * 1024 * 1024
 MIN_MEAN_GAP_NS = 1_000.0  # spikes closer than 1 µs on average model no system (native: the same)
+
+
+def levels(n: int, points: int) -> np.ndarray:
+    """The percentiles a quantile function of ``points`` points samples: 100 (i + 0.5) / m,
+    i = 0..m-1, m = min(points, n) (at least 1)."""
+    m = min(points, max(n, 1))
+    return (np.arange(m) + 0.5) / m * 100.0
 
 
 @dataclass(frozen=True)
@@ -51,9 +63,22 @@ class QuantileFunction:
 
     @classmethod
     def of(cls, sample: npt.ArrayLike, points: int = DEFAULT_POINTS) -> QuantileFunction:
-        x = np.asarray(sample, dtype=np.float64)
-        n = min(points, max(x.size, 1))
-        return cls(np.quantile(x, (np.arange(n) + 0.5) / n))
+        """Type-7 percentiles (docs/statistics.md) at ``levels(n, points)``."""
+        x = np.sort(np.asarray(sample, dtype=np.float64))
+        return cls(percentiles_sorted(x, [float(p) for p in levels(x.size, points)]))
+
+    @classmethod
+    def of_chunks(
+        cls,
+        chunks: Callable[[], Iterable[np.ndarray]],
+        points: int,
+        transform: Callable[[np.ndarray], np.ndarray] | None = None,
+    ) -> QuantileFunction:
+        """:meth:`of` of ``transform`` (non-decreasing) of an integer sample read as chunks,
+        exactly (order statistics by refinement, then transformed and interpolated)."""
+        count, lowest, highest, _ = extent_of(chunks)
+        ps = tuple(float(p) for p in levels(count, points))
+        return cls(percentiles_of(chunks, ps, (count, lowest, highest), transform))
 
     def draw(self, rng: np.random.Generator, size: int | None = None) -> Any:
         """Inverse-transform draws: a uniform u picks a point between the stored quantiles."""
@@ -137,6 +162,8 @@ def build_model(
         raise JitterlabError(
             f"run {run.id} holds a histogram only: a model needs raw samples with send times"
         )
+    if not kde and scale > 0 and not run.loaded:
+        return _build_streamed(run, points, min_category, scale)
     latency = run.latency_ns
     if latency.size < 10:
         raise JitterlabError(f"run {run.id} has too few samples for a model ({latency.size})")
@@ -159,14 +186,91 @@ def build_model(
         if c.count < min_category:
             dropped.append(c.index)
             continue
-        durations = (latency[members] - median) * scale
+        durations = (np.sort(latency[members]) - median) * scale  # sorted: as the streamed path
         times = np.sort(t_send[members])
         gaps = np.diff(times).astype(np.float64)
         interarrival = quantiles(gaps) if gaps.size else QuantileFunction(np.array([span_s * 1e9]))
         categories.append(
             SpikeCategory(c.index, quantiles(durations), interarrival, c.count / span_s, c.count, c.share)
         )
-    source = {
+    source = _source(run, result, median, span_s, points, kde, scale, min_category, dropped, int(main.size))
+    return LatencyModel(quantiles(main), None, tuple(categories), source)
+
+
+def _build_streamed(run: Run, points: int, min_category: int, scale: float) -> LatencyModel:
+    """:func:`build_model` (without KDE) of a run read in row groups, identical to the
+    in-memory build: the stacked test and every quantile function by exact selection
+    (stats/outofcore.py, stats/summary.py); what is held is the send times of the outlier
+    categories' spikes (their inter-arrival gaps need them in order), never the main cluster."""
+    path = verified_samples_path(run)
+
+    def latency() -> Iterator[np.ndarray]:
+        return latency_chunks(path)
+
+    count, _, _, _ = extent_of(latency)
+    if count < 10:
+        raise JitterlabError(f"run {run.id} has too few samples for a model ({count})")
+    result = stacked_z_chunks(latency)
+    cuts = result.thresholds
+
+    def between(lower: float | None, upper: float | None) -> Callable[[], Iterator[np.ndarray]]:
+        def chunks() -> Iterator[np.ndarray]:
+            for x in latency():
+                keep = np.ones(x.size, bool)
+                if lower is not None:
+                    keep &= x > lower
+                if upper is not None:
+                    keep &= x <= upper
+                yield x[keep]
+
+        return chunks
+
+    main = between(None, cuts[0] if cuts else None)
+    main_count = extent_of(main)[0]
+    median = float(percentiles_of_chunks(main, (50.0,))[0])
+    first, last, seen = 0, 0, False
+    times: dict[int, list[np.ndarray]] = {c.index: [] for c in result.categories if c.index >= 1}
+    for t, x in timed_latency_chunks(path):
+        if t.size:
+            low, high = int(t.min()), int(t.max())
+            first, last = (min(first, low), max(last, high)) if seen else (low, high)
+            seen = True
+        labels = result.labels(x)
+        for index, parts in times.items():
+            parts.append(t[labels == index])
+    span_s = max(float(last - first), 1.0) / 1e9
+    categories = []
+    dropped = []
+    for c in result.categories:
+        if c.index < 1:
+            continue
+        if c.count < min_category:
+            dropped.append(c.index)
+            continue
+        members = between(cuts[c.index - 1], cuts[c.index] if c.index < len(cuts) else None)
+        durations = QuantileFunction.of_chunks(members, points, lambda v: (v - median) * scale)
+        gaps = np.diff(np.sort(np.concatenate(times[c.index]))).astype(np.float64)
+        interarrival = (
+            QuantileFunction.of(gaps, points) if gaps.size else QuantileFunction(np.array([span_s * 1e9]))
+        )
+        categories.append(SpikeCategory(c.index, durations, interarrival, c.count / span_s, c.count, c.share))
+    source = _source(run, result, median, span_s, points, False, scale, min_category, dropped, main_count)
+    return LatencyModel(QuantileFunction.of_chunks(main, points), None, tuple(categories), source)
+
+
+def _source(
+    run: Run,
+    result: StackedResult,
+    median: float,
+    span_s: float,
+    points: int,
+    kde: bool,
+    scale: float,
+    min_category: int,
+    dropped: list[int],
+    main_count: int,
+) -> dict[str, Any]:
+    return {
         "run": run.id,
         "label": run.label,
         "test": "stacked-z",
@@ -178,9 +282,8 @@ def build_model(
         "scale": scale,
         "min_category": min_category,
         "dropped_categories": dropped,
-        "main_count": int(main.size),
+        "main_count": main_count,
     }
-    return LatencyModel(quantiles(main), None, tuple(categories), source)
 
 
 def parametric_model(

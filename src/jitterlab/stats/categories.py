@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 import numpy.typing as npt
@@ -103,17 +104,31 @@ def build_result(
     """Count, range and share of every category of the **sorted** sample ``ordered``."""
     n = ordered.size
     edges = category_edges(ordered, thresholds, low)
-    first_index = -1 if low is not None else 0
+    ranges = [
+        (
+            hi - lo,
+            float(ordered[lo]) if hi > lo else math.nan,
+            float(ordered[hi - 1]) if hi > lo else math.nan,
+        )
+        for lo, hi in pairwise(edges)
+    ]
+    categories = categories_of_ranges(ranges, -1 if low is not None else 0, keep_empty, n)
+    return StackedResult(thresholds, levels, categories, low, threshold)
+
+
+def categories_of_ranges(
+    ranges: list[tuple[int, float, float]], first_index: int, keep_empty: bool, n: int
+) -> tuple[Category, ...]:
+    """The categories from (count, smallest, largest) of each value range in order, the
+    first being category ``first_index``; empty ones kept only with ``keep_empty`` (never
+    an empty low-side category)."""
     categories = []
-    for k in range(len(edges) - 1):
-        lo, hi = edges[k], edges[k + 1]
-        count = hi - lo
+    for k, (count, lower, upper) in enumerate(ranges):
         index = first_index + k
         if count == 0 and (not keep_empty or index == -1):
             continue
-        lower, upper = (float(ordered[lo]), float(ordered[hi - 1])) if count else (float("nan"), float("nan"))
         categories.append(Category(index, lower, upper, count, count / n))
-    return StackedResult(thresholds, levels, tuple(categories), low, threshold)
+    return tuple(categories)
 
 
 def stack(

@@ -90,7 +90,7 @@ def summarize(values: npt.ArrayLike, ordered: np.ndarray | None = None) -> Summa
         return Summary(0, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan)
     # integers: the exact sum over the count (as summarize_chunks computes it, so a run read
     # whole and a run read in chunks give the same mean and std to the last bit)
-    mean = _exact_sum(x) / x.size if x.dtype.kind in "iu" else float(x.mean(dtype=np.float64))
+    mean = exact_sum(x) / x.size if x.dtype.kind in "iu" else float(x.mean(dtype=np.float64))
     std = float(np.sqrt(_squares(x, mean) / x.size))
     s = np.sort(x) if ordered is None else ordered
     p = percentiles_sorted(s, SUMMARY_PERCENTILES)
@@ -123,7 +123,7 @@ def summarize_chunks(chunks: Callable[[], Iterable[np.ndarray]]) -> Summary:
     (:func:`percentiles_of`). The mean is the exact sum divided by the count (it can differ
     from :func:`summarize`'s pairwise floating-point sum in the last bit).
     """
-    count, lowest, highest, total = _extent(chunks)
+    count, lowest, highest, total = extent_of(chunks)
     if count == 0:
         return summarize(np.zeros(0, np.int64))
     mean = total / count
@@ -154,7 +154,7 @@ def summarize_chunks(chunks: Callable[[], Iterable[np.ndarray]]) -> Summary:
 
 def percentiles_of_chunks(chunks: Callable[[], Iterable[np.ndarray]], ps: tuple[float, ...]) -> np.ndarray:
     """Type-7 percentiles of an integer sample read as chunks, exactly (NaN for no sample)."""
-    count, lowest, highest, _ = _extent(chunks)
+    count, lowest, highest, _ = extent_of(chunks)
     if count == 0:
         return np.full(len(ps), np.nan)
     return percentiles_of(chunks, ps, (count, lowest, highest))
@@ -162,13 +162,13 @@ def percentiles_of_chunks(chunks: Callable[[], Iterable[np.ndarray]], ps: tuple[
 
 def median_of(chunks: Callable[[], Iterable[np.ndarray]]) -> float:
     """The median (type 7) of an integer sample read as chunks; 0.0 for an empty one."""
-    extent = _extent(chunks)
+    extent = extent_of(chunks)
     return float(percentiles_of(chunks, (50.0,), extent[:3])[0]) if extent[0] else 0.0
 
 
 def sample_extent(chunks: Callable[[], Iterable[np.ndarray]]) -> tuple[int, int, int, int]:
     """(count, min, max, exact sum) of an integer sample read as chunks, in one pass."""
-    return _extent(chunks)
+    return extent_of(chunks)
 
 
 def order_statistics_of(
@@ -178,10 +178,10 @@ def order_statistics_of(
     given its (count, min, max): the radix refinement of :func:`percentiles_of` for any
     set of ranks (ranks in one bucket share its passes)."""
     count, lowest, highest = extent
-    return _order_statistics(chunks, sorted(set(ranks)), lowest, highest, count)
+    return order_statistics(chunks, sorted(set(ranks)), lowest, highest, count)
 
 
-def _exact_sum(x: np.ndarray) -> int:
+def exact_sum(x: np.ndarray) -> int:
     """The sum of an integer array as a Python integer: int64 sums of blocks that cannot overflow."""
     if x.size == 0:
         return 0
@@ -198,7 +198,7 @@ def _squares(x: np.ndarray, mean: float) -> float:
     return squares
 
 
-def _extent(chunks: Callable[[], Iterable[np.ndarray]]) -> tuple[int, int, int, int]:
+def extent_of(chunks: Callable[[], Iterable[np.ndarray]]) -> tuple[int, int, int, int]:
     """(count, min, max, exact sum) of an integer sample read as chunks."""
     count, lowest, highest, total = 0, 0, 0, 0
     for x in chunks():
@@ -206,31 +206,37 @@ def _extent(chunks: Callable[[], Iterable[np.ndarray]]) -> tuple[int, int, int, 
             continue
         lo, hi = int(x.min()), int(x.max())
         lowest, highest = (lo, hi) if count == 0 else (min(lowest, lo), max(highest, hi))
-        total += _exact_sum(x)
+        total += exact_sum(x)
         count += int(x.size)
     return count, lowest, highest, total
 
 
 def percentiles_of(
-    chunks: Callable[[], Iterable[np.ndarray]], ps: tuple[float, ...], extent: tuple[int, int, int]
+    chunks: Callable[[], Iterable[np.ndarray]],
+    ps: tuple[float, ...],
+    extent: tuple[int, int, int],
+    transform: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> np.ndarray:
     """Type-7 percentiles of a non-empty integer sample read as chunks, exactly, given its
     (count, min, max): each order statistic they need is found by radix refinement — its
     rank's interval of values split into 2^16 equal buckets per pass over the data (counts
     only) until the interval holds at most 2^18 values, which one more pass gathers and
-    sorts."""
+    sorts. ``transform`` (non-decreasing) maps the order statistics before interpolation,
+    as :func:`percentiles_sorted` of the transformed sorted sample would."""
     count, lowest, highest = extent
     h = (count - 1) * np.asarray(ps, dtype=np.float64) / 100.0
     lo_rank = np.floor(h).astype(np.int64)
     hi_rank = np.minimum(lo_rank + 1, count - 1)
     ranks = sorted({int(r) for r in np.concatenate([lo_rank, hi_rank])})
-    value = _order_statistics(chunks, ranks, lowest, highest, count)
-    a = np.array([value[int(r)] for r in lo_rank], dtype=np.float64)
-    b = np.array([value[int(r)] for r in hi_rank], dtype=np.float64)
+    value = order_statistics(chunks, ranks, lowest, highest, count)
+    a = np.array([value[int(r)] for r in lo_rank], dtype=np.int64)
+    b = np.array([value[int(r)] for r in hi_rank], dtype=np.int64)
+    a, b = (transform(a), transform(b)) if transform else (a, b)
+    a, b = a.astype(np.float64), b.astype(np.float64)
     return np.asarray(a + (h - lo_rank) * (b - a))
 
 
-def _order_statistics(
+def order_statistics(
     chunks: Callable[[], Iterable[np.ndarray]], ranks: list[int], lowest: int, highest: int, count: int
 ) -> dict[int, int]:
     """The value of each 0-based rank of the sorted sample (see :func:`summarize_chunks`)."""

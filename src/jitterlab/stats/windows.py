@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from jitterlab.stats.categories import StackedResult, category_edges
-from jitterlab.stats.summary import percentiles_sorted
+from jitterlab.stats.summary import exact_sum, percentiles_sorted
 
 
 @dataclass(frozen=True)
@@ -96,7 +96,12 @@ def time_windows(
         ordered = np.sort(x[edges[w] : edges[w + 1]])
         p50[w], p99[w] = percentiles_sorted(ordered, (50.0, 99.0))
         mx[w] = float(ordered[-1])
-        mean[w] = float(ordered.sum(dtype=np.float64)) / ordered.size  # the window is still in cache
+        # integers: the exact sum over the count (as stats/outofcore.py computes it streamed)
+        mean[w] = (
+            exact_sum(ordered) / ordered.size
+            if ordered.dtype.kind in "iu"
+            else float(ordered.sum(dtype=np.float64)) / ordered.size
+        )
         if categories is not None:
             bounds = np.diff(category_edges(ordered, categories.thresholds, categories.low_threshold))
             cat_counts[w] = bounds[slots]

@@ -31,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from jitterlab.stats.categories import StackedResult, build_result, search, stack
+from jitterlab.stats.summary import exact_sum
 
 MAD_CONSISTENCY = 0.6745  # Phi^-1(0.75): MAD / 0.6745 estimates sigma for normal data
 MEANAD_CONSISTENCY = 1.253314  # sqrt(pi / 2): 1.253314 * MeanAD estimates sigma
@@ -93,6 +94,14 @@ def robust_scale_sorted(ordered: np.ndarray) -> RobustScale:
         mad = (mad + _kth_deviation(ordered, center, split, n // 2)) / 2.0
     if mad > 0:
         return RobustScale(center, mad / MAD_CONSISTENCY, mad, fallback=False)
+    if ordered.dtype.kind in "iu":
+        # integers: the exact sum of the doubled deviations |2x - 2 center| (whole numbers),
+        # as stats/outofcore.py sums them streamed, so both give the same scale to the last bit
+        twice = round(2 * center)
+        deviations = (2 * exact_sum(ordered[split:]) - twice * (n - split)) + (
+            twice * split - 2 * exact_sum(ordered[:split])
+        )
+        return RobustScale(center, MEANAD_CONSISTENCY * (deviations / (2 * n)), 0.0, fallback=True)
     below = float(ordered[:split].sum(dtype=np.float64))
     above = float(ordered[split:].sum(dtype=np.float64))
     mean_ad = ((above - center * (n - split)) + (center * split - below)) / n

@@ -141,6 +141,12 @@ class Run:
             self._table = _read_samples(self)
         return self._table
 
+    @property
+    def loaded(self) -> bool:
+        """True when the samples are in memory (read, or a time range of them), so an
+        analysis uses them instead of streaming the file."""
+        return self._table is not None
+
     def column(self, name: str) -> np.ndarray:
         column: np.ndarray = np.asarray(self.table.column(name).to_numpy())
         return column
@@ -279,6 +285,13 @@ class ResultsStore:
             raise JitterlabError(f"cannot write to results store {self.root}: {os_error_text(e)}") from e
         return directory
 
+    @staticmethod
+    def discard_if_empty(staging: Path) -> None:
+        """Remove a staging folder in which nothing was recorded (a measurement that failed
+        before its first sample); one that holds anything is kept for ``recover``."""
+        with suppress(OSError):
+            os.rmdir(staging)
+
     @contextmanager
     def staging_lock(self, run_id: str) -> Iterator[None]:
         """Held while a run is measured and stored: :meth:`leftovers` never offers a staging
@@ -394,12 +407,30 @@ class ResultsStore:
         """One rolling part of a long-running recording (a monitor): samples since the last
         part, written atomically to ``parts/``, so that a recorder killed at any moment
         leaves every part but the one it was writing readable."""
+        n = len(t_recv_ns)
+        self.write_sample_part(
+            staging, index, 0, np.arange(first_seq, first_seq + n, dtype=np.int64), t_send_ns, t_recv_ns
+        )
+
+    def write_sample_part(
+        self,
+        staging: Path,
+        index: int,
+        pair: np.ndarray | int,
+        seq: np.ndarray,
+        t_send_ns: np.ndarray,
+        t_recv_ns: np.ndarray,
+        **extra: np.ndarray,
+    ) -> None:
+        """One part of samples with any extra int64 columns (net's nodes and intended send
+        times), written atomically to ``parts/``; :meth:`commit_parts` keeps the columns."""
         parts = staging / PARTS_DIR
         if not parts.is_dir():
             os.mkdir(parts, 0o700)
-        n = len(t_recv_ns)
-        with SampleWriter(parts / f"part-{index:06d}.parquet", str(staging.name)) as writer:
-            writer.write(0, np.arange(first_seq, first_seq + n, dtype=np.int64), t_send_ns, t_recv_ns)
+        with SampleWriter(
+            parts / f"part-{index:06d}.parquet", str(staging.name), extra=tuple(extra)
+        ) as writer:
+            writer.write(pair, seq, t_send_ns, t_recv_ns, **extra)
 
     def commit_parts(self, staging: Path, meta: dict[str, Any]) -> Run:
         """The parts of ``staging`` merged, batch by batch, into the run's samples file, then
@@ -407,15 +438,25 @@ class ResultsStore:
         part_files = (
             sorted((staging / PARTS_DIR).glob("part-*.parquet")) if (staging / PARTS_DIR).is_dir() else []
         )
-        with SampleWriter(staging / SAMPLES_FILE, meta["id"]) as writer:
+        extra: tuple[str, ...] = ()  # the first whole part's extra columns (every part has the same)
+        for part in part_files:
+            try:
+                extra = tuple(n for n in pq.read_schema(part).names if n not in SAMPLE_COLUMNS)
+                break
+            except (pa.ArrowInvalid, OSError):
+                continue
+        with SampleWriter(staging / SAMPLES_FILE, meta["id"], extra=extra) as writer:
             for part in part_files:
                 try:
                     with pq.ParquetFile(part) as f:
-                        batches = list(f.iter_batches(columns=list(SAMPLE_COLUMNS)))
-                except (pa.ArrowInvalid, OSError):
+                        batches = list(f.iter_batches(columns=[*SAMPLE_COLUMNS, *extra]))
+                except (pa.ArrowInvalid, OSError, KeyError):
                     continue  # a part cut off by a crash: the parts before it are whole
                 for b in batches:
-                    writer.write(*(b.column(i).to_numpy() for i in range(4)))
+                    writer.write(
+                        *(b.column(i).to_numpy() for i in range(4)),
+                        **{name: b.column(4 + k).to_numpy() for k, name in enumerate(extra)},
+                    )
         shutil.rmtree(staging / PARTS_DIR, ignore_errors=True)
         (staging / DRAFT_JSON).unlink(missing_ok=True)
         return self.publish_samples(staging, meta, writer)

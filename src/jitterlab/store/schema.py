@@ -87,16 +87,20 @@ def run_meta(
 
 
 @functools.cache
-def harness_schema() -> dict[str, Any]:
-    """The JSON Schema of ``harness.json`` (what every harness writes beside its samples)."""
-    text = resources.files("jitterlab.store").joinpath("schemas/harness.schema.json").read_text()
+def _schema(name: str) -> dict[str, Any]:
+    text = resources.files("jitterlab.store").joinpath(f"schemas/{name}.schema.json").read_text()
     schema: dict[str, Any] = json.loads(text)
     return schema
 
 
 @functools.cache
-def _harness_validator() -> Any:
-    return jsonschema.Draft202012Validator(harness_schema())
+def _validator(name: str) -> Any:
+    return jsonschema.Draft202012Validator(_schema(name))
+
+
+def harness_schema() -> dict[str, Any]:
+    """The JSON Schema of ``harness.json`` (what every harness writes beside its samples)."""
+    return _schema("harness")
 
 
 def strict_json(data: bytes | str) -> Any:
@@ -116,7 +120,7 @@ def read_harness_json(path: Path) -> tuple[dict[str, Any], str]:
         return {}, "harness.json missing (the tool died)"
     try:
         doc = strict_json(path.read_bytes())
-        errors = [e for e in _harness_validator().iter_errors(doc) if not _new_warning_code(e)]
+        errors = [e for e in _validator("harness").iter_errors(doc) if not _new_warning_code(e)]
     except (OSError, ValueError, RecursionError) as e:
         return {}, f"harness.json unreadable ({e})"
     if errors:
@@ -135,125 +139,63 @@ def _new_warning_code(error: Any) -> bool:
 
 # --- validation of run.json ------------------------------------------------------------
 
-_TYPES: dict[str, tuple[type, ...]] = {
-    "id": (str,),
-    "kind": (str,),
-    "created_utc": (str,),
-    "status": (str,),
-    "partial_reason": (str,),
-    "config": (dict,),
-    "obtained": (dict,),
-    "environment": (dict,),
-    "floor": (dict,),
-    "timing": (dict,),
-    "summary": (dict,),
-    "tool": (dict,),
-    "doctor": (list,),
-    "harness": (dict,),
-}
 
-
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+def run_schema() -> dict[str, Any]:
+    """The JSON Schema of ``run.json``: every member a reader uses, with its type."""
+    return _schema("run")
 
 
 def validate_run_json(meta: Any, path: Path) -> dict[str, Any]:
-    """``meta`` checked against the run format (types, not only presence); a
-    :class:`CorruptRunError` naming the file and the field otherwise."""
+    """``meta`` checked against the run format's JSON Schema (types of every member a reader
+    uses, list items included) and the rules a schema cannot say; a :class:`CorruptRunError`
+    naming the file and the member's path otherwise (issue 24 item 8)."""
     if not isinstance(meta, dict) or not isinstance(meta.get("id"), str):
         raise CorruptRunError(f"{path}: not a jitterlab run description")
     version = meta.get("schema_version")
-    if not isinstance(version, int) or isinstance(version, bool):
-        raise CorruptRunError(f"{path}: schema_version must be an integer, got {version!r}")
-    if version > SCHEMA_VERSION:
+    if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
         raise CorruptRunError(
             f"{path}: schema_version {version} is newer than this jitterlab reads ({SCHEMA_VERSION})"
         )
-    if not _ID_UNSAFE.sub("", meta["id"]) == meta["id"] or not meta["id"]:
+    errors = list(_validator("run").iter_errors(meta))
+    if errors:
+        first = jsonschema.exceptions.best_match(errors)
+        where = ".".join(str(p) for p in first.absolute_path) or "top level"
+        raise CorruptRunError(f"{path}: '{where}' {_schema_message(first)}")
+    if _ID_UNSAFE.sub("", meta["id"]) != meta["id"]:
         raise CorruptRunError(f"{path}: id {meta['id']!r} has characters a run id may not hold")
-    for key, types in _TYPES.items():
-        if key in meta and meta[key] is not None and not isinstance(meta[key], types):
-            raise CorruptRunError(
-                f"{path}: '{key}' must be {types[0].__name__}, got {type(meta[key]).__name__}"
-            )
     samples = meta.get("samples")
     if samples is not None:
-        if not isinstance(samples, dict):
-            raise CorruptRunError(f"{path}: 'samples' must be an object or null")
-        for key in ("rows", "bytes"):
-            if key in samples and not (isinstance(samples[key], int) and samples[key] >= 0):
-                raise CorruptRunError(f"{path}: 'samples.{key}' must be a non-negative integer")
-        for key in ("file", "sha256"):
-            if key in samples and not isinstance(samples[key], str):
-                raise CorruptRunError(f"{path}: 'samples.{key}' must be a string")
-        if "/" in str(samples.get("file", "")) or str(samples.get("file", "")).startswith("."):
+        name = str(samples.get("file", ""))
+        if "/" in name or name.startswith("."):
             raise CorruptRunError(f"{path}: 'samples.file' must name a file inside the run folder")
     elif not isinstance(meta.get("histogram"), dict):
         raise CorruptRunError(f"{path}: a run needs 'samples' or 'histogram'")
-    latency = (meta.get("summary") or {}).get("latency_ns")
-    if not isinstance(latency, dict):
-        raise CorruptRunError(f"{path}: 'summary.latency_ns' is missing")
-    for key in SUMMARY_KEYS:
-        value = latency.get(key)
-        if value is not None and not _number(value):
-            raise CorruptRunError(f"{path}: 'summary.latency_ns.{key}' must be a number")
-    if not isinstance(latency.get("count", 0), int):
-        raise CorruptRunError(f"{path}: 'summary.latency_ns.count' must be an integer")
-    warnings = (meta.get("obtained") or {}).get("warnings", [])
-    if not isinstance(warnings, list):
-        raise CorruptRunError(f"{path}: 'obtained.warnings' must be a list")
-    config = meta.get("config") or {}
-    pairs = config.get("pairs")
-    if pairs is not None and not (isinstance(pairs, int) and not isinstance(pairs, bool) and pairs >= 1):
-        raise CorruptRunError(f"{path}: 'config.pairs' must be a positive integer")
-    _check_types(config, CONFIG_TYPES, "config", path)
-    _check_types(
-        meta.get("timing") or {},
-        dict.fromkeys(("started_realtime_ns", "t_start_ns", "t_end_ns"), int),
-        "timing",
-        path,
-    )
-    for block, fields in NESTED_BLOCKS.items():
-        _check_types(meta.get(block) or {}, fields, block, path)
     return meta
 
 
-# Fields that readers use, with their type (None is always allowed: "not known").
-CONFIG_TYPES: dict[str, type] = {
-    "runtime": str,
-    "technique": str,
-    "policy": str,
-    "series": str,
-    "variant": str,
-    "gc": str,
-    "source": str,
-    "source_format": str,
-    "priority": int,
-    "samples": int,
-    "samples_per_pair": int,  # the name before "samples" (older runs)
-}
-NESTED_BLOCKS: dict[str, dict[str, type]] = {
-    "floor": {"clock_overhead_ns": dict, "c2c_one_way_ns": dict},
-    "obtained": {"policies": list, "placements": list, "spin_mode": str},
-    "environment": {"host": str, "cpu_model": str, "kernel": str, "governors": dict, "virtualization": str},
-    "histogram": {"file": str, "windows": list, "intervals": int},
-    "jvm": {"pause_events": list},
-    "trace": {"available": bool, "file": str, "events": dict, "spike_cpu": dict},
-}
+def _schema_message(error: Any) -> str:
+    """A schema error in a few words, without echoing a (possibly huge or hostile) value."""
+    if error.validator == "type":
+        wanted = error.validator_value
+        kinds = [wanted] if isinstance(wanted, str) else [k for k in wanted if k != "null"]
+        return f"must be {' or '.join(kinds)}, got {_json_type(error.instance)}"
+    if error.validator == "required":
+        return "is missing a member: " + str(error.message).split(" is a required property")[0][:60]
+    if error.validator == "minimum":
+        return f"must be at least {error.validator_value}"
+    if error.validator == "minLength":
+        return "must not be empty"
+    return "does not match the run format"
 
 
-def _check_types(block: Any, types: dict[str, type], name: str, path: Path) -> None:
-    if not isinstance(block, dict):
-        raise CorruptRunError(f"{path}: '{name}' must be an object")
-    for key, kind in types.items():
-        value = block.get(key)
-        if value is None:
-            continue
-        wrong = not isinstance(value, kind) or (kind is int and isinstance(value, bool))
-        if wrong:
-            raise CorruptRunError(
-                f"{path}: '{name}.{key}' must be {kind.__name__}, got {type(value).__name__}"
-            )
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    return {float: "number", str: "string", list: "array", dict: "object", type(None): "null"}.get(
+        type(value), type(value).__name__
+    )
 
 
 def samples_per_pair(config: dict[str, Any]) -> int | None:

@@ -40,7 +40,10 @@ public enum WarningCode {
     ROWS_SKIPPED("rows-skipped"),
     NO_BASELINE("no-baseline"),
     BACKLOG_SKIPPED("backlog-skipped"),
-    UNCLASSIFIED("unclassified");
+    UNCLASSIFIED("unclassified"),
+    STALE_LOCK("stale-lock"),
+    RING_FOREIGN("ring-foreign"),
+    DEPRECATED_OPTION("deprecated-option");
 
     private final String code;
 

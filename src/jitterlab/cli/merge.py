@@ -1,0 +1,39 @@
+"""``jitterlab merge``: one run from runs and HdrHistogram logs of several hosts or times."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from typing import Any
+
+from jitterlab.cli.common import note, store_option, writable_store
+from jitterlab.core.errors import JitterlabError
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "merge", help="one run from runs and HdrHistogram logs of several hosts or times (source kept)"
+    )
+    p.add_argument(
+        "sources", nargs="+", metavar="RUN|FILE.hlog", help="stored runs (id or folder) and .hlog files"
+    )
+    p.add_argument("--as", dest="name", required=True, metavar="NAME", help="the merged run's name")
+    store_option(p)
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from jitterlab.store.merge import merge
+
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,47}", args.name):
+        raise JitterlabError(f"--as {args.name!r}: give a name of letters, digits, '-' or '_'")
+    run = merge(writable_store(args), args.sources, args.name, note)
+    kind = "histogram-only run" if run.histogram_only else "run"
+    sources = len(run.meta["merge"]["sources"])
+    note(
+        f"stored {run.id} ({kind}, {run.meta['summary']['latency_ns']['count']:,} values from {sources} sources)"
+    )
+    print(run.id)
+    return 0
+
+
+COMMANDS = {"merge": cmd_merge}

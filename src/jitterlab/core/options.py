@@ -1,0 +1,122 @@
+"""The one parser of number and duration options: a value and its allowed range.
+
+Every command's numeric option goes through these functions (via ``cli.common``'s argparse
+types), so ``--rate abc``, ``--capture-fps 1e-300`` and ``--warmup 1e12s`` all end in one line
+naming the option and the range it accepts, never a traceback, an overflow or a silly run.
+Pure functions: text in, value out, :class:`OptionError` (one line) otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from jitterlab.core.errors import JitterlabError
+
+_UNITS_S = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+_DURATION = re.compile(r"^\s*([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(ns|us|µs|ms|s|min|m|h)?\s*$")
+_INTEGER = re.compile(r"^\s*[-+]?[0-9][0-9_]*\s*$")
+_FLOAT_INTEGER = re.compile(r"^\s*[-+]?[0-9]*\.?[0-9]+[eE]\+?[0-9]+\s*$")  # 1e6, 2.5e3
+
+DAY_S = 86_400.0
+YEAR_S = 365 * DAY_S  # the longest duration any option takes: far inside int64 nanoseconds
+
+
+class OptionError(JitterlabError):
+    """A value outside its option's type or range (argparse prefixes the option's name)."""
+
+
+def printable(text: str, limit: int = 60) -> str:
+    """``text`` quoted for an error line: control characters escaped, long text cut."""
+    shown = text if len(text) <= limit else text[: limit - 1] + "…"
+    escaped = "".join(c if c.isprintable() else repr(c)[1:-1] for c in shown)
+    return f"'{escaped}'"
+
+
+def _fmt(value: float) -> str:
+    if float(value).is_integer() and abs(value) < 1e19:
+        return f"{int(value):,}".replace(",", "_") if abs(value) >= 100_000 else str(int(value))
+    return f"{value:g}"
+
+
+@dataclass(frozen=True)
+class Range:
+    """Allowed values ``low ≤ x ≤ high``; ``low_open``/``high_open`` make a bound strict."""
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+    unit: str = ""
+
+    def __contains__(self, value: float) -> bool:
+        if self.low is not None and (value <= self.low if self.low_open else value < self.low):
+            return False
+        return self.high is None or (value < self.high if self.high_open else value <= self.high)
+
+    def describe(self) -> str:
+        """``1 to 1000``, ``more than 0``, ``more than 0 and at most 1 year`` ..."""
+        u = f" {self.unit}" if self.unit else ""
+        low = None if self.low is None else f"{_fmt(self.low)}{u}"
+        high = None if self.high is None else f"{_fmt(self.high)}{u}"
+        if low and high and not self.low_open and not self.high_open:
+            return f"{low} to {high}"
+        parts = []
+        if low:
+            parts.append(f"more than {low}" if self.low_open else f"at least {low}")
+        if high:
+            parts.append(f"less than {high}" if self.high_open else f"at most {high}")
+        return " and ".join(parts) or "any number"
+
+
+def _check(text: str, value: float, allowed: Range) -> None:
+    if value not in allowed:
+        raise OptionError(f"{printable(text)} is out of range (allowed: {allowed.describe()})")
+
+
+def parse_integer(text: str, allowed: Range) -> int:
+    """An integer option: ``1000``, ``1_000_000`` or an exact float form such as ``1e6``."""
+    if _INTEGER.match(text):
+        value = int(text.replace("_", ""))
+    elif _FLOAT_INTEGER.match(text) and len(text) < 40:
+        as_float = float(text)
+        if not as_float.is_integer():
+            raise OptionError(f"{printable(text)} is not a whole number")
+        value = int(as_float)
+    else:
+        raise OptionError(f"{printable(text)} is not a whole number (allowed: {allowed.describe()})")
+    _check(text, value, allowed)
+    return value
+
+
+def parse_number(text: str, allowed: Range) -> float:
+    """A finite real number option in ``allowed``."""
+    try:
+        value = float(text.replace("_", "")) if len(text) < 60 else math.nan
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise OptionError(f"{printable(text)} is not a finite number (allowed: {allowed.describe()})")
+    _check(text, value, allowed)
+    return value
+
+
+def parse_duration_s(text: str, allowed: Range, default_unit: str = "s") -> float:
+    """A duration in seconds: ``10s``, ``500ms``, ``250us``, ``2min``, ``1h``, or a bare number
+    in ``default_unit``. ``allowed`` is in seconds."""
+    match = _DURATION.match(text) if len(text) < 60 else None
+    if not match:
+        raise OptionError(
+            f"{printable(text)} is not a duration (examples: 10s, 500ms, 250us; allowed: "
+            f"{_describe_duration(allowed)})"
+        )
+    value = float(match.group(1)) * _UNITS_S[match.group(2) or default_unit]
+    if not math.isfinite(value) or value not in allowed:
+        raise OptionError(f"{printable(text)} is out of range (allowed: {_describe_duration(allowed)})")
+    return value
+
+
+def _describe_duration(allowed: Range) -> str:
+    text = Range(allowed.low, allowed.high, allowed.low_open, allowed.high_open, "s").describe()
+    return text.replace(f"{_fmt(YEAR_S)} s", "1 year").replace(f"{_fmt(DAY_S)} s", "1 day")

@@ -1,0 +1,148 @@
+"""`describe` with the stacked z-score test reads a stored run in row groups (issue 25
+item 1) and gives exactly what the in-memory path gives: summary, thresholds, categories
+sample for sample, windows, baseline screening."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import assert_one_line_error, make_run, run_main
+from jitterlab.describe.analysis import describe_run, description_json, latency_views
+from jitterlab.describe.export import ExportOptions, export_bytes
+from jitterlab.stats import percentiles
+from jitterlab.store import load_run
+
+
+def spiky(seed: int, n: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    x = rng.lognormal(9.5, 0.2, n).astype(np.int64)
+    cluster = rng.random(n) < 0.03
+    x[cluster] += rng.integers(20_000, 80_000, int(cluster.sum()))
+    spike = rng.random(n) < 0.0005
+    x[spike] += rng.integers(500_000, 10_000_000, int(spike.sum()))
+    return x
+
+
+def both_paths(
+    run_path: Path, two_sided: bool = False, window_ns: int = 1_000_000_000, baseline: Path | None = None
+) -> tuple[dict[str, object], dict[str, object]]:
+    """description_json of the streamed path and of the in-memory path (samples read first)."""
+    options = {"two_sided": two_sided, "window_ns": window_ns}
+    streamed_run = load_run(run_path)
+    streamed_base = load_run(baseline) if baseline else None
+    streamed = describe_run(streamed_run, baseline=streamed_base, **options)  # type: ignore[arg-type]
+    assert not streamed_run.loaded, "the streamed path read the whole run"
+    whole = load_run(run_path)
+    whole.table  # noqa: B018 - read the samples: describe_run takes the in-memory path
+    whole_base = load_run(baseline) if baseline else None
+    if whole_base is not None:
+        whole_base.table  # noqa: B018
+    in_memory = describe_run(whole, baseline=whole_base, **options)  # type: ignore[arg-type]
+    assert in_memory.ordered is not None and streamed.ordered is None
+    return description_json(streamed), description_json(in_memory)
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A run of 3 pairs and 1.2 M samples (two row groups: 2^20 rows and the rest, so the
+    boundary cuts a pair), and a clean baseline."""
+    root = tmp_path_factory.mktemp("store")
+    n = 1_200_000
+    t_send = 1_000_000_000 + np.arange(n) * 25_000  # 30 s; pairs interleaved in send time
+    run = make_run(root, spiky(1, n), t_send=t_send, pairs=3)
+    assert pq.ParquetFile(run.path / "samples.parquet").metadata.num_row_groups == 2
+    base = make_run(root, spiky(2, 300_000), pairs=3)
+    return run.path, base.path
+
+
+@pytest.mark.parametrize("two_sided", [False, True])
+def test_describe_streamed_equals_in_memory(stored: tuple[Path, Path], two_sided: bool) -> None:
+    streamed, in_memory = both_paths(stored[0], two_sided=two_sided, window_ns=700_000_000)
+    assert streamed == in_memory
+    assert len(streamed["thresholds_ns"]) >= 2  # type: ignore[arg-type]
+
+
+def test_describe_streamed_baseline_equals_in_memory(stored: tuple[Path, Path]) -> None:
+    streamed, in_memory = both_paths(stored[0], baseline=stored[1])
+    assert streamed == in_memory
+    assert streamed["screening"] is not None
+
+
+def test_latency_views_streamed(stored: tuple[Path, Path]) -> None:
+    run = load_run(stored[0])
+    streamed = latency_views(run, expected_interval_ns=25_000)
+    assert not run.loaded
+    run.table  # noqa: B018
+    assert latency_views(run, expected_interval_ns=25_000) == streamed
+
+
+def test_describe_cli_json(stored: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    run = load_run(stored[0])
+    code, out, err = run_main(
+        ["describe", run.id, "--json", "--window", "5s", "--store", str(run.path.parent)], capsys
+    )
+    assert code == 0, err
+    got = json.loads(out)
+    assert got["summary_ns"]["count"] == 1_200_000
+    assert sum(c["count"] for c in got["categories"]) == 1_200_000
+    assert sum(r["count"] for r in got["windows"]["rows"]) == 1_200_000
+
+
+def test_describe_percentiles(stored: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    run = load_run(stored[0])
+    store = str(run.path.parent)
+    ps = (25.0, 99.9, 99.999, 100.0)
+    args = ["describe", run.id, "--json", "--percentiles", "25,99.9,99.999,max", "--store", store]
+    code, out, err = run_main(args, capsys)
+    assert code == 0, err
+    got = json.loads(out)["percentiles_ns"]
+    assert list(got) == ["p25", "p99.9", "p99.999", "max"]
+    assert list(got.values()) == [float(v) for v in percentiles(run.latency_ns, ps)]
+    # a time range: the percentiles of the samples in it
+    code, out, err = run_main([*args, "--from", "10", "--to", "20"], capsys)
+    assert code == 0, err
+    t = run.t_send_ns - run.t_send_ns.min()
+    inside = run.latency_ns[(t >= 10 * 10**9) & (t <= 20 * 10**9)]
+    assert list(json.loads(out)["percentiles_ns"].values()) == [float(v) for v in percentiles(inside, ps)]
+    code, out, _ = run_main(["describe", run.id, "--percentiles", "99.9", "--store", store], capsys)
+    assert code == 0 and "p99.9" in out
+    for bad in ("0", "abc", "50,,90"):
+        code, _, err = run_main(["describe", run.id, "--percentiles", bad, "--store", store], capsys)
+        assert_one_line_error(err)
+        assert code == 2, (bad, err)
+
+
+@pytest.mark.parametrize("fmt", ["hgrm", "hlog"])
+def test_export_histograms_streamed_equal_in_memory(stored: tuple[Path, Path], fmt: str) -> None:
+    options = ExportOptions(
+        window_ns=3_000_000_000, percentiles=(50.0, 99.9, 100.0) if fmt == "hgrm" else None
+    )
+    streamed_run = load_run(stored[0])
+    streamed = export_bytes(streamed_run, fmt, options)
+    assert not streamed_run.loaded
+    whole = load_run(stored[0])
+    whole.table  # noqa: B018
+    assert streamed == export_bytes(whole, fmt, options)
+    assert len(streamed) > 100
+
+
+def test_runs_percentiles(stored: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    store = str(stored[0].parent)
+    code, out, err = run_main(["runs", "--json", "--percentiles", "50,99.99,max", "--store", store], capsys)
+    assert code == 0, err
+    rows = {r["id"]: r for r in json.loads(out)}
+    for path in stored:
+        run = load_run(path)
+        expected = [float(v) for v in percentiles(run.latency_ns, (50.0, 99.99, 100.0))]
+        assert list(rows[run.id]["percentiles_ns"].values()) == expected
+        assert list(rows[run.id]["percentiles_ns"]) == ["p50", "p99.99", "max"]
+    code, out, err = run_main(["runs", "--percentiles", "99.9", "--store", store], capsys)
+    assert code == 0 and "p99.9" in out.splitlines()[0] and "p99 " not in out.splitlines()[0], out
+    code, _, err = run_main(["runs", "--percentiles", "0", "--store", store], capsys)
+    assert code == 2
+    assert_one_line_error(err)
