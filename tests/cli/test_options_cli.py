@@ -41,6 +41,8 @@ def test_bad_values_name_the_option_and_its_range(
         ("bench", "--warmup", "--warmup-samples", "warmup", "50", 50),
         ("net bench", "--messages", "--samples", "samples", "2000", 2000),
         ("inject validate", "--count", "--samples", "samples", "300", 300),
+        ("inject validate", "--size", "--payload", "payload", "100", 100),
+        ("mtp synth-log folder", "--load", "--spike-probability", "spike_probability", "0.5", 0.5),
     ],
 )
 def test_old_spellings_work_and_warn(

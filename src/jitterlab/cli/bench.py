@@ -11,6 +11,7 @@ from typing import Any
 
 from jitterlab.cli.common import (
     deprecated_alias,
+    integer,
     non_negative_int,
     note,
     print_json,
@@ -52,7 +53,9 @@ def add_parser(sub: Any) -> None:
         "--pairs", default="1", help="comma list of pair counts, 1..64 (a list gives a scaling series)"
     )
     p.add_argument("--policy", default="other", help="comma list of other,fifo,rr,deadline (default other)")
-    p.add_argument("--priority", type=int, default=None, help="priority for fifo/rr, 1..99 (default 90)")
+    p.add_argument(
+        "--priority", type=integer(0, 99), default=None, help="priority for fifo/rr, 1..99 (default 90)"
+    )
     p.add_argument("--dl-runtime", default=None, help="SCHED_DEADLINE runtime, e.g. 200us")
     p.add_argument("--dl-deadline", default=None, help="SCHED_DEADLINE deadline, e.g. 1ms")
     p.add_argument("--dl-period", default=None, help="SCHED_DEADLINE period, e.g. 1ms")
@@ -85,7 +88,9 @@ def add_parser(sub: Any) -> None:
         "--caf-threads", type=non_negative_int, default=0, help="CAF worker threads (default: one per CPU)"
     )
     p.add_argument("--json", action="store_true", help="print the stored runs' summaries as JSON")
-    p.add_argument("--report", metavar="FILE", help="end by writing the HTML report of the runs just made")
+    p.add_argument(
+        "--report", type=Path, metavar="FILE", help="end by writing the HTML report of the runs just made"
+    )
     p.add_argument(
         "--trace",
         action="store_true",
@@ -135,7 +140,7 @@ def request(args: argparse.Namespace) -> plans.BenchRequest:
     return plans.BenchRequest(**{f.name: getattr(args, f.name) for f in fields(plans.BenchRequest)})
 
 
-def report(runs: list[Run], out: str | None, title: str) -> None:
+def report(runs: list[Run], out: Path | None, title: str) -> None:
     if out and runs:
         note(f"writing the report of {len(runs)} run(s)…")
         size = write_report(runs, Path(out), title)

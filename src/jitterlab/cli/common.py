@@ -11,7 +11,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from jitterlab.core.errors import JitterlabError, escape_controls
-from jitterlab.core.options import YEAR_S, OptionError, Range, parse_duration_s, parse_integer, parse_number
+from jitterlab.core.options import (
+    YEAR_S,
+    OptionError,
+    Range,
+    describe_duration,
+    parse_duration_s,
+    parse_integer,
+    parse_number,
+)
 from jitterlab.core.percentiles import parse_percentiles
 from jitterlab.core.units import parse_duration_ns
 from jitterlab.core.warnings import CodedWarning, print_warning
@@ -33,24 +41,27 @@ class Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_USAGE)
 
 
-def _option_type(name: str, parse: Callable[[str], Any]) -> Callable[[str], Any]:
+class OptionType:
     """An argparse ``type`` from a core.options parser: its one-line error, which argparse
-    prefixes with the option's name (``argument --rate: 'abc' is not a finite number ...``)."""
+    prefixes with the option's name (``argument --rate: 'abc' is not a finite number ...``);
+    ``kind`` and ``allowed`` are what docs/cli.md lists for the option."""
 
-    def convert(text: str) -> Any:
+    def __init__(self, kind: str, parse: Callable[[str], Any], allowed: str) -> None:
+        self.__name__ = self.kind = kind
+        self.parse = parse
+        self.allowed = allowed
+
+    def __call__(self, text: str) -> Any:
         try:
-            return parse(text)
+            return self.parse(text)
         except OptionError as e:
             raise argparse.ArgumentTypeError(str(e)) from None
-
-    convert.__name__ = name
-    return convert
 
 
 def integer(low: int | None = 0, high: int | None = MAX_INT) -> Callable[[str], int]:
     """A whole-number option in ``low..high`` (``1_000``, ``1e6`` accepted)."""
     allowed = Range(low, high)
-    return _option_type("integer", lambda text: parse_integer(text, allowed))
+    return OptionType("integer", lambda text: parse_integer(text, allowed), allowed.describe())
 
 
 def number(
@@ -58,7 +69,7 @@ def number(
 ) -> Callable[[str], float]:
     """A finite real-number option in ``low..high`` (``low_open``: strictly above ``low``)."""
     allowed = Range(low, high, low_open=low_open, unit=unit)
-    return _option_type("number", lambda text: parse_number(text, allowed))
+    return OptionType("number", lambda text: parse_number(text, allowed), allowed.describe())
 
 
 def duration(
@@ -67,7 +78,8 @@ def duration(
     """A duration option, in seconds: ``10s``, ``500ms``, ``250us``; a bare number is in
     ``unit``. ``low``/``high`` are seconds."""
     allowed = Range(low, high, low_open=low_open)
-    return _option_type("duration", lambda text: parse_duration_s(text, allowed, unit))
+    shown = f"{describe_duration(allowed)}; a bare number is in {unit}"
+    return OptionType("duration", lambda text: parse_duration_s(text, allowed, unit), shown)
 
 
 # The common shapes; an option with a natural range of its own passes it to the factories.
@@ -75,11 +87,11 @@ non_negative_int = integer(0)
 positive_int = integer(1)
 non_negative_float = number(0.0, MAX_FLOAT)
 positive_float = number(0.0, MAX_FLOAT, low_open=True)
-probability = _option_type(
-    "probability", lambda text: parse_number(text, Range(0.0, 1.0, low_open=True, high_open=True))
-)
+_open_unit = Range(0.0, 1.0, low_open=True, high_open=True)
+probability = OptionType("number", lambda text: parse_number(text, _open_unit), _open_unit.describe())
 seconds = duration()  # bare numbers are seconds: '2.5', '2.5s', '500ms'
 millis = duration(unit="ms")  # bare numbers are milliseconds: '33.3', '33.3ms'
+positive_seconds = duration(low_open=True)  # a window or an interval: more than 0
 rate_hz = number(0.0, 1e9, low_open=True, unit="Hz")  # every --rate: a float in Hz
 seed = integer(0, 2**32 - 1)  # every --seed
 

@@ -12,6 +12,7 @@ from jitterlab.cli.common import (
     note,
     percentile_list,
     positive_float,
+    positive_seconds,
     print_json,
     probability,
     store_option,
@@ -19,7 +20,7 @@ from jitterlab.cli.common import (
 )
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.render import render
-from jitterlab.core.units import format_ns, parse_duration_ns
+from jitterlab.core.units import format_ns
 from jitterlab.describe.analysis import (
     TESTS,
     describe_run,
@@ -37,7 +38,9 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("describe", help="summary, outlier categories and time windows of a run")
     p.add_argument("run")
     p.add_argument("--json", action="store_true")
-    p.add_argument("--window", default="1s", help="window width by send time (default 1s)")
+    p.add_argument(
+        "--window", type=positive_seconds, default=1.0, help="window width by send time (default 1s)"
+    )
     p.add_argument("--baseline", help="classify with the stacked-z thresholds of this reference run")
     p.add_argument("--test", default="stacked-z", choices=TESTS)
     p.add_argument("--two-sided", action="store_true", help="also flag low outliers (stacked-z)")
@@ -77,7 +80,7 @@ def cmd_describe(args: argparse.Namespace) -> int:
         raise JitterlabError("--tag selects a stream of an imported HdrHistogram log; this run has samples")
     run = time_range(run, args.from_s, args.to_s)
     baseline = load(args.baseline, args) if args.baseline else None
-    width = parse_duration_ns(args.window, "s")
+    width = round(args.window * 1e9)
     if width <= 0:
         raise JitterlabError("--window must be a positive duration such as 1s or 100ms")
     d = describe_run(run, args.test, width, baseline, args.two_sided, args.threshold, args.alpha)

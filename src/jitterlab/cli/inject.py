@@ -14,8 +14,10 @@ from jitterlab.cli.common import (
     integer,
     non_negative_int,
     note,
+    number,
     positive_int,
     print_json,
+    seconds,
     seed,
     store_option,
     warn,
@@ -58,7 +60,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--stats-interval", default="10s", help="proxy: print statistics this often (0: only at exit)"
     )
-    p.add_argument("--duration", default="0", help="proxy: stop after this long (default: until Ctrl-C)")
+    p.add_argument(
+        "--duration", type=seconds, default=0.0, help="proxy: stop after this long (default: until Ctrl-C)"
+    )
     p.add_argument("--queue-bytes", type=positive_int, help="proxy: most bytes held (default 64 MiB)")
     p.add_argument(
         "--spin-us",
@@ -75,12 +79,15 @@ def add_parser(sub: Any) -> None:
     deprecated_alias(p, "--count", "--samples", type=integer(1, 100_000_000))
     p.add_argument(
         "--rate",
-        type=integer(1, 10_000_000),
+        type=number(1, 10_000_000, unit="Hz"),
         default=1_000,
         help="validate: datagrams per second (default 1000)",
     )
-    p.add_argument("--size", type=non_negative_int, default=64, help="validate: datagram bytes (default 64)")
-    p.add_argument("--report", help="validate: write an HTML report with the QQ plots here")
+    p.add_argument(
+        "--payload", type=integer(0, 65_000), default=64, help="validate: datagram bytes (default 64)"
+    )
+    deprecated_alias(p, "--size", "--payload", type=integer(0, 65_000))
+    p.add_argument("--report", type=Path, help="validate: write an HTML report with the QQ plots here")
     p.add_argument("--json", action="store_true")
     store_option(p)
 
@@ -116,7 +123,7 @@ def cmd_inject(args: argparse.Namespace) -> int:
         raise JitterlabError("inject needs --listen [HOST:]PORT and --forward HOST:PORT")
     extra = ["--queue-limit", str(args.queue_limit)] + (["--busy-poll"] if args.busy_poll else [])
     extra += ["--stats-interval", str(round(parse_duration_ns(args.stats_interval, "s") / 1e9))]
-    extra += ["--duration", str(round(parse_duration_ns(args.duration, "s") / 1e9))]
+    extra += ["--duration", str(round(args.duration))]
     for flag, value in (
         ("--queue-bytes", args.queue_bytes),
         ("--spin-us", args.spin_us),
@@ -146,9 +153,11 @@ def _validate(args: argparse.Namespace) -> int:
         raise JitterlabError("inject validate needs --model FILE")
     if args.report:
         check_writable_file(Path(args.report), "--report")
+    if not float(args.rate).is_integer():
+        raise JitterlabError(f"inject validate --rate {args.rate:g}: the probe paces whole Hz (e.g. 1000)")
     store = writable_store(args)
     options = proxy.ValidateOptions(
-        Path(args.model), args.samples, args.rate, args.size, args.seed, args.reorder, args.busy_poll
+        Path(args.model), args.samples, int(args.rate), args.payload, args.seed, args.reorder, args.busy_poll
     )
     outcome, results, v = proxy.validate(store, options, warn)
     if v is None:

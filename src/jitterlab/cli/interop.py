@@ -14,13 +14,13 @@ from jitterlab.cli.common import (
     note,
     percentile_list,
     positive_int,
+    positive_seconds,
     store_option,
     time_range_options,
     warn,
     writable_store,
 )
 from jitterlab.core.errors import JitterlabError
-from jitterlab.core.units import parse_duration_ns
 from jitterlab.describe.export import FORMATS, ExportOptions, export_run
 from jitterlab.measure.imports import import_plan
 from jitterlab.measure.runner import run_plan
@@ -33,7 +33,9 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("run")
     p.add_argument("--format", required=True, choices=FORMATS)
     p.add_argument("-o", "--output", help="output file, - for standard output (default RUN_ID.FORMAT)")
-    p.add_argument("--window", default="1s", help="interval of the hlog histograms (default 1s)")
+    p.add_argument(
+        "--window", type=positive_seconds, default=1.0, help="interval of the hlog histograms (default 1s)"
+    )
     p.add_argument(
         "--unit", default="us", choices=tuple(UNITS_NS), help="hgrm: the unit of its values (default us)"
     )
@@ -75,7 +77,7 @@ def add_parsers(sub: Any) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    window = parse_duration_ns(args.window, "s")
+    window = round(args.window * 1e9)
     if window <= 0:
         raise JitterlabError("--window must be a positive duration such as 1s or 100ms")
     if args.format != "hgrm" and (args.percentiles is not None or args.ticks != 5):

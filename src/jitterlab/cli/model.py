@@ -10,8 +10,10 @@ import numpy as np
 
 from jitterlab.cli.common import (
     Parser,
+    integer,
     load,
     note,
+    number,
     positive_int,
     print_json,
     rate_hz,
@@ -36,16 +38,25 @@ def add_parser(sub: Any) -> None:
     q.add_argument("run")
     q.add_argument("-o", "--output", required=True)
     q.add_argument(
-        "--points", type=int, default=256, help="points of each sampled quantile function (default 256)"
+        "--points",
+        type=integer(2, 1_000_000),
+        default=256,
+        help="points of each sampled quantile function (default 256)",
     )
     q.add_argument(
         "--kde", action="store_true", help="smooth each distribution with a log-space Gaussian KDE"
     )
     q.add_argument(
-        "--min-category", type=int, default=2, help="leave out categories with fewer spikes (default 2)"
+        "--min-category",
+        type=integer(1, 1_000_000),
+        default=2,
+        help="leave out categories with fewer spikes (default 2)",
     )
     q.add_argument(
-        "--scale", type=float, default=1.0, help="multiply spike durations (a more pathogenic system)"
+        "--scale",
+        type=number(0, 1e6, low_open=True),
+        default=1.0,
+        help="multiply spike durations (a more pathogenic system)",
     )
     store_option(q)
     q = models.add_parser("make", help="a model from parameters, for designing conditions without a run")
@@ -57,7 +68,9 @@ def add_parser(sub: Any) -> None:
     q.add_argument(
         "--spikes", action="append", help="DURATION@RATE_HZ Poisson spikes, e.g. 40ms@0.5 (repeatable)"
     )
-    q.add_argument("--points", type=int, default=256)
+    q.add_argument(
+        "--points", type=integer(2, 1_000_000), default=256, help="points of the quantile function"
+    )
     q = models.add_parser("show", help="categories, rates and quantiles of a model")
     q.add_argument("model")
     q.add_argument("--json", action="store_true")

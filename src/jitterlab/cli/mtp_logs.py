@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from jitterlab.cli.common import (
+    deprecated_alias,
     duration,
     integer,
     millis,
@@ -51,7 +52,10 @@ def add_parsers(mtp: Any) -> None:
     q.add_argument("frames", type=Path, nargs="?", help="frames.csv: t_us,motor_step,code[,valid]")
     q.add_argument("--motor", type=Path, help="raw log motor.csv: t_ns,step")
     q.add_argument("--photo", type=Path, help="raw log photo.csv: t_ns,code[,valid]")
-    q.add_argument("--tracker", type=Path, help="raw log tracker.csv: t_ns,qw,qx,qy,qz (checks the angles)")
+    q.add_argument(
+        "--tracker-log", type=Path, help="raw log tracker.csv: t_ns,qw,qx,qy,qz (checks the angles)"
+    )
+    deprecated_alias(q, "--tracker", "--tracker-log", type=Path)
     _rig_options(q)
     q.add_argument(
         "--warmup", type=duration(0, DAY_S), default=0.0, help="drop the first seconds (the thesis: 4s)"
@@ -67,7 +71,10 @@ def add_parsers(mtp: Any) -> None:
     q.add_argument("--fps", type=positive_float, default=90.0, help="display refresh rate (90)")
     q.add_argument("--drop-every", type=non_negative_int, default=0, help="hold the pose every n-th frame")
     q.add_argument("--drop-frames", type=positive_int, default=2, help="... for this many frames (2)")
-    q.add_argument("--load", type=probability, help="probability per frame that a load spike starts")
+    q.add_argument(
+        "--spike-probability", type=probability, help="probability per frame that a load spike starts"
+    )
+    deprecated_alias(q, "--load", "--spike-probability", type=probability)
     q.add_argument("--spike", type=millis, default=0.010, help="mean extra latency of a load spike (10ms)")
     q.add_argument("--jitter", type=millis, default=0.0005, help="frame-to-frame SD of the latency (0.5ms)")
     q.add_argument("--raw", action="store_true", help="also write motor.csv, photo.csv and tracker.csv")
@@ -105,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
             fps=args.fps,
             drop_every=args.drop_every,
             drop_frames=args.drop_frames,
-            load=args.load or 0.0,
+            load=args.spike_probability or 0.0,
             spike_s=args.spike,
             jitter_s=args.jitter,
             runup_s=args.runup,
@@ -119,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
         )
         return 0
     store = writable_store(args)
-    plan = framelog.plan(args.frames, args.motor, args.photo, args.tracker, _rig(args), args.condition)
+    plan = framelog.plan(args.frames, args.motor, args.photo, args.tracker_log, _rig(args), args.condition)
     outcome = run_plan(plan, store, warn)
     if not outcome.runs:
         return outcome.exit_code

@@ -58,7 +58,7 @@ def add_parser(sub: Any) -> None:
     t = net.add_parser("topo", help="network namespaces joined by veth pairs, optionally through a router")
     tsub = t.add_subparsers(dest="topo_command", required=True, parser_class=Parser)
     up = tsub.add_parser("up", help="make K node namespaces (prints the topology's name)")
-    up.add_argument("--nodes", type=int, default=2)
+    up.add_argument("--nodes", type=integer(2, 64), default=2, help="network namespaces (default 2)")
     up.add_argument("--router", action="store_true", help="join the nodes through a router namespace")
     up.add_argument("--shape", type=link_shape, help="rate-limit every link with tbf, e.g. rate=10mbit")
     up.add_argument(

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from jitterlab.cli.common import (
+    integer,
     note,
     print_json,
     store_option,
@@ -35,10 +36,13 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--cpus", default="all", help="CPU list such as 0,1 or 0-3 (default: every CPU)")
     p.add_argument("--threshold", default="auto", help="smallest gap recorded, e.g. 1us, or auto (default)")
     p.add_argument(
-        "--auto-multiple", type=int, default=10, help="auto threshold = this × the smallest gap (default 10)"
+        "--auto-multiple",
+        type=integer(1, 1_000_000),
+        default=10,
+        help="auto threshold = this × the smallest gap (default 10)",
     )
     p.add_argument("--policy", default="other", help="other, fifo or rr")
-    p.add_argument("--priority", type=int, default=0, help="priority for fifo/rr (default 90)")
+    p.add_argument("--priority", type=integer(0, 99), default=0, help="priority for fifo/rr (default 90)")
     p.add_argument("--no-mlock", action="store_true")
     p.add_argument("--load", help="run stress-ng alongside: cpu, memory, io or mixed, optionally :WORKERS")
     p.add_argument(

@@ -35,6 +35,8 @@ def printable(text: str, limit: int = 60) -> str:
 
 
 def _fmt(value: float) -> str:
+    if value >= 2**40 and float(value).is_integer() and int(value) & (int(value) - 1) == 0:
+        return f"2^{int(value).bit_length() - 1}"  # the generic bound, inside int64
     if float(value).is_integer() and abs(value) < 1e19:
         return f"{int(value):,}".replace(",", "_") if abs(value) >= 100_000 else str(int(value))
     return f"{value:g}"
@@ -109,14 +111,15 @@ def parse_duration_s(text: str, allowed: Range, default_unit: str = "s") -> floa
     if not match:
         raise OptionError(
             f"{printable(text)} is not a duration (examples: 10s, 500ms, 250us; allowed: "
-            f"{_describe_duration(allowed)})"
+            f"{describe_duration(allowed)})"
         )
     value = float(match.group(1)) * _UNITS_S[match.group(2) or default_unit]
     if not math.isfinite(value) or value not in allowed:
-        raise OptionError(f"{printable(text)} is out of range (allowed: {_describe_duration(allowed)})")
+        raise OptionError(f"{printable(text)} is out of range (allowed: {describe_duration(allowed)})")
     return value
 
 
-def _describe_duration(allowed: Range) -> str:
+def describe_duration(allowed: Range) -> str:
+    """``allowed`` (in seconds) in words: ``0 s to 1 day``."""
     text = Range(allowed.low, allowed.high, allowed.low_open, allowed.high_open, "s").describe()
     return text.replace(f"{_fmt(YEAR_S)} s", "1 year").replace(f"{_fmt(DAY_S)} s", "1 day")
