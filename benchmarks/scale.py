@@ -59,6 +59,7 @@ DUCKDB_SCRIPT = """
 import json, sys, duckdb
 con = duckdb.connect()
 con.execute("SET threads TO 2")
+con.execute("SET enable_progress_bar = false")
 row = con.execute(
     "SELECT count(*), min(l), max(l), avg(l), stddev_pop(l), quantile_cont(l, [0.5, 0.9, 0.99, 0.999, 0.9999, 0.99999]) "
     "FROM (SELECT t_recv_ns - t_send_ns AS l FROM read_parquet(?))",
@@ -144,6 +145,15 @@ def agree(ours: dict[str, float], theirs: dict[str, object]) -> bool:
     return exact and all(abs(a - b) <= 1e-9 * abs(a) for a, b in pairs)
 
 
+def last_json(out: str) -> dict[str, object]:
+    """The JSON object a contender printed last (DuckDB may print progress before it)."""
+    text = out.strip()
+    try:
+        return dict(json.loads(text))
+    except json.JSONDecodeError:
+        return dict(json.loads(text.splitlines()[-1]))
+
+
 def fmt(values: list[float], digits: int = 2) -> str:
     mid, lo, hi = median_range(values)
     return f"{mid:.{digits}f} ({lo:.{digits}f}–{hi:.{digits}f})"
@@ -199,7 +209,7 @@ def main() -> int:
                 say(f"N {n:.0e} describe  {fmt(s_desc)} s, peak {fmt(m_desc, 0)} MB")
             s_duck, m_duck, out = measure([sys.executable, "-c", DUCKDB_SCRIPT, str(path)], args.repeats, env)
             row["duckdb"] = (s_duck, m_duck)
-            duck_same = agree(ours, json.loads(out))
+            duck_same = agree(ours, last_json(out))
             say(
                 f"N {n:.0e} duckdb    {fmt(s_duck)} s, peak {fmt(m_duck, 0)} MB, values agree: {'yes' if duck_same else 'NO'}"
             )
@@ -211,7 +221,7 @@ def main() -> int:
             if n <= PANDAS_UP_TO:
                 s_pd, m_pd, out = measure([sys.executable, "-c", PANDAS_SCRIPT, str(path)], args.repeats, env)
                 row["pandas"] = (s_pd, m_pd)
-                pd_same = agree(ours, json.loads(out))
+                pd_same = agree(ours, last_json(out))
                 ratio_pd = statistics.median(s_pd) / statistics.median(s_show)
                 say(
                     f"N {n:.0e} pandas    {fmt(s_pd)} s, peak {fmt(m_pd, 0)} MB, values agree: {'yes' if pd_same else 'NO'}"

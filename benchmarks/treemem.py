@@ -35,6 +35,7 @@ class Measured:
     stderr: str
     seconds: float
     peak_tree_rss_bytes: int
+    peak_tree_pss_bytes: int = 0  # only when asked for (pss=True): reading smaps costs more
 
 
 def _children() -> dict[int, list[int]]:
@@ -65,19 +66,43 @@ def tree_rss_bytes(root: int) -> int:
     return total
 
 
+def tree_pss_bytes(root: int) -> int:
+    """Sum of the proportional set sizes (PSS: each shared page divided among the processes
+    mapping it, /proc/PID/smaps_rollup) of ``root`` and all its descendants now."""
+    tree = _children()
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        with contextlib.suppress(OSError, ValueError, StopIteration):
+            text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+            total += (
+                int(next(line for line in text.splitlines() if line.startswith("Pss:")).split()[1]) * 1024
+            )
+        todo.extend(tree.get(pid, ()))
+    return total
+
+
 def run_measured(
-    cmd: Sequence[str], *, env: dict[str, str] | None = None, cwd: Path | None = None, interval: float = 0.02
+    cmd: Sequence[str],
+    *,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    interval: float = 0.02,
+    pss: bool = False,
 ) -> Measured:
-    """Run ``cmd`` to its end, capturing its output, and measure its tree's peak RSS."""
+    """Run ``cmd`` to its end, capturing its output, and measure its tree's peak RSS (and,
+    with ``pss``, its peak PSS: the memory the tree costs the machine, shared pages counted once)."""
     started = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd)
-    peak = 0
+    peak = peak_pss = 0
     done = threading.Event()
 
     def sample() -> None:
-        nonlocal peak
+        nonlocal peak, peak_pss
         while not done.is_set():
             peak = max(peak, tree_rss_bytes(proc.pid))
+            if pss:
+                peak_pss = max(peak_pss, tree_pss_bytes(proc.pid))
             done.wait(interval)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -87,7 +112,7 @@ def run_measured(
     finally:
         done.set()
         sampler.join()
-    return Measured(proc.returncode, stdout, stderr, time.monotonic() - started, peak)
+    return Measured(proc.returncode, stdout, stderr, time.monotonic() - started, peak, peak_pss)
 
 
 def median_range(values: Sequence[float]) -> tuple[float, float, float]:

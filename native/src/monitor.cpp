@@ -183,9 +183,12 @@ jl_monitor* jl_monitor_open(const char* channel, std::size_t capacity, char* err
   } else {
     for (int i = 0; i < 1000 && h.magic.load(std::memory_order_acquire) != kMagic; ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    // the header is read from a file: its capacity is bounded before it sizes anything (0
+    // would make the mask all ones, 2^58 overflows capacity * sizeof(Slot) to 0)
+    const std::uint64_t cap = h.capacity;
     const bool sane = h.magic.load(std::memory_order_acquire) == kMagic && h.version == kVersion &&
-                      h.entry_bytes == sizeof(Slot) && (h.capacity & (h.capacity - 1)) == 0 &&
-                      sizeof(Header) + h.capacity * sizeof(Slot) <= monitor->map.bytes;
+                      h.entry_bytes == sizeof(Slot) && cap >= 64 && cap <= (1u << 26) && (cap & (cap - 1)) == 0 &&
+                      sizeof(Header) + cap * sizeof(Slot) <= monitor->map.bytes;
     if (!sane) {
       set_error(err, err_size, name + ": not a jitterlab monitor ring of this version (remove it: jitterlab monitor unlink)");
       return nullptr;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <jitterlab/monitor.hpp>
 #include <jitterlab/monitor_c.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -117,6 +118,22 @@ TEST(Monitor, BadChannelNamesAndCapacitiesAreRefused) {
   EXPECT_NE(std::string(err).find("channel name"), std::string::npos);
   EXPECT_EQ(jl_monitor_open("ok-name", 1000, err, sizeof err), nullptr);
   EXPECT_NE(std::string(err).find("power of two"), std::string::npos);
+}
+
+TEST(Monitor, ARingWhoseHeaderClaimsAnImpossibleCapacityIsRefused) {
+  // the header is read from a file: capacity 0 made the mask all ones and 2^58 slots
+  // overflowed the size check to 0; either let drain read far outside the mapping
+  for (const std::uint64_t capacity : {std::uint64_t{0}, std::uint64_t{1} << 58, std::uint64_t{32}}) {
+    Channel ch("header", 64);
+    const std::string path = "/dev/shm/jitterlab-monitor-" + ch.name;
+    const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(pwrite(fd, &capacity, sizeof capacity, 16), static_cast<ssize_t>(sizeof capacity));
+    close(fd);
+    char err[256] = {0};
+    EXPECT_EQ(jl_monitor_open(ch.name.c_str(), 0, err, sizeof err), nullptr) << capacity;
+    EXPECT_NE(std::string(err).find("not a jitterlab monitor ring"), std::string::npos) << err;
+  }
 }
 
 TEST(Monitor, TheHintReachesTheOtherSide) {

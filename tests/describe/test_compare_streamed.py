@@ -13,11 +13,15 @@ import pytest
 from conftest import latency_clusters, make_run, run_main
 from jitterlab.describe.compare import comparison_json
 from jitterlab.stats import compare_samples
+from jitterlab.stats.compare import ChunkedSample
 
 
 def test_compare_reads_in_row_groups_and_equals_the_whole_columns(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from jitterlab.describe import compare
+
+    monkeypatch.setattr(compare, "IN_MEMORY_AT_MOST", 1_000)  # read in row groups, as above 2^24
     rng = np.random.default_rng(17)
     store = tmp_path / "s"
     a = make_run(
@@ -25,6 +29,7 @@ def test_compare_reads_in_row_groups_and_equals_the_whole_columns(
     )
     b = make_run(store, (latency_clusters(2, 300_000) * 1.07).astype(np.int64), technique="b")
     assert pq.ParquetFile(a.path / "samples.parquet").metadata.num_row_groups >= 2
+    assert isinstance(compare.run_sample(a), ChunkedSample)
     code, out, err = run_main(["compare", a.id, b.id, "--json", "--store", str(store)], capsys)
     assert code == 0, err
     got = json.loads(out)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jitterlab.describe.decimate import histogram_of_chunks, m4_fold, m4_select, pixel_columns
+from jitterlab.describe.decimate import m4_fold, m4_select, pixel_columns
 
 PIXELS = 1200
 
@@ -73,10 +73,3 @@ def test_every_column_and_group_keeps_its_extremes() -> None:
             assert t[mine].min() == t[sel].min()
             assert t[mine].max() == t[sel].max()
     assert kept.size <= 4 * 50 * 4
-
-
-def test_histogram_of_chunks_equals_numpy_histogram_of_the_whole() -> None:
-    x = np.random.default_rng(9).lognormal(8, 1, 100_003).astype(np.int64)
-    edges = np.geomspace(max(float(x.min()), 1.0), float(x.max()) * 1.0001, 120)
-    chunks = (x[i : i + 4096] for i in range(0, x.size, 4096))
-    assert np.array_equal(histogram_of_chunks(chunks, edges), np.histogram(x, bins=edges)[0])

@@ -79,13 +79,3 @@ def m4_fold(
         kept_t, kept_v, kept_g = t[keep], v[keep], g[keep]
     order = np.lexsort((kept_v, kept_t))
     return kept_t[order], kept_v[order], kept_g[order]
-
-
-def histogram_of_chunks(chunks: Iterable[np.ndarray], edges: np.ndarray) -> np.ndarray:
-    """Counts of a sample read in chunks over fixed bin ``edges`` (numpy.histogram's rule:
-    bins closed on the left, the last also on the right): equal to ``np.histogram`` of the
-    whole sample, in memory of one chunk."""
-    counts = np.zeros(len(edges) - 1, np.int64)
-    for x in chunks:
-        counts += np.histogram(x, bins=edges)[0]
-    return counts

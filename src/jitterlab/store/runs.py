@@ -51,6 +51,7 @@ from jitterlab.store.schema import (
     SAMPLE_COLUMNS,
     SAMPLES_FILE,
     SCHEMA_VERSION,
+    draft_problem,
     safe_id_part,
     samples_per_pair,
     valid_run_id,
@@ -482,6 +483,11 @@ class ResultsStore:
             )
         meta["status"] = "partial"
         meta["partial_reason"] = "recovered from .staging: the recording process did not finish"
+        problem = draft_problem(meta)
+        if problem:
+            raise JitterlabError(
+                f"{staging.name}: its {DRAFT_JSON} does not match the run format: {problem}; left in place"
+            )
         return self.commit_parts(staging, meta)
 
     def commit_histogram(self, staging: Path, meta: dict[str, Any]) -> Run:

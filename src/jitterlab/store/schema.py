@@ -145,6 +145,25 @@ def run_schema() -> dict[str, Any]:
     return _schema("run")
 
 
+def draft_problem(meta: dict[str, Any]) -> str | None:
+    """Why a draft run.json left by a killed recorder may not be stored (None when it may):
+    its members checked against the run format's schema, except those storing fills in
+    (``schema_version``, ``samples``, ``summary``). A draft is outside input: ``config: true``
+    was an internal error in ``recover``."""
+    filled = ("schema_version", "samples", "summary")
+    errors = [
+        e
+        for e in _validator("run").iter_errors(meta)
+        if not (e.absolute_path and e.absolute_path[0] in filled)
+        and not (e.validator == "required" and not e.absolute_path)
+    ]
+    if not errors:
+        return None
+    first = jsonschema.exceptions.best_match(errors)
+    where = ".".join(str(p) for p in first.absolute_path) or "top level"
+    return f"'{where}' {_schema_message(first)}"
+
+
 def validate_run_json(meta: Any, path: Path) -> dict[str, Any]:
     """``meta`` checked against the run format's JSON Schema (types of every member a reader
     uses, list items included) and the rules a schema cannot say; a :class:`CorruptRunError`
