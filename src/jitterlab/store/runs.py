@@ -413,7 +413,9 @@ class ResultsStore:
             "unit": "ns",
         }
         meta["summary"] = (meta.get("summary") or {}) | summary_block(summarize_file(writer.path))
-        config = meta.setdefault("config", {})
+        if not isinstance(meta.get("config"), dict):  # absent, or null in a recovered draft
+            meta["config"] = {}
+        config = meta["config"]
         if samples_per_pair(config) is None:  # nothing was asked for (repl, net): what was recorded
             config["samples"] = writer.rows // max(int(config.get("pairs") or 1), 1)
         return self._publish(staging, meta)
