@@ -30,7 +30,7 @@
 namespace {
 
 constexpr std::uint64_t kMagic = 0x6a6c6d6f6e697431ULL;  // "jlmonit1"
-constexpr std::uint32_t kVersion = 1;
+constexpr std::uint32_t kVersion = 2;  // 2: events carry their writer
 constexpr std::size_t kHintMax = 128;
 
 struct alignas(64) Header {
@@ -93,6 +93,7 @@ struct jl_monitor {
   std::int64_t waiting_since = 0;
   std::uint32_t owner_uid = 0;  // the ring file's owner and mode when it was opened
   std::uint32_t mode = 0;
+  std::uint64_t writer = 0;  // this handle's identity in the events it publishes
 };
 
 namespace {
@@ -195,6 +196,8 @@ jl_monitor* jl_monitor_open(const char* channel, std::size_t capacity, char* err
     }
   }
   monitor->mask = h.capacity - 1;
+  static std::atomic<std::uint32_t> handles{0};
+  monitor->writer = (static_cast<std::uint64_t>(getpid()) << 32) | (handles.fetch_add(1) + 1);
   return monitor.release();
 }
 
@@ -211,6 +214,8 @@ int jl_monitor_span(jl_monitor* monitor, std::int64_t t_start_ns, std::int64_t t
   event.t_recv_ns = t_end_ns;
   event.kind = JL_MONITOR_SAMPLE;
   event.tag_len = 0;
+  std::memcpy(event.tag, &monitor->writer, sizeof monitor->writer);
+  std::memset(event.tag + sizeof monitor->writer, 0, JL_MONITOR_TAG_MAX - sizeof monitor->writer);
   return publish(monitor, event) ? 0 : 1;
 }
 
@@ -218,7 +223,8 @@ int jl_monitor_trial_begin(jl_monitor* monitor, const char* tag) {
   const std::size_t length = tag ? std::strlen(tag) : 0;
   if (length > JL_MONITOR_TAG_MAX) return -1;
   jl_monitor_event event{};
-  event.t_send_ns = event.t_recv_ns = now_ns();
+  event.t_send_ns = static_cast<std::int64_t>(monitor->writer);
+  event.t_recv_ns = now_ns();
   event.kind = JL_MONITOR_TRIAL_BEGIN;
   event.tag_len = static_cast<std::uint32_t>(length);
   if (length) std::memcpy(event.tag, tag, length);
@@ -227,7 +233,8 @@ int jl_monitor_trial_begin(jl_monitor* monitor, const char* tag) {
 
 int jl_monitor_trial_end(jl_monitor* monitor) {
   jl_monitor_event event{};
-  event.t_send_ns = event.t_recv_ns = now_ns();
+  event.t_send_ns = static_cast<std::int64_t>(monitor->writer);
+  event.t_recv_ns = now_ns();
   event.kind = JL_MONITOR_TRIAL_END;
   return publish(monitor, event) ? 0 : 1;
 }

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdint>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -110,6 +112,19 @@ TEST(Monitor, TrialsCarryTheirTags) {
   EXPECT_EQ(std::string(events[0].tag, events[0].tag_len), "cond-A/p07");
   EXPECT_EQ(events[1].kind, JL_MONITOR_SAMPLE);
   EXPECT_EQ(events[2].kind, JL_MONITOR_TRIAL_END);
+  // every event names its writer (marks in t_send_ns, samples in their tag's first 8 bytes)
+  std::uint64_t sample_writer = 0;
+  std::memcpy(&sample_writer, events[1].tag, sizeof sample_writer);
+  EXPECT_EQ(sample_writer >> 32, static_cast<std::uint64_t>(getpid()));
+  EXPECT_EQ(static_cast<std::uint64_t>(events[0].t_send_ns), sample_writer);
+  EXPECT_EQ(static_cast<std::uint64_t>(events[2].t_send_ns), sample_writer);
+  jitterlab::Monitor other(ch.name);  // a second handle is a second writer
+  other.span(3, 4);
+  const auto more = ch.drain();
+  ASSERT_EQ(more.size(), 1u);
+  std::uint64_t other_writer = 0;
+  std::memcpy(&other_writer, more[0].tag, sizeof other_writer);
+  EXPECT_NE(other_writer, sample_writer);
 }
 
 TEST(Monitor, BadChannelNamesAndCapacitiesAreRefused) {

@@ -92,7 +92,8 @@ def test_a_draft_with_wrong_member_types_is_one_line_and_left_in_place(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Found by benchmarks/fuzz.py (target draft): a draft whose `config` is `true` was an
-    internal error in `recover`; one whose `doctor` is `[0]` was stored as a damaged run."""
+    internal error in `recover`, and so was a valid one whose `config` is `null`; one whose
+    `doctor` is `[0]` was stored as a damaged run."""
     import json
 
     import numpy as np
@@ -109,7 +110,7 @@ def test_a_draft_with_wrong_member_types_is_one_line_and_left_in_place(
         bad[staging.name] = staging
     good = store.staging_dir(store.new_run_id("monitor", "d"))
     store.write_part(good, 0, np.arange(10) * 1_000, np.arange(10) * 1_000 + 700, 0)
-    (good / "run.draft.json").write_text(json.dumps({"id": good.name, "kind": "monitor", "config": {}}))
+    (good / "run.draft.json").write_text(json.dumps({"id": good.name, "kind": "monitor", "config": None}))
 
     code, _, err = run_main(["recover", "--store", str(store.root)], capsys)
     assert code == 0, err
