@@ -6,9 +6,11 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from conftest import latency_clusters, make_run, run_cli
 from jitterlab.stats import stacked_gesd, stacked_walsh
+from jitterlab.stats.summary import percentiles
 
 
 def test_describe_prints_summary_categories_and_windows(tmp_path: Path) -> None:
@@ -69,6 +71,25 @@ def test_compare_gives_a_verdict_and_fails_on_regression_when_asked(tmp_path: Pa
     assert "p99.99" in text.stdout and "\nmax " in text.stdout
     assert run_cli("compare", a.id, b.id, "--store", str(store), "--fail-on-regression").returncode == 1
     assert run_cli("compare", b.id, a.id, "--store", str(store), "--fail-on-regression").returncode == 0
+
+
+def test_compare_percentiles_are_the_runs_exact_chosen_levels(tmp_path: Path) -> None:
+    """Issue 26 item 5: compare --percentiles gives A's and B's type-7 percentiles at the
+    chosen levels (docs/statistics.md's interpolation; numpy's to rounding), side by side
+    with B/A."""
+    store = tmp_path / "s"
+    a = make_run(store, latency_clusters(3, 20_000))
+    b = make_run(store, latency_clusters(4, 20_000) + 500)
+    args = ("compare", a.id, b.id, "--percentiles", "50,99.9,max", "--store", str(store))
+    data = json.loads(run_cli(*args, "--json").stdout)["percentiles_ns"]
+    for key, run in (("a", a), ("b", b)):
+        got = list(data[key].values())
+        assert got == [float(v) for v in percentiles(run.latency_ns, (50, 99.9, 100))]
+        assert got == pytest.approx(np.percentile(run.latency_ns, [50, 99.9, 100]), rel=1e-12)
+    assert list(data["a"]) == ["p50", "p99.9", "max"]
+    text = run_cli(*args)
+    assert text.returncode == 0 and "B/A" in text.stdout and "p99.9" in text.stdout
+    assert run_cli(*args[:3], "--percentiles", "101", "--store", str(store)).returncode == 2
 
 
 def test_export_formats_and_bad_output(tmp_path: Path) -> None:

@@ -69,6 +69,11 @@ def add_parsers(sub: Any) -> None:
         "--noise", type=non_negative_float, default=0.05, help="noise threshold as a fraction (default 0.05)"
     )
     p.add_argument("--fail-on-regression", action="store_true", help="exit 1 when the verdict is 'regressed'")
+    p.add_argument(
+        "--percentiles",
+        type=percentile_list,
+        help="also these percentiles of A and B side by side with B/A, exact (e.g. 50,99.9,max)",
+    )
     store_option(p)
     p = sub.add_parser(
         "recover", help="store what killed measurements left in the store's .staging/ as partial runs"
@@ -218,14 +223,25 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for w in rc.warnings:
         warn(w)
     c = rc.result
+    chosen = None
+    if args.percentiles:  # exact, read in row groups (the verdict's rows keep their own levels)
+        from jitterlab.describe.analysis import run_percentiles
+
+        chosen = {"a": run_percentiles(rc.a, args.percentiles), "b": run_percentiles(rc.b, args.percentiles)}
     if args.json:
-        print_json(comparison_json(rc))
+        print_json(comparison_json(rc) | ({"percentiles_ns": chosen} if chosen else {}))
     else:
         print(context_header([rc.a, rc.b]))
         print(f"A  {rc.a.id}  ({rc.a.label})\nB  {rc.b.id}  ({rc.b.label})")
         headers = [*HEADERS[:4], f"{c.confidence:.0%} CI", HEADERS[5]]
         print(render(headers, comparison_rows(c), "lrrrrl"))
         print(tests_line(c))
+        if chosen:
+            rows = [
+                [key, format_ns(a), format_ns(chosen["b"][key]), f"{chosen['b'][key] / a:.3f}" if a else "—"]
+                for key, a in chosen["a"].items()
+            ]
+            print(render(["percentile", "A", "B", "B/A"], rows, "lrrr"))
         print(f"verdict: {c.verdict} (noise threshold ±{c.noise_threshold:.0%})")
     return 1 if args.fail_on_regression and c.verdict == "regressed" else 0
 
