@@ -13,6 +13,13 @@ Targets (each takes the bytes of a file):
   hosts      a net bench hosts.toml (names, ssh targets, addresses, agents, clock)
   ssq        a Simulator Sickness Questionnaire CSV (ssq score, with --pre-post and groups)
   topo-state a net topology's state file (--topo NAME, topo down/list)
+  draft      a staging folder left by a killed recorder (run.draft.json and a sample part),
+             as `recover` stores it, then `show` of what was stored
+  ring       a monitor ring's shared-memory file (header and slots) as `serve` opens and
+             drains it (the native reader; a crash here ends the process: the input being
+             run is kept as findings/.../ring-current.input)
+  options    the text of a duration / whole-number / number option (core.options): refused
+             in one line or a value inside the option's range
 
 Mutations start from valid seed files: byte flips, inserts, deletes, truncations and chunk
 copies, and for JSON files a node replaced by a value of another type. Seeded: a run is
@@ -33,7 +40,10 @@ import contextlib
 import copy
 import hashlib
 import json
+import math
+import os
 import random
+import shutil
 import sys
 import tempfile
 import time
@@ -45,11 +55,12 @@ from typing import Any
 import numpy as np
 
 from jitterlab.core.errors import JitterlabError
+from jitterlab.core.options import Range, parse_duration_s, parse_integer, parse_number
 from jitterlab.describe.analysis import describe_run, run_summary
 from jitterlab.describe.export import ExportOptions, export_run
 from jitterlab.describe.text import describe_text, show_text
-from jitterlab.measure.jobs import obtained
-from jitterlab.monitor import ssq
+from jitterlab.measure.jobs import obtained, recover
+from jitterlab.monitor import recorder, ssq
 from jitterlab.mtp import framelog
 from jitterlab.net import nodes as net_nodes
 from jitterlab.net import topo
@@ -59,6 +70,7 @@ from jitterlab.store import ResultsStore, load_run
 from jitterlab.store.hdr.streams import read_figures
 from jitterlab.store.ingest import import_csv
 from jitterlab.store.rawfile import RECORD_DTYPE, read_raw_samples, write_raw_samples
+from jitterlab.store.runs import DRAFT_JSON, PARTS_DIR
 from jitterlab.store.schema import RUN_JSON, read_harness_json
 
 ODD_VALUES: list[Any] = [
@@ -220,9 +232,39 @@ class Targets:
             }
         ).encode()
 
+        self.draft_store = ResultsStore(root / "drafts")
+        self.draft_id = json.loads(self.run_json_seed)["id"]
+        staging = self.draft_store.staging_dir(self.draft_id)
+        self.draft_store.write_sample_part(
+            staging, 0, 0, records["seq"], records["t_send_ns"], records["t_recv_ns"]
+        )
+        self.seeds["part"] = (staging / PARTS_DIR / "part-000000.parquet").read_bytes()
+        self.draft_store.discard_staging(staging)
+        draft = json.loads(self.run_json_seed)
+        for gone in ("summary", "samples", "status"):
+            draft.pop(gone, None)
+        self.seeds["draft"] = json.dumps(draft).encode()
+
+        self.ring_channel = f"fuzz-{os.getpid()}"
+        recorder.unlink(self.ring_channel)
+        with recorder.Monitor(self.ring_channel, capacity=64) as monitor:
+            for k in range(40):
+                if k % 10 == 0:
+                    with monitor.trial(f"t{k}"):
+                        monitor.record(1_000 + k)
+                monitor.record(10_000 + k)
+        self.ring_path = Path(f"/dev/shm/jitterlab-monitor-{self.ring_channel}")
+        self.seeds["ring"] = self.ring_path.read_bytes()
+        recorder.unlink(self.ring_channel)
+        self.seeds["options"] = b"1.5ms"
+        self.findings = root / "findings"  # run_targets points it at --findings
+
+    def close(self) -> None:
+        recorder.unlink(self.ring_channel)
+
     def mutate(self, target: str, rng: random.Random) -> bytes:
         seed = self.seeds[target]
-        json_like = target in ("run-json", "model", "harness", "topo-state")
+        json_like = target in ("run-json", "model", "harness", "topo-state", "draft")
         return mutate_json(seed, rng) if json_like else mutate_bytes(seed, rng)
 
     def run(self, target: str, data: bytes) -> None:
@@ -296,6 +338,61 @@ class Targets:
         )
         ssq.group_table(scored, "group")
 
+    def t_draft(self, data: bytes) -> None:
+        store = self.draft_store
+        for run_dir in store.run_dirs():  # keep the store small
+            shutil.rmtree(run_dir)
+        staging = store.staging_root() / self.draft_id
+        shutil.rmtree(staging, ignore_errors=True)
+        staging = store.staging_dir(self.draft_id)
+        (staging / PARTS_DIR).mkdir(mode=0o700)
+        part = self.seeds["part"]
+        if data and data[-1] % 4 == 0:  # now and then a damaged part beside the draft
+            part = self.mutate_seed("part", data)
+        (staging / PARTS_DIR / "part-000000.parquet").write_bytes(part)
+        (staging / DRAFT_JSON).write_bytes(data)
+        for run in recover(store, lambda _: None):
+            stored = load_run(run.path)
+            show_text(stored, run_summary(stored))
+
+    def t_ring(self, data: bytes) -> None:
+        self.findings.mkdir(parents=True, exist_ok=True)
+        current = self.findings / "ring-current.input"
+        current.write_bytes(data)  # left behind only if the native reader crashes the process
+        recorder.unlink(self.ring_channel)
+        fd = os.open(self.ring_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+        reader = recorder.Reader(self.ring_channel, batch=256)
+        try:
+            reader.hint()
+            for _ in range(3):
+                reader.drain(stale_ns=0)
+            _ = reader.dropped
+        finally:
+            reader.close()
+            current.unlink()
+
+    def t_options(self, data: bytes) -> None:
+        text = data.decode("utf-8", "surrogateescape")  # as argv arrives
+        for allowed in (Range(0, 1e6, low_open=True, unit="s"), Range(1e-6, 3600)):
+            with contextlib.suppress(JitterlabError):
+                seconds = parse_duration_s(text, allowed)
+                if seconds not in allowed:
+                    raise AssertionError(f"duration {text!r} gave {seconds} outside {allowed.describe()}")
+        for whole in (Range(1, 2**31), Range(0, None)):
+            with contextlib.suppress(JitterlabError):
+                n = parse_integer(text, whole)
+                if not isinstance(n, int) or n not in whole:
+                    raise AssertionError(f"integer {text!r} gave {n!r} outside {whole.describe()}")
+        allowed = Range(0, 1e9, low_open=True)
+        with contextlib.suppress(JitterlabError):
+            x = parse_number(text, allowed)
+            if not math.isfinite(x) or x not in allowed:
+                raise AssertionError(f"number {text!r} gave {x} outside {allowed.describe()}")
+
     def t_topo_state(self, data: bytes) -> None:
         topo.STATE_DIR.mkdir(exist_ok=True)
         (topo.STATE_DIR / f"{self.topo_name}.json").write_bytes(data)
@@ -304,7 +401,21 @@ class Targets:
         loaded.address(0, 1)  # what a bench on it asks first
 
 
-TARGETS = ("run-json", "model", "hlog", "csv", "raw", "harness", "frame-log", "hosts", "ssq", "topo-state")
+TARGETS = (
+    "run-json",
+    "model",
+    "hlog",
+    "csv",
+    "raw",
+    "harness",
+    "frame-log",
+    "hosts",
+    "ssq",
+    "topo-state",
+    "draft",
+    "ring",
+    "options",
+)
 
 
 def fuzz(
@@ -361,17 +472,21 @@ def run_targets(
     results = []
     with tempfile.TemporaryDirectory(prefix="jitterlab-fuzz-") as tmp:
         targets = Targets(Path(tmp))
-        for n, target in enumerate(chosen):
-            rng = random.Random(seed * 1_000 + n)
-            result = fuzz(
-                targets, target, rng, stop_rule(seconds, execs), hang_ms / 1e3, findings / f"seed-{seed}"
-            )
-            results.append(result)
-            print(
-                f"{target:10} {result['executions']:>10,} executions  {result['distinct_inputs']:>10,} distinct inputs  "
-                f"{result['findings']} findings  {result['hangs']} hangs  (seed {seed})",
-                flush=True,
-            )
+        targets.findings = findings / f"seed-{seed}"
+        try:
+            for n, target in enumerate(chosen):
+                rng = random.Random(seed * 1_000 + n)
+                result = fuzz(
+                    targets, target, rng, stop_rule(seconds, execs), hang_ms / 1e3, targets.findings
+                )
+                results.append(result)
+                print(
+                    f"{target:10} {result['executions']:>10,} executions  {result['distinct_inputs']:>10,} "
+                    f"distinct inputs  {result['findings']} findings  {result['hangs']} hangs  (seed {seed})",
+                    flush=True,
+                )
+        finally:
+            targets.close()
     return results
 
 

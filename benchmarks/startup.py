@@ -1,15 +1,20 @@
-"""Start-up: `jitterlab --version`, `--help` and `runs` on an empty store (issue 28 item 3).
+"""Start-up: `jitterlab --version`, `--help` and `runs` on an empty and a small store (issue 28 item 3).
 
 Each command runs --repeats times (default 5) in a fresh process; the figures are the median
 wall time with its range and the peak RSS of the whole process tree (benchmarks/treemem.py).
 Targets: ≤ 0.25 s and ≤ 60 MB each. A bare `python -c pass` runs beside them as the floor.
 
-Usage: python benchmarks/startup.py [--repeats 5]
+The small store holds SMALL_RUNS runs of 1,000 samples each, stored by `jitterlab import` of a
+CSV made with a fixed seed.
+
+Usage: python benchmarks/startup.py [--repeats 5] [--quick]   (--quick: 3 repeats)
 """
 
 from __future__ import annotations
 
 import argparse
+import random
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -17,12 +22,27 @@ from pathlib import Path
 from treemem import median_range, run_measured
 
 TARGET_S, TARGET_MB = 0.25, 60.0
+SMALL_RUNS = 5
+
+
+def small_store(folder: Path) -> Path:
+    """A store of SMALL_RUNS imported runs (1,000 samples each, seed 1)."""
+    rng = random.Random(1)
+    csv = folder / "latencies.csv"
+    csv.write_text("latency_ns\n" + "".join(f"{rng.randint(1_000, 90_000)}\n" for _ in range(1_000)))
+    store = folder / "small"
+    for _ in range(SMALL_RUNS):
+        cmd = [sys.executable, "-m", "jitterlab", "import", str(csv), "--store", str(store)]
+        subprocess.run(cmd, check=True, capture_output=True)
+    return store
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="3 repeats")
     args = parser.parse_args()
+    repeats = 3 if args.quick else args.repeats
     jitterlab = [sys.executable, "-m", "jitterlab"]
     missed = []
     with tempfile.TemporaryDirectory() as empty:
@@ -31,12 +51,18 @@ def main() -> int:
             "jitterlab --version": [*jitterlab, "--version"],
             "jitterlab --help": [*jitterlab, "--help"],
             "jitterlab runs (empty store)": [*jitterlab, "runs", "--store", str(Path(empty) / "store")],
+            f"jitterlab runs ({SMALL_RUNS} runs)": [
+                *jitterlab,
+                "runs",
+                "--store",
+                str(small_store(Path(empty))),
+            ],
         }
         print(
             f"{'command':<30}{'median s':>10}{'range s':>16}{'peak MB':>10}  target ≤ {TARGET_S} s, ≤ {TARGET_MB:.0f} MB"
         )
         for name, cmd in commands.items():
-            runs = [run_measured(cmd, interval=0.005) for _ in range(args.repeats)]
+            runs = [run_measured(cmd, interval=0.005) for _ in range(repeats)]
             if any(r.returncode != 0 for r in runs):
                 print(f"{name}: failed: {runs[0].stderr.strip()}", file=sys.stderr)
                 return 2

@@ -48,5 +48,5 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --upgrade pip
 # Non-editable on purpose: the native programs are installed next to the package.
-.venv/bin/python -m pip install -q ".[dev,bench]"
+.venv/bin/python -m pip install -q ".[dev,bench,cluster]"
 echo "setup: ready ($(.venv/bin/jitterlab --version))" >&2

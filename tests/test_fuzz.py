@@ -39,7 +39,9 @@ json_values = st.recursive(
 
 @pytest.fixture(scope="module")
 def targets(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    yield fuzz.Targets(tmp_path_factory.mktemp("fuzz"))
+    targets = fuzz.Targets(tmp_path_factory.mktemp("fuzz"))
+    yield targets
+    targets.close()  # the ring target's shared memory
 
 
 def read_or_refuse(targets: Any, target: str, data: bytes) -> None:

@@ -30,7 +30,7 @@
 namespace {
 
 constexpr std::uint64_t kMagic = 0x6a6c6d6f6e697431ULL;  // "jlmonit1"
-constexpr std::uint32_t kVersion = 1;
+constexpr std::uint32_t kVersion = 2;  // 2: events carry their writer
 constexpr std::size_t kHintMax = 128;
 
 struct alignas(64) Header {
@@ -93,6 +93,7 @@ struct jl_monitor {
   std::int64_t waiting_since = 0;
   std::uint32_t owner_uid = 0;  // the ring file's owner and mode when it was opened
   std::uint32_t mode = 0;
+  std::uint64_t writer = 0;  // this handle's identity in the events it publishes
 };
 
 namespace {
@@ -183,15 +184,20 @@ jl_monitor* jl_monitor_open(const char* channel, std::size_t capacity, char* err
   } else {
     for (int i = 0; i < 1000 && h.magic.load(std::memory_order_acquire) != kMagic; ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    // the header is read from a file: its capacity is bounded before it sizes anything (0
+    // would make the mask all ones, 2^58 overflows capacity * sizeof(Slot) to 0)
+    const std::uint64_t cap = h.capacity;
     const bool sane = h.magic.load(std::memory_order_acquire) == kMagic && h.version == kVersion &&
-                      h.entry_bytes == sizeof(Slot) && (h.capacity & (h.capacity - 1)) == 0 &&
-                      sizeof(Header) + h.capacity * sizeof(Slot) <= monitor->map.bytes;
+                      h.entry_bytes == sizeof(Slot) && cap >= 64 && cap <= (1u << 26) && (cap & (cap - 1)) == 0 &&
+                      sizeof(Header) + cap * sizeof(Slot) <= monitor->map.bytes;
     if (!sane) {
       set_error(err, err_size, name + ": not a jitterlab monitor ring of this version (remove it: jitterlab monitor unlink)");
       return nullptr;
     }
   }
   monitor->mask = h.capacity - 1;
+  static std::atomic<std::uint32_t> handles{0};
+  monitor->writer = (static_cast<std::uint64_t>(getpid()) << 32) | (handles.fetch_add(1) + 1);
   return monitor.release();
 }
 
@@ -208,6 +214,8 @@ int jl_monitor_span(jl_monitor* monitor, std::int64_t t_start_ns, std::int64_t t
   event.t_recv_ns = t_end_ns;
   event.kind = JL_MONITOR_SAMPLE;
   event.tag_len = 0;
+  std::memcpy(event.tag, &monitor->writer, sizeof monitor->writer);
+  std::memset(event.tag + sizeof monitor->writer, 0, JL_MONITOR_TAG_MAX - sizeof monitor->writer);
   return publish(monitor, event) ? 0 : 1;
 }
 
@@ -215,7 +223,8 @@ int jl_monitor_trial_begin(jl_monitor* monitor, const char* tag) {
   const std::size_t length = tag ? std::strlen(tag) : 0;
   if (length > JL_MONITOR_TAG_MAX) return -1;
   jl_monitor_event event{};
-  event.t_send_ns = event.t_recv_ns = now_ns();
+  event.t_send_ns = static_cast<std::int64_t>(monitor->writer);
+  event.t_recv_ns = now_ns();
   event.kind = JL_MONITOR_TRIAL_BEGIN;
   event.tag_len = static_cast<std::uint32_t>(length);
   if (length) std::memcpy(event.tag, tag, length);
@@ -224,7 +233,8 @@ int jl_monitor_trial_begin(jl_monitor* monitor, const char* tag) {
 
 int jl_monitor_trial_end(jl_monitor* monitor) {
   jl_monitor_event event{};
-  event.t_send_ns = event.t_recv_ns = now_ns();
+  event.t_send_ns = static_cast<std::int64_t>(monitor->writer);
+  event.t_recv_ns = now_ns();
   event.kind = JL_MONITOR_TRIAL_END;
   return publish(monitor, event) ? 0 : 1;
 }

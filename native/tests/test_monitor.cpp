@@ -3,9 +3,12 @@
 #include <gtest/gtest.h>
 #include <jitterlab/monitor.hpp>
 #include <jitterlab/monitor_c.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdint>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -109,6 +112,19 @@ TEST(Monitor, TrialsCarryTheirTags) {
   EXPECT_EQ(std::string(events[0].tag, events[0].tag_len), "cond-A/p07");
   EXPECT_EQ(events[1].kind, JL_MONITOR_SAMPLE);
   EXPECT_EQ(events[2].kind, JL_MONITOR_TRIAL_END);
+  // every event names its writer (marks in t_send_ns, samples in their tag's first 8 bytes)
+  std::uint64_t sample_writer = 0;
+  std::memcpy(&sample_writer, events[1].tag, sizeof sample_writer);
+  EXPECT_EQ(sample_writer >> 32, static_cast<std::uint64_t>(getpid()));
+  EXPECT_EQ(static_cast<std::uint64_t>(events[0].t_send_ns), sample_writer);
+  EXPECT_EQ(static_cast<std::uint64_t>(events[2].t_send_ns), sample_writer);
+  jitterlab::Monitor other(ch.name);  // a second handle is a second writer
+  other.span(3, 4);
+  const auto more = ch.drain();
+  ASSERT_EQ(more.size(), 1u);
+  std::uint64_t other_writer = 0;
+  std::memcpy(&other_writer, more[0].tag, sizeof other_writer);
+  EXPECT_NE(other_writer, sample_writer);
 }
 
 TEST(Monitor, BadChannelNamesAndCapacitiesAreRefused) {
@@ -117,6 +133,22 @@ TEST(Monitor, BadChannelNamesAndCapacitiesAreRefused) {
   EXPECT_NE(std::string(err).find("channel name"), std::string::npos);
   EXPECT_EQ(jl_monitor_open("ok-name", 1000, err, sizeof err), nullptr);
   EXPECT_NE(std::string(err).find("power of two"), std::string::npos);
+}
+
+TEST(Monitor, ARingWhoseHeaderClaimsAnImpossibleCapacityIsRefused) {
+  // the header is read from a file: capacity 0 made the mask all ones and 2^58 slots
+  // overflowed the size check to 0; either let drain read far outside the mapping
+  for (const std::uint64_t capacity : {std::uint64_t{0}, std::uint64_t{1} << 58, std::uint64_t{32}}) {
+    Channel ch("header", 64);
+    const std::string path = "/dev/shm/jitterlab-monitor-" + ch.name;
+    const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(pwrite(fd, &capacity, sizeof capacity, 16), static_cast<ssize_t>(sizeof capacity));
+    close(fd);
+    char err[256] = {0};
+    EXPECT_EQ(jl_monitor_open(ch.name.c_str(), 0, err, sizeof err), nullptr) << capacity;
+    EXPECT_NE(std::string(err).find("not a jitterlab monitor ring"), std::string::npos) << err;
+  }
 }
 
 TEST(Monitor, TheHintReachesTheOtherSide) {

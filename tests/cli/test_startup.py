@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -50,3 +51,27 @@ def test_jitterlab_alone_prints_the_command_overview(capsys: pytest.CaptureFixtu
     code, out, err = run_main([], capsys)
     assert code == 0 and err == ""
     assert all(command in out for command in sys.modules["jitterlab.cli.main"].COMMANDS)
+
+
+def test_runs_reads_run_json_only(tmp_path: Path) -> None:
+    """`jitterlab runs` lists an empty store and a store with a run without numpy, pyarrow,
+    scipy (the stored summary is in run.json); `show` of the same run does load them."""
+    store = str(tmp_path / "store")
+    csv = tmp_path / "latencies.csv"
+    csv.write_text("latency_ns\n" + "".join(f"{1000 + 7 * i}\n" for i in range(100)))
+
+    def heavy_after(args: list[str]) -> list[str]:
+        code = (
+            "import sys\nfrom jitterlab.cli import main\ntry:\n    main(" + repr(args) + ")\n"
+            "except SystemExit:\n    pass\n"
+            "print('heavy:' + ','.join(m for m in " + repr(HEAVY) + " if m in sys.modules))"
+        )
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        assert "error" not in done.stderr, done.stderr
+        return [m for m in done.stdout.strip().splitlines()[-1].removeprefix("heavy:").split(",") if m]
+
+    assert heavy_after(["runs", "--store", store]) == []
+    subprocess.run([sys.executable, "-m", "jitterlab", "import", str(csv), "--store", store], check=True)
+    assert heavy_after(["runs", "--store", store]) == []
+    (run,) = [d.name for d in Path(store).iterdir() if not d.name.startswith(".")]
+    assert "numpy" in heavy_after(["show", run, "--store", store])

@@ -79,3 +79,12 @@ def test_error_lines_escape_control_characters() -> None:
     assert "\n" not in message and "\x1b" not in message
     assert r"\x1b" in message
     assert printable("x" * 100).endswith("…'")
+
+
+def test_integers_with_separator_controls_around_them_are_read_or_refused_in_one_line() -> None:
+    # found by benchmarks/fuzz.py (target options): the patterns' \s matches \x1c-\x1f, which
+    # int() and float() refused with a ValueError (an internal error)
+    assert parse_integer("\x1e\x1e0", Range(0, 10)) == 0
+    assert parse_integer("1e3\x1f", Range(0, 10_000)) == 1_000
+    with pytest.raises(OptionError):
+        parse_integer("\x1c5", Range(0, 1))

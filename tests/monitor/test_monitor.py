@@ -74,6 +74,65 @@ def test_python_records_spans_and_trials_in_order(channel: str) -> None:
     reader.close()
 
 
+WRITER = """
+import sys, time
+from jitterlab import Monitor
+channel, name, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+with Monitor(channel) as m:
+    for trial in ("t0", "t1"):
+        with m.trial(trial):
+            for k in range(n):
+                m.record(1_000 + k)
+                if k % 500 == 0:
+                    time.sleep(0.001)  # let the other writers in: their samples interleave
+        for _ in range(100):
+            m.record(50)  # between trials: in no trial
+"""
+
+
+def test_trials_belong_to_their_writer(
+    tmp_path: Path, store: Path, channel: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 24 item 11: 4 writers with 2 trials each gave trials of 10 005 ... 4 872 696
+    samples (each writer had ~1.19 M per trial), samples in no trial, and /metrics repeated
+    {trial="t0"} four times; trial samples were counted only with --baseline."""
+    import sys
+
+    n = 20_000
+    proc, port = serve(channel, store, "--duration", "30s")
+    writers = [
+        subprocess.Popen([sys.executable, "-c", WRITER, channel, f"w{k}", str(n)], stderr=subprocess.PIPE)
+        for k in range(4)
+    ]
+    assert all(w.wait(timeout=60) == 0 for w in writers)
+    deadline = time.monotonic() + 10
+    lines: list[str] = []
+    while time.monotonic() < deadline:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+            text = response.read().decode()
+        lines = [x for x in text.splitlines() if x.startswith("jitterlab_monitor_trial_samples{")]
+        if len(lines) == 8 and all(float(x.rsplit(" ", 1)[1]) == n for x in lines):
+            break
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    run_id = finish(proc)
+    assert len(lines) == 8 and len({x.rsplit(" ", 1)[0] for x in lines}) == 8, lines  # unique label sets
+    assert all(float(x.rsplit(" ", 1)[1]) == n for x in lines), lines
+    from jitterlab import load_run
+
+    run = load_run(run_id, store)
+    trials = run.meta["monitor"]["trials"]
+    assert sorted(t["tag"] for t in trials) == ["t0"] * 4 + ["t1"] * 4
+    assert len({t["writer"] for t in trials}) == 4 and all(t["samples"] == n for t in trials)
+    column = run.column("trial")
+    for index in range(8):
+        values = run.latency_ns[column == index]
+        assert values.size == n and sorted(values.tolist()) == list(range(1_000, 1_000 + n))
+    assert np.count_nonzero(column == -1) == 4 * 2 * 100  # the samples between trials
+    code, _, err = run_main(["monitor", "trials", run_id, "--json", "--store", str(store)], capsys)
+    assert code == 2 and "without a baseline" in err  # screening needs a baseline; counts do not
+
+
 def test_a_client_without_a_server_keeps_running_and_counts_drops(channel: str) -> None:
     with Monitor(channel, capacity=64) as m:
         results = [m.record(1000) for _ in range(200)]
@@ -215,15 +274,17 @@ def test_serve_screens_trials_and_prometheus_scrapes_it(
     from jitterlab import load_run
 
     run = load_run(run_id, store)
-    for trial in run.meta["monitor"]["trials"]:
-        rows = slice(trial["first_seq"], trial["end_seq"])
+    for index, trial in enumerate(run.meta["monitor"]["trials"]):
+        rows = run.column("trial") == index
         single = make_run(store, run.latency_ns[rows], t_send=run.t_send_ns[rows], technique=trial["tag"])
         code, out, err = run_main(
             ["describe", single.id, "--baseline", baseline, "--json", "--store", str(store)], capsys
         )
         assert code == 0, err
         assert json.loads(out)["screening"] == {
-            k: v for k, v in verdicts[trial["tag"]].items() if k not in ("trial", "t_begin_ns", "t_end_ns")
+            k: v
+            for k, v in verdicts[trial["tag"]].items()
+            if k not in ("trial", "writer", "t_begin_ns", "t_end_ns")
         }
     # each participant's sickness beside the latency their trial actually had
     answers = tmp_path / "ssq.csv"

@@ -110,6 +110,18 @@ def test_a_ring_others_may_write_is_refused(channel: str) -> None:
         recorder.Reader(channel)
 
 
+@pytest.mark.parametrize("capacity", [0, 1 << 58, 32])
+def test_a_ring_whose_header_claims_an_impossible_capacity_is_refused(channel: str, capacity: int) -> None:
+    """The ring's header is read from a file (issue 24 item 15): capacity 0 made the mask all
+    ones and 2^58 slots overflowed the size check; either let a drain read outside the ring."""
+    Monitor(channel, capacity=64).close()
+    with open(f"/dev/shm/jitterlab-monitor-{channel}", "r+b") as ring:
+        ring.seek(16)  # after magic (8), version (4), entry size (4)
+        ring.write(capacity.to_bytes(8, "little"))
+    with pytest.raises(JitterlabError, match="not a jitterlab monitor ring"):
+        recorder.Reader(channel)
+
+
 def test_a_trusted_users_ring_is_served_and_said_so(store: Path, channel: str, other_user: OtherUser) -> None:
     made = other_user.python(f"recorder.Monitor({channel!r}).close()")
     assert made.returncode == 0, made.stderr

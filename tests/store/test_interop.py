@@ -159,6 +159,15 @@ def test_csv_values_that_are_not_latencies_are_refused_with_their_line(tmp_path:
     assert not (tmp_path / "s").exists() or ResultsStore(tmp_path / "s").runs() == []
 
 
+def test_a_header_with_a_stray_carriage_return_is_one_line(tmp_path: Path) -> None:
+    # found by benchmarks/fuzz.py (target csv, seed 2): was an internal error (_csv.Error)
+    path = tmp_path / "cr.csv"
+    path.write_bytes(b"t_send_n\r\rs,t_recv_ns\n1000,1062\n")
+    result = run_cli("import", str(path), "--store", str(tmp_path / "s"))
+    assert result.returncode == 2, result.stderr
+    assert "cannot read CSV" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
 def test_skip_invalid_drops_and_counts_bad_rows(tmp_path: Path) -> None:
     path = tmp_path / "mixed.csv"
     path.write_text("latency_ns\n10\nnan\n-3\n20\n30\n")

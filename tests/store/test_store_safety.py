@@ -88,6 +88,40 @@ def test_recover_trusts_no_draft_and_recovers_the_rest(
     assert escaping.is_dir() and listing.is_dir()  # left in place for a person to look at
 
 
+def test_a_draft_with_wrong_member_types_is_one_line_and_left_in_place(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Found by benchmarks/fuzz.py (target draft): a draft whose `config` is `true` was an
+    internal error in `recover`, and so was a valid one whose `config` is `null`; one whose
+    `doctor` is `[0]` was stored as a damaged run."""
+    import json
+
+    import numpy as np
+
+    from jitterlab.store import ResultsStore
+
+    store = ResultsStore(tmp_path / "store")
+    bad = {}
+    for name, member in (("a", {"config": True}), ("b", {"doctor": [0]}), ("c", {"config": {"pairs": "x"}})):
+        staging = store.staging_dir(store.new_run_id("monitor", name))
+        store.write_part(staging, 0, np.arange(10) * 1_000, np.arange(10) * 1_000 + 500, 0)
+        draft = {"id": staging.name, "kind": "monitor", "config": {"pairs": 1}} | member
+        (staging / "run.draft.json").write_text(json.dumps(draft))
+        bad[staging.name] = staging
+    good = store.staging_dir(store.new_run_id("monitor", "d"))
+    store.write_part(good, 0, np.arange(10) * 1_000, np.arange(10) * 1_000 + 700, 0)
+    (good / "run.draft.json").write_text(json.dumps({"id": good.name, "kind": "monitor", "config": None}))
+
+    code, _, err = run_main(["recover", "--store", str(store.root)], capsys)
+    assert code == 0, err
+    lines = [line for line in err.splitlines() if "not recovered" in line]
+    assert len(lines) == 3 and all("does not match the run format" in line for line in lines), err
+    assert "Traceback" not in err and "internal error" not in err
+    (run,) = store.runs()
+    assert run.id == good.name and run.latency_ns.tolist() == [700] * 10
+    assert all(staging.is_dir() for staging in bad.values())  # left for a person to look at
+
+
 def test_a_run_id_that_is_a_path_is_never_stored(tmp_path: Path) -> None:
     from jitterlab.core.errors import JitterlabError
     from jitterlab.store.schema import valid_run_id

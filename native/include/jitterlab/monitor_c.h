@@ -22,12 +22,14 @@ extern "C" {
 enum jl_monitor_kind { JL_MONITOR_SAMPLE = 0, JL_MONITOR_TRIAL_BEGIN = 1, JL_MONITOR_TRIAL_END = 2 };
 
 /* One entry of the ring as the server drains it (56 bytes). */
+/* Each opened handle is one writer (pid << 32 | a number within the process): trial marks
+ * belong to the samples of their own writer, so writers sharing a channel never mix trials. */
 typedef struct jl_monitor_event {
-  int64_t t_send_ns; /* a sample: when the measured interval began; a trial mark: its time */
-  int64_t t_recv_ns; /* a sample: when it ended */
+  int64_t t_send_ns; /* a sample: when the measured interval began; a trial mark: its writer */
+  int64_t t_recv_ns; /* a sample: when it ended; a trial mark: its time */
   uint32_t kind;     /* enum jl_monitor_kind */
-  uint32_t tag_len;
-  char tag[JL_MONITOR_TAG_MAX];
+  uint32_t tag_len;  /* a trial begin: bytes of its tag */
+  char tag[JL_MONITOR_TAG_MAX]; /* a trial begin: its tag; a sample: its writer (8 bytes, host order) */
 } jl_monitor_event;
 
 typedef struct jl_monitor jl_monitor;

@@ -87,12 +87,13 @@ def cmd_monitor(args: argparse.Namespace) -> int:
         if args.json:
             print_json(
                 [
-                    {"trial": r.tag, "t_begin_ns": r.t_begin_ns, "t_end_ns": r.t_end_ns} | r.verdict.to_dict()
+                    {"trial": r.tag, "writer": r.writer, "t_begin_ns": r.t_begin_ns, "t_end_ns": r.t_end_ns}
+                    | r.verdict.to_dict()
                     for r in results
                 ]
             )
         else:
-            print(render(trials.HEADERS, trials.rows(results), "lrrrrll"))
+            print(render(trials.HEADERS, trials.rows(results), "llrrrrll"))
         return 0
     return _serve(args)
 
@@ -183,9 +184,8 @@ def cmd_ssq(args: argparse.Namespace) -> int:
         missing = [t for t in table[column] if t not in delivered]
         if missing:
             raise JitterlabError(f"trial '{missing[0]}' is not in monitor run {run.id}")
-        latency = run.latency_ns
         for key, pick in (("latency_mean_ms", "mean"), ("latency_p99_ms", "p99")):
-            table[key] = [getattr(summarize(latency[_rows(run, t)]), pick) / 1e6 for t in table[column]]
+            table[key] = [getattr(summarize(_latencies(run, t)), pick) / 1e6 for t in table[column]]
         table["latency_contaminated"] = [delivered[t].verdict.contaminated for t in table[column]]
     if args.json:
         print_json(
@@ -210,10 +210,12 @@ def cmd_ssq(args: argparse.Namespace) -> int:
 SCALE_COLUMNS = {f"{scale}{part}" for scale in SCALES for part in ("", "_pre", "_post", "_delta")}
 
 
-def _rows(run: Any, tag: str) -> slice:
-    trial = next(t for t in run.meta["monitor"]["trials"] if t["tag"] == tag)
-    end = trial.get("end_seq")
-    return slice(int(trial["first_seq"]), int(end) if end is not None else None)
+def _latencies(run: Any, tag: str) -> Any:
+    """Every sample of the trials tagged ``tag`` (of whichever writer)."""
+    import numpy as np
+
+    indexes = [i for i, t in enumerate(run.meta["monitor"]["trials"]) if t["tag"] == tag]
+    return np.concatenate([trials.trial_latencies(run, i) for i in indexes])
 
 
 def _cell(value: Any) -> str:

@@ -43,6 +43,11 @@ def add_parsers(sub: Any) -> None:
         type=percentile_list,
         help="also these percentiles, exact (e.g. 50,90,99,99.9,99.99,99.999,max)",
     )
+    p.add_argument(
+        "--cluster",
+        metavar="local:N|ADDRESS",
+        help="compute the summary on a Dask cluster: N local worker processes, or a scheduler's address",
+    )
     store_option(p)
     p = sub.add_parser("report", help="write one self-contained HTML report of runs")
     p.add_argument("runs", nargs="*", help="run ids or folders (default: every run in the store)")
@@ -139,7 +144,14 @@ def cmd_show(args: argparse.Namespace) -> int:
     run = load(args.run, args)
     if run.histogram_only:
         note("note: histogram-only run (imported); percentiles use HdrHistogram's definition")
-    summary = run_summary(run)  # reads and verifies the samples, in row groups
+    if args.cluster and not run.histogram_only:
+        from jitterlab.store.cluster import connect, summarize_on_cluster
+        from jitterlab.store.runs import verified_samples_path
+
+        with connect(args.cluster) as client:
+            summary = summarize_on_cluster(client, verified_samples_path(run)).to_dict()
+    else:
+        summary = run_summary(run)  # reads and verifies the samples, in row groups
     chosen = run_percentiles(run, args.percentiles) if args.percentiles else None
     if args.json:
         print_json(

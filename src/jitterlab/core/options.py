@@ -79,10 +79,11 @@ def _check(text: str, value: float, allowed: Range) -> None:
 
 def parse_integer(text: str, allowed: Range) -> int:
     """An integer option: ``1000``, ``1_000_000`` or an exact float form such as ``1e6``."""
+    # the patterns' \s also matches \x1c-\x1f, which int() and float() refuse: strip them first
     if _INTEGER.match(text):
-        value = int(text.replace("_", ""))
+        value = int(text.strip().replace("_", ""))
     elif _FLOAT_INTEGER.match(text) and len(text) < 40:
-        as_float = float(text)
+        as_float = float(text.strip())
         if not as_float.is_integer():
             raise OptionError(f"{printable(text)} is not a whole number")
         value = int(as_float)

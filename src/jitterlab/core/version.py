@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,8 @@ def build_info() -> dict[str, Any]:
 
 def git_commit(directory: Path) -> str | None:
     """The commit of a git checkout (with ``-dirty`` when it has changes), else None."""
+    import subprocess  # here: every command imports this module, few ask git (start-up)
+
     try:
         commit = subprocess.run(
             ["git", "-C", str(directory), "rev-parse", "HEAD"],

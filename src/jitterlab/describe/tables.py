@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from jitterlab.core.render import render
 from jitterlab.core.units import format_ns
-from jitterlab.stats import StackedResult, percentiles, summarize
 from jitterlab.store import Run
+
+if TYPE_CHECKING:  # numpy and the statistics are imported by the tables that compute, so
+    # that `jitterlab runs` (stored figures only) starts fast (issue 28 item 3)
+    from jitterlab.stats import StackedResult
 
 
 def table1_layout(
@@ -251,6 +252,8 @@ HDR_PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99, 99.999, 99.9999)
 def pipeline_table(runs: Sequence[Run]) -> tuple[list[str], list[list[str]]]:
     """The HdrHistogram-style table of the seed: mean, min, 50 … 99.9999 %, max, count."""
     headers = ["series", "mean", "min", *[f"{p:g}%" for p in HDR_PERCENTILES], "max", "count"]
+    from jitterlab.stats import percentiles
+
     several = len({run.config.get("runtime") for run in runs}) > 1  # native and JVM side by side
     rows = []
     for run in runs:
@@ -275,6 +278,10 @@ HICCUP_HEADERS = ["cpu", "interruptions", "per s", "time lost", "p50", "p99", "p
 
 def hiccup_per_cpu(run: Run) -> list[dict[str, Any]]:
     """Interruptions, rate, share of time lost, gap percentiles and max for each CPU."""
+    import numpy as np
+
+    from jitterlab.stats import summarize
+
     info = run.meta.get("hiccup") or {}
     gaps = run.latency_ns
     cpus = run.pair

@@ -11,8 +11,9 @@ Metrics (label ``channel``):
   that ``show --percentiles`` gives for the stored run)
 - ``jitterlab_monitor_samples_total``, ``jitterlab_monitor_dropped_total`` (ring full)
 - ``jitterlab_monitor_outliers_total{category}``: samples per stacked-z category above the main one
-- ``jitterlab_monitor_trial_samples{trial}``, ``…_trial_outlier_share{trial}``,
-  ``…_trial_contaminated{trial}`` (1 contaminated, 0 clean), ``…_trial_max_latency_seconds{trial}``
+- ``jitterlab_monitor_trial_samples{trial,writer,index}``, ``…_trial_outlier_share``,
+  ``…_trial_contaminated`` (1 contaminated, 0 clean), ``…_trial_max_latency_seconds``: per
+  trial = its tag, its writer (``PID.N``, a Monitor handle) and its index in the run
 """
 
 from __future__ import annotations
@@ -71,33 +72,38 @@ class MonitorCollector(Collector):
                 yield outliers
             families = {
                 "samples": GaugeMetricFamily(
-                    "jitterlab_monitor_trial_samples", "samples of a trial", labels=["channel", "trial"]
+                    "jitterlab_monitor_trial_samples", "samples of a trial", labels=TRIAL_LABELS
                 ),
                 "share": GaugeMetricFamily(
                     "jitterlab_monitor_trial_outlier_share",
                     "outlier share of a trial",
-                    labels=["channel", "trial"],
+                    labels=TRIAL_LABELS,
                 ),
                 "contaminated": GaugeMetricFamily(
                     "jitterlab_monitor_trial_contaminated",
                     "1 when the trial is contaminated against the baseline",
-                    labels=["channel", "trial"],
+                    labels=TRIAL_LABELS,
                 ),
                 "max": GaugeMetricFamily(
                     "jitterlab_monitor_trial_max_latency_seconds",
                     "largest latency of a trial",
-                    labels=["channel", "trial"],
+                    labels=TRIAL_LABELS,
                 ),
             }
             for trial in s.trials:
-                labels = [s.channel, trial.tag]
+                labels = [s.channel, trial.tag, trial.writer_name, str(trial.index)]
                 verdict = s.verdict(trial)
-                families["samples"].add_metric(labels, float(trial.counts.sum()))
+                families["samples"].add_metric(labels, float(trial.samples))
                 families["max"].add_metric(labels, max(trial.max_ns, 0.0) / 1e9)
                 if verdict is not None:
                     families["share"].add_metric(labels, verdict.share)
                     families["contaminated"].add_metric(labels, 1.0 if verdict.contaminated else 0.0)
         yield from families.values()
+
+
+# a trial is its tag, the writer that marked it and its place in the run: label sets stay
+# unique when several writers (or one writer twice) use the same tag
+TRIAL_LABELS = ["channel", "trial", "writer", "index"]
 
 
 def parse_listen(text: str) -> tuple[str, int]:

@@ -136,7 +136,9 @@ def ring_refusal(channel: str, uid: int, mode: int, ring_owner: int | None = Non
 
 
 class Monitor:
-    """The recording side of a channel.
+    """The recording side of a channel. Each Monitor is one writer: a trial it marks holds
+    only the samples it records itself, whatever other writers share the channel (threads
+    that should keep their trials apart open a Monitor each).
 
     Parameters
     ----------

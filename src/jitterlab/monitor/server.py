@@ -53,22 +53,48 @@ PART_SECONDS = 2.0  # what a server killed outright can lose at most
 
 @dataclass
 class TrialState:
+    """A trial of one writer (a Monitor handle: pid << 32 | its number in the process): only
+    that writer's samples between its begin and end marks belong to it (issue 24 item 11)."""
+
     tag: str
+    writer: int
+    index: int  # its place in run.json monitor.trials, the samples' `trial` column
     first_seq: int
     t_begin_ns: int
     counts: np.ndarray
+    samples: int = 0
     max_ns: float = float("-inf")
     end_seq: int | None = None
     t_end_ns: int | None = None
 
+    @property
+    def writer_name(self) -> str:
+        return writer_name(self.writer)
+
     def block(self) -> dict[str, Any]:
         return {
             "tag": self.tag,
+            "writer": self.writer_name,
+            "samples": self.samples,
             "first_seq": self.first_seq,
             "end_seq": self.end_seq,
             "t_begin_ns": self.t_begin_ns,
             "t_end_ns": self.t_end_ns,
         }
+
+
+def writer_name(writer: int) -> str:
+    """``PID.N``: the process and the number of the Monitor handle within it."""
+    return f"{writer >> 32}.{writer & 0xFFFF_FFFF}"
+
+
+def sample_writers(events: np.ndarray) -> np.ndarray:
+    """The writer of each sample event (the first 8 bytes of its tag field, host order)."""
+    raw = np.ascontiguousarray(events).view(np.uint8).reshape(len(events), events.dtype.itemsize)
+    fields = events.dtype.fields
+    assert fields is not None
+    offset = fields["tag"][1]
+    return raw[:, offset : offset + 8].copy().view(np.uint64).ravel()
 
 
 @dataclass
@@ -203,10 +229,11 @@ class Server:
         self.t_start_ns: int | None = None
         self.buffer_send: list[np.ndarray] = []
         self.buffer_recv: list[np.ndarray] = []
+        self.buffer_trial: list[np.ndarray] = []
         self.buffered = 0
         self.parts = 0
         self.seq = 0
-        self.current: TrialState | None = None
+        self.open_trials: dict[int, TrialState] = {}  # by writer
         self.last_flush = time.monotonic()
         # what writers left in the ring while no server ran belongs to no run of this server:
         # it is counted and left out (a study's trials must not mix with an earlier session)
@@ -282,46 +309,62 @@ class Server:
             if self.state.histogram is not None:  # a negative latency (clock step) counts as 0
                 distinct, counts = np.unique(np.maximum(t_recv - t_send, 0), return_counts=True)
                 self.state.histogram.record(distinct, counts)
+            labels = None
             if self.state.baseline is not None:
                 labels = categorize(latency, self.state.baseline.thresholds).astype(np.int64)
                 counts = np.bincount(labels, minlength=len(self.state.category_counts))
                 self.state.category_counts += counts
-                if self.current is not None:
-                    self.current.counts += counts
-            if self.current is not None:
-                self.current.max_ns = max(self.current.max_ns, float(latency.max()))
+            trial_of = np.full(len(latency), -1, np.int64)
+            if self.open_trials:
+                writers = sample_writers(events)
+                for writer, trial in self.open_trials.items():
+                    mine = writers == np.uint64(writer)
+                    n = int(np.count_nonzero(mine))
+                    if not n:
+                        continue
+                    trial_of[mine] = trial.index
+                    trial.samples += n
+                    trial.max_ns = max(trial.max_ns, float(latency[mine].max()))
+                    if labels is not None:
+                        trial.counts += np.bincount(labels[mine], minlength=len(trial.counts))
         self.buffer_send.append(t_send.copy())
         self.buffer_recv.append(t_recv.copy())
+        self.buffer_trial.append(trial_of)
         self.buffered += len(latency)
         self.seq += len(latency)
 
     def _mark(self, event: np.void) -> None:
-        when = int(event["t_recv_ns"])
-        if self.current is not None:  # an end, or a begin without an end: close the open trial
-            self.current.end_seq, self.current.t_end_ns = self.seq, when
-            self.current = None
+        if int(event["kind"]) not in (TRIAL_BEGIN, TRIAL_END):
+            return
+        when, writer = int(event["t_recv_ns"]), int(event["t_send_ns"])
+        current = self.open_trials.pop(writer, None)
+        if current is not None:  # an end, or a begin without an end: close this writer's trial
+            current.end_seq, current.t_end_ns = self.seq, when
         if int(event["kind"]) == TRIAL_BEGIN:
             tag = escape_controls(bytes(event["tag"])[: int(event["tag_len"])].decode(errors="replace"))
             width = len(self.state.category_counts)
-            trial = TrialState(tag, self.seq, when, np.zeros(width, np.int64))
             with self.state.lock:
+                trial = TrialState(
+                    tag, writer, len(self.state.trials), self.seq, when, np.zeros(width, np.int64)
+                )
                 self.state.trials.append(trial)
-            self.current = trial
-        elif int(event["kind"]) != TRIAL_END:
-            return
+            self.open_trials[writer] = trial
 
     def flush(self) -> None:
         """Write the buffered samples as the next part, and the draft run.json beside it."""
         if self.buffered:
             self.parts += 1
-            self.store.write_part(
+            first = self.seq - self.buffered
+            self.store.write_sample_part(
                 self.staging,
                 self.parts,
+                0,
+                np.arange(first, self.seq, dtype=np.int64),
                 np.concatenate(self.buffer_send),
                 np.concatenate(self.buffer_recv),
-                self.seq - self.buffered,
+                trial=np.concatenate(self.buffer_trial),  # index into monitor.trials, -1: none
             )
-            self.buffer_send, self.buffer_recv, self.buffered = [], [], 0
+            self.buffer_send, self.buffer_recv, self.buffer_trial, self.buffered = [], [], [], 0
         self.last_flush = time.monotonic()
         atomic_write_json(
             self.staging / DRAFT_JSON, self._final_meta("partial", "the server is still running")

@@ -1,13 +1,17 @@
 """``monitor trials``: every trial of a stored monitor run with its screening verdict.
 
 The baseline stored with the run (thresholds, outlier share, top cut) and the samples of
-each trial (rows ``first_seq`` to ``end_seq``) go through :func:`jitterlab.stats.screen`,
-the same function ``describe --baseline`` uses."""
+each trial go through :func:`jitterlab.stats.screen`, the same function ``describe
+--baseline`` uses. A trial's samples are those its own writer recorded between its marks
+(the samples file's ``trial`` column); runs stored before writers were told apart have rows
+``first_seq`` to ``end_seq`` instead."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.units import format_ns
@@ -18,6 +22,7 @@ from jitterlab.store import Run
 @dataclass(frozen=True)
 class TrialResult:
     tag: str
+    writer: str
     t_begin_ns: int
     t_end_ns: int | None
     verdict: Verdict
@@ -37,17 +42,26 @@ def stored_baseline(run: Run) -> Baseline:
     )
 
 
+def trial_latencies(run: Run, index: int) -> np.ndarray:
+    """The latencies of trial ``index`` of a monitor run (its writer's samples only)."""
+    trial = run.meta["monitor"]["trials"][index]
+    if "trial" in (run.meta.get("samples") or {}).get("columns", []):
+        selected: np.ndarray = run.latency_ns[run.column("trial") == index]
+        return selected
+    end = trial.get("end_seq")
+    return run.latency_ns[int(trial["first_seq"]) : int(end) if end is not None else None]
+
+
 def trial_results(run: Run) -> list[TrialResult]:
     baseline = stored_baseline(run)
     alpha = float(run.meta["monitor"].get("alpha", 0.01))
-    latency = run.latency_ns
     out = []
-    for trial in run.meta["monitor"].get("trials", []):
-        end = trial.get("end_seq")
-        values = latency[int(trial["first_seq"]) : int(end) if end is not None else None]
+    for index, trial in enumerate(run.meta["monitor"].get("trials") or []):
+        values = trial_latencies(run, index)
         out.append(
             TrialResult(
                 str(trial["tag"]),
+                str(trial.get("writer", "")),
                 int(trial["t_begin_ns"]),
                 trial.get("t_end_ns"),
                 screen(values, baseline, alpha),
@@ -56,13 +70,14 @@ def trial_results(run: Run) -> list[TrialResult]:
     return out
 
 
-HEADERS = ["trial", "samples", "outlier share", "by category", "max", "verdict", "reason"]
+HEADERS = ["trial", "writer", "samples", "outlier share", "by category", "max", "verdict", "reason"]
 
 
 def rows(results: list[TrialResult]) -> list[list[Any]]:
     return [
         [
             r.tag,
+            r.writer,
             r.verdict.samples,
             f"{r.verdict.share:.2%}",
             "/".join(str(c) for c in r.verdict.category_counts),

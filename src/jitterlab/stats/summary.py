@@ -133,9 +133,9 @@ def summarize_chunks(chunks: Callable[[], Iterable[np.ndarray]]) -> Summary:
     for x in chunks():
         x = np.concatenate([carry, x]) if carry.size else x
         whole = x.size - x.size % _CHUNK
-        squares += _squares(x[:whole], mean)
+        squares = _squares(x[:whole], mean, squares)
         carry = x[whole:]
-    squares += _squares(carry, mean)
+    squares = _squares(carry, mean, squares)
     p = percentiles_of(chunks, SUMMARY_PERCENTILES, (count, lowest, highest))
     return Summary(
         count=count,
@@ -181,6 +181,15 @@ def order_statistics_of(
     return order_statistics(chunks, sorted(set(ranks)), lowest, highest, count)
 
 
+def block_squares(x: np.ndarray, mean: float) -> list[float]:
+    """Σ (x − mean)² of each _CHUNK-sized block of ``x`` (a chunk that starts on a block
+    boundary): what :func:`summarize_chunks` adds, one by one, for a pass run elsewhere."""
+    return [_block_squares(x[i : i + _CHUNK], mean) for i in range(0, x.size, _CHUNK)]
+
+
+SQUARES_BLOCK = _CHUNK
+
+
 def exact_sum(x: np.ndarray) -> int:
     """The sum of an integer array as a Python integer: int64 sums of blocks that cannot overflow."""
     if x.size == 0:
@@ -189,13 +198,21 @@ def exact_sum(x: np.ndarray) -> int:
     return sum(int(x[i : i + block].sum(dtype=np.int64)) for i in range(0, x.size, block))
 
 
-def _squares(x: np.ndarray, mean: float) -> float:
-    """Σ (x − mean)² in blocks of _CHUNK values (no full-size temporaries for large runs)."""
-    squares = 0.0
-    for start in range(0, x.size, _CHUNK):
-        deviation = x[start : start + _CHUNK].astype(np.float64) - mean
-        squares += float(np.dot(deviation, deviation))
+def _squares(x: np.ndarray, mean: float, start: float = 0.0) -> float:
+    """``start`` + Σ (x − mean)² in blocks of _CHUNK values, added one block after the other
+    (no full-size temporaries; the same additions in the same order however the sample is
+    chunked, as long as chunks start on block boundaries)."""
+    squares = start
+    for i in range(0, x.size, _CHUNK):
+        squares += _block_squares(x[i : i + _CHUNK], mean)
     return squares
+
+
+def _block_squares(block: np.ndarray, mean: float) -> float:
+    # numpy's own pairwise sum, not BLAS's dot: a threaded BLAS adds in an order that depends
+    # on its thread count, so a Dask worker (one thread) and this process would differ
+    deviation = block.astype(np.float64) - mean
+    return float(np.add.reduce(deviation * deviation))
 
 
 def extent_of(chunks: Callable[[], Iterable[np.ndarray]]) -> tuple[int, int, int, int]:
@@ -223,12 +240,22 @@ def percentiles_of(
     only) until the interval holds at most 2^18 values, which one more pass gathers and
     sorts. ``transform`` (non-decreasing) maps the order statistics before interpolation,
     as :func:`percentiles_sorted` of the transformed sorted sample would."""
+    return percentiles_by(local_refine(chunks), ps, extent, transform)
+
+
+def percentiles_by(
+    refine: RefinePass,
+    ps: tuple[float, ...],
+    extent: tuple[int, int, int],
+    transform: Callable[[np.ndarray], np.ndarray] | None = None,
+) -> np.ndarray:
+    """:func:`percentiles_of` with ``refine`` running each pass (here or on a cluster)."""
     count, lowest, highest = extent
     h = (count - 1) * np.asarray(ps, dtype=np.float64) / 100.0
     lo_rank = np.floor(h).astype(np.int64)
     hi_rank = np.minimum(lo_rank + 1, count - 1)
     ranks = sorted({int(r) for r in np.concatenate([lo_rank, hi_rank])})
-    value = order_statistics(chunks, ranks, lowest, highest, count)
+    value = _order_statistics(refine, ranks, lowest, highest, count)
     a = np.array([value[int(r)] for r in lo_rank], dtype=np.int64)
     b = np.array([value[int(r)] for r in hi_rank], dtype=np.int64)
     a, b = (transform(a), transform(b)) if transform else (a, b)
@@ -238,6 +265,54 @@ def percentiles_of(
 
 def order_statistics(
     chunks: Callable[[], Iterable[np.ndarray]], ranks: list[int], lowest: int, highest: int, count: int
+) -> dict[int, int]:
+    """The value of each 0-based rank of a non-empty integer sample read as chunks, given its
+    extent (see :func:`summarize_chunks`)."""
+    return _order_statistics(local_refine(chunks), ranks, lowest, highest, count)
+
+
+Interval = tuple[int, int]
+# one refinement pass over the whole sample: the values inside each interval to gather, and
+# the counts of each interval to split in _BUCKETS buckets of the given width
+RefinePass = Callable[
+    [set[Interval], dict[Interval, int]], tuple[dict[Interval, np.ndarray], dict[Interval, np.ndarray]]
+]
+
+
+def refine_chunk(
+    x: np.ndarray, gather: set[Interval], widths: dict[Interval, int]
+) -> tuple[dict[Interval, np.ndarray], dict[Interval, np.ndarray]]:
+    """One chunk's share of a refinement pass (the values to gather, the bucket counts):
+    shares of separate chunks combine by concatenation and addition, in any order."""
+    gathered = {(a, b): x[(x >= a) & (x <= b)] for a, b in gather}
+    counts = {}
+    for (a, b), w in widths.items():
+        inside = x[(x >= a) & (x <= b)]
+        counts[(a, b)] = np.bincount((inside - a) // w, minlength=_BUCKETS)[:_BUCKETS].astype(np.int64)
+    return gathered, counts
+
+
+def local_refine(chunks: Callable[[], Iterable[np.ndarray]]) -> RefinePass:
+    """A refinement pass that reads the chunks in this process."""
+
+    def run(
+        gather: set[Interval], widths: dict[Interval, int]
+    ) -> tuple[dict[Interval, np.ndarray], dict[Interval, np.ndarray]]:
+        parts: dict[Interval, list[np.ndarray]] = {ab: [] for ab in gather}
+        counts = {ab: np.zeros(_BUCKETS, np.int64) for ab in widths}
+        for x in chunks():
+            g, c = refine_chunk(x, gather, widths)
+            for ab, values in g.items():
+                parts[ab].append(values)
+            for ab, n in c.items():
+                counts[ab] += n
+        return {ab: np.concatenate(v) if v else np.zeros(0, np.int64) for ab, v in parts.items()}, counts
+
+    return run
+
+
+def _order_statistics(
+    refine: RefinePass, ranks: list[int], lowest: int, highest: int, count: int
 ) -> dict[int, int]:
     """The value of each 0-based rank of the sorted sample (see :func:`summarize_chunks`)."""
     # per rank: the closed interval [a, b] of values holding it, how many values lie below a,
@@ -256,20 +331,13 @@ def order_statistics(
         }
         split = open_ - gather
         widths = {(a, b): -(-(b - a + 1) // _BUCKETS) for a, b in split}
-        counts = {ab: np.zeros(_BUCKETS, np.int64) for ab in split}
-        gathered: dict[tuple[int, int], list[np.ndarray]] = {ab: [] for ab in gather}
-        for x in chunks():
-            for (a, b), parts in gathered.items():
-                parts.append(x[(x >= a) & (x <= b)])
-            for (a, b), c in counts.items():
-                inside = x[(x >= a) & (x <= b)]
-                c += np.bincount((inside - a) // widths[(a, b)], minlength=_BUCKETS)[:_BUCKETS]
+        gathered, counts = refine(gather, widths)
         for r in ranks:
             if r in found:
                 continue
             a, b, below, _ = state[r]
             if (a, b) in gathered:
-                values = np.sort(np.concatenate(gathered[(a, b)]))
+                values = np.sort(gathered[(a, b)])
                 found[r] = int(values[r - below])
                 continue
             cumulative = np.cumsum(counts[(a, b)])

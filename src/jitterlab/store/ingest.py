@@ -466,7 +466,7 @@ def import_csv(
         with open(path, "rb") as raw:
             raw.seek(junk)
             header = next(csv.reader([raw.readline().decode("utf-8")]))
-    except (OSError, StopIteration, UnicodeDecodeError) as e:
+    except (OSError, StopIteration, UnicodeDecodeError, csv.Error) as e:
         raise JitterlabError(f"{path}: cannot read CSV ({e})") from e
     if junk:
         warn(

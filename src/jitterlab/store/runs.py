@@ -25,12 +25,14 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
-
-if TYPE_CHECKING:  # pandas is imported by dataframe() only
+if TYPE_CHECKING:  # numpy, pyarrow and pandas are imported where samples are touched, so
+    # that listing runs (run.json only) starts fast (issue 28 item 3)
+    import numpy as np
     import pandas as pd
+    import pyarrow as pa
+
+    from jitterlab.store.rawfile import RawSamples
+    from jitterlab.store.writer import SampleWriter
 
 from jitterlab.core.errors import CorruptRunError, JitterlabError
 from jitterlab.core.fileio import (
@@ -44,19 +46,18 @@ from jitterlab.core.fileio import (
     sha256_file,
     write_json,
 )
-from jitterlab.store.rawfile import RawSamples
 from jitterlab.store.schema import (
     HISTOGRAM_FILE,
     RUN_JSON,
     SAMPLE_COLUMNS,
     SAMPLES_FILE,
     SCHEMA_VERSION,
+    draft_problem,
     safe_id_part,
     samples_per_pair,
     valid_run_id,
     validate_run_json,
 )
-from jitterlab.store.writer import SampleWriter, summarize_file, summary_block
 
 DEFAULT_STORE = "jitterlab-results"
 STAGING = ".staging"
@@ -148,6 +149,8 @@ class Run:
         return self._table is not None
 
     def column(self, name: str) -> np.ndarray:
+        import numpy as np
+
         column: np.ndarray = np.asarray(self.table.column(name).to_numpy())
         return column
 
@@ -183,6 +186,9 @@ class Run:
 def verified_samples_path(run: Run) -> Path:
     """The run's samples file, checked against run.json (size, SHA-256 and row count, read
     in a stream: memory independent of the run's size); a CorruptRunError naming it otherwise."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     if run.histogram_only:
         raise JitterlabError(f"run {run.id} holds a histogram only (imported); this needs raw samples")
     info = run.meta.get("samples") or {}
@@ -207,6 +213,9 @@ def verified_samples_path(run: Run) -> Path:
 
 
 def _read_samples(run: Run) -> pa.Table:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     path = verified_samples_path(run)
     try:
         return pq.read_table(path)
@@ -360,6 +369,8 @@ class ResultsStore:
         ``extra_columns`` (int64, one value per sample) follow the four every run has, for
         capabilities that know more per sample (``net``: the intended send time and the nodes).
         """
+        from jitterlab.store.writer import SampleWriter
+
         extra = extra_columns or {}
         with SampleWriter(staging / SAMPLES_FILE, meta["id"], tuple(extra)) as writer:
             start = 0
@@ -377,6 +388,10 @@ class ResultsStore:
     ) -> Run:
         """Store samples computed in Python (one pair, in order) as a run: what an analysis
         whose results are latencies (a video, a sensor log) writes."""
+        import numpy as np
+
+        from jitterlab.store.writer import SampleWriter
+
         staging = self.staging_dir(meta["id"])
         with SampleWriter(staging / SAMPLES_FILE, meta["id"]) as writer:
             writer.write(0, np.arange(len(t_recv_ns)), t_send_ns, t_recv_ns)
@@ -385,6 +400,8 @@ class ResultsStore:
     def publish_samples(self, staging: Path, meta: dict[str, Any], writer: SampleWriter) -> Run:
         """The closed samples file of ``writer`` described in run.json (rows, size, SHA-256,
         the exact summary read back from it in bounded memory), then published."""
+        from jitterlab.store.writer import summarize_file, summary_block
+
         meta["schema_version"] = SCHEMA_VERSION
         meta["samples"] = {
             "file": writer.path.name,
@@ -396,7 +413,9 @@ class ResultsStore:
             "unit": "ns",
         }
         meta["summary"] = (meta.get("summary") or {}) | summary_block(summarize_file(writer.path))
-        config = meta.setdefault("config", {})
+        if not isinstance(meta.get("config"), dict):  # absent, or null in a recovered draft
+            meta["config"] = {}
+        config = meta["config"]
         if samples_per_pair(config) is None:  # nothing was asked for (repl, net): what was recorded
             config["samples"] = writer.rows // max(int(config.get("pairs") or 1), 1)
         return self._publish(staging, meta)
@@ -407,6 +426,8 @@ class ResultsStore:
         """One rolling part of a long-running recording (a monitor): samples since the last
         part, written atomically to ``parts/``, so that a recorder killed at any moment
         leaves every part but the one it was writing readable."""
+        import numpy as np
+
         n = len(t_recv_ns)
         self.write_sample_part(
             staging, index, 0, np.arange(first_seq, first_seq + n, dtype=np.int64), t_send_ns, t_recv_ns
@@ -424,6 +445,8 @@ class ResultsStore:
     ) -> None:
         """One part of samples with any extra int64 columns (net's nodes and intended send
         times), written atomically to ``parts/``; :meth:`commit_parts` keeps the columns."""
+        from jitterlab.store.writer import SampleWriter
+
         parts = staging / PARTS_DIR
         if not parts.is_dir():
             os.mkdir(parts, 0o700)
@@ -435,6 +458,11 @@ class ResultsStore:
     def commit_parts(self, staging: Path, meta: dict[str, Any]) -> Run:
         """The parts of ``staging`` merged, batch by batch, into the run's samples file, then
         published (memory: one batch at a time, whatever the recording's length)."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        from jitterlab.store.writer import SampleWriter
+
         part_files = (
             sorted((staging / PARTS_DIR).glob("part-*.parquet")) if (staging / PARTS_DIR).is_dir() else []
         )
@@ -482,6 +510,11 @@ class ResultsStore:
             )
         meta["status"] = "partial"
         meta["partial_reason"] = "recovered from .staging: the recording process did not finish"
+        problem = draft_problem(meta)
+        if problem:
+            raise JitterlabError(
+                f"{staging.name}: its {DRAFT_JSON} does not match the run format: {problem}; left in place"
+            )
         return self.commit_parts(staging, meta)
 
     def commit_histogram(self, staging: Path, meta: dict[str, Any]) -> Run:

@@ -16,8 +16,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-
 from jitterlab.core.errors import CorruptRunError
 from jitterlab.core.version import __version__, build_info
 
@@ -95,7 +93,15 @@ def _schema(name: str) -> dict[str, Any]:
 
 @functools.cache
 def _validator(name: str) -> Any:
+    import jsonschema  # here, not at the top: an empty store is listed without it (issue 28 item 3)
+
     return jsonschema.Draft202012Validator(_schema(name))
+
+
+def _best_match(errors: Any) -> Any:
+    import jsonschema
+
+    return jsonschema.exceptions.best_match(errors)
 
 
 def harness_schema() -> dict[str, Any]:
@@ -124,7 +130,7 @@ def read_harness_json(path: Path) -> tuple[dict[str, Any], str]:
     except (OSError, ValueError, RecursionError) as e:
         return {}, f"harness.json unreadable ({e})"
     if errors:
-        first = jsonschema.exceptions.best_match(errors)
+        first = _best_match(errors)
         where = "/".join(str(p) for p in first.absolute_path) or "top level"
         return {}, f"harness.json does not match its schema at {where}: {first.message}"
     return dict(doc), ""
@@ -145,6 +151,25 @@ def run_schema() -> dict[str, Any]:
     return _schema("run")
 
 
+def draft_problem(meta: dict[str, Any]) -> str | None:
+    """Why a draft run.json left by a killed recorder may not be stored (None when it may):
+    its members checked against the run format's schema, except those storing fills in
+    (``schema_version``, ``samples``, ``summary``). A draft is outside input: ``config: true``
+    was an internal error in ``recover``."""
+    filled = ("schema_version", "samples", "summary")
+    errors = [
+        e
+        for e in _validator("run").iter_errors(meta)
+        if not (e.absolute_path and e.absolute_path[0] in filled)
+        and not (e.validator == "required" and not e.absolute_path)
+    ]
+    if not errors:
+        return None
+    first = _best_match(errors)
+    where = ".".join(str(p) for p in first.absolute_path) or "top level"
+    return f"'{where}' {_schema_message(first)}"
+
+
 def validate_run_json(meta: Any, path: Path) -> dict[str, Any]:
     """``meta`` checked against the run format's JSON Schema (types of every member a reader
     uses, list items included) and the rules a schema cannot say; a :class:`CorruptRunError`
@@ -158,7 +183,7 @@ def validate_run_json(meta: Any, path: Path) -> dict[str, Any]:
         )
     errors = list(_validator("run").iter_errors(meta))
     if errors:
-        first = jsonschema.exceptions.best_match(errors)
+        first = _best_match(errors)
         where = ".".join(str(p) for p in first.absolute_path) or "top level"
         raise CorruptRunError(f"{path}: '{where}' {_schema_message(first)}")
     if _ID_UNSAFE.sub("", meta["id"]) != meta["id"]:
