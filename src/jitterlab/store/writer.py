@@ -136,7 +136,7 @@ class SampleWriter:
 def latency_chunks(path: Path, since: str = "t_send_ns") -> Iterator[np.ndarray]:
     """t_recv_ns - t_send_ns (or another start column ``since``) of the samples file at
     ``path``, batch by batch."""
-    with pq.ParquetFile(path) as f:
+    with pq.ParquetFile(path, pre_buffer=False) as f:  # pre-buffering keeps every row group read
         for batch in f.iter_batches(batch_size=READ_BATCH_ROWS, columns=[since, "t_recv_ns"]):
             send = batch.column(0).to_numpy()
             recv = batch.column(1).to_numpy()
@@ -145,7 +145,7 @@ def latency_chunks(path: Path, since: str = "t_send_ns") -> Iterator[np.ndarray]
 
 def timed_latency_chunks(path: Path) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """(t_send_ns, t_recv_ns - t_send_ns) of the samples file at ``path``, batch by batch."""
-    with pq.ParquetFile(path) as f:
+    with pq.ParquetFile(path, pre_buffer=False) as f:  # as latency_chunks: memory of one batch
         for batch in f.iter_batches(batch_size=READ_BATCH_ROWS, columns=["t_send_ns", "t_recv_ns"]):
             send = batch.column(0).to_numpy()
             yield send, batch.column(1).to_numpy() - send
