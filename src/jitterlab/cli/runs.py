@@ -69,11 +69,7 @@ def add_parsers(sub: Any) -> None:
         "--noise", type=non_negative_float, default=0.05, help="noise threshold as a fraction (default 0.05)"
     )
     p.add_argument("--fail-on-regression", action="store_true", help="exit 1 when the verdict is 'regressed'")
-    p.add_argument(
-        "--percentiles",
-        type=percentile_list,
-        help="also these percentiles of A and B side by side with B/A, exact (e.g. 50,99.9,max)",
-    )
+    p.add_argument("--percentiles", type=percentile_list, help="also these exact percentiles of A and B, B/A")
     store_option(p)
     p = sub.add_parser(
         "recover", help="store what killed measurements left in the store's .staging/ as partial runs"
@@ -216,20 +212,17 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from jitterlab.describe.compare import HEADERS, compare_runs, comparison_json, comparison_rows, tests_line
+    from jitterlab.describe import compare as cmp
     from jitterlab.describe.context import context_header
 
-    rc = compare_runs(load(args.a, args), load(args.b, args), args.noise)
+    HEADERS, comparison_rows, tests_line = cmp.HEADERS, cmp.comparison_rows, cmp.tests_line
+    rc = cmp.compare_runs(load(args.a, args), load(args.b, args), args.noise)
     for w in rc.warnings:
         warn(w)
     c = rc.result
-    chosen = None
-    if args.percentiles:  # exact, read in row groups (the verdict's rows keep their own levels)
-        from jitterlab.describe.analysis import run_percentiles
-
-        chosen = {"a": run_percentiles(rc.a, args.percentiles), "b": run_percentiles(rc.b, args.percentiles)}
+    chosen = cmp.chosen_percentiles(rc, args.percentiles) if args.percentiles else None
     if args.json:
-        print_json(comparison_json(rc) | ({"percentiles_ns": chosen} if chosen else {}))
+        print_json(cmp.comparison_json(rc) | ({"percentiles_ns": chosen} if chosen else {}))
     else:
         print(context_header([rc.a, rc.b]))
         print(f"A  {rc.a.id}  ({rc.a.label})\nB  {rc.b.id}  ({rc.b.label})")
@@ -237,11 +230,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(render(headers, comparison_rows(c), "lrrrrl"))
         print(tests_line(c))
         if chosen:
-            rows = [
-                [key, format_ns(a), format_ns(chosen["b"][key]), f"{chosen['b'][key] / a:.3f}" if a else "—"]
-                for key, a in chosen["a"].items()
-            ]
-            print(render(["percentile", "A", "B", "B/A"], rows, "lrrr"))
+            print(render(["percentile", "A", "B", "B/A"], cmp.chosen_rows(chosen["a"], chosen["b"]), "lrrr"))
         print(f"verdict: {c.verdict} (noise threshold ±{c.noise_threshold:.0%})")
     return 1 if args.fail_on_regression and c.verdict == "regressed" else 0
 

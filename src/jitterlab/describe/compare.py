@@ -129,3 +129,16 @@ def tests_line(c: Comparison) -> str:
         f"KS D = {c.ks_statistic:.4f} (p = {c.ks_pvalue:.3g}); Anderson-Darling = {c.ad_statistic:.2f} "
         f"(p ≈ {c.ad_pvalue:.3g}); Mann-Whitney p = {c.mw_pvalue:.3g}{tested}"
     )
+
+
+def chosen_rows(a: dict[str, float], b: dict[str, float]) -> list[list[str]]:
+    """Rows of ``compare --percentiles``: each chosen level's A, B and B/A."""
+    return [[key, format_ns(v), format_ns(b[key]), f"{b[key] / v:.3f}" if v else "—"] for key, v in a.items()]
+
+
+def chosen_percentiles(rc: RunComparison, ps: tuple[float, ...]) -> dict[str, dict[str, float]]:
+    """``compare --percentiles``: A's and B's exact percentiles at the chosen levels, read in
+    row groups (the verdict's rows keep their own levels)."""
+    from jitterlab.describe.analysis import run_percentiles
+
+    return {"a": run_percentiles(rc.a, ps), "b": run_percentiles(rc.b, ps)}
