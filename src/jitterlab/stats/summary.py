@@ -91,15 +91,20 @@ def summarize(values: npt.ArrayLike, ordered: np.ndarray | None = None) -> Summa
     # integers: the exact sum over the count (as summarize_chunks computes it, so a run read
     # whole and a run read in chunks give the same mean and std to the last bit)
     mean = exact_sum(x) / x.size if x.dtype.kind in "iu" else float(x.mean(dtype=np.float64))
-    std = float(np.sqrt(_squares(x, mean) / x.size))
     s = np.sort(x) if ordered is None else ordered
     p = percentiles_sorted(s, SUMMARY_PERCENTILES)
+    return summary_of(int(x.size), s[0], s[-1], mean, _squares(x, mean), p)
+
+
+def summary_of(count: int, lowest: Any, highest: Any, mean: float, squares: float, p: np.ndarray) -> Summary:
+    """The :class:`Summary` of a non-empty sample from its parts (``p``: the percentiles of
+    SUMMARY_PERCENTILES), however they were computed: in memory, in chunks or on a cluster."""
     return Summary(
-        count=int(x.size),
-        min=float(s[0]),
-        max=float(s[-1]),
-        mean=mean,
-        std=std,
+        count=count,
+        min=float(lowest),
+        max=float(highest),
+        mean=float(mean),
+        std=float(np.sqrt(squares / count)),
         p50=float(p[0]),
         p90=float(p[1]),
         p99=float(p[2]),
@@ -137,19 +142,7 @@ def summarize_chunks(chunks: Callable[[], Iterable[np.ndarray]]) -> Summary:
         carry = x[whole:]
     squares = _squares(carry, mean, squares)
     p = percentiles_of(chunks, SUMMARY_PERCENTILES, (count, lowest, highest))
-    return Summary(
-        count=count,
-        min=float(lowest),
-        max=float(highest),
-        mean=float(mean),
-        std=float(np.sqrt(squares / count)),
-        p50=float(p[0]),
-        p90=float(p[1]),
-        p99=float(p[2]),
-        p99_9=float(p[3]),
-        p99_99=float(p[4]),
-        p99_999=float(p[5]),
-    )
+    return summary_of(count, lowest, highest, mean, squares, p)
 
 
 def percentiles_of_chunks(chunks: Callable[[], Iterable[np.ndarray]], ps: tuple[float, ...]) -> np.ndarray:

@@ -32,6 +32,7 @@ from jitterlab.stats.summary import (
     refine_chunk,
     sample_extent,
     summarize_chunks,
+    summary_of,
 )
 from jitterlab.store.writer import latency_chunks
 
@@ -136,16 +137,4 @@ def summarize_on_cluster(client: Any, path: Path) -> Summary:
         return gathered, counts
 
     p = percentiles_by(refine, SUMMARY_PERCENTILES, (count, lowest, highest))
-    return Summary(
-        count=count,
-        min=float(lowest),
-        max=float(highest),
-        mean=float(mean),
-        std=float(np.sqrt(squares / count)),
-        p50=float(p[0]),
-        p90=float(p[1]),
-        p99=float(p[2]),
-        p99_9=float(p[3]),
-        p99_99=float(p[4]),
-        p99_999=float(p[5]),
-    )
+    return summary_of(count, lowest, highest, mean, squares, p)
