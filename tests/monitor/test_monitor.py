@@ -117,18 +117,28 @@ def test_trials_belong_to_their_writer(
     proc.send_signal(signal.SIGINT)
     run_id = finish(proc)
     assert len(lines) == 8 and len({x.rsplit(" ", 1)[0] for x in lines}) == 8, lines  # unique label sets
-    assert all(float(x.rsplit(" ", 1)[1]) == n for x in lines), lines
     from jitterlab import load_run
 
     run = load_run(run_id, store)
+    # under heavy load a writer preempted for > 1 s between claiming and publishing a slot
+    # has that sample counted as dropped (recorded = stored + dropped): every trial holds its
+    # own writer's samples and nothing else, and what it lacks the run counts as dropped
+    dropped = run.meta["monitor"]["ring_dropped"]
+    served = [float(x.rsplit(" ", 1)[1]) for x in lines]
+    assert all(c <= n for c in served) and 8 * n - sum(served) <= dropped, (lines, dropped)
     trials = run.meta["monitor"]["trials"]
     assert sorted(t["tag"] for t in trials) == ["t0"] * 4 + ["t1"] * 4
-    assert len({t["writer"] for t in trials}) == 4 and all(t["samples"] == n for t in trials)
+    assert len({t["writer"] for t in trials}) == 4
+    assert all(t["samples"] <= n for t in trials) and sum(n - t["samples"] for t in trials) <= dropped
     column = run.column("trial")
     for index in range(8):
-        values = run.latency_ns[column == index]
-        assert values.size == n and sorted(values.tolist()) == list(range(1_000, 1_000 + n))
-    assert np.count_nonzero(column == -1) == 4 * 2 * 100  # the samples between trials
+        values = run.latency_ns[column == index].tolist()
+        assert len(values) == trials[index]["samples"] and len(set(values)) == len(values)
+        assert set(values) <= set(range(1_000, 1_000 + n))  # this writer's trial values only
+    between = np.count_nonzero(column == -1)  # the samples between trials
+    assert 4 * 2 * 100 - dropped <= between <= 4 * 2 * 100
+    if dropped == 0:  # the usual case: every trial complete
+        assert all(c == n for c in served) and all(t["samples"] == n for t in trials)
     code, _, err = run_main(["monitor", "trials", run_id, "--json", "--store", str(store)], capsys)
     assert code == 2 and "without a baseline" in err  # screening needs a baseline; counts do not
 
