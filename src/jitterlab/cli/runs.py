@@ -48,6 +48,12 @@ def add_parsers(sub: Any) -> None:
         metavar="local:N|ADDRESS",
         help="compute the summary on a Dask cluster: N local worker processes, or a scheduler's address",
     )
+    p.add_argument(
+        "--recompute",
+        action="store_true",
+        help="read every sample again instead of the summary stored when the run was committed "
+        "(the samples file is checked against run.json either way)",
+    )
     store_option(p)
     p = sub.add_parser("report", help="write one self-contained HTML report of runs")
     p.add_argument("runs", nargs="*", help="run ids or folders (default: every run in the store)")
@@ -152,7 +158,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         with connect(args.cluster) as client:
             summary = summarize_on_cluster(client, verified_samples_path(run)).to_dict()
     else:
-        summary = run_summary(run)  # reads and verifies the samples, in row groups
+        summary = run_summary(run, recompute=args.recompute)  # verifies the samples file
     chosen = run_percentiles(run, args.percentiles) if args.percentiles else None
     if args.json:
         print_json(

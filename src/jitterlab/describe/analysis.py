@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -42,7 +43,7 @@ from jitterlab.stats.summary import percentiles_of_chunks, summarize_chunks
 from jitterlab.store import Run
 from jitterlab.store.hdr.streams import corrected_figures
 from jitterlab.store.runs import verified_samples_path
-from jitterlab.store.writer import latency_chunks, summarize_file, timed_latency_chunks
+from jitterlab.store.writer import latency_chunks, stored_summary, summarize_file, timed_latency_chunks
 
 TESTS = ("stacked-z", "gesd", "walsh")
 
@@ -136,14 +137,14 @@ def _describe_streamed(
     """:func:`describe_run` of the stacked z-score test read in row groups (memory
     independent of the run's size; identical results, stats/outofcore.py)."""
     path = verified_samples_path(run)
-    summary = summarize_file(path)
+    summary = file_summary(run, path)
     if summary.count == 0:
         raise JitterlabError(f"run {run.id} has no samples")
     reference = None
     screening = None
     if baseline is not None:
         base_path = verified_samples_path(baseline)
-        if summarize_file(base_path).count == 0:
+        if file_summary(baseline, base_path).count == 0:
             raise JitterlabError(f"baseline run {baseline.id} has no samples")
         reference = stacked_z_chunks(lambda: latency_chunks(base_path), threshold, two_sided)
         if reference.thresholds:
@@ -218,13 +219,21 @@ def latency_views(run: Run, expected_interval_ns: int | None = None) -> dict[str
     return views
 
 
-def run_summary(run: Run) -> dict[str, Any]:
-    """The summary of a run: from its samples (read and verified), or the stored one of a
-    histogram-only import (HdrHistogram's percentile definition)."""
+def run_summary(run: Run, recompute: bool = False) -> dict[str, Any]:
+    """The summary of a run: of its samples (file verified; see :func:`file_summary`), or the
+    stored one of a histogram-only import (HdrHistogram's percentile definition)."""
     if run.histogram_only:
         return dict(run.meta["summary"]["latency_ns"])
-    # read in row groups, never whole: exact and equal to summarize(run.latency_ns) to the last bit
-    return summarize_file(verified_samples_path(run)).to_dict()
+    return file_summary(run, verified_samples_path(run), recompute).to_dict()
+
+
+def file_summary(run: Run, path: Path, recompute: bool = False) -> Summary:
+    """The summary of a run's verified samples file ``path``: the one stored at commit when
+    it was computed as this version computes it (the file's SHA-256 was just checked against
+    run.json), else read in row groups — never whole: exact and equal to
+    summarize(run.latency_ns) to the last bit."""
+    stored = None if recompute else stored_summary(run.meta)
+    return stored if stored is not None else summarize_file(path)
 
 
 def run_percentiles(run: Run, ps: tuple[float, ...]) -> dict[str, float]:
