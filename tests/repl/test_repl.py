@@ -105,8 +105,15 @@ def test_describe_reads_a_replication_run(
 ) -> None:
     store, _out = scaling
     run = ResultsStore(store).runs()[0]
-    code, out, _err = run_main(["describe", run.id, "--store", str(store)], capsys)
-    assert code == 0 and "repl" in out
+    code, out, _err = run_main(["describe", run.id, "--store", str(store), "--json"], capsys)
+    assert code == 0
+    described = json.loads(out)
+    latency = run.latency_ns  # the observers' update latencies, as stored
+    summary = described["summary_ns"]
+    assert summary["count"] == latency.size == run.table.num_rows
+    assert summary["p50"] == float(np.percentile(latency, 50)) and summary["max"] == float(latency.max())
+    assert sum(c["count"] for c in described["categories"]) == latency.size  # every sample categorised
+    assert sum(row["count"] for row in described["windows"]["rows"]) == latency.size
 
 
 def test_the_knee_is_the_first_n_below_the_tick_rate_with_its_cause(scaling: tuple[Path, str]) -> None:
