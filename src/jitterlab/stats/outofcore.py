@@ -259,18 +259,29 @@ def _window_order_statistics(
     while bool((a < b).any()):
         step = -(-(b - a + 1) // nb)
         open_ = a < b
+        # ranks whose intervals are the same in every window (a percentile's two neighbouring
+        # ranks, mostly) share one histogram: counted once per pass
+        groups: dict[bytes, list[int]] = {}
+        for r in range(n_ranks):
+            if open_[:, r].any():
+                key = a[:, r].tobytes() + b[:, r].tobytes() + open_[:, r].tobytes()
+                groups.setdefault(key, []).append(r)
+        shared: list[tuple[list[int], np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = [
+            (rs, a[:, rs[0]].copy(), b[:, rs[0]].copy(), step[:, rs[0]].copy(), open_[:, rs[0]].copy())
+            for rs in groups.values()
+        ]
         hist = np.zeros((n_ranks, n_windows * nb), np.int64)
         for t, x in chunks():
             w = (t - t0) // width_ns
-            for r in range(n_ranks):
-                if not open_[:, r].any():
-                    continue
-                aw, bw = a[w, r], b[w, r]
-                inside = (x >= aw) & (x <= bw) & open_[w, r]
-                wi = w[inside]
-                hist[r] += np.bincount(
-                    wi * nb + (x[inside] - aw[inside]) // step[wi, r], minlength=n_windows * nb
-                )
+            for rs, ar, br, sr, opr in shared:
+                lower = ar[w]
+                inside = (x >= lower) & (x <= br[w])
+                if not opr.all():
+                    inside &= opr[w]
+                slot = w * nb + (x - lower) // sr[w]
+                hist[rs[0]] += np.bincount(slot[inside], minlength=n_windows * nb)
+        for rs, *_ in shared:
+            hist[rs[1:]] = hist[rs[0]]
         for r in range(n_ranks):
             rows = np.flatnonzero(open_[:, r])
             if rows.size == 0:
