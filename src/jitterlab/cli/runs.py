@@ -66,6 +66,11 @@ def add_parsers(sub: Any) -> None:
     p.add_argument(
         "--strict", action="store_true", help="exit 1 when a run is damaged (it is left out either way)"
     )
+    p.add_argument(
+        "--percentiles",
+        type=percentile_list,
+        help="also a table of these exact percentiles in every run's section (e.g. 50,99,99.9,99.999,max)",
+    )
     store_option(p)
     p = sub.add_parser("compare", help="compare run B against run A: verdict per percentile")
     p.add_argument("a", help="baseline run")
@@ -212,7 +217,9 @@ def cmd_report(args: argparse.Namespace) -> int:
         if all(r.id != baseline_id for r in runs):
             runs = [baseline, *runs]
     note(f"writing the report of {len(runs)} run(s)…")
-    size = write_report(runs, Path(args.output), args.title, baseline_id=baseline_id)
+    size = write_report(
+        runs, Path(args.output), args.title, baseline_id=baseline_id, percentiles=args.percentiles
+    )
     note(f"wrote {args.output} ({size / 1e6:.1f} MB)")
     return 1 if args.strict and damaged else 0
 
