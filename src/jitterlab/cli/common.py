@@ -196,6 +196,15 @@ def print_json(document: Any) -> None:
     print(json.dumps(document, indent=2))
 
 
+def print_context(runs: Sequence[Run]) -> None:
+    """The context block heading a command's text output on stdout (measuring commands
+    included): the machine ``runs`` were measured on, or where they came from."""
+    from jitterlab.describe.context import context_header
+
+    if runs:
+        print(context_header(runs))
+
+
 def load(ref: str, args: argparse.Namespace) -> Run:
     from jitterlab.store import ResultsStore, load_run
 
