@@ -180,10 +180,9 @@ def _analyze(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"context": context} | s | {"run": run.id if run else None})
         return code
-    print(header_of([context]))
     mark = "" if result.trusted else f"  UNTRUSTED ({', '.join(c['code'] for c in result.untrusted)})"
     print(
-        f"motion-to-photon latency: {s['latency_ms']:.3f} ms{mark}  "
+        f"{header_of([context])}\nmotion-to-photon latency: {s['latency_ms']:.3f} ms{mark}  "
         f"({args.video.name}, {s['frames']} frames, {s['freq_hz']:.3f} Hz)"
     )
     print(render(["estimator", "latency", "vs headline"], analyze.headline_rows(result), "lrr"))

@@ -67,9 +67,7 @@ def add_parsers(sub: Any) -> None:
         "--strict", action="store_true", help="exit 1 when a run is damaged (it is left out either way)"
     )
     p.add_argument(
-        "--percentiles",
-        type=percentile_list,
-        help="also a table of these exact percentiles in every run's section (e.g. 50,99,99.9,99.999,max)",
+        "--percentiles", type=percentile_list, help="also a table of these exact percentiles per run"
     )
     store_option(p)
     p = sub.add_parser("compare", help="compare run B against run A: verdict per percentile")
