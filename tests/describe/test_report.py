@@ -230,6 +230,18 @@ def test_report_percentiles_are_columns_with_the_runs_exact_values(tmp_path: Pat
     assert cells[-1] == latency.max()
     shown = run_cli("show", run.id, "--json", "--percentiles", "50,99,99.9,99.99,max", "--store", str(store))
     assert list(json.loads(shown.stdout)["percentiles_ns"].values()) == cells
+    # over several runs the overview holds one row per run with the same values
+    other = make_run(store, latency_clusters(4, 6_000), technique="spin")
+    two = tmp_path / "two.html"
+    done = run_cli("report", "-o", str(two), "--percentiles", "50,99,99.9,99.99,max", "--store", str(store))
+    assert done.returncode == 0, done.stderr
+    overview = two.read_text().split("<h3>Chosen percentiles (exact, type 7)</h3>", 1)[1].split("</table>")[0]
+    rows = {
+        label: [float(v) for v in re.findall(r"data-ns='([^']*)'", row)]
+        for label, row in re.findall(r"<tr><td>([^<]*)</td>(.*?)</tr>", overview)
+    }
+    assert rows == {run.label: cells, other.label: rows[other.label]} and len(rows[other.label]) == 5
+    assert rows[other.label][-1] == latency_clusters(4, 6_000).max()
     # without the option the report has no such table; a bad list is one line and exit 2
     plain = tmp_path / "plain.html"
     assert run_cli("report", "-o", str(plain), "--store", str(store)).returncode == 0

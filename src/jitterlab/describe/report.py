@@ -272,8 +272,21 @@ def _chosen_table(chosen: dict[str, float] | None) -> str:
     if not chosen:
         return ""
     return "<div class='muted'>chosen percentiles (exact, type 7)</div>" + html_table(
-        list(chosen), [[f"<span data-ns='{v!r}'>{_esc(format_ns(v))}</span>" for v in chosen.values()]]
+        list(chosen), [[_ns_cell(v) for v in chosen.values()]]
     )
+
+
+def _ns_cell(value: float) -> str:
+    return f"<span data-ns='{value!r}'>{_esc(format_ns(value))}</span>"
+
+
+def _chosen_overview(runs: Sequence[Run], chosen: Sequence[dict[str, float] | None]) -> str:
+    """``report --percentiles`` over several runs: one row per run, the chosen levels as columns."""
+    present = [(run, c) for run, c in zip(runs, chosen, strict=True) if c]
+    if not present:
+        return ""
+    rows = [[_esc(run.label), *(_ns_cell(v) for v in c.values())] for run, c in present]
+    return "<h3>Chosen percentiles (exact, type 7)</h3>" + html_table(["run", *present[0][1]], rows)
 
 
 def _category_table(d: RunDescription) -> str:
@@ -388,7 +401,9 @@ need raw samples, which an HdrHistogram log does not hold, so they are not shown
 {html_table(interval_headers, shown)}</section>"""
 
 
-def _section_job(run: Run, anchor: str, ps: tuple[float, ...] = ()) -> tuple[str, RunDigest]:
+def _section_job(
+    run: Run, anchor: str, ps: tuple[float, ...] = ()
+) -> tuple[str, RunDigest, dict[str, float] | None]:
     """One run's section and the overview's numbers of it (in a worker process); ``ps``:
     the percentiles ``--percentiles`` chose, the same type-7 values ``show --percentiles``
     prints, taken from the sorted samples the section already holds."""
@@ -400,7 +415,7 @@ def _section_job(run: Run, anchor: str, ps: tuple[float, ...] = ()) -> tuple[str
         else None
     )
     section = _run_section(d, anchor, chosen)
-    return section, digest(run, d.summary, ordered)
+    return section, digest(run, d.summary, ordered), chosen
 
 
 def _ignore_interrupts() -> None:
@@ -476,10 +491,11 @@ def build_report(
         progress = ProgressBar("rendering the report", len(jobs))
         results = run_jobs(jobs, progress)
         progress.close()
-        digests = [d for _section, d in results[: len(sample_runs)]]
+        digests = [d for _section, d, _chosen in results[: len(sample_runs)]]
         comparisons = {(b.id, o.id): c for (b, o), c in zip(pairs, results[len(sample_runs) :], strict=True)}
         overview = overview_html(digests, comparisons, baseline_id, run_jobs) if len(digests) > 1 else ""
-    sections = [section for section, _digest in results[: len(sample_runs)]]
+    sections = [section for section, _digest, _chosen in results[: len(sample_runs)]]
+    chosen = [c for _section, _digest, c in results[: len(sample_runs)]]
     labels = [r.label for r in sample_runs] + [f"{r.label} (histogram)" for r in histogram_runs]
     nav = " ".join(f'<a href="#run{i}">{_esc(label)}</a>' for i, label in enumerate(labels))
     parts = [
@@ -506,7 +522,7 @@ def build_report(
                     headers, [[_esc(cell) for cell in row] for row in rows], cls="three-text-columns"
                 )
             )
-        parts.append(overview + "</div>")
+        parts.append(_chosen_overview([d.run for d in digests], chosen) + overview + "</div>")
     parts.append(f"<h2>Runs</h2><nav class='muted'>{nav}</nav>")
     parts.extend(sections)
     parts.extend(
