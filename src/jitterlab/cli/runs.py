@@ -49,10 +49,7 @@ def add_parsers(sub: Any) -> None:
         help="compute the summary on a Dask cluster: N local worker processes, or a scheduler's address",
     )
     p.add_argument(
-        "--recompute",
-        action="store_true",
-        help="read every sample again instead of the summary stored when the run was committed "
-        "(the samples file is checked against run.json either way)",
+        "--recompute", action="store_true", help="read every sample, not the summary stored at commit"
     )
     store_option(p)
     p = sub.add_parser("report", help="write one self-contained HTML report of runs")
@@ -148,8 +145,7 @@ def cmd_recover(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     from jitterlab.describe.analysis import run_percentiles, run_summary
-    from jitterlab.describe.context import context_block
-    from jitterlab.describe.text import show_text
+    from jitterlab.describe.text import show_json, show_text
 
     run = load(args.run, args)
     if run.histogram_only:
@@ -164,18 +160,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         summary = run_summary(run, recompute=args.recompute)  # verifies the samples file
     chosen = run_percentiles(run, args.percentiles) if args.percentiles else None
     if args.json:
-        print_json(
-            {
-                "id": run.id,
-                "status": run.meta.get("status"),
-                "partial_reason": run.meta.get("partial_reason"),
-                "context": context_block(run),
-                "config": run.config,
-                "summary_ns": summary,
-                "percentiles_ns": chosen,
-                "floor": run.meta.get("floor"),
-            }
-        )
+        print_json(show_json(run, summary, chosen))
         return 0
     print(show_text(run, summary))
     if chosen:
