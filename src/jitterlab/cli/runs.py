@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from jitterlab.cli.common import (
+    cluster_option,
     load,
     non_negative_float,
     note,
@@ -43,11 +44,7 @@ def add_parsers(sub: Any) -> None:
         type=percentile_list,
         help="also these percentiles, exact (e.g. 50,90,99,99.9,99.99,99.999,max)",
     )
-    p.add_argument(
-        "--cluster",
-        metavar="local:N|ADDRESS",
-        help="compute the summary on a Dask cluster: N local worker processes, or a scheduler's address",
-    )
+    cluster_option(p, "the summary")
     p.add_argument(
         "--recompute", action="store_true", help="read every sample, not the summary stored at commit"
     )
@@ -151,14 +148,15 @@ def cmd_show(args: argparse.Namespace) -> int:
     if run.histogram_only:
         note("note: histogram-only run (imported); percentiles use HdrHistogram's definition")
     if args.cluster and not run.histogram_only:
-        from jitterlab.store.cluster import connect, summarize_on_cluster
+        from jitterlab.store.cluster import engine
         from jitterlab.store.runs import verified_samples_path
 
-        with connect(args.cluster) as client:
-            summary = summarize_on_cluster(client, verified_samples_path(run)).to_dict()
+        with engine(args.cluster) as cluster:
+            summary = cluster.summary(verified_samples_path(run)).to_dict()
+            chosen = run_percentiles(run, args.percentiles, cluster) if args.percentiles else None
     else:
         summary = run_summary(run, recompute=args.recompute)  # verifies the samples file
-    chosen = run_percentiles(run, args.percentiles) if args.percentiles else None
+        chosen = run_percentiles(run, args.percentiles) if args.percentiles else None
     if args.json:
         print_json(show_json(run, summary, chosen))
         return 0

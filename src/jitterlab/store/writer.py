@@ -18,13 +18,14 @@ from collections.abc import Iterator, Sequence
 from dataclasses import fields
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from jitterlab.core.fileio import open_output
+from jitterlab.stats.scan import LocalScan, Scan
 from jitterlab.stats.summary import Summary, summarize_chunks
 from jitterlab.store.schema import SCHEMA_VERSION
 
@@ -173,6 +174,39 @@ def timed_latency_chunks(path: Path) -> Iterator[tuple[np.ndarray, np.ndarray]]:
 def summarize_file(path: Path) -> Summary:
     """The exact summary of the samples file's latencies, in memory independent of its size."""
     return summarize_chunks(lambda: latency_chunks(path))
+
+
+class Engine(Protocol):
+    """Where the passes over a samples file run: in this process (:data:`LOCAL`) or on a
+    cluster (``jitterlab.store.cluster.ClusterEngine``), with the same results."""
+
+    def latency(self, path: Path, since: str = "t_send_ns") -> Scan:
+        """The file's latencies (t_recv_ns − ``since``), chunk by chunk."""
+        ...
+
+    def timed(self, path: Path) -> Scan:
+        """The file's (t_send_ns, latency) chunks."""
+        ...
+
+    def summary(self, path: Path, since: str = "t_send_ns") -> Summary:
+        """:func:`summarize_file` of the file."""
+        ...
+
+
+class LocalEngine:
+    """The :class:`Engine` that reads the samples file in this process, batch by batch."""
+
+    def latency(self, path: Path, since: str = "t_send_ns") -> LocalScan:
+        return LocalScan(lambda: latency_chunks(path, since))
+
+    def timed(self, path: Path) -> LocalScan:
+        return LocalScan(lambda: timed_latency_chunks(path))
+
+    def summary(self, path: Path, since: str = "t_send_ns") -> Summary:
+        return summarize_chunks(lambda: latency_chunks(path, since))
+
+
+LOCAL = LocalEngine()
 
 
 # Names the computation behind a stored summary (exact type-7 percentiles, population std
