@@ -1,12 +1,13 @@
-"""The exact summary of a run on a Dask distributed cluster (``--cluster local:N|ADDRESS``).
+"""Analysis passes on a Dask distributed cluster (``--cluster local:N|ADDRESS``): the exact
+summary (``show``), the stacked-z categories, windows and baseline screening
+(``describe``) and the passes of ``merge``.
 
-Workers read the run's row groups from the shared store (the same path on every host) and
-compute each row group's share of every pass of
-:func:`jitterlab.stats.summary.summarize_chunks`: count, extremes and exact integer sum;
-the squared deviations from the mean; the bucket counts and gathered values of each radix
-refinement pass. The client adds the shares (integers: in any order; the squares in row
-group order, as the single-process path adds them), so every number equals the
-single-process path's. Dask is imported only here, and only when asked for
+Workers read the run's row groups from the shared store (the same path on every host); a
+:class:`ClusterScan` runs each pass of :mod:`jitterlab.stats.summary` and
+:mod:`jitterlab.stats.outofcore` as one task per row group and sends back only the pass's
+per-chunk result, which the client folds as the single-process path does (integers in any
+order; the squares in row-group order), so every number equals the single-process
+path's (docs/cluster.md). Dask is imported only here, and only when asked for
 (``pip install 'jitterlab[cluster]'``).
 """
 
