@@ -157,6 +157,25 @@ def test_a_silent_cluster_is_one_line_and_changes_nothing(big, capsys) -> None:
     assert _files(store) == before
 
 
+@pytest.mark.slow
+def test_a_scheduler_without_workers_is_one_line(big, capsys, monkeypatch) -> None:
+    from distributed import LocalCluster
+
+    from jitterlab.store import cluster as module
+
+    monkeypatch.setattr(module, "WORKERS_WITHIN_S", 1)
+    store, (run, _, _) = big
+    with LocalCluster(
+        n_workers=0, dashboard_address=None, scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}
+    ) as empty:
+        capsys.readouterr()
+        code, _, err = run_main(
+            ["describe", run, "--cluster", empty.scheduler_address, "--store", str(store)], capsys
+        )
+    assert code == 2 and "has no workers" in err, err
+    assert_one_line_error(err)
+
+
 def test_describe_on_a_cluster_refuses_what_it_cannot_split(tmp_path: Path, capsys) -> None:
     store = tmp_path / "store"
     run = make_run(store, latency_clusters(seed=6, n=5_000))

@@ -38,6 +38,7 @@ from jitterlab.stats.summary import (
 )
 from jitterlab.store.writer import latency_chunks
 
+WORKERS_WITHIN_S = 10
 MISSING = "--cluster needs the optional package dask[distributed]: pip install 'jitterlab[cluster]'"
 
 
@@ -77,6 +78,13 @@ def connect(spec: str) -> Iterator[Any]:
     except (OSError, TimeoutError, ValueError) as e:
         raise JitterlabError(f"--cluster {spec}: no scheduler answers ({e})") from None
     try:
+        try:  # a scheduler without workers would hold every task forever
+            client.wait_for_workers(1, timeout=WORKERS_WITHIN_S)
+        except (OSError, TimeoutError):
+            raise JitterlabError(
+                f"--cluster {spec}: the scheduler has no workers after {WORKERS_WITHIN_S} s "
+                f"(start some: dask worker {spec})"
+            ) from None
         yield client
     finally:
         client.close()
