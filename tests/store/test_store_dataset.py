@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 
 from conftest import latency_clusters, make_run
+from jitterlab.store import ResultsStore, Run
+from jitterlab.store.writer import SampleWriter
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "run-format.md"
 
@@ -22,11 +24,25 @@ def documented_query(language: str) -> str:
     return match.group(1)
 
 
+def run_with_extra_columns(store: Path, latency: np.ndarray) -> Run:
+    """A run with the net runs' extra columns beside the four every run has."""
+    s = ResultsStore(store)
+    meta = {"id": s.new_run_id("net", "p1"), "kind": "run", "status": "complete", "config": {"pairs": 1}}
+    staging = s.staging_dir(meta["id"])
+    t_send = 1_000_000_000 + np.arange(latency.size, dtype=np.int64) * 10_000
+    with SampleWriter(staging / "samples.parquet", meta["id"], ("t_intended_ns", "src_node")) as w:
+        w.write(
+            0, np.arange(latency.size), t_send, t_send + latency, t_intended_ns=t_send, src_node=t_send * 0
+        )
+    return s.publish_samples(staging, meta, w)
+
+
 def stored_runs(store: Path) -> list[tuple[str, int, int, int, int]]:
     runs = [
         make_run(store, latency_clusters(seed=1, n=20_000), pairs=2),
         make_run(store, latency_clusters(seed=2, n=30_000), pairs=4),
         make_run(store, latency_clusters(seed=3, n=5_000)),
+        run_with_extra_columns(store, latency_clusters(seed=4, n=3_000)),  # columns differ by run
     ]
     return sorted(
         (
