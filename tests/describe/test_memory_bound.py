@@ -1,0 +1,31 @@
+"""A run too large for the asked analysis never dies of memory (issue 25, Bad input): what
+streams streams; what must hold the whole run refuses first, in one line naming the bound."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import assert_one_line_error, latency_clusters, make_run, run_main
+
+
+def test_an_analysis_that_would_not_fit_refuses_in_one_line_and_streaming_ones_go_on(
+    store: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = make_run(store, latency_clusters(11, 60_000))
+    rows = run.meta["samples"]["rows"]
+    monkeypatch.setenv("JITTERLAB_MEMORY_LIMIT_MB", "1")  # far below rows × 80 B
+    for held in (["--test", "gesd"], ["--test", "walsh"], ["--from", "0", "--to", "1"]):
+        code, out, err = run_main(["describe", run.id, "--store", str(store), *held], capsys)
+        assert code == 2 and out == "", held
+        assert_one_line_error(err)
+        assert f"all {rows:,} samples" in err and "GB available" in err and "describe --test stacked-z" in err
+    code, out, _ = run_main(["describe", run.id, "--store", str(store), "--json"], capsys)  # streams
+    assert code == 0 and json.loads(out)["summary_ns"]["count"] == rows
+    code, out, _ = run_main(["show", run.id, "--store", str(store), "--json", "--recompute"], capsys)
+    assert code == 0 and json.loads(out)["summary_ns"]["count"] == rows
+    monkeypatch.setenv("JITTERLAB_MEMORY_LIMIT_MB", "1000")  # room enough: held in memory as before
+    code, _, _ = run_main(["describe", run.id, "--store", str(store), "--test", "gesd"], capsys)
+    assert code == 0
