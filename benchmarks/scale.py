@@ -20,7 +20,7 @@ RSS of the whole process tree), ``--repeats`` times (median and range):
 - DuckDB: the same statistics in one SQL statement over the same file — ``quantile_cont``
   is type-7 linear interpolation, ``stddev_pop`` the population deviation — so the values
   must agree with ``show``'s (checked and printed: ``values agree``);
-- pandas (N ≤ 10⁷ only: it holds the columns): ``read_parquet`` of the two time columns,
+- pandas (N ≤ 10⁷ unless ``--pandas-up-to``: it holds the columns): ``read_parquet`` of the two time columns,
   ``quantile`` (linear), ``mean``, ``std(ddof=0)``.
 
 Printed: a line per contender and size, the ratios DuckDB/show and pandas/show, the scale
@@ -175,6 +175,12 @@ def main() -> int:
     parser.add_argument(
         "--describe-up-to", type=float, default=None, help="run describe only up to this size (e.g. 1e8)"
     )
+    parser.add_argument(
+        "--pandas-up-to",
+        type=float,
+        default=PANDAS_UP_TO,
+        help="run pandas up to this size (it holds the columns)",
+    )
     parser.add_argument("--plot", default=None, help="PNG of the scale curve (default: in the temp folder)")
     parser.add_argument("--dir", default=None, help="where the generated store goes (default: a temp folder)")
     parser.add_argument("--keep", action="store_true", help="keep the generated store")
@@ -234,7 +240,7 @@ def main() -> int:
             figures[f"duckdb_over_recompute_{n:.0e}"] = ratio_again
             figures[f"show_s_{n:.0e}"] = statistics.median(s_show)
             figures[f"show_peak_mb_{n:.0e}"] = statistics.median(m_show)
-            if n <= PANDAS_UP_TO:
+            if n <= args.pandas_up_to:
                 s_pd, m_pd, out = measure([sys.executable, "-c", PANDAS_SCRIPT, str(path)], args.repeats, env)
                 row["pandas"] = (s_pd, m_pd)
                 pd_same = agree(ours, last_json(out))
