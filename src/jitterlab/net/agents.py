@@ -165,6 +165,17 @@ class Agent:
         )
         return int(self.expect("serving").split()[1])
 
+    def pull_part(self) -> np.ndarray:
+        """What a serving agent recorded since the last pull (``part`` answers ``part N`` and
+        N records): the coordinator asks about every second while a stream runs."""
+        self.send("part")
+        line = self._line()
+        if line.startswith("part "):
+            return self._block(int(line.split()[1]))
+        if line.startswith("error "):
+            raise JitterlabError(f"{self._where()}: {line[6:].strip()}")
+        raise JitterlabError(f"{self._where()}: the agent exited ({self._failure(line)})")
+
     def collect(self) -> tuple[dict[str, Any], np.ndarray]:
         self.send("collect")
         result = parse_result(self.expect("result"))
