@@ -5,12 +5,14 @@
 //   agent says: hello jitterlab-net VERSION PROTOCOL TRANSPORTS
 //   serve transport=T bind=A port=P payload=B node=I   -> serving PORT
 //   run scenario=S transport=T peers=A:P[,A:P] payload=B node=I duration_ns=D warmup_ns=W
-//       rate=R messages=N steps=S fps=F sync=0|1 states=K timeout_ns=T
+//       rate=R messages=N steps=S fps=F sync=0|1 states=K timeout_ns=T step_pause=0|1
 //                                                     -> ready; then "go" -> progress... result ... samples N + bytes
 //                                                        (ping, frame-sync, open-loop: "part N" + bytes about
 //                                                        every second in between: the records since the last
 //                                                        part, so a coordinator killed mid-run leaves them in
 //                                                        staging; open loop: those settled, answered or timed out)
+//                                                        (stream with step_pause=1: "stepped K" after each
+//                                                        step but the last, then waits for "next")
 //   part                                              -> part N + bytes (what a server recorded since the last
 //                                                        part: the coordinator asks about every second)
 //   collect                                           -> result ... samples N + bytes (what a server recorded)
@@ -121,6 +123,7 @@ public:
         end_ = warm_end_ + number(p_, "duration_ns", 10'000'000'000);
         const std::string s = text(p_, "scenario");
         parts_ = s == "ping" || s == "frame-sync" ? Parts::appended : s == "open-loop" ? Parts::settled : Parts::none;
+        step_pause_ = number(p_, "step_pause", 0) != 0;
         next_part_ = warm_end_ + kPartNs;
         if (s == "ping") ping();
         else if (s == "open-loop") open_loop(real(p_, "rate", 1000));
@@ -273,6 +276,7 @@ private:
         net::Header h{};
         std::int64_t t = 0;
         for (std::int64_t step = 0; step < steps && !stopping(); ++step) {
+            if (step > 0 && step_pause_ && !paused_between_steps(step - 1)) break;
             const std::int64_t t_start = jl::now_ns(), first = step * messages;
             if (!handshake(net::Kind::start, step, every, net::Kind::credit, step, t_start + give_up_after, h, t)) {
                 o_.lost += messages;
@@ -309,6 +313,17 @@ private:
             o_.steps.push_back(std::to_string(h.seq) + ":" + std::to_string(h.t_intended) + ":" + std::to_string(t - t_start));
         }
         end_ = jl::now_ns();
+    }
+
+    /// Stream with step_pause=1: after each step, "stepped K", then wait for the coordinator's
+    /// "next": it collects the receivers' records while nothing is measured (a part between
+    /// steps costs the measurement nothing). False when the coordinator is gone.
+    bool paused_between_steps(std::int64_t step) {
+        say("stepped " + std::to_string(step));
+        std::string line;
+        if (std::getline(std::cin, line) && line == "next") return true;
+        o_.interrupted = true;
+        return false;
     }
 
     /// The seed's distributed rendering: each frame, `states` state updates and the frame token
@@ -366,6 +381,7 @@ private:
     // how records go over in parts: appended (ping, frame-sync: final once recorded), settled
     // (open loop: final once answered or timed out), none (stream: the receiver records)
     enum class Parts { none, appended, settled } parts_ = Parts::none;
+    bool step_pause_ = false;         // stream: wait for "next" between steps
     std::size_t parted_ = 0;          // records already handed over in parts
     std::vector<net::Record> pending_;  // open loop: every request sent, by sequence number
     std::size_t pending_parted_ = 0;  // open loop: requests already settled and handed over

@@ -609,6 +609,31 @@ def test_kill_9_mid_run_keeps_the_samples_so_far_and_the_impairment_log(tmp_path
     assert log.shape[0] >= 2 * run.latency_ns.size  # every ping and its answer crossed the router
 
 
+def test_sigterm_between_stream_steps_ends_the_run_with_its_samples(tmp_path: Path) -> None:
+    """A stream sender waits for "next" between steps while the coordinator collects the
+    receivers' parts; a stop signal at any moment must still end the run in order (exit 130,
+    a partial run with the samples so far), never leave the sender waiting."""
+    store = tmp_path / "s"
+    argv = ["net", "bench", "--scenario", "stream", "--samples", "20000", "--steps", "5000"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jitterlab", *argv, "--store", str(store)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 40
+    while not list((store / ".staging").glob("*/parts/part-000003.parquet")):
+        assert time.monotonic() < deadline and proc.poll() is None, "no third part written"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    (run,) = ResultsStore(store).runs()
+    assert run.partial and "interrupted" in run.meta["partial_reason"]
+    assert run.latency_ns.size >= 60_000  # three steps at least
+    assert topo.namespaces() == []
+
+
 def _alive(pid: int) -> bool:
     """True while ``pid`` runs (a zombie waiting for its parent to reap it has stopped)."""
     try:
@@ -621,8 +646,10 @@ def _alive(pid: int) -> bool:
     ("scenario", "options"),
     [
         ("open-loop", ("--rate", "2000")),
-        ("stream", ("--samples", "3000000", "--steps", "2")),  # each step far longer than the test
+        ("stream", ("--samples", "20000", "--steps", "5000")),  # parts between steps
+        ("stream", ("--samples", "3000000", "--steps", "2")),  # a step longer than the test: parts in it
     ],
+    ids=["open-loop", "stream-short-steps", "stream-long-steps"],
 )
 @pytest.mark.parametrize("killed", ["coordinator", "agent"])
 def test_kill_9_mid_open_loop_or_stream_keeps_the_samples_so_far(

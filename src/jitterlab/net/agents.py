@@ -80,6 +80,9 @@ class Agent:
         # where the records of a "part N" block go (what a measuring agent hands over while it
         # runs, about every second); None: read and dropped
         self.on_part: Callable[[np.ndarray], None] | None = None
+        # what runs while a stream sender waits between two steps (``stepped K``): nothing is
+        # measured then; "next" follows it
+        self.on_step: Callable[[], None] | None = None
         self.proc = subprocess.Popen(
             launcher.argv(),
             stdin=subprocess.PIPE,
@@ -141,6 +144,14 @@ class Agent:
                 part = self._block(int(line.split()[1]))
                 if self.on_part:
                     self.on_part(part)
+                continue
+            if line.startswith("stepped "):  # a stream sender waits between steps for "next"
+                try:
+                    if self.on_step:
+                        self.on_step()
+                finally:  # also when interrupted meanwhile: the sender must not wait for ever
+                    with contextlib.suppress(JitterlabError):
+                        self.send("next")
                 continue
             if line.startswith("error "):
                 raise JitterlabError(f"{self._where()}: {line[6:].strip()}")

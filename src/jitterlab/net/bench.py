@@ -312,6 +312,8 @@ def _measure(
             "fps": f"{o.fps:g}",
             "sync": int(bool(sync)),
             "states": o.states,
+            # stream: the sender waits between steps while the coordinator collects (native agents)
+            "step_pause": int(scenario == "stream" and transport not in JVM_TRANSPORTS),
             # an answer crosses the impaired link twice: wait that long on top before calling it lost
             "timeout_ns": int((o.timeout_s + (2 * impairment.longest_delay_s() if impairment else 0)) * 1e9),
         }
@@ -333,7 +335,10 @@ def _measure(
         def progress(done: int, _total: int) -> None:
             bar.update(done)
             if pull:
-                pull()
+                pull(False)
+
+        if pull:
+            client.on_step = lambda: pull(True)
 
         link = Link(nodes.router, impairment, staging) if impairment and nodes.router else None
         try:
@@ -512,17 +517,20 @@ def _part_writer(store: ResultsStore, staging: Path, scenario: str) -> PartWrite
     return write
 
 
-def _server_parts(servers: list[Agent], write: PartWriter) -> Callable[[], None]:
-    """Stream: at most once a second, what each receiver recorded since the last pull, as a
-    part (sender to receiver, as the finished run stores them), so that a coordinator killed
-    mid-run leaves them in staging. An agent that cannot answer (one that died, or an older
-    build without ``part``) ends the pulling; the run itself goes on and its end says why."""
+def _server_parts(servers: list[Agent], write: PartWriter) -> Callable[[bool], None]:
+    """Stream: what each receiver recorded since the last pull, as a part (sender to receiver,
+    as the finished run stores them), so that a coordinator killed mid-run leaves them in
+    staging. ``pull(True)`` between two steps, while the sender waits and nothing is measured;
+    ``pull(False)`` during a step only when the last pull is a second old (a step longer than
+    a second: that pull takes CPU from the measurement, docs/net.md). An agent that cannot
+    answer (one that died, or an older build without ``part``) ends the pulling; the run
+    itself goes on and its end says why."""
     next_pull = _now_ns() + PART_NS
     pulling = True
 
-    def pull() -> None:
+    def pull(between_steps: bool) -> None:
         nonlocal next_pull, pulling
-        if not pulling or _now_ns() < next_pull:
+        if not pulling or (not between_steps and _now_ns() < next_pull):
             return
         next_pull = _now_ns() + PART_NS
         for node, server in enumerate(servers, start=1):
