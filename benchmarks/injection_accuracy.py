@@ -174,7 +174,7 @@ def probe(target: int, receive: int, count: int, rate: int) -> np.ndarray:
     """The native probe: records (t_send, t_recv) of every datagram that came back."""
     with tempfile.TemporaryDirectory() as out:
         cmd = [str(native_program("jitterlab-inject")), "probe", "--target", f"127.0.0.1:{target}"]
-        cmd += ["--receive", str(receive), "--count", str(count), "--rate", str(rate), "--out", out]
+        cmd += ["--receive", str(receive), "--samples", str(count), "--rate", str(rate), "--out", out]
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
         return read_raw_samples(Path(out) / "samples.jlraw").records
 

@@ -11,7 +11,11 @@ log-uniform from 50 µs to 30 ms (0.1 %) — with a fixed seed per chunk.
 Contenders, each run as its own process (``benchmarks/treemem.py``: wall time and the peak
 RSS of the whole process tree), ``--repeats`` times (median and range):
 
-- ``jitterlab show RUN --json``: count, min, max, mean, std and p50…p99.999 (exact, type 7);
+- ``jitterlab show RUN --json``: count, min, max, mean, std and p50…p99.999 (exact, type 7),
+  as users get it: the samples file checked against run.json (size, SHA-256), then the
+  summary stored at commit;
+- ``jitterlab show RUN --json --recompute``: the same figures computed again from every
+  sample, in row groups (the streamed exact path that describe, compare and export use);
 - ``jitterlab describe RUN --json``: stacked-z categories and 1 s windows;
 - DuckDB: the same statistics in one SQL statement over the same file — ``quantile_cont``
   is type-7 linear interpolation, ``stddev_pop`` the population deviation — so the values
@@ -26,8 +30,8 @@ Targets (issue 25): at 10⁹ show ≤ 10 s, describe ≤ 60 s, tree peak ≤ 2 G
 at 10⁸ ≥ 5× DuckDB and ≥ 10× pandas (pandas is only run to 10⁷ here, and the ratio at 10⁷
 is printed).
 
-Disk: about 13 bytes per sample (zstd Parquet): 10⁸ → 1.3 GB, 10⁹ → 13 GB; the store is
-deleted at the end unless ``--keep``.
+Disk: about 2.2 bytes per sample (delta-packed Parquet): 10⁸ → 220 MB, 10⁹ → 2.2 GB; the
+store is deleted at the end unless ``--keep``.
 
 Usage: python benchmarks/scale.py [--quick] [--full] [--sizes 1e6,1e7] [--repeats 3] [--json]
 """
@@ -168,6 +172,9 @@ def main() -> int:
     parser.add_argument(
         "--no-describe", action="store_true", help="leave describe out (it may not stream yet)"
     )
+    parser.add_argument(
+        "--describe-up-to", type=float, default=None, help="run describe only up to this size (e.g. 1e8)"
+    )
     parser.add_argument("--plot", default=None, help="PNG of the scale curve (default: in the temp folder)")
     parser.add_argument("--dir", default=None, help="where the generated store goes (default: a temp folder)")
     parser.add_argument("--keep", action="store_true", help="keep the generated store")
@@ -201,7 +208,14 @@ def main() -> int:
             ours = json.loads(out)["summary_ns"]
             row["show"] = (s_show, m_show)
             say(f"N {n:.0e} show      {fmt(s_show)} s, peak {fmt(m_show, 0)} MB")
-            if not args.no_describe:
+            s_again, m_again, out = measure(
+                [*jl, "show", run_id, "--json", "--recompute", *store_args], args.repeats, env
+            )
+            if json.loads(out)["summary_ns"] != ours:
+                say(f"N {n:.0e} show --recompute DIFFERS from the stored summary")
+            row["recompute"] = (s_again, m_again)
+            say(f"N {n:.0e} recompute {fmt(s_again)} s, peak {fmt(m_again, 0)} MB (show --recompute)")
+            if not args.no_describe and (args.describe_up_to is None or n <= args.describe_up_to):
                 s_desc, m_desc, _ = measure(
                     [*jl, "describe", run_id, "--json", "--window", "1s", *store_args], args.repeats, env
                 )
@@ -214,8 +228,10 @@ def main() -> int:
                 f"N {n:.0e} duckdb    {fmt(s_duck)} s, peak {fmt(m_duck, 0)} MB, values agree: {'yes' if duck_same else 'NO'}"
             )
             ratio = statistics.median(s_duck) / statistics.median(s_show)
-            say(f"N {n:.0e} ratio duckdb/show {ratio:.2f}×")
+            ratio_again = statistics.median(s_duck) / statistics.median(s_again)
+            say(f"N {n:.0e} ratio duckdb/show {ratio:.2f}×, duckdb/recompute {ratio_again:.2f}×")
             figures[f"duckdb_over_show_{n:.0e}"] = ratio
+            figures[f"duckdb_over_recompute_{n:.0e}"] = ratio_again
             figures[f"show_s_{n:.0e}"] = statistics.median(s_show)
             figures[f"show_peak_mb_{n:.0e}"] = statistics.median(m_show)
             if n <= PANDAS_UP_TO:
@@ -245,7 +261,7 @@ def main() -> int:
 
 def table(rows: list[dict[str, object]]) -> str:
     """The scale curve: median seconds and peak MB per contender and size."""
-    names = ["show", "describe", "duckdb", "pandas"]
+    names = ["show", "recompute", "describe", "duckdb", "pandas"]
     head = f"{'N':>8} {'file MB':>8} " + " ".join(f"{n + ' s':>12} {n + ' MB':>12}" for n in names)
     lines = [head]
     for r in rows:
@@ -268,7 +284,7 @@ def draw(rows: list[dict[str, object]], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(10, 4))
-    for name in ("show", "describe", "duckdb", "pandas"):
+    for name in ("show", "recompute", "describe", "duckdb", "pandas"):
         pts = [(r["n"], r[name]) for r in rows if name in r]
         if not pts:
             continue

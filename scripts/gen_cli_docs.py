@@ -37,12 +37,17 @@ Conventions, the same for every command:
 - `--samples` is always a count of samples (per pair, per setting, per step); a count of
   unrecorded warm-up samples is `--warmup-samples`; `--warmup` is always a duration.
 - `--rate` is always a rate in Hz; `--seed` a whole number (the default is given per command);
-  `--json` prints one JSON document on stdout instead of the text; `--store` is the results
+  `--json` prints one JSON document on stdout instead of the text, its shape documented by
+  `docs/schemas/COMMAND.schema.json` (numbers as numbers, units in key names; see
+  docs/schemas/README.md); `--store` is the results
   store folder (default `./jitterlab-results` or `$JITTERLAB_STORE`); `-o/--output` a file
   to write; `--report` an HTML report to write beside the command's own output.
 - An old spelling of an option still works for this release, with a warning
   (`warning[deprecated-option]`) naming the new one; they are listed with their new option.
-- Progress and warnings go to stderr, data to stdout.
+- Progress and warnings go to stderr, data to stdout. The context block (the machine the runs
+  were measured on, or where imported data came from) heads the output of the commands that
+  describe runs and of the measuring commands alike: `context  …` lines in text, a `context`
+  object in JSON.
 """
 
 

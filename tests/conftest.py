@@ -186,3 +186,25 @@ def latency_clusters(seed: int, n: int = 50_000) -> np.ndarray:
     x = np.concatenate([main, second, spikes]).astype(np.int64)
     rng.shuffle(x)
     return x
+
+
+SCHEMAS = Path(__file__).resolve().parents[1] / "docs" / "schemas"
+
+
+def assert_matches_schema(document: object, name: str) -> None:
+    """``document`` (a command's parsed --json output) is valid against
+    docs/schemas/NAME.schema.json, whose references to the other schemas there
+    (common.schema.json) resolve locally."""
+    import json
+
+    import jsonschema
+    from referencing import Registry, Resource
+
+    loaded = {p.name: json.loads(p.read_text()) for p in SCHEMAS.glob("*.schema.json")}
+    for contents in loaded.values():
+        jsonschema.Draft202012Validator.check_schema(contents)
+    registry: Registry = Registry().with_resources(
+        (contents["$id"], Resource.from_contents(contents)) for contents in loaded.values()
+    )
+    schema = loaded[f"{name}.schema.json"]
+    jsonschema.Draft202012Validator(schema, registry=registry).validate(document)

@@ -158,7 +158,7 @@ std::string harness_json(const Options& o, const jl::RunState& state, const jl::
     j["harness_version"] = JITTERLAB_VERSION;
     j["technique"] = c.technique;
     j["pairs"] = c.pairs;
-    j["samples_requested"] = c.samples;
+    j["samples"] = c.samples;
     j["warmup"] = c.warmup;
     j["block_ints"] = c.block_ints;
     j["seed"] = c.seed;

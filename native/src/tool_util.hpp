@@ -84,6 +84,14 @@ public:
         return true;
     }
     const std::string& flag() const { return flag_; }
+    /// True when the flag is `name` or its old spelling `old`: an old spelling still works for
+    /// this release, with the warning the Python CLI prints for its own (code deprecated-option).
+    bool is(const char* name, const char* old) const {
+        if (flag_ == name) return true;
+        if (flag_ != old) return false;
+        std::fprintf(stderr, "warning[deprecated-option]: %s is an old spelling: use %s\n", old, name);
+        return true;
+    }
     std::string value() {
         if (i_ + 1 >= argc_) usage_error(tool_, flag_ + " needs a value");
         return argv_[++i_];

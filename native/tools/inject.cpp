@@ -4,7 +4,7 @@
 //                          [--tcp] [--seed S] [--reorder] [--queue-limit N] [--queue-bytes B]
 //                          [--stats-interval S] [--stats-json FILE] [--duration S]
 //                          [--record FILE [--record-limit N]] [--spin-us US] [--busy-poll]
-//   jitterlab-inject probe --target HOST:PORT --receive [HOST:]PORT --count N --rate HZ
+//   jitterlab-inject probe --target HOST:PORT --receive [HOST:]PORT --samples N --rate HZ
 //                          [--size B] [--drain-ms MS] --out DIR
 //
 // The proxy forwards UDP datagrams (or one TCP stream at a time) from --listen to --forward,
@@ -510,7 +510,7 @@ constexpr const char* kProxyUsage =
 constexpr const char* kProbeUsage =
     "usage: jitterlab-inject probe --target HOST:PORT --receive [HOST:]PORT [options]\n"
     "Sends timestamped datagrams to --target and records when each comes back on --receive.\n"
-    "  --count N                 datagrams (default 10000)\n"
+    "  --samples N               datagrams (default 10000; old spelling --count)\n"
     "  --rate HZ                 datagrams per second (default 1000; 0: as fast as possible)\n"
     "  --size BYTES              datagram size (default 64)\n"
     "  --drain-ms MS             wait this long for the last datagrams (default 2000)\n"
@@ -567,7 +567,7 @@ int run_probe(int argc, char** argv) {
         const std::string& flag = args.flag();
         if (flag == "--target") o.target = args.value();
         else if (flag == "--receive") o.receive = args.value();
-        else if (flag == "--count") o.count = args.integer(1, 100'000'000);
+        else if (args.is("--samples", "--count")) o.count = args.integer(1, 100'000'000);
         else if (flag == "--rate") o.rate_hz = args.integer(0, 10'000'000);
         else if (flag == "--size") o.size = args.integer(static_cast<std::int64_t>(sizeof(ProbePayload)), 65'000);
         else if (flag == "--drain-ms") o.drain_ms = args.integer(0, 3'600'000);

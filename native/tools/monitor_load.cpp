@@ -20,7 +20,7 @@ namespace {
 constexpr const char* kTool = "jitterlab-monitor-load";
 constexpr const char* kUsage =
     "usage: jitterlab-monitor-load --channel NAME [options]\n"
-    "  --count N          samples to record (default 1000000)\n"
+    "  --samples N        samples to record (default 1000000; old spelling --count)\n"
     "  --rate HZ          samples per second, paced (0: as fast as possible; default 0)\n"
     "  --latency-ns L     the latency recorded (default 1000000)\n"
     "  --jitter-ns S      normal jitter SD added to it (default 0)\n"
@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
   while (args.next()) {
     const std::string& flag = args.flag();
     if (flag == "--channel") channel = args.value();
-    else if (flag == "--count") count = args.integer(1, 2'000'000'000);
+    else if (args.is("--samples", "--count")) count = args.integer(1, 2'000'000'000);
     else if (flag == "--rate") rate = args.integer(0, 100'000'000);
     else if (flag == "--latency-ns") latency = args.integer(0, INT64_MAX / 4);
     else if (flag == "--jitter-ns") jitter = args.integer(0, INT64_MAX / 4);

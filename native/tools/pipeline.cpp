@@ -38,7 +38,7 @@ constexpr std::size_t kRingSlots = 4096;
 constexpr int kConsumers = 2;
 
 struct Options {
-    std::int64_t messages = 500'000;
+    std::int64_t samples = 500'000;
     std::int64_t warmup = 1'000;
     std::int64_t interval_ns = 10'000;
     int pin_producer = -1, pin_accumulator = -1, pin_journaller = -1;
@@ -95,7 +95,7 @@ const std::string kUsage = std::string(
     "usage: jitterlab-pipeline --out DIR [options]\n"
     "Seed 002's System Jitter Utility: a producer busy-spins between publications to an accumulator\n"
     "and a journaller; four latency series (transit and inter-message for each consumer).\n"
-    "  --messages N              recorded messages (default 500000)\n"
+    "  --samples N               recorded messages (default 500000; old spelling --messages)\n"
     "  --warmup N                unrecorded messages first (default 1000)\n"
     "  --interval-ns NS          producer busy-spin between publications (default 10000)\n"
     "  --pin-producer CPU        pin the producer (-1: not pinned); likewise\n"
@@ -110,7 +110,7 @@ Options parse(int argc, char** argv) {
     auto integer = [&](std::int64_t lo, std::int64_t hi) { return args.integer(lo, hi); };
     while (args.next()) {
         const std::string& flag = args.flag();
-        if (flag == "--messages") o.messages = integer(1, 1'000'000'000);
+        if (args.is("--samples", "--messages")) o.samples = integer(1, 1'000'000'000);
         else if (flag == "--warmup") o.warmup = integer(0, 1'000'000'000);
         else if (flag == "--interval-ns") o.interval_ns = integer(0, 1'000'000'000);
         else if (flag == "--pin-producer") o.pin_producer = static_cast<int>(integer(-1, 4095));
@@ -152,10 +152,10 @@ int main(int argc, char** argv) {
                                                  " CPUs (or shared pins): spinning with sched_yield instead"
                                            : "";
 
-    const std::int64_t total = o.warmup + o.messages;
+    const std::int64_t total = o.warmup + o.samples;
     BroadcastRing ring;
     std::array<Series, 4> series;
-    for (auto& s : series) s.records.reserve(static_cast<std::size_t>(o.messages));
+    for (auto& s : series) s.records.reserve(static_cast<std::size_t>(o.samples));
     std::atomic<bool> stop{false};
     std::atomic<std::int64_t> consumed{0};
     std::vector<jl::ThreadPlacement> placements(3);
@@ -228,7 +228,7 @@ int main(int argc, char** argv) {
         while (consumed.load() < total) {
             std::this_thread::sleep_for(std::chrono::milliseconds(200));
             std::printf("progress %lld %lld\n", static_cast<long long>(std::max<std::int64_t>(consumed.load() - o.warmup, 0)),
-                        static_cast<long long>(o.messages));
+                        static_cast<long long>(o.samples));
             std::fflush(stdout);
             if (jl::tool::g_signal != 0) {
                 stop.store(true);
@@ -246,7 +246,7 @@ int main(int argc, char** argv) {
     j["harness"] = "native";
     j["tool"] = "pipeline";
     j["harness_version"] = JITTERLAB_VERSION;
-    j["samples_requested"] = o.messages;
+    j["samples"] = o.samples;
     j["warmup"] = o.warmup;
     j["interval_ns"] = o.interval_ns;
     j["series"] = {"accumulator-transit", "accumulator-inter-message", "journaller-transit", "journaller-inter-message"};

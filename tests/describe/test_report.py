@@ -206,3 +206,45 @@ def test_the_report_baseline_option(tmp_path: Path) -> None:
     done = run_cli("report", "-o", str(out), "--baseline", a.id, "--store", str(store))
     assert done.returncode == 0, done.stderr
     assert out.read_text().count('class="verdict-') == 1
+
+
+def test_report_percentiles_are_columns_with_the_runs_exact_values(tmp_path: Path) -> None:
+    """``report --percentiles`` (issue 26 item 5): each run's section has a table whose
+    columns are the asked levels and whose cells are the run's exact values, the same
+    numbers ``show --percentiles`` gives."""
+    import json
+    import re
+
+    store = tmp_path / "s"
+    latency = latency_clusters(3, 8_000)
+    run = make_run(store, latency, technique="mutex")
+    out = tmp_path / "r.html"
+    done = run_cli("report", "-o", str(out), "--percentiles", "50,99,99.9,99.99,max", "--store", str(store))
+    assert done.returncode == 0, done.stderr
+    html = out.read_text()
+    table = html.split("chosen percentiles (exact, type 7)</div>", 1)[1].split("</table>", 1)[0]
+    assert re.findall(r"<th>([^<]*)</th>", table) == ["p50", "p99", "p99.9", "p99.99", "max"]
+    cells = [float(v) for v in re.findall(r"data-ns='([^']*)'", table)]
+    expected = np.percentile(latency.astype(np.float64), [50, 99, 99.9, 99.99, 100])
+    assert cells == pytest.approx(list(expected), rel=0, abs=1e-6)
+    assert cells[-1] == latency.max()
+    shown = run_cli("show", run.id, "--json", "--percentiles", "50,99,99.9,99.99,max", "--store", str(store))
+    assert list(json.loads(shown.stdout)["percentiles_ns"].values()) == cells
+    # over several runs the overview holds one row per run with the same values
+    other = make_run(store, latency_clusters(4, 6_000), technique="spin")
+    two = tmp_path / "two.html"
+    done = run_cli("report", "-o", str(two), "--percentiles", "50,99,99.9,99.99,max", "--store", str(store))
+    assert done.returncode == 0, done.stderr
+    overview = two.read_text().split("<h3>Chosen percentiles (exact, type 7)</h3>", 1)[1].split("</table>")[0]
+    rows = {
+        label: [float(v) for v in re.findall(r"data-ns='([^']*)'", row)]
+        for label, row in re.findall(r"<tr><td>([^<]*)</td>(.*?)</tr>", overview)
+    }
+    assert rows == {run.label: cells, other.label: rows[other.label]} and len(rows[other.label]) == 5
+    assert rows[other.label][-1] == latency_clusters(4, 6_000).max()
+    # without the option the report has no such table; a bad list is one line and exit 2
+    plain = tmp_path / "plain.html"
+    assert run_cli("report", "-o", str(plain), "--store", str(store)).returncode == 0
+    assert "chosen percentiles" not in plain.read_text()
+    bad = run_cli("report", "-o", str(plain), "--percentiles", "50,101", "--store", str(store))
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "101" in bad.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -219,15 +220,38 @@ def test_tracing_unavailable_is_detected_and_said(monkeypatch: pytest.MonkeyPatc
         assert trace == {"available": False, "reason": reason}
 
 
+# A known interruption: a task named jl-intruder on the last CPU that spins 2 ms every 20 ms
+INTRUDER = """
+import os, sys, time
+with open("/proc/self/comm", "w") as f:
+    f.write("jl-intruder")
+os.sched_setaffinity(0, {os.cpu_count() - 1})
+end = time.monotonic() + float(sys.argv[1])
+while time.monotonic() < end:
+    busy = time.monotonic() + 0.002
+    while time.monotonic() < busy:
+        pass
+    time.sleep(0.02)
+"""
+
+
 @pytest.mark.skipif(not tracing.tracing_status()[0], reason="perf tracing is not permitted on this machine")
 def test_hiccup_with_tracing_attributes_every_spike(store: Path) -> None:
-    result = run_cli("hiccup", "--duration", "1s", "--threshold", "5us", "--trace", "--store", str(store))
+    intruder = subprocess.Popen([sys.executable, "-c", INTRUDER, "4"])
+    try:
+        result = run_cli("hiccup", "--duration", "2s", "--threshold", "5us", "--trace", "--store", str(store))
+    finally:
+        intruder.kill()
+        intruder.wait()
     assert result.returncode == 0, result.stderr
     (run,) = ResultsStore(store).runs()
     block = attribution.spike_attribution(run)
     assert block is not None
     assert block["available"] and block["spikes"] == run.latency_ns.size
     assert sum(c["spikes"] for c in block["causes"]) >= block["spikes"]  # a spike can have several causes
+    # the interruption the test caused is named: its task took the measuring thread's CPU
+    caused = {c["cause"]: c["spikes"] for c in block["causes"]}
+    assert caused.get("task jl-intruder", 0) >= 3, caused
     assert "spike causes" in result.stdout
 
 

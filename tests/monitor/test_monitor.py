@@ -14,12 +14,11 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-import jsonschema
 import numpy as np
 import pytest
 from scipy.stats import binomtest
 
-from conftest import assert_one_line_error, make_run, run_cli, run_main
+from conftest import assert_matches_schema, assert_one_line_error, make_run, run_cli, run_main
 from jitterlab import Monitor
 from jitterlab.monitor import recorder, server
 from jitterlab.monitor.launch import start_serve, wait_stored
@@ -277,6 +276,7 @@ def test_serve_screens_trials_and_prometheus_scrapes_it(
     run_id = finish(proc)
     code, out, err = run_main(["monitor", "trials", run_id, "--json", "--store", str(store)], capsys)
     assert code == 0, err
+    assert_matches_schema(json.loads(out), "monitor-trials")
     verdicts = {t["trial"]: t for t in json.loads(out)}
     assert not verdicts["clean-trial"]["contaminated"]
     assert verdicts["spiky-trial"]["contaminated"] and "top cut" in verdicts["spiky-trial"]["reason"]
@@ -441,8 +441,7 @@ def test_ssq_score_pre_post_by_group(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert code == 0, err
     result = json.loads(out)
     # the documented shape: docs/schemas/ssq-score.schema.json
-    schema = json.loads((Path(__file__).parents[2] / "docs/schemas/ssq-score.schema.json").read_text())
-    jsonschema.validate(result, schema)
+    assert_matches_schema(result, "ssq-score")
     assert result["excluded"] == ["p4"]
     total_l = next(g for g in result["groups"] if g["scale"] == "total" and g["group"] == "L")
     # numbers as numbers (they were strings: "n": "2")

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from conftest import assert_one_line_error, run_main
+from conftest import assert_matches_schema, assert_one_line_error, run_main
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.warnings import CodedWarning
 from jitterlab.mtp import analyze, estimate, framelog, synth, tracking, validate, video
@@ -652,3 +652,16 @@ def test_a_rig_out_of_range_is_refused_by_the_parser_itself(
     callers) is checked by the frame-log parser too."""
     with pytest.raises(JitterlabError, match=says):
         framelog.from_frames_csv(_frames(tmp_path / "frames.csv", []), rig)
+
+
+@pytest.mark.slow
+def test_validate_json_matches_its_schema(capsys: pytest.CaptureFixture[str]) -> None:
+    """`mtp validate --quick --json` (about 40 s on 2 vCPUs): every case, log and target as
+    docs/schemas/mtp-validate.schema.json documents them, numbers as numbers."""
+    code, out, err = run_main(["mtp", "validate", "--quick", "--json"], capsys)
+    doc = json.loads(out)
+    assert_matches_schema(doc, "mtp-validate")
+    assert code == (0 if all(t["met"] for t in doc["targets"]) else 1), err
+    assert doc["cases"] and doc["logs"] and doc["targets"]
+    analysed = [c for c in doc["cases"] if c["errors_ms"]]
+    assert analysed and all(isinstance(v, float) for c in analysed for v in c["errors_ms"].values())

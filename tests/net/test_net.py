@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -20,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import assert_one_line_error, run_cli
+from conftest import assert_matches_schema, assert_one_line_error, run_cli
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.warnings import CodedWarning, Warn
 from jitterlab.describe.network import network_text, ping_rows
@@ -126,6 +127,37 @@ def test_the_bench_left_no_namespace_behind(bench: tuple[Path, str]) -> None:
     assert topo.namespaces() == []
 
 
+def test_net_json_matches_its_schemas_headed_by_the_context_block(store: Path) -> None:
+    """`net bench` and `net check-impair`: --json as docs/schemas/ documents it, and the
+    context block of the machine first in their text and JSON output (issue 28 item 4)."""
+    args = (
+        "net",
+        "bench",
+        "--scenario",
+        "ping",
+        "--transport",
+        "udp",
+        "--duration",
+        "1s",
+        "--warmup",
+        "0.3s",
+    )
+    done = run_cli(*args, "--json", "--store", str(store), timeout=120)
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)
+    assert_matches_schema(rows, "net-bench")
+    assert len(rows) == 1 and rows[0]["context"]["measured_here"] is True
+    assert 0 < rows[0]["summary"]["latency_ns"]["count"] <= rows[0]["net"]["answered"]
+    text = run_cli(*args, "--store", str(store), timeout=120)
+    assert text.returncode == 0, text.stderr
+    assert [line.startswith("context  ") for line in text.stdout.splitlines()[:3]] == [True, True, False]
+    check = run_cli("net", "check-impair", "--duration", "1s", "--json", "--store", str(store), timeout=120)
+    assert check.returncode in (0, 1), check.stderr  # 1: the check failed, still a full document
+    verdict = json.loads(check.stdout)
+    assert_matches_schema(verdict, "net-check-impair")
+    assert verdict["context"]["measured_here"] is True and verdict["round_trip_expected_ns"] == 10_000_000
+
+
 @pytest.mark.slow
 def test_pekko_artery_between_namespaces_is_the_same_kind_of_run(store: Path) -> None:
     """The JVM agent (Pekko classic actors over Artery TCP) speaks the native agents' protocol."""
@@ -144,7 +176,9 @@ def test_pekko_artery_between_namespaces_is_the_same_kind_of_run(store: Path) ->
     ping, stream = runs
     assert ping.config["runtime"] == "jvm" and ping.config["technique"] == "pekko-artery"
     assert ping.latency_ns.size > 10 and ping.meta["net"]["lost"] == 0
-    assert ping.meta["net"]["runtime_versions"]["pekko"] == "1.7.0"
+    pom = (Path(__file__).resolve().parents[2] / "jvm" / "pom.xml").read_text()
+    pekko = re.search(r"<pekko\.version>([^<]+)</pekko\.version>", pom)
+    assert pekko and ping.meta["net"]["runtime_versions"]["pekko"] == pekko.group(1)  # the version built
     assert [s["received"] for s in stream.meta["net"]["steps"]] == [
         20000,
         20000,

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from conftest import assert_one_line_error, run_main
+from conftest import assert_matches_schema, assert_one_line_error, run_main
 from jitterlab.describe.replication import describe_replication, find_knee, replication_text
 from jitterlab.repl.snmp import delta, udp_counters
 from jitterlab.stats.intervals import stream_intervals
@@ -40,6 +40,13 @@ def scaling(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     )
     assert done.returncode == 0, done.stderr
     return store, done.stdout
+
+
+def test_the_json_matches_its_schema_headed_by_the_context_block(scaling: tuple[Path, str]) -> None:
+    _store, out = scaling
+    doc = json.loads(out)
+    assert_matches_schema(doc, "repl-bench")
+    assert doc["context"]["measured_here"] is True and [r["clients"] for r in doc["rows"]] == [3, 6]
 
 
 def test_a_run_per_n_with_every_update_rates_and_the_seed_beside(scaling: tuple[Path, str]) -> None:
@@ -105,8 +112,15 @@ def test_describe_reads_a_replication_run(
 ) -> None:
     store, _out = scaling
     run = ResultsStore(store).runs()[0]
-    code, out, _err = run_main(["describe", run.id, "--store", str(store)], capsys)
-    assert code == 0 and "repl" in out
+    code, out, _err = run_main(["describe", run.id, "--store", str(store), "--json"], capsys)
+    assert code == 0
+    described = json.loads(out)
+    latency = run.latency_ns  # the observers' update latencies, as stored
+    summary = described["summary_ns"]
+    assert summary["count"] == latency.size == run.table.num_rows
+    assert summary["p50"] == float(np.percentile(latency, 50)) and summary["max"] == float(latency.max())
+    assert sum(c["count"] for c in described["categories"]) == latency.size  # every sample categorised
+    assert sum(row["count"] for row in described["windows"]["rows"]) == latency.size
 
 
 def test_the_knee_is_the_first_n_below_the_tick_rate_with_its_cause(scaling: tuple[Path, str]) -> None:

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from conftest import assert_one_line_error, run_cli
+from conftest import assert_matches_schema, assert_one_line_error, run_cli
 from jitterlab import Injector
 from jitterlab.core.errors import JitterlabError
 from jitterlab.simulate.model import load_model, model_to_json, parametric_model, simulate_delays
@@ -227,6 +227,8 @@ def test_inject_validate_stores_runs_and_compares_with_the_model(tmp_path: Path,
     )
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
+    assert_matches_schema(doc, "inject-validate")
+    assert doc["context"]["measured_here"] is True
     assert set(doc["runs"]) == {"direct", "pass-through", "model"}
     assert set(doc["injected_runs"]) == {"pass-through", "model"}
     assert 0.0 <= doc["ks_injected"] <= 1.0

@@ -1,6 +1,7 @@
-"""--cluster (issue 25 item 5): the summary computed on a real local Dask cluster of 2 worker
-processes equals the single-process one, number for number; a missing extra, an address
-that does not answer, and a worker that dies are one line and exit 2."""
+"""--cluster (issue 25 item 5): show, describe and merge computed on a real local Dask
+cluster of 2 worker processes equal the single-process path, number for number; a missing
+extra, an address that does not answer, and a worker that dies mid-analysis are one line
+and exit 2, with the store unchanged."""
 
 from __future__ import annotations
 
@@ -8,16 +9,22 @@ import json
 import os
 import signal
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
+from test_merge import write_hlog
 
 from conftest import assert_one_line_error, latency_clusters, make_run, run_main
+from jitterlab.stats import stacked_z_test
+from jitterlab.stats.outofcore import stacked_z_chunks, stacked_z_scan
 from jitterlab.store.merge import merge
-from jitterlab.store.runs import ResultsStore, verified_samples_path
-from jitterlab.store.writer import summarize_file
+from jitterlab.store.runs import ResultsStore, load_run, verified_samples_path
+from jitterlab.store.writer import latency_chunks, summarize_file
 
-pytest.importorskip("distributed", reason="the cluster extra (scripts/setup.sh installs it)")
+distributed = pytest.importorskip("distributed", reason="the cluster extra (scripts/setup.sh installs it)")
+
+SILENT = "tcp://127.0.0.1:9"  # the discard port: nothing listens there
 
 
 @pytest.fixture(scope="module")
@@ -29,50 +36,217 @@ def client():
         yield c
 
 
+@pytest.fixture(scope="module")
+def big(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    """A store with a run of 3 row groups (2^20 rows each but the last; 4 pairs, 21 s of
+    send times), a small run and a run recorded with gaps (empty windows)."""
+    store = tmp_path_factory.mktemp("cluster") / "store"
+    x = np.concatenate([latency_clusters(seed=s, n=1_000_000) for s in (1, 2)])
+    gaps = latency_clusters(seed=4, n=30_000)
+    t_gaps = 1_000_000_000 + np.arange(gaps.size) * 10_000 + (np.arange(gaps.size) // 10_000) * 3_000_000_000
+    runs = [
+        make_run(store, x, pairs=4),
+        make_run(store, latency_clusters(seed=3, n=70_000)),
+        make_run(store, gaps, t_send=t_gaps),
+    ]
+    return store, [r.id for r in runs]
+
+
+def _numbers(text: str) -> Any:
+    """A JSON document with NaN kept as the word (NaN != NaN would hide equal documents)."""
+    return json.loads(text, parse_constant=lambda word: word)
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    code, out, err = run_main(list(args), capsys)
+    assert code == 0, err
+    return out
+
+
+def _files(store: Path) -> list[str]:
+    return sorted(str(p.relative_to(store)) for p in store.rglob("*"))
+
+
 @pytest.mark.slow
-def test_cluster_summary_equals_the_single_process_one(client, tmp_path: Path) -> None:
+def test_cluster_summary_equals_the_single_process_one(client, big, tmp_path: Path) -> None:
     from jitterlab.store.cluster import summarize_on_cluster
 
-    store = tmp_path / "store"
-    # 3 row groups (2^20 rows each but the last) and a merged run of several sources
-    big = np.concatenate([latency_clusters(seed=s, n=1_000_000) for s in (1, 2)])
-    runs = [make_run(store, big, pairs=4), make_run(store, latency_clusters(seed=3, n=70_000))]
-    merged = merge(ResultsStore(store), [r.id for r in runs], "fleet")
-    for run in [*runs, merged]:
-        path = verified_samples_path(run)
+    store, ids = big
+    merged = merge(ResultsStore(tmp_path / "store"), [str(store / i) for i in ids[:2]], "fleet")
+    for path in [
+        *(verified_samples_path(load_run(i, ResultsStore(store))) for i in ids),
+        verified_samples_path(merged),
+    ]:
         assert summarize_on_cluster(client, path) == summarize_file(path)
 
 
-def test_show_on_a_local_cluster_prints_the_same_numbers(tmp_path: Path, capsys) -> None:
-    store = tmp_path / "store"
-    run = make_run(store, latency_clusters(seed=5, n=50_000))
-    code, alone, err = run_main(["show", run.id, "--json", "--store", str(store)], capsys)
-    assert code == 0, err
-    code, clustered, err = run_main(
-        ["show", run.id, "--json", "--cluster", "local:2", "--store", str(store)], capsys
-    )
-    assert code == 0, err
-    assert json.loads(clustered)["summary_ns"] == json.loads(alone)["summary_ns"]
+@pytest.mark.slow
+def test_stacked_z_levels_on_the_cluster_equal_the_in_memory_test(client, big) -> None:
+    """Below 2^22 values a level's sample is gathered; with a small bound every level's
+    median and MAD is selected on the workers instead: still the in-memory result."""
+    from jitterlab.store.cluster import ClusterScan
+
+    store, ids = big
+    path = verified_samples_path(load_run(ids[0], ResultsStore(store)))
+    on_cluster = stacked_z_scan(ClusterScan(client, path), in_memory_at=1_000)
+    here = stacked_z_chunks(lambda: latency_chunks(path), in_memory_at=1_000)
+    whole = stacked_z_test(np.concatenate(list(latency_chunks(path))))
+    assert len(on_cluster.thresholds) >= 2
+    assert on_cluster == here
+    assert on_cluster.thresholds == whole.thresholds
+    assert on_cluster.categories == whole.categories
 
 
-def test_a_bad_or_silent_cluster_is_one_line(tmp_path: Path, capsys) -> None:
+@pytest.mark.slow
+def test_describe_on_a_cluster_prints_the_same_numbers(client, big, capsys) -> None:
+    store, (run, small, gaps) = big
+    address = client.scheduler.address
+    at = ("--store", str(store))
+    cases = [
+        ("describe", run, "--json"),
+        ("describe", gaps, "--json", "--window", "500ms", "--two-sided"),
+        ("describe", run, "--json", "--baseline", small, "--percentiles", "50,99.99,max"),
+        ("show", run, "--json", "--percentiles", "99.999,max"),
+    ]
+    for case in cases:
+        alone = _numbers(_cli(capsys, *case, *at))
+        clustered = _numbers(_cli(capsys, *case, "--cluster", address, *at))
+        assert clustered == alone, case
+    description = _numbers(_cli(capsys, "describe", small, "--json", "--cluster", "local:2", *at))
+    assert description == _numbers(_cli(capsys, "describe", small, "--json", *at))
+    assert len(description["categories"]) >= 3 and description["windows"]
+
+
+@pytest.mark.slow
+def test_merge_on_a_cluster_stores_the_same_run(client, big, tmp_path: Path, capsys) -> None:
+    store, (run, small, gaps) = big
+    write_hlog(tmp_path / "host.hlog", seed=7)
+    for sources in ([run, small, gaps], [run, str(tmp_path / "host.hlog")]):
+        merged = {}
+        for where in ("alone", "cluster"):
+            target = tmp_path / where / "store"
+            refs = [s if s.endswith(".hlog") else str(store / s) for s in sources]
+            cluster = ["--cluster", client.scheduler.address] if where == "cluster" else []
+            out = _cli(capsys, "merge", *refs, "--as", "fleet", *cluster, "--store", str(target))
+            shown = _numbers(_cli(capsys, "show", out.strip(), "--json", "--store", str(target)))
+            meta = load_run(out.strip(), ResultsStore(target)).meta
+            # the stored summary is the one computed on the workers; show reads the samples
+            merged[where] = (shown | {"id": None}, meta["summary"], meta["merge"], meta.get("histogram"))
+            if meta.get("histogram") is not None:  # every interval histogram, as encoded
+                merged[where] += ((target / out.strip() / "histogram.hlog").read_bytes(),)
+            else:
+                described = _cli(capsys, "describe", out.strip(), "--json", "--store", str(target))
+                merged[where] += (_numbers(described) | {"id": None},)
+        assert merged["cluster"] == merged["alone"], sources
+
+
+@pytest.mark.slow
+def test_a_silent_cluster_is_one_line_and_changes_nothing(big, capsys) -> None:
+    store, (run, small, _) = big
+    before = _files(store)
+    for args in (
+        ["show", run, "--cluster", SILENT],
+        ["describe", run, "--cluster", SILENT],
+        ["merge", run, small, "--as", "x", "--cluster", SILENT],
+        ["describe", run, "--cluster", "local:0"],
+        ["describe", run, "--cluster", "nonsense"],
+    ):
+        code, _, err = run_main([*args, "--store", str(store)], capsys)
+        assert code == 2 and ("no scheduler answers" in err or "local:N" in err), err
+        assert_one_line_error(err)
+    assert _files(store) == before
+
+
+@pytest.mark.slow
+def test_a_scheduler_without_workers_is_one_line(big, capsys, monkeypatch) -> None:
+    from distributed import LocalCluster
+
+    from jitterlab.store import cluster as module
+
+    monkeypatch.setattr(module, "WORKERS_WITHIN_S", 1)
+    store, (run, _, _) = big
+    with LocalCluster(
+        n_workers=0, dashboard_address=None, scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}
+    ) as empty:
+        capsys.readouterr()
+        code, _, err = run_main(
+            ["describe", run, "--cluster", empty.scheduler_address, "--store", str(store)], capsys
+        )
+    assert code == 2 and "has no workers" in err, err
+    assert_one_line_error(err)
+
+
+def test_describe_on_a_cluster_refuses_what_it_cannot_split(tmp_path: Path, capsys) -> None:
     store = tmp_path / "store"
     run = make_run(store, latency_clusters(seed=6, n=5_000))
-    before = sorted(p.name for p in store.iterdir())
-    for spec, words in (("tcp://127.0.0.1:9", "no scheduler answers"), ("local:0", "local:N")):
-        code, _, err = run_main(["show", run.id, "--cluster", spec, "--store", str(store)], capsys)
+    for extra, words in (
+        (["--test", "gesd"], "--test gesd"),
+        (["--from", "0", "--to", "0.01"], "--from/--to"),
+    ):
+        code, _, err = run_main(
+            ["describe", run.id, *extra, "--cluster", "local:1", "--store", str(store)], capsys
+        )
         assert code == 2 and words in err, err
         assert_one_line_error(err)
-    assert sorted(p.name for p in store.iterdir()) == before
 
 
-def _die(path: str, group: int) -> None:
-    os.kill(os.getpid(), signal.SIGKILL)
+class DieOn(distributed.WorkerPlugin):  # type: ignore[misc]
+    """A worker plugin: the worker process kills itself (SIGKILL) when it starts a task of
+    the named pass, on every worker the cluster starts again."""
+
+    def __init__(self, word: str) -> None:
+        self.word = word
+
+    def transition(self, key: Any, start: str, finish: str, **kwargs: Any) -> None:
+        if finish == "executing" and self.word in str(key):
+            os.kill(os.getpid(), signal.SIGKILL)
 
 
-def test_a_dying_worker_is_one_line(client) -> None:
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("command", "word"), [("describe", "window_chunk"), ("merge", "chunk_extent"), ("show", "block_squares")]
+)
+def test_a_worker_dying_mid_analysis_is_one_line_and_changes_nothing(
+    big, tmp_path: Path, capsys, command: str, word: str
+) -> None:
+    import dask
+    from distributed import Client, LocalCluster
+
+    store, (run, small, _) = big
+    target = tmp_path / "store"
+    merge(ResultsStore(target), [str(store / run), str(store / small)], "before")
+    before = _files(target)
+    args = {
+        "describe": ["describe", str(store / run)],
+        "merge": ["merge", str(store / run), str(store / small), "--as", "x"],
+        "show": ["show", str(store / run)],
+    }[command]
+    with (
+        dask.config.set({"distributed.scheduler.allowed-failures": 0}),
+        LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+        ) as cluster,
+        Client(cluster) as c,
+    ):
+        c.register_plugin(DieOn(word), name="die")
+        capsys.readouterr()  # the cluster's own start-up messages
+        code, _, err = run_main(
+            [*args, "--cluster", cluster.scheduler_address, "--store", str(target)], capsys
+        )
+    assert code == 2 and "KilledWorker" in err, err
+    assert_one_line_error(err)
+    assert _files(target) == before
+
+
+def test_a_worker_that_cannot_read_the_run_is_one_line(client, tmp_path: Path) -> None:
     from jitterlab.core.errors import JitterlabError
-    from jitterlab.store.cluster import _run
+    from jitterlab.stats.summary import chunk_extent
+    from jitterlab.store.cluster import ClusterScan
 
-    with pytest.raises(JitterlabError, match="failed on the cluster"):
-        _run(client, _die, [("x", 0)])
+    with pytest.raises(JitterlabError, match="could not read the run") as e:
+        list(ClusterScan(client, tmp_path / "gone.parquet", groups=1).map(chunk_extent))
+    assert "\n" not in str(e.value)

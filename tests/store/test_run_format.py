@@ -22,8 +22,8 @@ from jitterlab.store.schema import harness_schema
 NATIVE_TOOLS = {
     "bench": ["jitterlab-bench", "--technique", "mutex", "--samples", "300", "--warmup", "10", "--no-mlock"],
     "hiccup": ["jitterlab-hiccup", "--duration-ns", "100000000", "--cpus", "0", "--no-mlock"],
-    "pipeline": ["jitterlab-pipeline", "--messages", "500", "--warmup", "10", "--no-mlock"],
-    "probe": ["jitterlab-inject", "probe", "--count", "50", "--rate", "1000"],
+    "pipeline": ["jitterlab-pipeline", "--samples", "500", "--warmup", "10", "--no-mlock"],
+    "probe": ["jitterlab-inject", "probe", "--samples", "50", "--rate", "1000"],
 }
 
 
@@ -67,6 +67,41 @@ def test_native_tools_write_the_documented_format(tool: str, tmp_path: Path) -> 
     assert check_raw_file(out / "samples.jlraw") > 0
 
 
+@pytest.mark.parametrize(("tool", "requested"), [("bench", 300), ("pipeline", 500)])
+def test_harness_json_names_the_count_samples(tool: str, requested: int, tmp_path: Path) -> None:
+    harness = json.loads((run_native(tool, tmp_path / tool) / "harness.json").read_text())
+    assert harness["samples"] == requested and "samples_requested" not in harness
+
+
+@pytest.mark.parametrize(
+    ("tool", "old", "count"),
+    [("pipeline", "--messages", 40), ("probe", "--count", 20)],
+)
+def test_native_tools_take_the_old_spelling_with_a_warning(
+    tool: str, old: str, count: int, tmp_path: Path
+) -> None:
+    """Issue 28 item 2: --samples everywhere; --messages/--count still work for this release and
+    warn on stderr naming the new option, as the Python CLI does for its own old spellings."""
+    out = tmp_path / tool
+    out.mkdir()
+    argv = [str(native_program(NATIVE_TOOLS[tool][0])), *NATIVE_TOOLS[tool][1:], "--out", str(out)]
+    at = argv.index("--samples")
+    argv[at : at + 2] = [old, str(count)]
+    if tool == "probe":
+        here = f"127.0.0.1:{free_udp_port()}"
+        argv += ["--target", here, "--receive", here]
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr
+    assert f"warning[deprecated-option]: {old} is an old spelling: use --samples" in result.stderr
+    # the pipeline: transit and inter-message series of each consumer (an interval fewer)
+    expected = 4 * count - 2 if tool == "pipeline" else count
+    assert check_raw_file(out / "samples.jlraw") == expected
+    usage = subprocess.run(
+        [argv[0], *(["probe"] if tool == "probe" else []), "--help"], capture_output=True, text=True
+    )
+    assert "--samples N" in usage.stdout and f"old spelling {old}" in usage.stdout
+
+
 def test_the_jvm_harness_writes_the_documented_format(tmp_path: Path) -> None:
     jdk = jvm.choose_jdk("auto")
     out = tmp_path / "jvm"
@@ -77,7 +112,7 @@ def test_the_jvm_harness_writes_the_documented_format(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     harness = json.loads((out / "harness.json").read_text())
     jsonschema.validate(harness, harness_schema())
-    assert harness["samples_requested"] == 300
+    assert harness["samples"] == 300 and "samples_requested" not in harness
     threads = {p["thread"] for p in harness["placements"]}
     assert {"main", "sender-0", "receiver-0", "sender-1", "receiver-1"} <= threads
     assert check_raw_file(out / "samples.jlraw") == 600
@@ -103,7 +138,14 @@ def test_the_schema_refuses_what_the_format_forbids() -> None:
         "warnings": [],
     }
     jsonschema.validate(good, harness_schema())
-    for bad in ({"status": "done"}, {"warnings": "none"}, {"pairs": 0}, {"samples_requested": "x"}):
+    jsonschema.validate(good | {"samples_requested": 3}, harness_schema())  # the old name still reads
+    for bad in (
+        {"status": "done"},
+        {"warnings": "none"},
+        {"pairs": 0},
+        {"samples": "x"},
+        {"samples_requested": "x"},
+    ):
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(good | bad, harness_schema())
 

@@ -14,6 +14,7 @@ from jitterlab.cli.common import (
     integer,
     non_negative_int,
     note,
+    print_context,
     print_json,
     seed,
     store_option,
@@ -22,6 +23,7 @@ from jitterlab.cli.common import (
 )
 from jitterlab.core.fileio import check_writable_file
 from jitterlab.core.render import render
+from jitterlab.describe.context import command_context
 from jitterlab.describe.report import write_report
 from jitterlab.describe.tables import (
     collector_table,
@@ -153,6 +155,21 @@ def announce(run: Run) -> None:
     print(f"stored {run.id}  {stored_line(run)}", file=sys.stderr, flush=True)
 
 
+def print_tables(runs: list[Run], scenario: str) -> None:
+    """The text output after the context block: the seed's table of the scenario."""
+    if scenario == "pipeline":
+        headers, rows = pipeline_table(runs)
+        print(render(headers, rows, "l" + "r" * (len(headers) - 1)))
+        return
+    print(table1(runs))
+    floor = floor_note(runs)
+    if floor:
+        note(floor)
+    if covers_several_collectors(runs):
+        print("\ngarbage collector × scheduler (Stauffert et al. 2016, Tables 2–3)")
+        print(collector_table(runs))
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     plan = plans.bench_plan(request(args))
     if args.report:
@@ -163,18 +180,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     outcome = run_plan(plan, store, warn, on_stored=announce)
     runs = outcome.runs
     if args.json:
-        print_json([summary_row(r) for r in runs])
-    elif runs and args.scenario == "pipeline":
-        headers, rows = pipeline_table(runs)
-        print(render(headers, rows, "l" + "r" * (len(headers) - 1)))
+        print_json([{"context": command_context([r])} | summary_row(r) for r in runs])
     elif runs:
-        print(table1(runs))
-        floor = floor_note(runs)
-        if floor:
-            note(floor)
-        if covers_several_collectors(runs):
-            print("\ngarbage collector × scheduler (Stauffert et al. 2016, Tables 2–3)")
-            print(collector_table(runs))
+        print_context(runs)
+        print_tables(runs, args.scenario)
     report(runs, args.report, f"jitterlab {plan.name} on {platform.node()}")
     if outcome.interrupted:
         note("interrupted: the samples recorded so far are stored and marked partial")

@@ -4,6 +4,7 @@ way warnings and errors are printed (progress and warnings on stderr, data on st
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -26,6 +27,7 @@ from jitterlab.core.warnings import CodedWarning, print_warning
 
 if TYPE_CHECKING:  # the store brings numpy and pyarrow: imported when a command needs it
     from jitterlab.store import ResultsStore, Run
+    from jitterlab.store.writer import Engine
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130  # like a shell after SIGINT
@@ -183,6 +185,24 @@ def store_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def cluster_option(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--cluster local:N|ADDRESS``: run ``what`` on a Dask cluster (docs/cluster.md)."""
+    parser.add_argument(
+        "--cluster",
+        metavar="local:N|ADDRESS",
+        help=f"compute {what} on a Dask cluster: N local worker processes, or a scheduler's address",
+    )
+
+
+def cluster_engine(args: argparse.Namespace, stack: contextlib.ExitStack) -> Engine | None:
+    """The cluster of ``--cluster`` (started or reached, and closed with ``stack``), or None."""
+    if not getattr(args, "cluster", None):
+        return None
+    from jitterlab.store.cluster import engine
+
+    return stack.enter_context(engine(args.cluster))
+
+
 def warn(w: CodedWarning) -> None:
     """Every warning a command prints: ``warning[code]: detail`` (codes: core/warning_codes.toml)."""
     print_warning(w)
@@ -194,6 +214,15 @@ def note(message: str) -> None:
 
 def print_json(document: Any) -> None:
     print(json.dumps(document, indent=2))
+
+
+def print_context(runs: Sequence[Run]) -> None:
+    """The context block heading a command's text output on stdout (measuring commands
+    included): the machine ``runs`` were measured on, or where they came from."""
+    from jitterlab.describe.context import context_header
+
+    if runs:
+        print(context_header(runs))
 
 
 def load(ref: str, args: argparse.Namespace) -> Run:

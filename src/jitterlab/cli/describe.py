@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 from typing import Any
 
 from jitterlab.cli.common import (
+    cluster_engine,
+    cluster_option,
     expected_interval_ns,
     expected_interval_option,
     load,
@@ -26,12 +29,14 @@ from jitterlab.describe.analysis import (
     describe_run,
     description_json,
     latency_views,
+    refuse_on_cluster,
     run_percentiles,
     time_range,
 )
 from jitterlab.describe.context import context_block
 from jitterlab.describe.histograms import HISTOGRAM_ONLY, describe_histogram, histogram_json
 from jitterlab.describe.text import attribution_text, describe_text, histogram_text
+from jitterlab.store.writer import LOCAL
 
 
 def add_parser(sub: Any) -> None:
@@ -60,6 +65,7 @@ def add_parser(sub: Any) -> None:
         "--tag", help="imported HdrHistogram log: list the intervals of this tag (default: the run's)"
     )
     expected_interval_option(p)
+    cluster_option(p, "the stacked-z categories, windows and summary")
     store_option(p)
 
 
@@ -83,9 +89,14 @@ def cmd_describe(args: argparse.Namespace) -> int:
     width = round(args.window * 1e9)
     if width <= 0:
         raise JitterlabError("--window must be a positive duration such as 1s or 100ms")
-    d = describe_run(run, args.test, width, baseline, args.two_sided, args.threshold, args.alpha)
-    views = latency_views(run, expected)
-    chosen = run_percentiles(run, args.percentiles) if args.percentiles else None
+    if args.cluster:
+        refuse_on_cluster(args.test, run.loaded)
+    with contextlib.ExitStack() as stack:
+        engine = cluster_engine(args, stack)
+        d = describe_run(run, args.test, width, baseline, args.two_sided, args.threshold, args.alpha, engine)
+        passes = engine or LOCAL
+        views = latency_views(run, expected, passes)
+        chosen = run_percentiles(run, args.percentiles, passes) if args.percentiles else None
     if args.json:
         extra = {f"summary_{name}_ns": view for name, view in views.items()}
         if chosen is not None:

@@ -16,6 +16,7 @@ from jitterlab.cli.common import (
     note,
     number,
     positive_int,
+    print_context,
     print_json,
     seconds,
     seed,
@@ -27,6 +28,7 @@ from jitterlab.core.errors import JitterlabError
 from jitterlab.core.fileio import check_writable_file
 from jitterlab.core.render import render
 from jitterlab.core.units import format_ns, parse_duration_ns
+from jitterlab.describe.context import command_context
 from jitterlab.describe.report import write_report
 from jitterlab.describe.validation import SETTINGS_HEADERS, settings_rows, validation_html
 from jitterlab.simulate import proxy
@@ -167,6 +169,7 @@ def _validate(args: argparse.Namespace) -> int:
     if args.json:
         print_json(
             {
+                "context": command_context(list(runs.values())),
                 "runs": {k: r.id for k, r in runs.items()},
                 "injected_runs": {k: r.injected.id for k, r in results.items() if r.injected},
                 "ks_injected": v.ks,
@@ -177,6 +180,7 @@ def _validate(args: argparse.Namespace) -> int:
             }
         )
     else:
+        print_context(list(runs.values()))
         print(render(SETTINGS_HEADERS, settings_rows(runs), "llrrrr"))
         errors = ", ".join(f"{k} {format_ns(e)}" for k, e in v.quantile_error_ns.items())
         print(f"KS distance, injected delay (proxy's record) vs the model: {v.ks:.4f}; error {errors}")

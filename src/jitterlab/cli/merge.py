@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
 from typing import Any
 
-from jitterlab.cli.common import note, store_option, writable_store
+from jitterlab.cli.common import cluster_engine, cluster_option, note, store_option, writable_store
 from jitterlab.core.errors import JitterlabError
 
 
@@ -18,15 +19,20 @@ def add_parser(sub: Any) -> None:
         "sources", nargs="+", metavar="RUN|FILE.hlog", help="stored runs (id or folder) and .hlog files"
     )
     p.add_argument("--as", dest="name", required=True, metavar="NAME", help="the merged run's name")
+    cluster_option(p, "the passes over the runs' samples (summary, interval histograms)")
     store_option(p)
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
     from jitterlab.store.merge import merge
+    from jitterlab.store.writer import LOCAL
 
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,47}", args.name):
         raise JitterlabError(f"--as {args.name!r}: give a name of letters, digits, '-' or '_'")
-    run = merge(writable_store(args), args.sources, args.name, note)
+    store = writable_store(args)
+    with contextlib.ExitStack() as stack:
+        engine = cluster_engine(args, stack)
+        run = merge(store, args.sources, args.name, note, engine or LOCAL)
     kind = "histogram-only run" if run.histogram_only else "run"
     sources = len(run.meta["merge"]["sources"])
     note(

@@ -21,6 +21,7 @@ from jitterlab.cli.common import (
 from jitterlab.core.fileio import check_writable_file
 from jitterlab.core.options import DAY_S
 from jitterlab.core.render import render
+from jitterlab.describe.context import command_context, header_of, source_context
 from jitterlab.mtp import analyze, synth, validate
 
 EXIT_UNTRUSTED = 3  # the result is stored, but the checks say it cannot be trusted (docs/mtp.md)
@@ -175,12 +176,13 @@ def _analyze(args: argparse.Namespace) -> int:
         note(f"wrote {args.report}")
     code = 0 if result.trusted else EXIT_UNTRUSTED
     s = analyze.summary(result)
+    context = command_context([run]) if run else source_context(args.video.resolve(), "video")
     if args.json:
-        print_json(s | {"run": run.id if run else None})
+        print_json({"context": context} | s | {"run": run.id if run else None})
         return code
     mark = "" if result.trusted else f"  UNTRUSTED ({', '.join(c['code'] for c in result.untrusted)})"
     print(
-        f"motion-to-photon latency: {s['latency_ms']:.3f} ms{mark}  "
+        f"{header_of([context])}\nmotion-to-photon latency: {s['latency_ms']:.3f} ms{mark}  "
         f"({args.video.name}, {s['frames']} frames, {s['freq_hz']:.3f} Hz)"
     )
     print(render(["estimator", "latency", "vs headline"], analyze.headline_rows(result), "lrr"))

@@ -16,6 +16,7 @@ from jitterlab.cli.common import (
     number,
     positive_float,
     positive_int,
+    print_context,
     print_json,
     probability,
     seconds,
@@ -25,6 +26,7 @@ from jitterlab.cli.common import (
     writable_store,
 )
 from jitterlab.core.options import DAY_S
+from jitterlab.describe.context import command_context
 from jitterlab.measure.runner import run_plan
 from jitterlab.mtp import framelog
 
@@ -133,8 +135,9 @@ def run(args: argparse.Namespace) -> int:
     result, run_ = outcome.results[0], outcome.runs[0]
     summary = framelog.describe_result(result)
     if args.json:
-        print_json(summary | {"run": run_.id})
+        print_json({"context": command_context([run_])} | summary | {"run": run_.id})
         return 0
+    print_context([run_])
     print(
         f"{summary['frames']} frames: {summary['mean_ms']:.2f} ± {summary['sd_ms']:.2f} ms "
         f"(min {summary['min_ms']:.2f}, max {summary['max_ms']:.2f}; resolution {summary['step_ms']:g} ms per step)"

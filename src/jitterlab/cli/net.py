@@ -21,6 +21,7 @@ from jitterlab.cli.common import (
     note,
     positive_float,
     positive_int,
+    print_context,
     print_json,
     rate_hz,
     seconds,
@@ -30,6 +31,7 @@ from jitterlab.cli.common import (
 )
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.render import render
+from jitterlab.describe.context import command_context
 from jitterlab.describe.network import network_json, network_text
 from jitterlab.measure.runner import run_plan
 from jitterlab.net import topo
@@ -204,6 +206,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if outcome.runs and args.json:
         print_json(network_json(outcome.runs))
     elif outcome.runs:
+        print_context(outcome.runs)
         print(network_text(outcome.runs))
     return outcome.exit_code
 
@@ -220,8 +223,9 @@ def cmd_check_impair(args: argparse.Namespace) -> int:
     with namespace_nodes(None, 2, True, None) as nodes:
         runs, verdict = check_impairment(store, o, nodes, impairment, warn)
     if args.json:
-        print_json(verdict)
+        print_json({"context": command_context(runs)} | verdict)
         return 0 if verdict["passed"] else 1
+    print_context(runs)
     print(network_text(runs))
     print(
         f"round trip added: {verdict['round_trip_added_ns'] / 1e6:.3f} ms, expected {verdict['round_trip_expected_ns'] / 1e6:.3f} ms "

@@ -16,6 +16,7 @@ from jitterlab.cli.common import (
     note,
     positive_float,
     positive_int,
+    print_context,
     print_json,
     rate_hz,
     seconds,
@@ -25,6 +26,7 @@ from jitterlab.cli.common import (
 )
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.fileio import check_writable_file
+from jitterlab.describe.context import command_context
 from jitterlab.describe.replication import replication_json, replication_text
 from jitterlab.describe.report import write_report
 from jitterlab.measure.runner import run_plan
@@ -112,8 +114,9 @@ def cmd_repl(args: argparse.Namespace) -> int:
     if not runs:
         return outcome.exit_code
     if args.json:
-        print_json(replication_json(runs))
+        print_json({"context": command_context(runs)} | replication_json(runs))
     else:
+        print_context(runs)
         print(replication_text(runs))
     if args.report:
         size = write_report(runs, args.report, "jitterlab replication scaling")

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from jitterlab.cli.common import (
+    cluster_option,
     load,
     non_negative_float,
     note,
@@ -43,10 +44,9 @@ def add_parsers(sub: Any) -> None:
         type=percentile_list,
         help="also these percentiles, exact (e.g. 50,90,99,99.9,99.99,99.999,max)",
     )
+    cluster_option(p, "the summary")
     p.add_argument(
-        "--cluster",
-        metavar="local:N|ADDRESS",
-        help="compute the summary on a Dask cluster: N local worker processes, or a scheduler's address",
+        "--recompute", action="store_true", help="read every sample, not the summary stored at commit"
     )
     store_option(p)
     p = sub.add_parser("report", help="write one self-contained HTML report of runs")
@@ -59,6 +59,9 @@ def add_parsers(sub: Any) -> None:
     )
     p.add_argument(
         "--strict", action="store_true", help="exit 1 when a run is damaged (it is left out either way)"
+    )
+    p.add_argument(
+        "--percentiles", type=percentile_list, help="also a table of these exact percentiles per run"
     )
     store_option(p)
     p = sub.add_parser("compare", help="compare run B against run A: verdict per percentile")
@@ -139,34 +142,23 @@ def cmd_recover(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     from jitterlab.describe.analysis import run_percentiles, run_summary
-    from jitterlab.describe.context import context_block
-    from jitterlab.describe.text import show_text
+    from jitterlab.describe.text import show_json, show_text
 
     run = load(args.run, args)
     if run.histogram_only:
         note("note: histogram-only run (imported); percentiles use HdrHistogram's definition")
     if args.cluster and not run.histogram_only:
-        from jitterlab.store.cluster import connect, summarize_on_cluster
+        from jitterlab.store.cluster import engine
         from jitterlab.store.runs import verified_samples_path
 
-        with connect(args.cluster) as client:
-            summary = summarize_on_cluster(client, verified_samples_path(run)).to_dict()
+        with engine(args.cluster) as cluster:
+            summary = cluster.summary(verified_samples_path(run)).to_dict()
+            chosen = run_percentiles(run, args.percentiles, cluster) if args.percentiles else None
     else:
-        summary = run_summary(run)  # reads and verifies the samples, in row groups
-    chosen = run_percentiles(run, args.percentiles) if args.percentiles else None
+        summary = run_summary(run, recompute=args.recompute)  # verifies the samples file
+        chosen = run_percentiles(run, args.percentiles) if args.percentiles else None
     if args.json:
-        print_json(
-            {
-                "id": run.id,
-                "status": run.meta.get("status"),
-                "partial_reason": run.meta.get("partial_reason"),
-                "context": context_block(run),
-                "config": run.config,
-                "summary_ns": summary,
-                "percentiles_ns": chosen,
-                "floor": run.meta.get("floor"),
-            }
-        )
+        print_json(show_json(run, summary, chosen))
         return 0
     print(show_text(run, summary))
     if chosen:
@@ -206,7 +198,9 @@ def cmd_report(args: argparse.Namespace) -> int:
         if all(r.id != baseline_id for r in runs):
             runs = [baseline, *runs]
     note(f"writing the report of {len(runs)} run(s)…")
-    size = write_report(runs, Path(args.output), args.title, baseline_id=baseline_id)
+    size = write_report(
+        runs, Path(args.output), args.title, baseline_id=baseline_id, percentiles=args.percentiles
+    )
     note(f"wrote {args.output} ({size / 1e6:.1f} MB)")
     return 1 if args.strict and damaged else 0
 

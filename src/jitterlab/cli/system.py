@@ -10,6 +10,7 @@ from typing import Any
 from jitterlab.cli.common import (
     integer,
     note,
+    print_context,
     print_json,
     store_option,
     warn,
@@ -18,6 +19,7 @@ from jitterlab.cli.common import (
 from jitterlab.core.render import render
 from jitterlab.core.units import format_ns
 from jitterlab.describe.attribution import spike_attribution
+from jitterlab.describe.context import command_context
 from jitterlab.describe.tables import HICCUP_HEADERS, hiccup_per_cpu, hiccup_rows
 from jitterlab.describe.text import attribution_text
 from jitterlab.measure.doctor import run_checks
@@ -77,12 +79,20 @@ def cmd_hiccup(args: argparse.Namespace) -> int:
         per_cpu = hiccup_per_cpu(run)
         info = run.meta["hiccup"]
         if args.json:
-            print_json({"id": run.id, "threshold_ns": info["threshold_ns"], "per_cpu": per_cpu})
+            print_json(
+                {
+                    "context": command_context([run]),
+                    "id": run.id,
+                    "threshold_ns": info["threshold_ns"],
+                    "per_cpu": per_cpu,
+                }
+            )
             continue
         note(
             f"stored {run.id}: interruptions longer than {format_ns(info['threshold_ns'])} "
             f"({info['threshold_mode']}) over {format_ns(run.config['duration_ns'])}"
         )
+        print_context([run])
         print(render(HICCUP_HEADERS, hiccup_rows(per_cpu), "r" * len(HICCUP_HEADERS)))
         out, unavailable = attribution_text(spike_attribution(run))
         if out:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -32,17 +33,17 @@ from jitterlab.stats import (
     time_windows,
 )
 from jitterlab.stats.outofcore import (
-    baseline_of_chunks,
-    categories_of_chunks,
-    screen_chunks,
-    stacked_z_chunks,
-    time_windows_chunks,
+    baseline_scan,
+    categories_scan,
+    screen_scan,
+    stacked_z_scan,
+    time_windows_scan,
 )
-from jitterlab.stats.summary import percentiles_of_chunks, summarize_chunks
+from jitterlab.stats.summary import percentiles_of_scan
 from jitterlab.store import Run
 from jitterlab.store.hdr.streams import corrected_figures
 from jitterlab.store.runs import verified_samples_path
-from jitterlab.store.writer import latency_chunks, summarize_file, timed_latency_chunks
+from jitterlab.store.writer import LOCAL, Engine, latency_chunks, stored_summary
 
 TESTS = ("stacked-z", "gesd", "walsh")
 
@@ -96,13 +97,18 @@ def describe_run(
     two_sided: bool = False,
     threshold: float = 3.5,
     alpha: float = 0.05,
+    engine: Engine | None = None,
 ) -> RunDescription:
-    """Summary, outlier categories and time windows of one run."""
+    """Summary, outlier categories and time windows of one run; ``engine``: where the
+    passes over the samples run (a cluster's, jitterlab.store.cluster; default: here)."""
     if run.meta.get("samples") is None:
         raise JitterlabError(
             f"run {run.id} holds a histogram only: outlier tests and windows by sample need raw "
             "samples (show and export work on it)"
         )
+    if engine is not None:
+        refuse_on_cluster(test, run.loaded or (baseline is not None and baseline.loaded))
+        return _describe_streamed(run, window_ns, baseline, two_sided, threshold, engine)
     if test == "stacked-z" and not run.loaded and (baseline is None or not baseline.loaded):
         return _describe_streamed(run, window_ns, baseline, two_sided, threshold)
     latency = run.latency_ns
@@ -130,29 +136,44 @@ def describe_run(
     )
 
 
+def refuse_on_cluster(test: str, loaded: bool) -> None:
+    """What describe cannot run on a cluster, refused in one line (before one is started)."""
+    if test != "stacked-z":
+        raise JitterlabError(
+            f"--cluster runs the stacked-z test; --test {test} needs the whole sample in one "
+            "process (drop --cluster)"
+        )
+    if loaded:
+        raise JitterlabError("--cluster describes whole stored runs: drop --from/--to or --cluster")
+
+
 def _describe_streamed(
-    run: Run, window_ns: int, baseline: Run | None, two_sided: bool, threshold: float
+    run: Run,
+    window_ns: int,
+    baseline: Run | None,
+    two_sided: bool,
+    threshold: float,
+    engine: Engine = LOCAL,
 ) -> RunDescription:
     """:func:`describe_run` of the stacked z-score test read in row groups (memory
-    independent of the run's size; identical results, stats/outofcore.py)."""
+    independent of the run's size; identical results, stats/outofcore.py), here or on a
+    cluster's workers."""
     path = verified_samples_path(run)
-    summary = summarize_file(path)
+    summary = file_summary(run, path, engine=engine)
     if summary.count == 0:
         raise JitterlabError(f"run {run.id} has no samples")
     reference = None
     screening = None
     if baseline is not None:
         base_path = verified_samples_path(baseline)
-        if summarize_file(base_path).count == 0:
+        if file_summary(baseline, base_path, engine=engine).count == 0:
             raise JitterlabError(f"baseline run {baseline.id} has no samples")
-        reference = stacked_z_chunks(lambda: latency_chunks(base_path), threshold, two_sided)
+        reference = stacked_z_scan(engine.latency(base_path), threshold, two_sided)
         if reference.thresholds:
-            screening = screen_chunks(
-                lambda: latency_chunks(path), baseline_of_chunks(lambda: latency_chunks(base_path), reference)
-            )
+            screening = screen_scan(engine.latency(path), baseline_scan(engine.latency(base_path), reference))
     if reference is not None:
-        categories = categories_of_chunks(
-            lambda: latency_chunks(path),
+        categories = categories_scan(
+            engine.latency(path),
             reference.thresholds,
             reference.low_threshold,
             reference.levels,
@@ -160,8 +181,8 @@ def _describe_streamed(
             True,
         )
     else:
-        categories = stacked_z_chunks(lambda: latency_chunks(path), threshold, two_sided)
-    windows = time_windows_chunks(lambda: timed_latency_chunks(path), window_ns, categories)
+        categories = stacked_z_scan(engine.latency(path), threshold, two_sided)
+    windows = time_windows_scan(engine.timed(path), window_ns, categories)
     return RunDescription(
         run,
         summary,
@@ -191,7 +212,9 @@ def time_range(run: Run, from_s: float | None, to_s: float | None) -> Run:
     return dataclasses.replace(run, _table=run.table.filter(pa.array(keep)))
 
 
-def latency_views(run: Run, expected_interval_ns: int | None = None) -> dict[str, dict[str, Any]]:
+def latency_views(
+    run: Run, expected_interval_ns: int | None = None, engine: Engine = LOCAL
+) -> dict[str, dict[str, Any]]:
     """Other views of a sample run's latency, each a summary beside the run's own:
 
     - ``corrected``: the samples recorded with HdrHistogram's recordValueWithExpectedInterval
@@ -212,22 +235,28 @@ def latency_views(run: Run, expected_interval_ns: int | None = None) -> dict[str
     if expected_interval_ns:
         views["corrected"] = corrected_figures(latency_chunks(path), expected_interval_ns)
     if "t_actual_send_ns" in pq.read_schema(path).names:
-        views["from_actual_send"] = summarize_chunks(
-            lambda: latency_chunks(path, since="t_actual_send_ns")
-        ).to_dict()
+        views["from_actual_send"] = engine.summary(path, since="t_actual_send_ns").to_dict()
     return views
 
 
-def run_summary(run: Run) -> dict[str, Any]:
-    """The summary of a run: from its samples (read and verified), or the stored one of a
-    histogram-only import (HdrHistogram's percentile definition)."""
+def run_summary(run: Run, recompute: bool = False) -> dict[str, Any]:
+    """The summary of a run: of its samples (file verified; see :func:`file_summary`), or the
+    stored one of a histogram-only import (HdrHistogram's percentile definition)."""
     if run.histogram_only:
         return dict(run.meta["summary"]["latency_ns"])
-    # read in row groups, never whole: exact and equal to summarize(run.latency_ns) to the last bit
-    return summarize_file(verified_samples_path(run)).to_dict()
+    return file_summary(run, verified_samples_path(run), recompute).to_dict()
 
 
-def run_percentiles(run: Run, ps: tuple[float, ...]) -> dict[str, float]:
+def file_summary(run: Run, path: Path, recompute: bool = False, engine: Engine = LOCAL) -> Summary:
+    """The summary of a run's verified samples file ``path``: the one stored at commit when
+    it was computed as this version computes it (the file's SHA-256 was just checked against
+    run.json), else read in row groups by ``engine`` — never whole: exact and equal to
+    summarize(run.latency_ns) to the last bit."""
+    stored = None if recompute else stored_summary(run.meta)
+    return stored if stored is not None else engine.summary(path)
+
+
+def run_percentiles(run: Run, ps: tuple[float, ...], engine: Engine = LOCAL) -> dict[str, float]:
     """Chosen type-7 percentiles of a sample run (``--percentiles``), exact, read in row
     groups; keys as ``core.percentiles.percentile_key`` writes them."""
     if run.histogram_only:
@@ -239,7 +268,7 @@ def run_percentiles(run: Run, ps: tuple[float, ...]) -> dict[str, float]:
         values = percentiles(run.latency_ns, ps)
     else:
         path = verified_samples_path(run)
-        values = percentiles_of_chunks(lambda: latency_chunks(path), ps)
+        values = percentiles_of_scan(engine.latency(path), ps)
     return {percentile_key(p): float(v) for p, v in zip(ps, values, strict=True)}
 
 

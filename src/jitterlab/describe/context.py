@@ -18,12 +18,7 @@ def context_block(run: Run) -> dict[str, Any]:
     env = run.meta.get("environment")
     tool = run.meta.get("tool") or {}
     if env is None:
-        return {
-            "measured_here": False,
-            "source": run.config.get("source"),
-            "source_format": run.config.get("source_format"),
-            "tool_version": tool.get("version"),
-        }
+        return source_context(run.config.get("source"), run.config.get("source_format"), tool.get("version"))
     governors = sorted({g for g in (env.get("governors") or {}).values() if g})
     return {
         "measured_here": True,
@@ -41,6 +36,32 @@ def context_block(run: Run) -> dict[str, Any]:
         "tool_version": tool.get("version"),
         "git_commit": tool.get("git_commit"),
     }
+
+
+def source_context(source: Any, source_format: Any, tool_version: Any = None) -> dict[str, Any]:
+    """The block of figures computed here from data measured elsewhere (an import, a video,
+    sensor logs): where they came from (``tool_version`` None: this jitterlab's)."""
+    if tool_version is None:
+        from jitterlab.core.version import __version__ as tool_version
+    return {
+        "measured_here": False,
+        "source": None if source is None else str(source),
+        "source_format": source_format,
+        "tool_version": tool_version,
+    }
+
+
+def command_context(runs: Sequence[Run]) -> dict[str, Any]:
+    """The ``context`` object heading a command's JSON output (measuring commands included):
+    the block of the machine ``runs`` were measured on. Runs of one invocation share the
+    machine, so it is the first run's block, with the doctor's warnings of every run."""
+    if not runs:
+        raise ValueError("command_context needs at least one run")
+    block = context_block(runs[0])
+    if block.get("measured_here"):
+        warned = [w for run in runs for w in context_block(run).get("doctor_warnings") or []]
+        block["doctor_warnings"] = list(dict.fromkeys(warned))
+    return block
 
 
 def contexts(runs: Sequence[Run]) -> list[dict[str, Any]]:
@@ -72,7 +93,12 @@ def context_lines(block: dict[str, Any]) -> list[str]:
 
 def context_header(runs: Sequence[Run]) -> str:
     """The heading of a command's text output: one block per distinct machine."""
-    return "\n".join(f"context  {line}" for block in contexts(runs) for line in context_lines(block))
+    return header_of(contexts(runs))
+
+
+def header_of(blocks: Sequence[dict[str, Any]]) -> str:
+    """Context blocks as the ``context  …`` lines that head a text output."""
+    return "\n".join(f"context  {line}" for block in blocks for line in context_lines(block))
 
 
 def differences(a: Run, b: Run) -> list[str]:

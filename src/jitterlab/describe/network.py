@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from jitterlab.core.render import render
+from jitterlab.describe.context import command_context
 from jitterlab.stats import percentiles
 from jitterlab.store import Run
 
@@ -263,6 +264,7 @@ def network_text(runs: Sequence[Run]) -> str:
 def network_json(runs: Sequence[Run]) -> list[dict[str, Any]]:
     return [
         {
+            "context": command_context([r]),
             "id": r.id,
             "config": r.config,
             "net": r.meta["net"],

@@ -27,6 +27,7 @@ from matplotlib.ticker import NullLocator
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.fileio import atomic_write_bytes
 from jitterlab.core.html import PAGE_END, esc, figure_img, html_table, page_head
+from jitterlab.core.percentiles import percentile_key
 from jitterlab.core.progress import ProgressBar
 from jitterlab.core.units import format_count, format_ns
 from jitterlab.core.version import __version__
@@ -60,6 +61,7 @@ from jitterlab.describe.tables import (
     table1_layout,
 )
 from jitterlab.stats import percentiles
+from jitterlab.stats.summary import percentiles_sorted
 from jitterlab.store import Run
 
 MAX_SCATTER_POINTS = 20_000  # drawn points per timeline; above this, M4-decimated (and said so)
@@ -264,6 +266,29 @@ def _summary_table(d: RunDescription) -> str:
     return html_table(headers, [values])
 
 
+def _chosen_table(chosen: dict[str, float] | None) -> str:
+    """``report --percentiles``: the chosen levels as columns, one row of values (each cell
+    carries its exact value in ns as ``data-ns``)."""
+    if not chosen:
+        return ""
+    return "<div class='muted'>chosen percentiles (exact, type 7)</div>" + html_table(
+        list(chosen), [[_ns_cell(v) for v in chosen.values()]]
+    )
+
+
+def _ns_cell(value: float) -> str:
+    return f"<span data-ns='{value!r}'>{_esc(format_ns(value))}</span>"
+
+
+def _chosen_overview(runs: Sequence[Run], chosen: Sequence[dict[str, float] | None]) -> str:
+    """``report --percentiles`` over several runs: one row per run, the chosen levels as columns."""
+    present = [(run, c) for run, c in zip(runs, chosen, strict=True) if c]
+    if not present:
+        return ""
+    rows = [[_esc(run.label), *(_ns_cell(v) for v in c.values())] for run, c in present]
+    return "<h3>Chosen percentiles (exact, type 7)</h3>" + html_table(["run", *present[0][1]], rows)
+
+
 def _category_table(d: RunDescription) -> str:
     return html_table(CATEGORY_HEADERS, category_rows(d.categories))
 
@@ -280,7 +305,7 @@ def _attribution(block: dict[str, Any] | None) -> str:
     )
 
 
-def _run_section(d: RunDescription, anchor: str) -> str:
+def _run_section(d: RunDescription, anchor: str, chosen: dict[str, float] | None = None) -> str:
     run = d.run
     meta = run.meta
     env = meta.get("environment") or {}
@@ -310,7 +335,7 @@ def _run_section(d: RunDescription, anchor: str) -> str:
     )
     return f"""<section class="card" id="{anchor}"><h3>{_esc(run.label)}</h3>
 <div class="muted">{"<br>".join(facts)}</div>{f"<ul class='muted'>{warnings}</ul>" if warnings else ""}
-{_summary_table(d)}{_attribution(d.attribution)}<div class="muted">outlier categories ({_esc(d.test)}{baseline})</div>{_category_table(d)}
+{_summary_table(d)}{_chosen_table(chosen)}{_attribution(d.attribution)}<div class="muted">outlier categories ({_esc(d.test)}{baseline})</div>{_category_table(d)}
 {run_figure(d)}</section>"""
 
 
@@ -345,7 +370,7 @@ With millions of samples every test p-value is tiny, so the verdict rests on the
 the hypervisor add jitter of their own; the environment line of each run says where it was measured.</p></div>"""
 
 
-def _histogram_section(run: Run, anchor: str) -> str:
+def _histogram_section(run: Run, anchor: str, percentiles_asked: bool = False) -> str:
     """An imported histogram-only run: every tag's figures side by side, its intervals, and
     what it lacks."""
     d = describe_histogram(run)
@@ -362,20 +387,35 @@ def _histogram_section(run: Run, anchor: str) -> str:
         ["corrected p99", "corrected max"] if d.expected_interval_ns else []
     )
     which = "the untagged lines" if d.tag is None else f"tag {d.tag}"
+    asked = (
+        f" Percentiles at chosen levels (HdrHistogram's definition): <code>jitterlab export {_esc(run.id)} "
+        "--format hgrm --percentiles …</code>."
+        if percentiles_asked
+        else ""
+    )
     return f"""<section class="card" id="{anchor}"><h3>{_esc(run.label)} (histogram-only import)</h3>
 <div class="muted">run <code>{_esc(run.id)}</code> from <code>{_esc(run.config.get("source"))}</code>.
 Figures are HdrHistogram Java's, one row per tag of the log. Outlier categories, the timeline and comparisons
-need raw samples, which an HdrHistogram log does not hold, so they are not shown.</div>{html_table(headers, rows)}
+need raw samples, which an HdrHistogram log does not hold, so they are not shown.{asked}</div>{html_table(headers, rows)}
 {corrected}<div class="muted">intervals of {_esc(which)}{" (first 50)" if len(d.windows) > 50 else ""}</div>
 {html_table(interval_headers, shown)}</section>"""
 
 
-def _section_job(run: Run, anchor: str) -> tuple[str, RunDigest]:
-    """One run's section and the overview's numbers of it (in a worker process)."""
+def _section_job(
+    run: Run, anchor: str, ps: tuple[float, ...] = ()
+) -> tuple[str, RunDigest, dict[str, float] | None]:
+    """One run's section and the overview's numbers of it (in a worker process); ``ps``:
+    the percentiles ``--percentiles`` chose, the same type-7 values ``show --percentiles``
+    prints, taken from the sorted samples the section already holds."""
     d = describe_run(run)
-    section = _run_section(d, anchor)
     ordered = d.ordered if d.ordered is not None else np.sort(run.latency_ns)
-    return section, digest(run, d.summary, ordered)
+    chosen = (
+        {percentile_key(p): float(v) for p, v in zip(ps, percentiles_sorted(ordered, ps), strict=True)}
+        if ps
+        else None
+    )
+    section = _run_section(d, anchor, chosen)
+    return section, digest(run, d.summary, ordered), chosen
 
 
 def _ignore_interrupts() -> None:
@@ -430,10 +470,13 @@ def build_report(
     title: str = "jitterlab report",
     preface_html: str = "",
     baseline_id: str | None = None,
+    percentiles: Sequence[float] | None = None,
 ) -> str:
     """The HTML of the report (a string; the caller writes it atomically). ``preface_html``
     goes first, before the overview (for example the validation of an injector);
-    ``baseline_id`` names a run every other run is judged against (default: like with like).
+    ``baseline_id`` names a run every other run is judged against (default: like with like);
+    ``percentiles`` (``report --percentiles``) adds a table of those exact percentiles to every
+    sample run's section (histogram-only runs say where theirs are).
 
     The runs' sections and the comparisons are computed in parallel worker processes; a
     progress bar shows on a terminal."""
@@ -441,16 +484,18 @@ def build_report(
     sample_runs = [r for r in runs if not r.histogram_only]
     groups = comparison_groups(sample_runs, baseline_id) if len(sample_runs) > 1 else []
     pairs = [(base, other) for base, others in groups for other in others]
-    jobs: list[Job] = [(_section_job, (r, f"run{i}")) for i, r in enumerate(sample_runs)]
+    ps = tuple(percentiles or ())
+    jobs: list[Job] = [(_section_job, (r, f"run{i}", ps)) for i, r in enumerate(sample_runs)]
     jobs += [(compare_runs_for_report, (base, other)) for base, other in pairs]
     with _workers() as run_jobs:
         progress = ProgressBar("rendering the report", len(jobs))
         results = run_jobs(jobs, progress)
         progress.close()
-        digests = [d for _section, d in results[: len(sample_runs)]]
+        digests = [d for _section, d, _chosen in results[: len(sample_runs)]]
         comparisons = {(b.id, o.id): c for (b, o), c in zip(pairs, results[len(sample_runs) :], strict=True)}
         overview = overview_html(digests, comparisons, baseline_id, run_jobs) if len(digests) > 1 else ""
-    sections = [section for section, _digest in results[: len(sample_runs)]]
+    sections = [section for section, _digest, _chosen in results[: len(sample_runs)]]
+    chosen = [c for _section, _digest, c in results[: len(sample_runs)]]
     labels = [r.label for r in sample_runs] + [f"{r.label} (histogram)" for r in histogram_runs]
     nav = " ".join(f'<a href="#run{i}">{_esc(label)}</a>' for i, label in enumerate(labels))
     parts = [
@@ -477,10 +522,12 @@ def build_report(
                     headers, [[_esc(cell) for cell in row] for row in rows], cls="three-text-columns"
                 )
             )
-        parts.append(overview + "</div>")
+        parts.append(_chosen_overview([d.run for d in digests], chosen) + overview + "</div>")
     parts.append(f"<h2>Runs</h2><nav class='muted'>{nav}</nav>")
     parts.extend(sections)
-    parts.extend(_histogram_section(r, f"run{len(sections) + i}") for i, r in enumerate(histogram_runs))
+    parts.extend(
+        _histogram_section(r, f"run{len(sections) + i}", bool(ps)) for i, r in enumerate(histogram_runs)
+    )
     parts.append(UNDERSTANDING + PAGE_END)
     return "\n".join(parts)
 
@@ -492,10 +539,15 @@ def _context_html(runs: Sequence[Run]) -> str:
 
 
 def write_report(
-    runs: Sequence[Run], out: Path, title: str, preface_html: str = "", baseline_id: str | None = None
+    runs: Sequence[Run],
+    out: Path,
+    title: str,
+    preface_html: str = "",
+    baseline_id: str | None = None,
+    percentiles: Sequence[float] | None = None,
 ) -> int:
     """Build the report and write it to ``out`` atomically; returns its size in bytes."""
-    page = build_report(runs, title, preface_html, baseline_id).encode()
+    page = build_report(runs, title, preface_html, baseline_id, percentiles).encode()
     try:
         atomic_write_bytes(out, page)
     except OSError as e:

@@ -39,6 +39,22 @@ def stored_line(run: Run) -> str:
     return line
 
 
+def show_json(run: Run, summary: dict[str, Any], chosen: dict[str, float] | None) -> dict[str, Any]:
+    """``show --json``: the run, its context block, its summary and the chosen percentiles."""
+    from jitterlab.describe.context import context_block
+
+    return {
+        "id": run.id,
+        "status": run.meta.get("status"),
+        "partial_reason": run.meta.get("partial_reason"),
+        "context": context_block(run),
+        "config": run.config,
+        "summary_ns": summary,
+        "percentiles_ns": chosen,
+        "floor": run.meta.get("floor"),
+    }
+
+
 def show_text(run: Run, summary: dict[str, Any]) -> str:
     """``jitterlab show``: what the run is, its summary, its floor and obtained policy."""
     c = run.config

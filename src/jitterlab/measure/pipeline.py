@@ -40,7 +40,7 @@ class PipelineOptions:
 def native_pipeline_job(o: PipelineOptions) -> NativeJob:
     """The native pipeline (native/tools/pipeline.cpp): four linked runs."""
     args = [
-        "--messages",
+        "--samples",
         str(o.messages),
         "--warmup",
         str(o.warmup),

@@ -143,7 +143,7 @@ def probe_job(o: ValidateOptions, setting: str, target: str, receive: str, meta:
         keys = ("sent", "received", "lost", "duplicates", "foreign", "send_errors")
         return {"probe": {k: harness.get(k) for k in keys}}
 
-    args = ["probe", "--target", target, "--receive", receive, "--count", str(o.count)]
+    args = ["probe", "--target", target, "--receive", receive, "--samples", str(o.count)]
     args += ["--rate", str(o.rate_hz), "--size", str(o.size)]
     return NativeJob(
         program="jitterlab-inject",

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats
 
 from jitterlab.stats.categories import StackedResult, build_result, stack
 
@@ -41,6 +40,8 @@ def gesd_critical_values(n: int, max_outliers: int, alpha: float) -> np.ndarray:
     """lambda_1..lambda_r of Rosner (1983) for a sample of size n."""
     i = np.arange(1, max_outliers + 1)
     p = 1 - alpha / (2 * (n - i + 1))
+    from scipy import stats  # here, not at import: scipy costs `show` a second
+
     t = stats.t.ppf(p, n - i - 1)
     return np.asarray((n - i) * t / np.sqrt((n - i - 1 + t**2) * (n - i + 1)))
 

@@ -22,6 +22,12 @@ per pass).
 With a baseline, the screening (:mod:`jitterlab.stats.screening`) is a pass over the reference
 for its outlier share and its top category, and one over the run for its category counts.
 
+Every pass is one pure function of a chunk whose results the caller folds (integer sums,
+minima, maxima, concatenations sorted after), run by a :class:`~jitterlab.stats.scan.Scan`:
+in this process (the ``*_chunks`` functions) or on a cluster's workers (the ``*_scan``
+functions with ``jitterlab.store.cluster.ClusterScan``). The folds do not depend on how
+the sample is cut into chunks, so both give the same numbers to the last bit.
+
 Samples are integers (latencies in ns) of magnitude below 2^52, so every comparison of a
 value with a float cut and every halving is exact.
 """
@@ -29,13 +35,14 @@ value with a float cut and every halving is exact.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
 from jitterlab.stats.categories import StackedResult, categories_of_ranges, categorize, stack
+from jitterlab.stats.scan import LocalScan, Scan, identity
 from jitterlab.stats.screening import DEFAULT_ALPHA, Baseline, Verdict, screen_counts
-from jitterlab.stats.summary import exact_sum, extent_of, order_statistics
+from jitterlab.stats.summary import exact_sum, extent_by, order_statistics_by
 from jitterlab.stats.windows import WindowTable
 from jitterlab.stats.zscore import (
     MAD_CONSISTENCY,
@@ -50,43 +57,51 @@ TimedChunks = Callable[[], Iterable[tuple[np.ndarray, np.ndarray]]]  # (t_send_n
 
 IN_MEMORY_AT = 1 << 22  # values of a level gathered to finish the stack in memory (32 MiB)
 _WINDOW_BUCKETS = 1 << 8  # buckets per window and rank in one refinement pass
+_INT64_MAX = np.iinfo(np.int64).max
+_INT64_MIN = np.iinfo(np.int64).min
 
 
-def _above(chunks: Chunks, cut: float | None) -> Chunks:
-    """The chunks' values above ``cut`` (all of them for None), as new chunks."""
+def keep_above(x: np.ndarray, key: int) -> np.ndarray:
+    """The values of a chunk above the integer ``key`` (a step)."""
+    return x[x > key]
+
+
+def doubled_deviation(x: np.ndarray, twice: int) -> np.ndarray:
+    """|2x − twice| of a chunk: twice the deviations from a median ``twice`` / 2 (a step)."""
+    doubled: np.ndarray = np.abs(2 * x - twice)
+    return doubled
+
+
+def _above(scan: Scan, cut: float | None) -> Scan:
+    """The scan's values above ``cut`` (all of them for None)."""
     if cut is None:
-        return chunks
-    key = math.floor(cut)  # x > cut  <=>  x > floor(cut) for integers
-
-    def filtered() -> Iterator[np.ndarray]:
-        for x in chunks():
-            yield x[x > key]
-
-    return filtered
+        return scan
+    return scan.then(keep_above, math.floor(cut))  # x > cut  <=>  x > floor(cut) for integers
 
 
 def robust_scale_chunks(chunks: Chunks, count: int, lowest: int, highest: int) -> RobustScale:
     """:func:`jitterlab.stats.zscore.robust_scale_sorted` of a non-empty integer sample read
     as chunks, equal to it to the last bit (see the module docs)."""
+    return robust_scale_scan(LocalScan(chunks), count, lowest, highest)
+
+
+def robust_scale_scan(scan: Scan, count: int, lowest: int, highest: int) -> RobustScale:
+    """:func:`robust_scale_chunks` of a sample read by ``scan``."""
     mid = count // 2
     ranks = [mid] if count % 2 else [mid - 1, mid]
-    v = order_statistics(chunks, ranks, lowest, highest, count)
+    v = order_statistics_by(scan, ranks, lowest, highest, count)
     center = float(v[mid]) if count % 2 else (float(v[mid - 1]) + float(v[mid])) / 2.0
     twice = 2 * v[mid] if count % 2 else v[mid - 1] + v[mid]  # 2 * center, an integer
-
-    def doubled() -> Iterator[np.ndarray]:
-        for x in chunks():
-            yield np.abs(2 * x - twice)
-
+    doubled = scan.then(doubled_deviation, twice)
     k = (count - 1) // 2
     wanted = [k] if count % 2 else [k, count // 2]
-    d = order_statistics(doubled, wanted, 0, max(2 * highest - twice, twice - 2 * lowest), count)
+    d = order_statistics_by(doubled, wanted, 0, max(2 * highest - twice, twice - 2 * lowest), count)
     mad = d[k] / 2.0
     if count % 2 == 0:
         mad = (mad + d[count // 2] / 2.0) / 2.0
     if mad > 0:
         return RobustScale(center, mad / MAD_CONSISTENCY, mad, fallback=False)
-    total = sum(exact_sum(x) for x in doubled())
+    total = sum(doubled.map(exact_sum))
     return RobustScale(center, MEANAD_CONSISTENCY * (total / (2 * count)), 0.0, fallback=True)
 
 
@@ -98,6 +113,16 @@ def stacked_z_chunks(
 ) -> StackedResult:
     """:func:`jitterlab.stats.zscore.stacked_z_test` of an integer sample read as chunks
     (each call of ``chunks`` reads it again in the same order); identical results."""
+    return stacked_z_scan(LocalScan(chunks), threshold, two_sided, in_memory_at)
+
+
+def stacked_z_scan(
+    scan: Scan,
+    threshold: float = 3.5,
+    two_sided: bool = False,
+    in_memory_at: int = IN_MEMORY_AT,
+) -> StackedResult:
+    """:func:`stacked_z_chunks` of a sample read by ``scan``."""
     levels: list[RobustScale] = []
     thresholds: list[float] = []
 
@@ -110,22 +135,22 @@ def stacked_z_chunks(
 
     cut: float | None = None
     for _ in range(MAX_LEVELS):
-        current = _above(chunks, cut)
-        count, lowest, highest, _ = extent_of(current)
+        current = _above(scan, cut)
+        count, lowest, highest, _ = extent_by(current)
         if count == 0:
             if cut is None:
                 raise ValueError("stacked test of an empty sample")
             break
         if count <= in_memory_at:
-            tail = np.sort(np.concatenate(list(current())))
+            tail = np.sort(np.concatenate(list(current.map(identity))))
             thresholds += stack(tail, next_cut, MAX_LEVELS - len(thresholds))
             break
-        level = robust_scale_chunks(current, count, lowest, highest)
+        level = robust_scale_scan(current, count, lowest, highest)
         if level.scale == 0:
             break
         levels.append(level)
         new_cut = level.center + threshold * level.scale
-        above = extent_of(_above(current, new_cut))[0]
+        above = extent_by(_above(current, new_cut))[0]
         if above in (0, count):
             break
         thresholds.append(new_cut)
@@ -133,9 +158,7 @@ def stacked_z_chunks(
     low = None
     if two_sided and levels:
         low = levels[0].center - threshold * levels[0].scale
-    return categories_of_chunks(
-        chunks, tuple(thresholds), low, tuple(levels[: len(thresholds)]), threshold, False
-    )
+    return categories_scan(scan, tuple(thresholds), low, tuple(levels[: len(thresholds)]), threshold, False)
 
 
 def categories_of_chunks(
@@ -147,16 +170,41 @@ def categories_of_chunks(
     keep_empty: bool,
 ) -> StackedResult:
     """:func:`jitterlab.stats.categories.build_result` of a sample read as chunks (one pass)."""
+    return categories_scan(LocalScan(chunks), thresholds, low, levels, threshold, keep_empty)
+
+
+def category_chunk(
+    x: np.ndarray, thresholds: tuple[float, ...], low: float | None, slots: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Count, smallest and largest value of each category slot in one chunk (slot 0 is
+    category -1 when there is a low threshold)."""
+    first = -1 if low is not None else 0
+    labels = categorize(x, thresholds, low).astype(np.intp) - first
+    lowest = np.full(slots, _INT64_MAX)
+    highest = np.full(slots, _INT64_MIN)
+    np.minimum.at(lowest, labels, x)
+    np.maximum.at(highest, labels, x)
+    return np.bincount(labels, minlength=slots).astype(np.int64), lowest, highest
+
+
+def categories_scan(
+    scan: Scan,
+    thresholds: tuple[float, ...],
+    low: float | None,
+    levels: tuple[object, ...],
+    threshold: float,
+    keep_empty: bool,
+) -> StackedResult:
+    """:func:`categories_of_chunks` of a sample read by ``scan``."""
     first = -1 if low is not None else 0
     slots = len(thresholds) + 1 - first
     counts = np.zeros(slots, np.int64)
-    lowest = np.full(slots, np.iinfo(np.int64).max)
-    highest = np.full(slots, np.iinfo(np.int64).min)
-    for x in chunks():
-        labels = categorize(x, thresholds, low).astype(np.intp) - first
-        counts += np.bincount(labels, minlength=slots)
-        np.minimum.at(lowest, labels, x)
-        np.maximum.at(highest, labels, x)
+    lowest = np.full(slots, _INT64_MAX)
+    highest = np.full(slots, _INT64_MIN)
+    for c, lo, hi in scan.map(category_chunk, thresholds, low, slots):
+        counts += c
+        np.minimum(lowest, lo, out=lowest)
+        np.maximum(highest, hi, out=highest)
     ranges = [
         (int(c), float(a) if c else math.nan, float(b) if c else math.nan)
         for c, a, b in zip(counts, lowest, highest, strict=True)
@@ -165,20 +213,65 @@ def categories_of_chunks(
     return StackedResult(thresholds, levels, categories, low, threshold)
 
 
+def time_extent_chunk(chunk: tuple[np.ndarray, np.ndarray]) -> tuple[int, int, int]:
+    """(count, first, last send time) of a timed chunk (0, 0, 0 when empty)."""
+    t = chunk[0]
+    return (int(t.size), int(t.min()), int(t.max())) if t.size else (0, 0, 0)
+
+
+def window_chunk(
+    chunk: tuple[np.ndarray, np.ndarray],
+    t0: int,
+    width_ns: int,
+    thresholds: tuple[float, ...] | None,
+    low: float | None,
+    n_slots: int,
+) -> tuple[np.ndarray, ...]:
+    """One timed chunk's share of the window table, for the windows it touches only:
+    (windows, count, exact sum, min, max of each; (window, slot) keys and their counts)."""
+    t, x = chunk
+    w = (t - t0) // width_ns
+    # per window sum, min and max by reductions over the chunk ordered by window (a stable
+    # sort of nearly sorted keys: cheap); exact integer sums
+    order = np.argsort(w, kind="stable")
+    ws, xs = w[order], x[order]
+    starts = np.flatnonzero(np.concatenate([[True], ws[1:] != ws[:-1]])) if ws.size else np.zeros(0, np.intp)
+    at = ws[starts]
+    counts = np.diff(np.append(starts, ws.size)).astype(np.int64)
+    if ws.size:
+        sums = np.add.reduceat(xs, starts)
+        lows, highs = np.minimum.reduceat(xs, starts), np.maximum.reduceat(xs, starts)
+    else:
+        sums = lows = highs = np.zeros(0, np.int64)
+    keys = slot_counts = np.zeros(0, np.int64)
+    if thresholds is not None:
+        first = -1 if low is not None else 0
+        labels = categorize(x, thresholds, low).astype(np.int64)
+        keys, found = np.unique(w * n_slots + labels - first, return_counts=True)
+        slot_counts = found.astype(np.int64)
+    return at, counts, sums, lows, highs, keys, slot_counts
+
+
 def time_windows_chunks(
     chunks: TimedChunks, width_ns: int = 1_000_000_000, categories: StackedResult | None = None
 ) -> WindowTable:
     """:func:`jitterlab.stats.windows.time_windows` of (send time, latency) chunks, in any
     order; identical results. Memory: a few arrays per window, none per sample."""
+    return time_windows_scan(LocalScan(chunks), width_ns, categories)
+
+
+def time_windows_scan(
+    scan: Scan, width_ns: int = 1_000_000_000, categories: StackedResult | None = None
+) -> WindowTable:
+    """:func:`time_windows_chunks` of a timed sample read by ``scan``."""
     if width_ns <= 0:
         raise ValueError("window width must be positive")
     indices = tuple(c.index for c in categories.categories) if categories is not None else ()
     t0, t_last, n = 0, 0, 0
-    for t, _ in chunks():
-        if t.size:
-            lo, hi = int(t.min()), int(t.max())
+    for size, lo, hi in scan.map(time_extent_chunk):
+        if size:
             t0, t_last = (lo, hi) if n == 0 else (min(t0, lo), max(t_last, hi))
-            n += t.size
+            n += size
     if n == 0:
         empty = np.zeros(0)
         return WindowTable(
@@ -190,30 +283,23 @@ def time_windows_chunks(
     n_slots = (len(categories.thresholds) + 1 - first) if categories is not None else 0
     counts = np.zeros(n_windows, np.int64)
     sums = np.zeros(n_windows, np.int64)  # exact: a window's latencies sum far below 2^63
-    lowest = np.full(n_windows, np.iinfo(np.int64).max)
-    highest = np.full(n_windows, np.iinfo(np.int64).min)
+    lowest = np.full(n_windows, _INT64_MAX)
+    highest = np.full(n_windows, _INT64_MIN)
     by_slot = np.zeros(n_windows * max(n_slots, 1), np.int64)
-    for t, x in chunks():
-        w = (t - t0) // width_ns
-        counts += np.bincount(w, minlength=n_windows)
-        # per window sum, min and max by reductions over the chunk ordered by window (a
-        # stable sort of nearly sorted keys: cheap); exact integer sums
-        order = np.argsort(w, kind="stable")
-        ws, xs = w[order], x[order]
-        starts = np.flatnonzero(np.concatenate([[True], ws[1:] != ws[:-1]]))
-        at = ws[starts]
-        sums[at] += np.add.reduceat(xs, starts)
-        lowest[at] = np.minimum(lowest[at], np.minimum.reduceat(xs, starts))
-        highest[at] = np.maximum(highest[at], np.maximum.reduceat(xs, starts))
-        if categories is not None:
-            labels = categorize(x, categories.thresholds, categories.low_threshold).astype(np.int64)
-            by_slot += np.bincount(w * n_slots + labels - first, minlength=by_slot.size)
+    cuts = categories.thresholds if categories is not None else None
+    low = categories.low_threshold if categories is not None else None
+    for at, c, s, lo, hi, keys, slot_counts in scan.map(window_chunk, t0, width_ns, cuts, low, n_slots):
+        counts[at] += c
+        sums[at] += s
+        lowest[at] = np.minimum(lowest[at], lo)
+        highest[at] = np.maximum(highest[at], hi)
+        by_slot[keys] += slot_counts
     filled = counts > 0
     h = (counts - 1)[:, None] * np.array([50.0, 99.0]) / 100.0  # as percentiles_sorted computes it
     lo_rank = np.floor(h).astype(np.int64)
     hi_rank = np.minimum(lo_rank + 1, np.maximum(counts - 1, 0)[:, None])
     ranks = np.concatenate([lo_rank, hi_rank], axis=1)  # window x (lo50, lo99, hi50, hi99)
-    value = _window_order_statistics(chunks, ranks, lowest, highest, filled, t0, width_ns)
+    value = _window_order_statistics(scan, ranks, lowest, highest, filled, t0, width_ns)
     a, b = value[:, :2].astype(np.float64), value[:, 2:].astype(np.float64)
     p = a + (h - lo_rank) * (b - a)
     nan = np.full(n_windows, np.nan)
@@ -237,8 +323,34 @@ def time_windows_chunks(
     )
 
 
+WindowIntervals = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # per window: a, b, step, open
+
+
+def window_refine_chunk(
+    chunk: tuple[np.ndarray, np.ndarray],
+    t0: int,
+    width_ns: int,
+    intervals: list[WindowIntervals],
+    nb: int,
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """One timed chunk's bucket counts of a window refinement pass, per set of intervals
+    (one per window): the (window × nb + bucket) keys it touches and their counts."""
+    t, x = chunk
+    w = (t - t0) // width_ns
+    shares = []
+    for a, b, step, open_ in intervals:
+        lower = a[w]
+        inside = (x >= lower) & (x <= b[w])  # one mask and one compaction: no per-array copies
+        if not open_.all():
+            inside &= open_[w]
+        counts = np.bincount((w * nb + (x - lower) // step[w])[inside], minlength=a.size * nb)
+        keys = np.flatnonzero(counts)
+        shares.append((keys, counts[keys]))
+    return shares
+
+
 def _window_order_statistics(
-    chunks: TimedChunks,
+    scan: Scan,
     ranks: np.ndarray,
     lowest: np.ndarray,
     highest: np.ndarray,
@@ -259,18 +371,20 @@ def _window_order_statistics(
     while bool((a < b).any()):
         step = -(-(b - a + 1) // nb)
         open_ = a < b
+        # ranks whose intervals are the same in every window (a percentile's two neighbouring
+        # ranks, mostly) share one histogram: counted once per pass
+        groups: dict[bytes, list[int]] = {}
+        for r in range(n_ranks):
+            if open_[:, r].any():
+                key = a[:, r].tobytes() + b[:, r].tobytes() + open_[:, r].tobytes()
+                groups.setdefault(key, []).append(r)
+        intervals = [tuple(m[:, rs[0]].copy() for m in (a, b, step, open_)) for rs in groups.values()]
         hist = np.zeros((n_ranks, n_windows * nb), np.int64)
-        for t, x in chunks():
-            w = (t - t0) // width_ns
-            for r in range(n_ranks):
-                if not open_[:, r].any():
-                    continue
-                aw, bw = a[w, r], b[w, r]
-                inside = (x >= aw) & (x <= bw) & open_[w, r]
-                wi = w[inside]
-                hist[r] += np.bincount(
-                    wi * nb + (x[inside] - aw[inside]) // step[wi, r], minlength=n_windows * nb
-                )
+        for shares in scan.map(window_refine_chunk, t0, width_ns, intervals, nb):
+            for rs, (keys, found) in zip(groups.values(), shares, strict=True):
+                hist[rs[0]][keys] += found
+        for rs in groups.values():
+            hist[rs[1:]] = hist[rs[0]]
         for r in range(n_ranks):
             rows = np.flatnonzero(open_[:, r])
             if rows.size == 0:
@@ -291,16 +405,28 @@ def baseline_of_chunks(chunks: Chunks, result: StackedResult) -> Baseline:
 
     Holds only the values above the last threshold (the stack's top category: the values
     the stacked test could not split further, a handful in practice)."""
+    return baseline_scan(LocalScan(chunks), result)
+
+
+def baseline_chunk(x: np.ndarray, first_cut: float, top_cut: float) -> tuple[np.ndarray, int, int, float]:
+    """One chunk's share of a baseline: its values above ``top_cut``, how many lie above
+    ``first_cut``, its size and its largest value (−inf when empty)."""
+    v = x.astype(np.float64)
+    return v[v > top_cut], int((v > first_cut).sum()), int(v.size), float(v.max()) if v.size else -math.inf
+
+
+def baseline_scan(scan: Scan, result: StackedResult) -> Baseline:
+    """:func:`baseline_of_chunks` of a reference sample read by ``scan``."""
     if not result.thresholds:
         raise ValueError("the baseline has no outlier categories (all its values are equal)")
     tops, count, outliers, highest = [], 0, 0, -math.inf
-    for x in chunks():
-        v = x.astype(np.float64)
-        tops.append(v[v > result.thresholds[-1]])
-        outliers += int((v > result.thresholds[0]).sum())
-        count += v.size
-        if v.size:
-            highest = max(highest, float(v.max()))
+    for top_part, above, size, largest in scan.map(
+        baseline_chunk, result.thresholds[0], result.thresholds[-1]
+    ):
+        tops.append(top_part)
+        outliers += above
+        count += size
+        highest = max(highest, largest)
     top = np.sort(np.concatenate(tops)) if tops else np.zeros(0)
     if top.size == 0:
         top = np.array([highest])
@@ -309,16 +435,28 @@ def baseline_of_chunks(chunks: Chunks, result: StackedResult) -> Baseline:
     return Baseline(result.thresholds, outliers / count, max(cut, float(top[-1])), count)
 
 
+def screen_chunk(x: np.ndarray, thresholds: tuple[float, ...]) -> tuple[np.ndarray, float]:
+    """One chunk's category counts under a baseline's thresholds and its largest value."""
+    counts = np.zeros(len(thresholds) + 1, np.int64)
+    if x.size == 0:
+        return counts, -math.inf
+    v = x.astype(np.float64)
+    counts += np.bincount(categorize(v, thresholds).astype(np.int64), minlength=counts.size)
+    return counts, float(v.max())
+
+
 def screen_chunks(chunks: Chunks, baseline: Baseline, alpha: float = DEFAULT_ALPHA) -> Verdict:
     """:func:`jitterlab.stats.screening.screen` of a sample read as chunks (one pass)."""
+    return screen_scan(LocalScan(chunks), baseline, alpha)
+
+
+def screen_scan(scan: Scan, baseline: Baseline, alpha: float = DEFAULT_ALPHA) -> Verdict:
+    """:func:`screen_chunks` of a sample read by ``scan``."""
     counts = np.zeros(len(baseline.thresholds) + 1, np.int64)
     highest = -math.inf
-    for x in chunks():
-        if x.size == 0:
-            continue
-        v = x.astype(np.float64)
-        counts += np.bincount(categorize(v, baseline.thresholds).astype(np.int64), minlength=counts.size)
-        highest = max(highest, float(v.max()))
+    for c, largest in scan.map(screen_chunk, baseline.thresholds):
+        counts += c
+        highest = max(highest, largest)
     if not counts.any():
         return screen_counts((), math.nan, baseline, alpha)
     return screen_counts(tuple(int(c) for c in counts), highest, baseline, alpha)

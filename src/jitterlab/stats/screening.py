@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.stats import binom
 
 from jitterlab.stats.categories import StackedResult, categorize
 from jitterlab.stats.zscore import robust_scale_sorted
@@ -99,6 +98,8 @@ def screen_counts(
         return Verdict(0, 0, 0.0, counts, max_value, 1.0, False, "no samples")
     outliers = n - counts[0]
     p0 = baseline.outlier_share or 0.5 / baseline.samples
+    from scipy.stats import binom  # here, not at import: scipy costs `show` a second
+
     p_value = float(binom.sf(outliers - 1, n, p0)) if outliers else 1.0
     reasons = []
     if max_value > baseline.top_cut:

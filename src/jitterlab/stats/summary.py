@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from jitterlab.stats.scan import LocalScan, Scan
+
 SUMMARY_PERCENTILES: tuple[float, ...] = (50.0, 90.0, 99.0, 99.9, 99.99, 99.999)
 _CHUNK = 1 << 16  # 512 KiB of float64: the deviations stay in cache
 
@@ -147,10 +149,15 @@ def summarize_chunks(chunks: Callable[[], Iterable[np.ndarray]]) -> Summary:
 
 def percentiles_of_chunks(chunks: Callable[[], Iterable[np.ndarray]], ps: tuple[float, ...]) -> np.ndarray:
     """Type-7 percentiles of an integer sample read as chunks, exactly (NaN for no sample)."""
-    count, lowest, highest, _ = extent_of(chunks)
+    return percentiles_of_scan(LocalScan(chunks), ps)
+
+
+def percentiles_of_scan(scan: Scan, ps: tuple[float, ...]) -> np.ndarray:
+    """:func:`percentiles_of_chunks` of a sample read by ``scan`` (here or on a cluster)."""
+    count, lowest, highest, _ = extent_by(scan)
     if count == 0:
         return np.full(len(ps), np.nan)
-    return percentiles_of(chunks, ps, (count, lowest, highest))
+    return percentiles_by(refine_by(scan), ps, (count, lowest, highest))
 
 
 def median_of(chunks: Callable[[], Iterable[np.ndarray]]) -> float:
@@ -210,14 +217,25 @@ def _block_squares(block: np.ndarray, mean: float) -> float:
 
 def extent_of(chunks: Callable[[], Iterable[np.ndarray]]) -> tuple[int, int, int, int]:
     """(count, min, max, exact sum) of an integer sample read as chunks."""
+    return extent_by(LocalScan(chunks))
+
+
+def chunk_extent(x: np.ndarray) -> tuple[int, int, int, int]:
+    """(count, min, max, exact sum) of one chunk (min and max 0 when it is empty)."""
+    if x.size == 0:
+        return 0, 0, 0, 0
+    return int(x.size), int(x.min()), int(x.max()), exact_sum(x)
+
+
+def extent_by(scan: Scan) -> tuple[int, int, int, int]:
+    """(count, min, max, exact sum) of an integer sample read by ``scan``, in one pass."""
     count, lowest, highest, total = 0, 0, 0, 0
-    for x in chunks():
-        if x.size == 0:
+    for n, lo, hi, part in scan.map(chunk_extent):
+        if n == 0:
             continue
-        lo, hi = int(x.min()), int(x.max())
         lowest, highest = (lo, hi) if count == 0 else (min(lowest, lo), max(highest, hi))
-        total += exact_sum(x)
-        count += int(x.size)
+        total += part
+        count += n
     return count, lowest, highest, total
 
 
@@ -287,14 +305,19 @@ def refine_chunk(
 
 def local_refine(chunks: Callable[[], Iterable[np.ndarray]]) -> RefinePass:
     """A refinement pass that reads the chunks in this process."""
+    return refine_by(LocalScan(chunks))
+
+
+def refine_by(scan: Scan) -> RefinePass:
+    """A refinement pass run by ``scan`` (here or on a cluster's workers): each chunk's
+    share from :func:`refine_chunk`, added and concatenated in the caller."""
 
     def run(
         gather: set[Interval], widths: dict[Interval, int]
     ) -> tuple[dict[Interval, np.ndarray], dict[Interval, np.ndarray]]:
         parts: dict[Interval, list[np.ndarray]] = {ab: [] for ab in gather}
         counts = {ab: np.zeros(_BUCKETS, np.int64) for ab in widths}
-        for x in chunks():
-            g, c = refine_chunk(x, gather, widths)
+        for g, c in scan.map(refine_chunk, gather, widths):
             for ab, values in g.items():
                 parts[ab].append(values)
             for ab, n in c.items():
@@ -302,6 +325,13 @@ def local_refine(chunks: Callable[[], Iterable[np.ndarray]]) -> RefinePass:
         return {ab: np.concatenate(v) if v else np.zeros(0, np.int64) for ab, v in parts.items()}, counts
 
     return run
+
+
+def order_statistics_by(
+    scan: Scan, ranks: list[int], lowest: int, highest: int, count: int
+) -> dict[int, int]:
+    """:func:`order_statistics` of a sample read by ``scan``."""
+    return _order_statistics(refine_by(scan), sorted(set(ranks)), lowest, highest, count)
 
 
 def _order_statistics(

@@ -1,12 +1,13 @@
-"""The exact summary of a run on a Dask distributed cluster (``--cluster local:N|ADDRESS``).
+"""Analysis passes on a Dask distributed cluster (``--cluster local:N|ADDRESS``): the exact
+summary (``show``), the stacked-z categories, windows and baseline screening
+(``describe``) and the passes of ``merge``.
 
-Workers read the run's row groups from the shared store (the same path on every host) and
-compute each row group's share of every pass of
-:func:`jitterlab.stats.summary.summarize_chunks`: count, extremes and exact integer sum;
-the squared deviations from the mean; the bucket counts and gathered values of each radix
-refinement pass. The client adds the shares (integers: in any order; the squares in row
-group order, as the single-process path adds them), so every number equals the
-single-process path's. Dask is imported only here, and only when asked for
+Workers read the run's row groups from the shared store (the same path on every host); a
+:class:`ClusterScan` runs each pass of :mod:`jitterlab.stats.summary` and
+:mod:`jitterlab.stats.outofcore` as one task per row group and sends back only the pass's
+per-chunk result, which the client folds as the single-process path does (integers in any
+order; the squares in row-group order), so every number equals the single-process
+path's (docs/cluster.md). Dask is imported only here, and only when asked for
 (``pip install 'jitterlab[cluster]'``).
 """
 
@@ -14,28 +15,30 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import socket
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow.parquet as pq
 
 from jitterlab.core.errors import JitterlabError
+from jitterlab.stats.scan import Step, apply_steps
 from jitterlab.stats.summary import (
     SQUARES_BLOCK,
     SUMMARY_PERCENTILES,
-    Interval,
     Summary,
     block_squares,
+    extent_by,
     percentiles_by,
-    refine_chunk,
-    sample_extent,
+    refine_by,
     summarize_chunks,
     summary_of,
 )
 from jitterlab.store.writer import latency_chunks
 
+WORKERS_WITHIN_S = 10
 MISSING = "--cluster needs the optional package dask[distributed]: pip install 'jitterlab[cluster]'"
 
 
@@ -57,84 +60,176 @@ def connect(spec: str) -> Iterator[Any]:
             raise JitterlabError(f"--cluster {spec}: give local:N with N ≥ 1 worker processes")
         with (
             LocalCluster(
-                n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None
+                n_workers=n,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=None,
+                # the scheduler's HTTP routes on a free loopback port, not 8787 (a warning
+                # when another cluster holds it)
+                scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
             ) as cluster,
             Client(cluster) as client,
         ):
             yield client
         return
+    _probe(spec)
     try:
         client = Client(spec, timeout="10s")
     except (OSError, TimeoutError, ValueError) as e:
         raise JitterlabError(f"--cluster {spec}: no scheduler answers ({e})") from None
     try:
+        try:  # a scheduler without workers would hold every task forever
+            client.wait_for_workers(1, timeout=WORKERS_WITHIN_S)
+        except (OSError, TimeoutError):
+            raise JitterlabError(
+                f"--cluster {spec}: the scheduler has no workers after {WORKERS_WITHIN_S} s "
+                f"(start some: dask worker {spec})"
+            ) from None
         yield client
     finally:
         client.close()
 
 
-def _latency(path: str, group: int) -> np.ndarray:
-    with pq.ParquetFile(path) as f:
-        t = f.read_row_group(group, columns=["t_send_ns", "t_recv_ns"])
-    latency: np.ndarray = t.column(1).to_numpy() - t.column(0).to_numpy()
-    return latency
+class ClusterScan:
+    """A :class:`~jitterlab.stats.scan.Scan` of a samples file whose passes run on a Dask
+    cluster: one task per Parquet row group reads it on a worker, applies the scan's steps
+    and the pass's function, and sends back only the function's result; the client folds
+    the results in row-group order (the file order, as the single-process path reads it)."""
+
+    def __init__(
+        self,
+        client: Any,
+        path: Path,
+        timed: bool = False,
+        since: str = "t_send_ns",
+        steps: tuple[Step, ...] = (),
+        groups: int | None = None,
+    ) -> None:
+        self.client = client
+        self.path = str(Path(path).resolve())
+        self.timed = timed
+        self.since = since
+        self.steps = steps
+        if groups is None:
+            with pq.ParquetFile(path) as f:
+                groups = f.metadata.num_row_groups
+        self.groups = groups
+
+    def then(self, step: Any, *args: Any) -> ClusterScan:
+        return ClusterScan(
+            self.client, Path(self.path), self.timed, self.since, (*self.steps, (step, args)), self.groups
+        )
+
+    def map(self, fn: Any, *args: Any) -> Iterator[Any]:
+        """``fn`` of every row group on the workers, results in row-group order; a worker
+        that dies, a file a worker cannot read or a scheduler that goes away is one line."""
+        futures: list[Any] = []
+        try:
+            # the pass's arguments (window intervals: arrays) travel once, not once per task
+            [packed] = self.client.scatter([args], broadcast=True, hash=False)
+            pass_id = uuid.uuid4().hex[:12]
+            futures = [
+                self.client.submit(
+                    _scan_task,
+                    self.path,
+                    group,
+                    self.timed,
+                    self.since,
+                    self.steps,
+                    fn,
+                    packed,
+                    key=f"jitterlab-{fn.__name__}-{pass_id}-{group}",
+                )
+                for group in range(self.groups)
+            ]
+            for i in range(len(futures)):
+                result = futures[i].result()
+                futures[i] = None  # the worker may forget it
+                yield result
+        except JitterlabError:
+            raise
+        except (OSError, TimeoutError) as e:
+            raise JitterlabError(f"--cluster: a worker could not read the run ({_cause(e)})") from None
+        except Exception as e:  # KilledWorker, CommClosedError, CancelledError: dask's own types
+            raise JitterlabError(f"--cluster: the analysis failed on the cluster ({_cause(e)})") from None
+        finally:
+            live = [f for f in futures if f is not None]
+            if live:
+                with contextlib.suppress(Exception):
+                    self.client.cancel(live)
 
 
-def _extent_task(path: str, group: int) -> tuple[int, int, int, int]:
-    return sample_extent(lambda: [_latency(path, group)])
-
-
-def _squares_task(path: str, group: int, mean: float) -> list[float]:
-    return block_squares(_latency(path, group), mean)
-
-
-def _refine_task(
-    path: str, group: int, gather: set[Interval], widths: dict[Interval, int]
-) -> tuple[dict[Interval, np.ndarray], dict[Interval, np.ndarray]]:
-    return refine_chunk(_latency(path, group), gather, widths)
-
-
-def _run(client: Any, fn: Any, parts: list[tuple[str, int]], *args: Any) -> list[Any]:
-    """``fn`` of every row group on the workers, results in row-group order; a worker that
-    dies or a file a worker cannot read is one line."""
+def _probe(spec: str) -> None:
+    """A TCP scheduler address that refuses connections is one line at once (Dask's client
+    would retry until its 10 s time-out); other schemes are left to Dask."""
+    address = spec.removeprefix("tcp://")
+    if "://" in address:
+        return
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise JitterlabError(f"--cluster {spec}: give local:N or a scheduler address such as tcp://HOST:8786")
     try:
-        futures = [client.submit(fn, path, group, *args, pure=False) for path, group in parts]
-        return list(client.gather(futures))
-    except (OSError, TimeoutError) as e:
-        raise JitterlabError(f"--cluster: a worker could not read the run ({e})") from None
-    except Exception as e:  # KilledWorker, CommClosedError: dask's own types
-        raise JitterlabError(
-            f"--cluster: the analysis failed on the cluster ({type(e).__name__}: {e})"
-        ) from None
+        socket.create_connection((host.strip("[]"), int(port)), timeout=10).close()
+    except OSError as e:
+        raise JitterlabError(f"--cluster {spec}: no scheduler answers ({e.strerror or e})") from None
 
 
-def summarize_on_cluster(client: Any, path: Path) -> Summary:
+def _cause(e: BaseException) -> str:
+    text = " ".join(str(e).split())  # one line
+    return f"{type(e).__name__}: {text[:300]}" if text else type(e).__name__
+
+
+def _scan_task(
+    path: str, group: int, timed: bool, since: str, steps: tuple[Step, ...], fn: Any, args: tuple[Any, ...]
+) -> Any:
+    """On a worker: one row group's chunk (latencies, or send times and latencies) through
+    the scan's steps and the pass's function."""
+    with pq.ParquetFile(path, pre_buffer=False) as f:
+        t = f.read_row_group(group, columns=[since, "t_recv_ns"])
+    send = t.column(0).to_numpy()
+    latency = t.column(1).to_numpy() - send
+    return fn(apply_steps((send, latency) if timed else latency, steps), *args)
+
+
+class ClusterEngine:
+    """Where describe's and merge's passes over a samples file run: on the cluster of
+    ``client`` (the single-process counterpart is :data:`jitterlab.store.writer.LOCAL`)."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    def latency(self, path: Path, since: str = "t_send_ns") -> ClusterScan:
+        return ClusterScan(self.client, path, since=since)
+
+    def timed(self, path: Path) -> ClusterScan:
+        return ClusterScan(self.client, path, timed=True)
+
+    def summary(self, path: Path, since: str = "t_send_ns") -> Summary:
+        return summarize_on_cluster(self.client, path, since)
+
+
+@contextlib.contextmanager
+def engine(spec: str) -> Iterator[ClusterEngine]:
+    """:func:`connect`, as a :class:`ClusterEngine`."""
+    with connect(spec) as client:
+        yield ClusterEngine(client)
+
+
+def summarize_on_cluster(client: Any, path: Path, since: str = "t_send_ns") -> Summary:
     """:func:`jitterlab.store.writer.summarize_file` of ``path`` computed by the cluster's workers."""
     with pq.ParquetFile(path) as f:
         sizes = [f.metadata.row_group(g).num_rows for g in range(f.metadata.num_row_groups)]
     aligned = all(n % SQUARES_BLOCK == 0 for n in sizes[:-1])
     if not aligned or not sizes:  # an older file's row groups: the single-process path
-        return summarize_chunks(lambda: latency_chunks(path))
-    parts = [(str(path.resolve()), g) for g in range(len(sizes))]
-    extents = _run(client, _extent_task, parts)
-    live = [e for e in extents if e[0]]
-    count = sum(e[0] for e in live)
+        return summarize_chunks(lambda: latency_chunks(path, since))
+    scan = ClusterScan(client, path, since=since, groups=len(sizes))
+    count, lowest, highest, total = extent_by(scan)
     if count == 0:
         return summarize_chunks(lambda: iter(()))
-    lowest, highest = min(e[1] for e in live), max(e[2] for e in live)
-    mean = sum(e[3] for e in live) / count
+    mean = total / count
     squares = 0.0
-    for sums in _run(client, _squares_task, parts, mean):
+    for sums in scan.map(block_squares, mean):
         for block in sums:  # one after the other, as the single-process path adds them
             squares += block
-
-    def refine(
-        gather: set[Interval], widths: dict[Interval, int]
-    ) -> tuple[dict[Interval, np.ndarray], dict[Interval, np.ndarray]]:
-        shares = _run(client, _refine_task, parts, gather, widths)
-        gathered = {ab: np.concatenate([s[0][ab] for s in shares]) for ab in gather}
-        counts = {ab: np.sum([s[1][ab] for s in shares], axis=0) for ab in widths}
-        return gathered, counts
-
-    p = percentiles_by(refine, SUMMARY_PERCENTILES, (count, lowest, highest))
+    p = percentiles_by(refine_by(scan), SUMMARY_PERCENTILES, (count, lowest, highest))
     return summary_of(count, lowest, highest, mean, squares, p)

@@ -33,13 +33,14 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from jitterlab.core.errors import JitterlabError
+from jitterlab.stats.outofcore import time_extent_chunk
 from jitterlab.store.hdr.codec import to_base64
 from jitterlab.store.hdr.histogram import Histogram
 from jitterlab.store.hdr.log import LEGEND, LogReader, unit_named_in
 from jitterlab.store.hdr.streams import UNITS_NS, figures, read_figures
 from jitterlab.store.runs import ResultsStore, Run, verified_samples_path
 from jitterlab.store.schema import HISTOGRAM_FILE, SAMPLES_FILE, run_meta, safe_id_part
-from jitterlab.store.writer import READ_BATCH_ROWS, SampleWriter
+from jitterlab.store.writer import LOCAL, READ_BATCH_ROWS, Engine, SampleWriter
 
 HDR_DEFINITION = "hdrhistogram-java-2.2.2"
 SAMPLE_DEFINITION = "type-7"  # docs/statistics.md: linear interpolation between closest ranks
@@ -156,10 +157,16 @@ def _check_alike(sources: list[Source]) -> None:
 
 
 def merge(
-    store: ResultsStore, refs: Sequence[str], name: str, note: Callable[[str], None] = lambda _: None
+    store: ResultsStore,
+    refs: Sequence[str],
+    name: str,
+    note: Callable[[str], None] = lambda _: None,
+    engine: Engine = LOCAL,
 ) -> Run:
     """One run from ``refs`` (runs and ``.hlog`` files), stored as ``name`` (see the module
-    docstring); ``note`` hears that a mixed merge gives a histogram run."""
+    docstring); ``note`` hears that a mixed merge gives a histogram run. ``engine`` runs the
+    passes over sample files (the union's summary, the sample runs' interval histograms):
+    here, or on a cluster's workers (jitterlab.store.cluster) with the same results."""
     sources = open_sources(store, refs)
     run_id = store.new_run_id("merge", name)
     now = dt.datetime.now(dt.timezone.utc)
@@ -183,13 +190,13 @@ def merge(
     staging = store.staging_dir(run_id)
     try:
         if all(s.samples for s in sources):
-            return _merge_samples(store, staging, meta, sources)
+            return _merge_samples(store, staging, meta, sources, engine)
         if any(s.samples for s in sources):
             note(
                 "merge: the sources mix raw samples and HdrHistograms: the result is a histogram run "
                 f"(samples recorded into HdrHistogram, 3 significant digits, {SAMPLE_INTERVAL_S:g} s intervals)"
             )
-        return _merge_histograms(store, staging, meta, sources)
+        return _merge_histograms(store, staging, meta, sources, engine)
     except BaseException:
         store.discard_staging(staging)
         raise
@@ -208,7 +215,7 @@ def _sources_text(sources: list[Source]) -> str:
     )
 
 
-def _first_send(path: Path) -> int:
+def _first_send(path: Path, engine: Engine = LOCAL) -> int:
     """The earliest t_send_ns of a samples file (row-group statistics when written, else a scan)."""
     with pq.ParquetFile(path) as f:
         column = f.schema_arrow.get_field_index("t_send_ns")
@@ -221,13 +228,12 @@ def _first_send(path: Path) -> int:
             lows.append(int(stats.min))
         if lows or f.metadata.num_rows == 0:
             return min(lows, default=0)
-        return min(
-            int(b.column(0).to_numpy().min())
-            for b in f.iter_batches(batch_size=READ_BATCH_ROWS, columns=["t_send_ns"])
-        )
+    return min(int(first) for n, first, _ in engine.timed(path).map(time_extent_chunk) if n)
 
 
-def _merge_samples(store: ResultsStore, staging: Path, meta: dict[str, Any], sources: list[Source]) -> Run:
+def _merge_samples(
+    store: ResultsStore, staging: Path, meta: dict[str, Any], sources: list[Source], engine: Engine
+) -> Run:
     paths = [verified_samples_path(s.run) for s in sources if s.run is not None]
     extras = [
         [
@@ -241,7 +247,7 @@ def _merge_samples(store: ResultsStore, staging: Path, meta: dict[str, Any], sou
     wanted = ["pair", "seq", "t_send_ns", "t_recv_ns", *common]
     with SampleWriter(staging / SAMPLES_FILE, meta["id"], (*common, SOURCE_COLUMN)) as writer:
         for source, path in zip(sources, paths, strict=True):
-            start = _first_send(path)
+            start = _first_send(path, engine)
             rows = 0
             with pq.ParquetFile(path) as f:
                 for b in f.iter_batches(batch_size=READ_BATCH_ROWS, columns=wanted):
@@ -264,7 +270,7 @@ def _merge_samples(store: ResultsStore, staging: Path, meta: dict[str, Any], sou
         "column": SOURCE_COLUMN,
         "time": "each source's times count from its own first send (t_send_ns − start_ns)",
     }
-    return store.publish_samples(staging, meta, writer)
+    return store.publish_samples(staging, meta, writer, engine)
 
 
 @dataclass(order=True)
@@ -296,25 +302,38 @@ def _log_lines(source: Source) -> Iterator[_Line]:
             )
 
 
-def _sample_lines(source: Source) -> Iterator[_Line]:
+def interval_values(
+    chunk: tuple[np.ndarray, np.ndarray], start: int, step: int
+) -> tuple[int, list[tuple[int, np.ndarray, np.ndarray]]]:
+    """One timed chunk's smallest latency and, for each interval of ``step`` ns from
+    ``start`` that it touches, its distinct latencies and their counts (nothing when a
+    latency is negative)."""
+    send, latency = chunk
+    lowest = int(latency.min()) if latency.size else 0
+    if lowest < 0:
+        return lowest, []
+    slot = (send - start) // step
+    shares = []
+    for k in np.unique(slot):
+        values, counts = np.unique(latency[slot == k], return_counts=True)
+        shares.append((int(k), values, counts))
+    return lowest, shares
+
+
+def _sample_lines(source: Source, engine: Engine = LOCAL) -> Iterator[_Line]:
     """A sample run's latencies recorded into one HdrHistogram per second of its own time."""
     assert source.run is not None
     path = verified_samples_path(source.run)
-    start = _first_send(path)
+    start = _first_send(path, engine)
     step = int(SAMPLE_INTERVAL_S * 1e9)
     per_interval: dict[int, Histogram] = {}
-    with pq.ParquetFile(path) as f:
-        for b in f.iter_batches(batch_size=READ_BATCH_ROWS, columns=["t_send_ns", "t_recv_ns"]):
-            send, recv = b.column(0).to_numpy(), b.column(1).to_numpy()
-            latency = recv - send
-            if latency.size and int(latency.min()) < 0:
-                raise JitterlabError(
-                    f"merge: run {source.run.id} has negative latencies: HdrHistogram cannot hold them"
-                )
-            slot = (send - start) // step
-            for k in np.unique(slot):
-                values, counts = np.unique(latency[slot == k], return_counts=True)
-                per_interval.setdefault(int(k), Histogram.auto(3)).record(values, counts)
+    for lowest, shares in engine.timed(path).map(interval_values, start, step):
+        if lowest < 0:
+            raise JitterlabError(
+                f"merge: run {source.run.id} has negative latencies: HdrHistogram cannot hold them"
+            )
+        for k, values, counts in shares:
+            per_interval.setdefault(k, Histogram.auto(3)).record(values, counts)
     for k in sorted(per_interval):
         h = per_interval[k]
         yield _Line(
@@ -323,8 +342,10 @@ def _sample_lines(source: Source) -> Iterator[_Line]:
     source.info |= {"start_ns": start}
 
 
-def _merge_histograms(store: ResultsStore, staging: Path, meta: dict[str, Any], sources: list[Source]) -> Run:
-    streams = [_sample_lines(s) if s.samples else _log_lines(s) for s in sources]
+def _merge_histograms(
+    store: ResultsStore, staging: Path, meta: dict[str, Any], sources: list[Source], engine: Engine
+) -> Run:
+    streams = [_sample_lines(s, engine) if s.samples else _log_lines(s) for s in sources]
     names = {s.index: s.name for s in sources}
     counts = dict.fromkeys(names, 0)
     target = staging / HISTOGRAM_FILE

@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # numpy, pyarrow and pandas are imported where samples are to
     import pyarrow as pa
 
     from jitterlab.store.rawfile import RawSamples
-    from jitterlab.store.writer import SampleWriter
+    from jitterlab.store.writer import Engine, SampleWriter
 
 from jitterlab.core.errors import CorruptRunError, JitterlabError
 from jitterlab.core.fileio import (
@@ -414,10 +414,13 @@ class ResultsStore:
             writer.write(0, np.arange(len(t_recv_ns)), t_send_ns, t_recv_ns)
         return self.publish_samples(staging, meta, writer)
 
-    def publish_samples(self, staging: Path, meta: dict[str, Any], writer: SampleWriter) -> Run:
+    def publish_samples(
+        self, staging: Path, meta: dict[str, Any], writer: SampleWriter, engine: Engine | None = None
+    ) -> Run:
         """The closed samples file of ``writer`` described in run.json (rows, size, SHA-256,
-        the exact summary read back from it in bounded memory), then published."""
-        from jitterlab.store.writer import summarize_file, summary_block
+        the exact summary read back from it in bounded memory, by ``engine`` when given:
+        a cluster's), then published."""
+        from jitterlab.store.writer import LOCAL, summary_block
 
         meta["schema_version"] = SCHEMA_VERSION
         meta["samples"] = {
@@ -429,7 +432,7 @@ class ResultsStore:
             "clock": "CLOCK_MONOTONIC",
             "unit": "ns",
         }
-        meta["summary"] = (meta.get("summary") or {}) | summary_block(summarize_file(writer.path))
+        meta["summary"] = (meta.get("summary") or {}) | summary_block((engine or LOCAL).summary(writer.path))
         if not isinstance(meta.get("config"), dict):  # absent, or null in a recovered draft
             meta["config"] = {}
         config = meta["config"]

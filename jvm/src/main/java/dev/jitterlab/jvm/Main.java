@@ -195,7 +195,7 @@ public final class Main {
             j.writeStringField("harness_version", VERSION);
             j.writeStringField("technique", o.technique());
             j.writeNumberField("pairs", o.pairs());
-            j.writeNumberField("samples_requested", o.samples());
+            j.writeNumberField("samples", o.samples());
             j.writeNumberField("warmup", o.warmup());
             j.writeNumberField("block_ints", o.blockInts());
             j.writeStringField("wait_strategy", o.waitStrategy());
