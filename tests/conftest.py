@@ -55,6 +55,47 @@ class OtherUser:
             cwd="/",
         )
 
+    def jitterlab(self, *args: str, home: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        """``jitterlab ARGS`` as this user, from ``home`` (also its HOME).
+
+        Like :meth:`python`, the interpreter cannot be read by this user once it has given
+        up root, so every module of jitterlab and of the libraries it loads lazily is
+        imported first; everything the command does after that (its files, its processes,
+        the native programs it starts) happens with this user's uid and gid only."""
+        code = (
+            "import importlib, os, pkgutil, sys\n"
+            "import jitterlab\n"
+            "for m in pkgutil.walk_packages(jitterlab.__path__, 'jitterlab.'):\n"
+            "    if not m.name.endswith('__main__'):\n"
+            "        importlib.import_module(m.name)\n"
+            "for name in ('numpy', 'pyarrow', 'pyarrow.parquet', 'pyarrow.compute', 'pandas',\n"
+            "             'jsonschema', 'scipy.stats', 'matplotlib', 'concurrent.futures.process',\n"
+            "             'multiprocessing.synchronize', 'multiprocessing.popen_fork',\n"
+            "             'multiprocessing.queues', 'multiprocessing.connection'):\n"
+            "    importlib.import_module(name)\n"
+            f"os.setgroups([]); os.setresgid({self.gid}, {self.gid}, {self.gid}); "
+            f"os.setresuid({self.uid}, {self.uid}, {self.uid})\n"
+            "assert os.geteuid() != 0 and os.getegid() != 0\n"
+            "from jitterlab.cli.main import main\n"
+            f"sys.exit(main({list(args)!r}))\n"
+        )
+        env = {k: v for k, v in os.environ.items() if not k.startswith("JITTERLAB_")}
+        env |= {
+            "HOME": str(home),
+            "USER": self.name,
+            "LOGNAME": self.name,
+            "MPLCONFIGDIR": str(home / ".mpl"),
+        }
+        return subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            cwd=home,
+            env=env,
+        )
+
 
 @pytest.fixture
 def other_user() -> Iterator[OtherUser]:

@@ -5,11 +5,16 @@
 //   agent says: hello jitterlab-net VERSION PROTOCOL TRANSPORTS
 //   serve transport=T bind=A port=P payload=B node=I   -> serving PORT
 //   run scenario=S transport=T peers=A:P[,A:P] payload=B node=I duration_ns=D warmup_ns=W
-//       rate=R messages=N steps=S fps=F sync=0|1 states=K timeout_ns=T
+//       rate=R messages=N steps=S fps=F sync=0|1 states=K timeout_ns=T step_pause=0|1
 //                                                     -> ready; then "go" -> progress... result ... samples N + bytes
-//                                                        (ping, frame-sync: "part N" + bytes about every second
-//                                                        in between: the records since the last part, so a
-//                                                        coordinator killed mid-run leaves them in staging)
+//                                                        (ping, frame-sync, open-loop: "part N" + bytes about
+//                                                        every second in between: the records since the last
+//                                                        part, so a coordinator killed mid-run leaves them in
+//                                                        staging; open loop: those settled, answered or timed out)
+//                                                        (stream with step_pause=1: "stepped K" after each
+//                                                        step but the last, then waits for "next")
+//   part                                              -> part N + bytes (what a server recorded since the last
+//                                                        part: the coordinator asks about every second)
 //   collect                                           -> result ... samples N + bytes (what a server recorded)
 //   quit (or end of input: the coordinator is gone)   -> exit 0
 // Errors the user can fix: "error MESSAGE". Samples are wire::Record, little-endian.
@@ -117,7 +122,8 @@ public:
         warm_end_ = t0 + number(p_, "warmup_ns", 0);
         end_ = warm_end_ + number(p_, "duration_ns", 10'000'000'000);
         const std::string s = text(p_, "scenario");
-        streams_parts_ = s == "ping" || s == "frame-sync";
+        parts_ = s == "ping" || s == "frame-sync" ? Parts::appended : s == "open-loop" ? Parts::settled : Parts::none;
+        step_pause_ = number(p_, "step_pause", 0) != 0;
         next_part_ = warm_end_ + kPartNs;
         if (s == "ping") ping();
         else if (s == "open-loop") open_loop(real(p_, "rate", 1000));
@@ -135,12 +141,15 @@ private:
             say("progress " + std::to_string(std::clamp<std::int64_t>(now - t0_, 0, end_ - t0_)) + " " + std::to_string(end_ - t0_));
         }
         // ping and frame-sync append final records in order: hand the new ones over as a part
-        // (between two messages, never inside a measured round trip). Open loop completes its
-        // records only at the end and stream's are the receiver's: they come with the result.
-        if (now >= next_part_ && streams_parts_ && o_.records.size() > parted_) {
+        // (between two messages, never inside a measured round trip). Open loop hands over its
+        // requests once settled; stream's records are the receiver's (the coordinator asks it).
+        if (now >= next_part_ && parts_ == Parts::appended && o_.records.size() > parted_) {
             next_part_ = now + kPartNs;
             write_block("part", o_.records.data() + parted_, o_.records.size() - parted_);
             parted_ = o_.records.size();
+        } else if (now >= next_part_ && parts_ == Parts::settled) {
+            next_part_ = now + kPartNs;
+            hand_over_settled(now);
         }
         if (jl::tool::g_signal != 0) o_.interrupted = true;
         return o_.interrupted;
@@ -187,9 +196,23 @@ private:
         }
     }
 
+    /// Open loop, about every second: the requests from the oldest not yet handed over up to
+    /// the first one still waiting for its answer within the timeout; those answered after
+    /// the warm-up go over as a part (in order of sending). A part is what recover keeps: the
+    /// final result may still count an answer later than the timeout as answered.
+    void hand_over_settled(std::int64_t now) {
+        std::vector<net::Record> settled;
+        for (; pending_parted_ < pending_.size(); ++pending_parted_) {
+            const net::Record& r = pending_[pending_parted_];
+            if (r.t_recv == 0 && r.t_intended + timeout_ > now) break;  // may still be answered
+            if (r.t_recv != 0 && r.t_intended >= warm_end_) settled.push_back(r);
+        }
+        if (!settled.empty()) write_block("part", settled.data(), settled.size());
+    }
+
     void open_loop(double rate) {
         const auto period = static_cast<std::int64_t>(1e9 / rate);
-        std::vector<net::Record> pending;
+        std::vector<net::Record>& pending = pending_;
         pending.reserve(static_cast<std::size_t>((end_ - t0_) / period + 1));
         net::Header h{};
         std::int64_t t = 0;
@@ -253,6 +276,7 @@ private:
         net::Header h{};
         std::int64_t t = 0;
         for (std::int64_t step = 0; step < steps && !stopping(); ++step) {
+            if (step > 0 && step_pause_ && !paused_between_steps(step - 1)) break;
             const std::int64_t t_start = jl::now_ns(), first = step * messages;
             if (!handshake(net::Kind::start, step, every, net::Kind::credit, step, t_start + give_up_after, h, t)) {
                 o_.lost += messages;
@@ -270,6 +294,9 @@ private:
                     if (seq - credited > window) {
                         ++o_.credit_timeouts;
                         credited = seq - window;
+                        // a receiver gone for good costs a timeout per message: stop when told to
+                        // (a coordinator killed outright sends SIGTERM through PR_SET_PDEATHSIG)
+                        if (stopping()) break;
                     }
                 }
                 send(0, net::Kind::data, seq, 0);
@@ -286,6 +313,17 @@ private:
             o_.steps.push_back(std::to_string(h.seq) + ":" + std::to_string(h.t_intended) + ":" + std::to_string(t - t_start));
         }
         end_ = jl::now_ns();
+    }
+
+    /// Stream with step_pause=1: after each step, "stepped K", then wait for the coordinator's
+    /// "next": it collects the receivers' records while nothing is measured (a part between
+    /// steps costs the measurement nothing). False when the coordinator is gone.
+    bool paused_between_steps(std::int64_t step) {
+        say("stepped " + std::to_string(step));
+        std::string line;
+        if (std::getline(std::cin, line) && line == "next") return true;
+        o_.interrupted = true;
+        return false;
     }
 
     /// The seed's distributed rendering: each frame, `states` state updates and the frame token
@@ -340,8 +378,13 @@ private:
     int peers_, payload_;
     std::uint32_t node_;
     std::int64_t timeout_, t0_ = 0, warm_end_ = 0, end_ = 0, last_send_ = 0, next_progress_ = 0, next_part_ = 0;
-    bool streams_parts_ = false;
-    std::size_t parted_ = 0;  // records already handed over in parts
+    // how records go over in parts: appended (ping, frame-sync: final once recorded), settled
+    // (open loop: final once answered or timed out), none (stream: the receiver records)
+    enum class Parts { none, appended, settled } parts_ = Parts::none;
+    bool step_pause_ = false;         // stream: wait for "next" between steps
+    std::size_t parted_ = 0;          // records already handed over in parts
+    std::vector<net::Record> pending_;  // open loop: every request sent, by sequence number
+    std::size_t pending_parted_ = 0;  // open loop: requests already settled and handed over
     std::vector<char> out_, in_;
     Outcome o_;
 };
@@ -391,6 +434,7 @@ int main(int argc, char** argv) {
     say(std::string("hello ") + kTool + " " + JITTERLAB_VERSION + " " + std::to_string(net::kProtocolVersion) + " " + names);
     std::unique_ptr<net::Responder> responder;
     std::unique_ptr<net::Server> server;
+    std::size_t served_parted = 0;  // a server's records already handed over in parts
     std::string line;
     while (std::getline(std::cin, line)) {
         std::istringstream in(line);
@@ -416,10 +460,16 @@ int main(int argc, char** argv) {
                 const std::int64_t t0 = jl::now_ns();
                 const Outcome o = scenario.run(t0);
                 report(o, jl::now_ns() - t0 - number(p, "warmup_ns", 0), awake.error());
+            } else if (command == "part") {
+                if (!responder) throw net::SetupError("part before serve");
+                const auto part = responder->records_since(served_parted);
+                served_parted += part.size();
+                write_block("part", part.data(), part.size());
             } else if (command == "collect") {
                 if (!responder) throw net::SetupError("collect before serve");
                 say("result received=" + std::to_string(responder->received()) + " dropped_records=" + std::to_string(responder->dropped_records()));
                 send_records(responder->take_records());
+                served_parted = 0;
             } else {
                 throw net::SetupError("unknown command '" + command + "'");
             }

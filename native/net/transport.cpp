@@ -98,6 +98,17 @@ std::vector<Record> Responder::take_records() {
     return out;
 }
 
+std::vector<Record> Responder::records_since(std::size_t from) const {
+    std::size_t count = 0;
+    {
+        const std::lock_guard lock(mutex_);
+        count = records_.size();
+    }
+    if (from >= count) return {};
+    const Record* first = records_.data();
+    return {first + from, first + count};
+}
+
 std::int64_t Responder::received() const {
     const std::lock_guard lock(mutex_);
     return received_;
@@ -263,7 +274,8 @@ public:
         do {
             if (wait_input(polls_, deadline_ns))
                 for (auto& p : polls_)
-                    if (p.revents & POLLIN) {
+                    if (p.revents & (POLLIN | POLLERR)) {  // recv also clears a pending ICMP error, which
+                        // poll would otherwise report at once until the deadline (a busy loop)
                         const ssize_t n = ::recv(p.fd, buf, static_cast<std::size_t>(capacity), MSG_DONTWAIT);
                         if (n > 0) return static_cast<int>(n);
                     }

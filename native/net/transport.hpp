@@ -38,6 +38,11 @@ public:
     int handle(const char* message, int size, char* reply, std::int64_t now);
     /// The stream messages received so far (pair 0, t_send from the sender, t_recv here).
     std::vector<Record> take_records();
+    /// A copy of the records from index `from` on (what a coordinator asks for while the
+    /// stream runs). The lock is held only to read the count: the vector never reallocates
+    /// (reserved to its capacity, appended to only below it), so the copy does not stall the
+    /// receiving thread. Call it on the thread that calls take_records.
+    std::vector<Record> records_since(std::size_t from) const;
     std::int64_t received() const;
     std::int64_t dropped_records() const;
 

@@ -1,8 +1,10 @@
 #include "jitterlab/sched.hpp"
 
+#include <linux/capability.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -142,7 +144,26 @@ std::vector<int> allowed_cpus() {
     return cpus;
 }
 
+namespace {
+
+bool may_lock_without_limit() {
+    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct data[2]{};
+    if (syscall(SYS_capget, &header, data) != 0) return false;
+    return (data[CAP_IPC_LOCK / 32].effective & (1U << (CAP_IPC_LOCK % 32))) != 0;
+}
+
+}  // namespace
+
 std::string lock_memory() {
+    // MCL_FUTURE holds every later mapping to RLIMIT_MEMLOCK unless the process has
+    // CAP_IPC_LOCK: under a user's default 8 MiB, mlockall succeeded and the sample buffers'
+    // allocation then failed (std::bad_alloc, issue 24 item 14). Lock only where no limit bites.
+    rlimit limit{};
+    if (!may_lock_without_limit() && getrlimit(RLIMIT_MEMLOCK, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+        return "not locked: RLIMIT_MEMLOCK is " + std::to_string(limit.rlim_cur / 1024) +
+               " KiB and this process lacks CAP_IPC_LOCK (locking all future memory would make every allocation past "
+               "that limit fail)";
     if (mlockall(MCL_CURRENT | MCL_FUTURE) != 0) return std::strerror(errno);
     return "";
 }

@@ -49,10 +49,11 @@ enum class WarningCode {
     unclassified,
     stale_lock,
     ring_foreign,
+    leftover_foreign,
     deprecated_option,
 };
 
-inline constexpr std::array<std::string_view, 41> kWarningCodeNames = {
+inline constexpr std::array<std::string_view, 42> kWarningCodeNames = {
     "policy-refused",
     "affinity-refused",
     "mlock-refused",
@@ -93,6 +94,7 @@ inline constexpr std::array<std::string_view, 41> kWarningCodeNames = {
     "unclassified",
     "stale-lock",
     "ring-foreign",
+    "leftover-foreign",
     "deprecated-option",
 };
 

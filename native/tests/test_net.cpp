@@ -56,6 +56,25 @@ TEST(NetResponder, StreamCountsAndTimesStartToEndAndKeepsEveryMessage) {
     EXPECT_EQ(records[1].t_recv, 201);
 }
 
+TEST(NetResponder, RecordsSinceCopiesTheNewOnesAndLeavesEveryRecordForCollect) {
+    // what the coordinator asks a stream's receiver for about every second (issue 24 item 10)
+    net::Responder r(1, 64, 8);
+    std::vector<char> reply(64);
+    r.handle(message(net::Kind::start, 0).data(), 64, reply.data(), 100);
+    for (int k = 0; k < 3; ++k) r.handle(message(net::Kind::data, k).data(), 64, reply.data(), 200 + k);
+    const auto first = r.records_since(0);
+    ASSERT_EQ(first.size(), 3u);
+    EXPECT_EQ(first[2].seq, 2);
+    EXPECT_TRUE(r.records_since(3).empty());  // nothing new
+    EXPECT_TRUE(r.records_since(9).empty());  // past the end: nothing, never out of bounds
+    for (int k = 3; k < 5; ++k) r.handle(message(net::Kind::data, k).data(), 64, reply.data(), 200 + k);
+    const auto second = r.records_since(3);
+    ASSERT_EQ(second.size(), 2u);
+    EXPECT_EQ(second[0].seq, 3);
+    EXPECT_EQ(second[1].t_recv, 204);
+    EXPECT_EQ(r.take_records().size(), 5u);  // parts copy: collect still gets every record
+}
+
 std::vector<char> start(std::int64_t step, std::int64_t credit_every) {
     std::vector<char> m(64, 0);
     net::write_header(m.data(), {net::Kind::start, 0, step, credit_every, 0});

@@ -643,6 +643,110 @@ def test_kill_9_mid_run_keeps_the_samples_so_far_and_the_impairment_log(tmp_path
     assert log.shape[0] >= 2 * run.latency_ns.size  # every ping and its answer crossed the router
 
 
+def test_sigterm_between_stream_steps_ends_the_run_with_its_samples(tmp_path: Path) -> None:
+    """A stream sender waits for "next" between steps while the coordinator collects the
+    receivers' parts; a stop signal at any moment must still end the run in order (exit 130,
+    a partial run with the samples so far), never leave the sender waiting."""
+    store = tmp_path / "s"
+    argv = ["net", "bench", "--scenario", "stream", "--samples", "20000", "--steps", "5000"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jitterlab", *argv, "--store", str(store)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 40
+    while not list((store / ".staging").glob("*/parts/part-000003.parquet")):
+        assert time.monotonic() < deadline and proc.poll() is None, "no third part written"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    (run,) = ResultsStore(store).runs()
+    assert run.partial and "interrupted" in run.meta["partial_reason"]
+    assert run.latency_ns.size >= 60_000  # three steps at least
+    assert topo.namespaces() == []
+
+
+def _alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie waiting for its parent to reap it has stopped)."""
+    try:
+        return " Z " not in Path(f"/proc/{pid}/stat").read_text().split(")", 1)[1][:3]
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize(
+    ("scenario", "options"),
+    [
+        ("open-loop", ("--rate", "2000")),
+        ("stream", ("--samples", "20000", "--steps", "5000")),  # parts between steps
+        ("stream", ("--samples", "3000000", "--steps", "2")),  # a step longer than the test: parts in it
+    ],
+    ids=["open-loop", "stream-short-steps", "stream-long-steps"],
+)
+@pytest.mark.parametrize("killed", ["coordinator", "agent"])
+def test_kill_9_mid_open_loop_or_stream_keeps_the_samples_so_far(
+    tmp_path: Path, scenario: str, options: tuple[str, ...], killed: str
+) -> None:
+    """Issue 24 item 10, the open-loop and stream parts: their records came only with the
+    result (open loop completes a request when its answer comes; a stream is recorded by the
+    receiver), so SIGKILL of the coordinator or of the sending agent lost every sample. Open
+    loop now hands over its settled requests about every second, and the coordinator asks a
+    stream's receiver for its records as often; recover stores them as a partial run."""
+    store = tmp_path / "s"
+    proc = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "jitterlab", "net", "bench", "--scenario", scenario),
+            *("--duration", "30s", "--warmup", "0.2s", *options, "--store", str(store)),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 40
+        while not list((store / ".staging").glob("*/parts/part-000002.parquet")):
+            assert time.monotonic() < deadline and proc.poll() is None, "no second part written"
+            time.sleep(0.05)
+        children = ["pgrep", "-P", str(proc.pid), "-f", "jitterlab-net"]
+        agents = [int(pid) for pid in subprocess.run(children, capture_output=True, text=True).stdout.split()]
+        if killed == "coordinator":
+            proc.kill()
+        else:  # the sending agent, node 0: the coordinator names it and keeps the parts for recover
+            os.kill(min(agents), signal.SIGKILL)  # the first started: node 0, the sender
+        killed_at = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    if killed == "agent":
+        assert proc.returncode == 2, err
+        assert_one_line_error(err)
+        assert "jitterlab recover" in err, err
+    deadline = time.monotonic() + 10  # every agent stops: the sender's receiver may be gone for good
+    while (running := [pid for pid in agents if _alive(pid)]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for pid in running:
+        os.kill(pid, signal.SIGKILL)
+    assert not running, f"agents {running} still running 10 s after the kill"
+    (staging,) = (p.parent for p in (store / ".staging").glob("*/parts"))
+    name = json.loads((staging / "run.draft.json").read_text())["topology"]["name"]
+    run_cli("net", "topo", "down", name)
+    recovered = run_cli("recover", "--store", str(store))
+    assert recovered.returncode == 0, recovered.stderr
+    (run,) = ResultsStore(store).runs()
+    assert run.partial and "recovered from .staging" in run.meta["partial_reason"]
+    assert run.config["scenario"] == scenario
+    t_recv = run.t_recv_ns
+    assert t_recv.size >= (1000 if scenario == "open-loop" else 10_000)  # two parts, about 2 s
+    assert t_recv.max() < killed_at and (run.latency_ns > 0).all()  # recorded before the kill
+    assert np.unique(run.seq).size == run.seq.size  # every sample once, in no two parts
+    src, dst = run.column("src_node"), run.column("dst_node")
+    assert (src == 0).all() and (dst == 1).all()  # node 0 to node 1 either way
+
+
 def test_down_all_keeps_topologies_whose_maker_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 24 item 13: `net topo down --all` also removed topologies whose maker was alive
     (a measurement running now). It removes those of dead makers and keeps the others unless

@@ -239,7 +239,11 @@ def recover(store: ResultsStore, warn: Warn) -> list[Run]:
     Folders with no samples are removed (nothing was recorded in them).
     """
     runs = []
-    for staging in store.leftovers():
+    refused: list[tuple[Path, str]] = []
+    leftovers = store.leftovers(refused)
+    for _folder, why in refused:  # another user's: never read, never moved (issue 24 item 14)
+        warn(CodedWarning("leftover-foreign", f"not recovered: {why}"))
+    for staging in leftovers:
         try:
             recovered = _recover_one(store, staging, warn)
         except (JitterlabError, CorruptRunError) as e:  # one line for this leftover; the rest go on

@@ -80,6 +80,9 @@ class Agent:
         # where the records of a "part N" block go (what a measuring agent hands over while it
         # runs, about every second); None: read and dropped
         self.on_part: Callable[[np.ndarray], None] | None = None
+        # what runs while a stream sender waits between two steps (``stepped K``): nothing is
+        # measured then; "next" follows it
+        self.on_step: Callable[[], None] | None = None
         self.proc = subprocess.Popen(
             launcher.argv(),
             stdin=subprocess.PIPE,
@@ -142,6 +145,14 @@ class Agent:
                 if self.on_part:
                     self.on_part(part)
                 continue
+            if line.startswith("stepped "):  # a stream sender waits between steps for "next"
+                try:
+                    if self.on_step:
+                        self.on_step()
+                finally:  # also when interrupted meanwhile: the sender must not wait for ever
+                    with contextlib.suppress(JitterlabError):
+                        self.send("next")
+                continue
             if line.startswith("error "):
                 raise JitterlabError(f"{self._where()}: {line[6:].strip()}")
             if line.startswith(word):
@@ -164,6 +175,17 @@ class Agent:
             f"serve transport={transport} bind={bind} advertise={advertise} port={port} payload={payload} node={node}"
         )
         return int(self.expect("serving").split()[1])
+
+    def pull_part(self) -> np.ndarray:
+        """What a serving agent recorded since the last pull (``part`` answers ``part N`` and
+        N records): the coordinator asks about every second while a stream runs."""
+        self.send("part")
+        line = self._line()
+        if line.startswith("part "):
+            return self._block(int(line.split()[1]))
+        if line.startswith("error "):
+            raise JitterlabError(f"{self._where()}: {line[6:].strip()}")
+        raise JitterlabError(f"{self._where()}: the agent exited ({self._failure(line)})")
 
     def collect(self) -> tuple[dict[str, Any], np.ndarray]:
         self.send("collect")

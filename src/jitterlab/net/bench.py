@@ -212,8 +212,18 @@ def _run_one(store: ResultsStore, o: NetOptions, nodes: Nodes, case: Case, warn:
     staging = store.staging_dir(run_id)
     try:
         return _measure(store, o, nodes, case, warn, run_id, started, staging)
-    except BaseException:
+    except JitterlabError as e:  # an agent died or failed mid-run: what it handed over is kept
+        if any((staging / PARTS_DIR).glob("part-*.parquet")):
+            raise JitterlabError(
+                f"{e}; the samples recorded until then are kept in {staging.parent}: "
+                "'jitterlab recover' stores them as a partial run"
+            ) from None
+        (staging / DRAFT_JSON).unlink(missing_ok=True)
+        shutil.rmtree(staging / PARTS_DIR, ignore_errors=True)
         store.discard_if_empty(staging)  # a failed run leaves no empty folder (issue 24 item 13)
+        raise
+    except BaseException:
+        store.discard_if_empty(staging)
         raise
 
 
@@ -302,19 +312,40 @@ def _measure(
             "fps": f"{o.fps:g}",
             "sync": int(bool(sync)),
             "states": o.states,
+            # stream: the sender waits between steps while the coordinator collects (native agents)
+            "step_pause": int(scenario == "stream" and transport not in JVM_TRANSPORTS),
             # an answer crosses the impaired link twice: wait that long on top before calling it lost
             "timeout_ns": int((o.timeout_s + (2 * impairment.longest_delay_s() if impairment else 0)) * 1e9),
         }
         client.send("run " + " ".join(f"{k}={v}" for k, v in params.items()))
         client.expect("ready")
         atomic_write_json(staging / DRAFT_JSON, draft)
-        client.on_part = _part_writer(store, staging, scenario)
+        write_part = _part_writer(store, staging, scenario)
+        # ping, frame-sync, open loop: the client's records, node 0 to the node that answered
+        client.on_part = lambda records: write_part(
+            records, np.zeros(records.size, np.int64), records["peer"]
+        )
+        # stream: the receivers record; the coordinator asks them for parts while it runs
+        pull = (
+            _server_parts(servers, write_part)
+            if scenario == "stream" and transport not in JVM_TRANSPORTS
+            else None
+        )
+
+        def progress(done: int, _total: int) -> None:
+            bar.update(done)
+            if pull:
+                pull(False)
+
+        if pull:
+            client.on_step = lambda: pull(True)
+
         link = Link(nodes.router, impairment, staging) if impairment and nodes.router else None
         try:
             t_start = _now_ns()
             client.send("go")  # every server listens and the client is connected: the barrier
             try:
-                result = parse_result(client.expect("result", lambda done, _t: bar.update(done)))
+                result = parse_result(client.expect("result", progress))
             except KeyboardInterrupt:
                 interrupted = True
                 client.proc.send_signal(signal.SIGINT)  # the agent stops at its next check and reports
@@ -465,20 +496,52 @@ def _skew(records: np.ndarray) -> dict[str, Any]:
     }
 
 
-def _part_writer(store: ResultsStore, staging: Path, scenario: str) -> Callable[[np.ndarray], None]:
-    """Each ``part`` block of the client's records as the next part in staging, with the
-    columns the finished run stores (ping and frame-sync: node 0 to the node that answered)."""
+PART_NS = 1_000_000_000  # how often the coordinator asks a stream's receivers for their records
+
+PartWriter = Callable[[np.ndarray, np.ndarray, np.ndarray], None]
+
+
+def _part_writer(store: ResultsStore, staging: Path, scenario: str) -> PartWriter:
+    """Each part of agent records (with their source and destination nodes) as the next part
+    in staging, with the columns the finished run stores."""
     index = 0
 
-    def write(records: np.ndarray) -> None:
+    def write(records: np.ndarray, src: np.ndarray, dst: np.ndarray) -> None:
         nonlocal index
+        if records.size == 0:
+            return
         index += 1
-        pair, seq, t_send, t_recv, extra = _columns(
-            records, np.zeros(records.size, np.int64), records["peer"], scenario
-        )
+        pair, seq, t_send, t_recv, extra = _columns(records, src, dst, scenario)
         store.write_sample_part(staging, index, pair, seq, t_send, t_recv, **extra)
 
     return write
+
+
+def _server_parts(servers: list[Agent], write: PartWriter) -> Callable[[bool], None]:
+    """Stream: what each receiver recorded since the last pull, as a part (sender to receiver,
+    as the finished run stores them), so that a coordinator killed mid-run leaves them in
+    staging. ``pull(True)`` between two steps, while the sender waits and nothing is measured;
+    ``pull(False)`` during a step only when the last pull is a second old (a step longer than
+    a second: that pull takes CPU from the measurement, docs/net.md). An agent that cannot
+    answer (one that died, or an older build without ``part``) ends the pulling; the run
+    itself goes on and its end says why."""
+    next_pull = _now_ns() + PART_NS
+    pulling = True
+
+    def pull(between_steps: bool) -> None:
+        nonlocal next_pull, pulling
+        if not pulling or (not between_steps and _now_ns() < next_pull):
+            return
+        next_pull = _now_ns() + PART_NS
+        for node, server in enumerate(servers, start=1):
+            try:
+                records = server.pull_part()
+            except JitterlabError:
+                pulling = False
+                return
+            write(records, records["peer"].astype(np.int64), np.full(records.size, node, np.int64))
+
+    return pull
 
 
 def _columns(

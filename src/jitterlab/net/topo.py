@@ -66,7 +66,9 @@ def require_tools() -> None:
             "the 'ip' command is missing: install the package iproute2 (apt-get install iproute2)"
         )
     if os.geteuid() != 0:
-        raise JitterlabError("network namespaces need root: run jitterlab net as root (sudo)")
+        raise JitterlabError(
+            "network namespaces need root (CAP_NET_ADMIN, CAP_SYS_ADMIN): run this command as root (sudo)"
+        )
 
 
 def _ip(*args: str, netns: str | None = None) -> None:

@@ -18,6 +18,7 @@ import json
 import os
 import secrets
 import shutil
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -270,7 +271,7 @@ def read_run_json(directory: Path) -> dict[str, Any]:
     except (ValueError, RecursionError) as e:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         raise CorruptRunError(f"{path}: corrupt JSON ({e})") from e
     except OSError as e:
-        raise CorruptRunError(f"{path}: unreadable ({e.strerror or e})") from e
+        raise CorruptRunError(f"{path}: unreadable ({os_error_text(e)})") from e
     return validate_run_json(meta, path)
 
 
@@ -311,12 +312,28 @@ class ResultsStore:
             )
         staging = self.root / STAGING
         if not os.path.lexists(staging):
-            return private_dir(staging)
+            private_dir(staging)
+            self._hand_to_store_owner(staging, root)
+            return staging
         st = os.lstat(staging)
         if st.st_uid == os.geteuid() and (st.st_mode & 0o7777) != 0o700 and os.path.isdir(staging):
             os.chmod(staging, 0o700, follow_symlinks=False)  # made by an earlier version
+        if st.st_uid == os.geteuid() and os.path.isdir(staging):
+            self._hand_to_store_owner(staging, root)  # one root made in another's store before
         check_private_dir(staging, self.trusted_uids())
         return staging
+
+    @staticmethod
+    def _hand_to_store_owner(staging: Path, root: os.stat_result) -> None:
+        """Root measuring in a store another user owns gives ``.staging`` (0700) to that user:
+        a root-owned one would lock the store's owner out of their own store for good (they
+        could neither measure nor remove it). Root's own staging folders inside stay root's
+        (0700), so the owner can neither read nor recover them, and root trusts the store's
+        owner in any case (:meth:`trusted_uids`)."""
+        if os.geteuid() != 0 or root.st_uid == 0:
+            return
+        with suppress(OSError):
+            os.chown(staging, root.st_uid, root.st_gid, follow_symlinks=False)
 
     def staging_dir(self, run_id: str) -> Path:
         """A fresh folder (0700) for a harness to write into; fails early with a clear message."""
@@ -587,9 +604,27 @@ class ResultsStore:
         return Run(final, meta)
 
     def run_dirs(self) -> list[Path]:
-        if not self.root.is_dir():
+        """Every folder of the store that holds a run.json, or whose run.json this user may
+        not even look at (another user's private folder: listed, then named damaged as
+        unreadable). Dot-folders (``.staging``) are never runs."""
+        try:
+            entries = list(os.scandir(self.root))
+        except (FileNotFoundError, NotADirectoryError):
             return []
-        return sorted(p for p in self.root.iterdir() if p.is_dir() and (p / RUN_JSON).is_file())
+        except OSError as e:
+            raise JitterlabError(f"results store {self.root}: {os_error_text(e)}") from None
+        out = []
+        for entry in entries:
+            if entry.name.startswith(".") or not entry.is_dir(follow_symlinks=True):
+                continue
+            try:
+                if stat.S_ISREG(os.stat(Path(entry.path) / RUN_JSON).st_mode):
+                    out.append(Path(entry.path))
+            except PermissionError:
+                out.append(Path(entry.path))
+            except OSError:
+                continue
+        return sorted(out)
 
     def runs(self) -> list[Run]:
         """Every readable run, oldest first; damaged ones are left out (:meth:`scan` names them)."""
@@ -616,12 +651,12 @@ class ResultsStore:
     def resolve(self, ref: str) -> Path:
         """A run folder from a path, an id or a unique id prefix."""
         candidate = Path(ref)
-        if (candidate / RUN_JSON).is_file():
+        if _is_file(candidate / RUN_JSON):
             return candidate
-        if candidate.name == RUN_JSON and candidate.is_file():
+        if candidate.name == RUN_JSON and _is_file(candidate):
             return candidate.parent
         direct = self.root / ref
-        if (direct / RUN_JSON).is_file():
+        if _is_file(direct / RUN_JSON):
             return direct
         matches = [d for d in self.run_dirs() if d.name.startswith(ref)]
         if len(matches) == 1:
@@ -633,6 +668,17 @@ class ResultsStore:
 
     def discard_staging(self, staging: Path) -> None:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _is_file(path: Path) -> bool:
+    """A regular file there, or a name under a folder this user may not look into: then
+    reading it names the problem (pathlib's ``is_file`` raises PermissionError)."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except PermissionError:
+        return True
+    except (OSError, ValueError):
+        return False
 
 
 def load_run(

@@ -43,6 +43,7 @@ public enum WarningCode {
     UNCLASSIFIED("unclassified"),
     STALE_LOCK("stale-lock"),
     RING_FOREIGN("ring-foreign"),
+    LEFTOVER_FOREIGN("leftover-foreign"),
     DEPRECATED_OPTION("deprecated-option");
 
     private final String code;
