@@ -229,9 +229,9 @@ def memory_bound_bytes() -> int:
         except ValueError:
             raise JitterlabError(f"JITTERLAB_MEMORY_LIMIT_MB={limit!r}: not a number of megabytes") from None
     try:
-        with open("/proc/meminfo", encoding="ascii") as f:
+        with open("/proc/meminfo", "rb") as f:
             for line in f:
-                if line.startswith("MemAvailable:"):
+                if line.startswith(b"MemAvailable:"):
                     return int(line.split()[1]) * 1024
     except OSError:
         pass
