@@ -34,8 +34,9 @@ import numpy as np
 
 from jitterlab.measure.runner import run_plan
 from jitterlab.net import topo
-from jitterlab.net.bench import TRANSPORTS, Case, NetOptions, bench_plan
+from jitterlab.net.bench import Case, NetOptions, bench_plan
 from jitterlab.net.nodes import from_topology
+from jitterlab.net.options import TRANSPORTS
 from jitterlab.store import ResultsStore
 
 PORT = 11311

@@ -86,6 +86,21 @@ def test_doctor_cli_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert len(checks) >= 16 and {"name", "status", "finding", "fix", "evidence"} <= set(checks[0])
 
 
+def test_hiccup_report_holds_the_run_it_stored(store: Path, tmp_path: Path) -> None:
+    """`hiccup --report` (issue 28 item 2): the HTML report of the run just made, the one
+    `bench --report` and `jitterlab report` write; an unwritable path is refused first."""
+    page = tmp_path / "hiccup.html"
+    args = ("hiccup", "--duration", "0.5s", "--cpus", "0", "--store", str(store))
+    result = run_cli(*args, "--json", "--report", str(page))
+    assert result.returncode == 0, result.stderr
+    run_id = json.loads(result.stdout)["id"]
+    text = page.read_text()
+    assert text.startswith("<!doctype html>") and f"run <code>{run_id}</code>" in text
+    refused = run_cli(*args, "--report", str(tmp_path / "no-such-folder" / "r.html"))
+    assert refused.returncode == 2 and "--report" in refused.stderr
+    assert len(ResultsStore(store).runs()) == 1  # refused before measuring
+
+
 def test_hiccup_run_is_a_run_like_any_other(store: Path) -> None:
     result = run_cli("hiccup", "--duration", "1s", "--store", str(store), "--json")
     assert result.returncode == 0, result.stderr

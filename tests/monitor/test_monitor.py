@@ -583,3 +583,43 @@ def test_metrics_serve_chosen_percentiles(store: Path, channel: str) -> None:
         k: h.value_at_percentile(p) / 1e9 for k, p in (("50", 50.0), ("99.9", 99.9), ("100", 100.0))
     }
     assert served["100"] >= int(latencies.max()) / 1e9
+
+
+def test_serve_json_names_the_stored_run_and_counts_its_samples(store: Path, channel: str) -> None:
+    """`monitor serve --json` (issue 28 item 2): one document at the end, valid against its
+    schema, headed by the context block, naming the run it stored with the samples the
+    application recorded, stored and dropped, and its trials."""
+    from conftest import latency_clusters
+
+    reference = make_run(store, latency_clusters(7, 5_000))
+    proc = start_serve(
+        channel,
+        store,
+        f"127.0.0.1:{free_port()}",
+        *("--duration", "2s", "--baseline", reference.id, "--json"),
+        stdout=subprocess.PIPE,
+    )
+    recorded = 0
+    with Monitor(channel) as m:
+        for tag in ("a", "b"):
+            with m.trial(tag):
+                for k in range(150):
+                    recorded += 1
+                    m.record(2_000 + k)
+                    if k % 50 == 0:
+                        time.sleep(0.002)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    document = json.loads(out)
+    assert_matches_schema(document, "monitor-serve")
+    assert document["context"]["measured_here"] is True
+    (row,) = document["runs"]
+    stored_line = next(line for line in err.splitlines() if line.startswith("stored "))
+    assert stored_line.split()[1].rstrip(":") == row["id"]
+    from jitterlab import load_run
+
+    run = load_run(row["id"], store)
+    assert row["samples_stored"] == run.latency_ns.size == recorded - row["samples_dropped"]
+    assert row["samples_recorded"] == recorded == 300
+    assert (row["trials"], row["baseline"], row["channel"]) == (2, reference.id, channel)
+    assert (row["status"], row["stopped_by"], row["backlog_skipped"]) == ("complete", "--duration", 0)

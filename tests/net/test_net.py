@@ -159,6 +159,35 @@ def test_net_json_matches_its_schemas_headed_by_the_context_block(store: Path) -
 
 
 @pytest.mark.slow
+def test_net_bench_and_check_impair_report_the_runs_they_made(store: Path, tmp_path: Path) -> None:
+    """`net bench --report` and `net check-impair --report` (issue 28 item 2): the HTML report
+    of every run the command stored, the one `bench --report` writes."""
+    page = tmp_path / "net.html"
+    done = run_cli(
+        *("net", "bench", "--scenario", "ping", "--duration", "1s", "--warmup", "0.3s", "--json"),
+        *("--report", str(page), "--store", str(store)),
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    (row,) = json.loads(done.stdout)
+    assert (
+        page.read_text().startswith("<!doctype html>") and f"run <code>{row['id']}</code>" in page.read_text()
+    )
+    check_page = tmp_path / "check.html"
+    before = {r.id for r in ResultsStore(store).runs()}
+    check = run_cli(
+        *("net", "check-impair", "--duration", "1s", "--report", str(check_page), "--store", str(store)),
+        timeout=120,
+    )
+    assert check.returncode in (0, 1), check.stderr  # 1: the check failed, its runs still stored
+    made = {r.id for r in ResultsStore(store).runs()} - before
+    assert len(made) == 2  # the ping without and with the impairment
+    text = check_page.read_text()
+    assert all(f"run <code>{run_id}</code>" in text for run_id in made)
+    refused = run_cli("net", "bench", "--duration", "1s", "--report", str(tmp_path / "none" / "r.html"))
+    assert refused.returncode == 2 and "--report" in refused.stderr
+
+
 def test_pekko_artery_between_namespaces_is_the_same_kind_of_run(store: Path) -> None:
     """The JVM agent (Pekko classic actors over Artery TCP) speaks the native agents' protocol."""
     t = topo.up(2, router=True)

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import argparse
 import platform
-import sys
 from dataclasses import fields
-from pathlib import Path
 from typing import Any
 
 from jitterlab.cli.common import (
@@ -21,10 +19,9 @@ from jitterlab.cli.common import (
     warn,
     writable_store,
 )
-from jitterlab.core.fileio import check_writable_file
+from jitterlab.cli.measuring import announce, check_report, report_option, write_runs_report
 from jitterlab.core.render import render
 from jitterlab.describe.context import command_context
-from jitterlab.describe.report import write_report
 from jitterlab.describe.tables import (
     collector_table,
     covers_several_collectors,
@@ -32,7 +29,7 @@ from jitterlab.describe.tables import (
     summary_row,
     table1,
 )
-from jitterlab.describe.text import floor_note, stored_line
+from jitterlab.describe.text import floor_note
 from jitterlab.measure import plans
 from jitterlab.measure.bench import CAF_SCHEDULERS
 from jitterlab.measure.runner import run_plan
@@ -90,9 +87,7 @@ def add_parser(sub: Any) -> None:
         "--caf-threads", type=non_negative_int, default=0, help="CAF worker threads (default: one per CPU)"
     )
     p.add_argument("--json", action="store_true", help="print the stored runs' summaries as JSON")
-    p.add_argument(
-        "--report", type=Path, metavar="FILE", help="end by writing the HTML report of the runs just made"
-    )
+    report_option(p)
     p.add_argument(
         "--trace",
         action="store_true",
@@ -142,19 +137,6 @@ def request(args: argparse.Namespace) -> plans.BenchRequest:
     return plans.BenchRequest(**{f.name: getattr(args, f.name) for f in fields(plans.BenchRequest)})
 
 
-def report(runs: list[Run], out: Path | None, title: str) -> None:
-    if out and runs:
-        note(f"writing the report of {len(runs)} run(s)…")
-        size = write_report(runs, Path(out), title)
-        note(f"wrote {out} ({size / 1e6:.1f} MB)")
-
-
-def announce(run: Run) -> None:
-    """Each run's line as soon as it is stored, so a log (stderr not a terminal) shows
-    progress through a long matrix, not everything at the end."""
-    print(f"stored {run.id}  {stored_line(run)}", file=sys.stderr, flush=True)
-
-
 def print_tables(runs: list[Run], scenario: str) -> None:
     """The text output after the context block: the seed's table of the scenario."""
     if scenario == "pipeline":
@@ -172,8 +154,7 @@ def print_tables(runs: list[Run], scenario: str) -> None:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     plan = plans.bench_plan(request(args))
-    if args.report:
-        check_writable_file(Path(args.report), "--report")
+    check_report(args)
     store = writable_store(args)
     if plan.about:
         note(f"jitterlab bench: {plan.about}, store {store.root}")
@@ -184,7 +165,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     elif runs:
         print_context(runs)
         print_tables(runs, args.scenario)
-    report(runs, args.report, f"jitterlab {plan.name} on {platform.node()}")
+    write_runs_report(runs, args.report, f"jitterlab {plan.name} on {platform.node()}")
     if outcome.interrupted:
         note("interrupted: the samples recorded so far are stored and marked partial")
     return outcome.exit_code

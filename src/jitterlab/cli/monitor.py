@@ -51,6 +51,9 @@ def add_parsers(sub: Any) -> None:
         default=(),
         help="also serve the latency at these percentiles on /metrics (e.g. 50,99,99.9,max)",
     )
+    q.add_argument(
+        "--json", action="store_true", help="end by printing the stored run's id and counts as JSON"
+    )
     store_option(q)
     q = monitor.add_parser("trials", help="the trials of a monitor run with their screening verdicts")
     q.add_argument("run")
@@ -132,6 +135,10 @@ def _serve(args: argparse.Namespace) -> int:
             f"the channel's ring stays ({ring.stat().st_size / 2**20:.0f} MB in {ring.parent}) for the "
             f"application; remove it with: jitterlab monitor unlink --channel {args.channel} (or --stale)"
         )
+    if args.json and outcome.runs:
+        from jitterlab.describe.context import command_context
+
+        print_json({"context": command_context(outcome.runs)} | server.stored_json(outcome.runs))
     return outcome.exit_code
 
 

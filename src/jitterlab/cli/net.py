@@ -1,9 +1,12 @@
-"""``jitterlab net``: inter-node latency and throughput (seed 004) on namespaces or hosts."""
+"""``jitterlab net``: inter-node latency and throughput (seed 004) on namespaces or hosts.
+The parser and ``net topo`` need only net.topo and net.options; numpy, scipy (net.impair),
+the store and describe.network are imported inside the commands that measure."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import platform
 import sys
 import time
 from collections.abc import Callable
@@ -11,7 +14,6 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
-from jitterlab.cli.bench import announce
 from jitterlab.cli.common import (
     Parser,
     deprecated_alias,
@@ -29,25 +31,11 @@ from jitterlab.cli.common import (
     warn,
     writable_store,
 )
+from jitterlab.cli.measuring import announce, check_report, report_option, write_runs_report
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.render import render
-from jitterlab.describe.context import command_context
-from jitterlab.describe.network import network_json, network_text
-from jitterlab.measure.runner import run_plan
 from jitterlab.net import topo
-from jitterlab.net.bench import (
-    PRESETS,
-    SCENARIOS,
-    SEED_004_IMPAIRMENT,
-    NetOptions,
-    bench_plan,
-    check_impairment,
-    check_options,
-    plan,
-    seed_004_plan,
-)
-from jitterlab.net.impair import parse as parse_impairment
-from jitterlab.net.nodes import Nodes, from_hosts, namespace_nodes
+from jitterlab.net.options import PRESETS, SCENARIOS, SEED_004_IMPAIRMENT, NetOptions, check_options
 
 
 def _words(text: str) -> tuple[str, ...]:
@@ -83,6 +71,7 @@ def add_parser(sub: Any) -> None:
     c.add_argument("--transport", type=_words, help="udp or tcp (default udp)")
     c.add_argument("--duration", type=seconds, help="measured time per ping run (default 10s)")
     c.add_argument("--json", action="store_true")
+    report_option(c)
     store_option(c)
 
     b = net.add_parser("bench", help="one run per scenario x transport; the seed's Tables 3-6")
@@ -115,6 +104,7 @@ def add_parser(sub: Any) -> None:
     b.add_argument("--fps", type=positive_float, help="frame-sync: frames per second (default 60)")
     b.add_argument("--port", type=non_negative_int, help="server port (default: any free one)")
     b.add_argument("--json", action="store_true")
+    report_option(b)
     store_option(b)
 
 
@@ -175,8 +165,15 @@ def cmd_topo(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    from jitterlab.describe.network import network_json, network_text
+    from jitterlab.measure.runner import run_plan
+    from jitterlab.net.bench import bench_plan, plan, seed_004_plan
+    from jitterlab.net.impair import parse as parse_impairment
+    from jitterlab.net.nodes import Nodes, from_hosts, namespace_nodes
+
     o = options(args)
     check_options(o)
+    check_report(args)
     if args.hosts and (args.topo or args.router or args.impair or args.shape):
         raise JitterlabError(
             "--hosts runs on real hosts: --topo, --router, --shape and --impair are for namespaces"
@@ -208,20 +205,29 @@ def cmd_bench(args: argparse.Namespace) -> int:
     elif outcome.runs:
         print_context(outcome.runs)
         print(network_text(outcome.runs))
+    write_runs_report(outcome.runs, args.report, f"jitterlab net bench on {platform.node()}")
     return outcome.exit_code
 
 
 def cmd_check_impair(args: argparse.Namespace) -> int:
+    from jitterlab.describe.context import command_context
+    from jitterlab.describe.network import network_text
+    from jitterlab.net.bench import check_impairment
+    from jitterlab.net.impair import parse as parse_impairment
+    from jitterlab.net.nodes import namespace_nodes
+
     o = dataclasses.replace(
         NetOptions(),
         **{k: v for k, v in {"transports": args.transport, "duration_s": args.duration}.items() if v},
     )
     check_options(o)
+    check_report(args)
     impairment = parse_impairment(args.impair)
     topo.require_tools()
     store = writable_store(args)
     with namespace_nodes(None, 2, True, None) as nodes:
         runs, verdict = check_impairment(store, o, nodes, impairment, warn)
+    write_runs_report(runs, args.report, f"jitterlab net check-impair {args.impair} on {platform.node()}")
     if args.json:
         print_json({"context": command_context(runs)} | verdict)
         return 0 if verdict["passed"] else 1

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from pathlib import Path
 from typing import Any
 
-from jitterlab.cli.bench import announce
 from jitterlab.cli.common import (
     Parser,
     integer,
@@ -24,11 +22,10 @@ from jitterlab.cli.common import (
     warn,
     writable_store,
 )
+from jitterlab.cli.measuring import announce, check_report, report_option, write_runs_report
 from jitterlab.core.errors import JitterlabError
-from jitterlab.core.fileio import check_writable_file
 from jitterlab.describe.context import command_context
 from jitterlab.describe.replication import replication_json, replication_text
-from jitterlab.describe.report import write_report
 from jitterlab.measure.runner import run_plan
 from jitterlab.repl.bench import PRESETS, ReplOptions, scaling_plan
 
@@ -75,7 +72,7 @@ def add_parser(sub: Any) -> None:
         "--impair", help="delay=5ms | model=m.json | loss=0.1%% on the router's links (needs --router)"
     )
     q.add_argument("--topo", help="run on an existing topology (from `net topo up`)")
-    q.add_argument("--report", type=Path, help="also write an HTML report of the runs")
+    report_option(q)
     q.add_argument("--json", action="store_true")
     store_option(q)
 
@@ -102,8 +99,7 @@ def options(args: argparse.Namespace) -> ReplOptions:
 
 def cmd_repl(args: argparse.Namespace) -> int:
     o = options(args)
-    if args.report:
-        check_writable_file(args.report, "--report")
+    check_report(args)
     if o.port and len(o.clients) > 1:
         raise JitterlabError("--port with several N: each run binds it again; give one N or leave --port out")
     plan = scaling_plan(o)
@@ -118,9 +114,7 @@ def cmd_repl(args: argparse.Namespace) -> int:
     else:
         print_context(runs)
         print(replication_text(runs))
-    if args.report:
-        size = write_report(runs, args.report, "jitterlab replication scaling")
-        note(f"report: {args.report} ({size / 1e6:.1f} MB)")
+    write_runs_report(runs, args.report, "jitterlab replication scaling")
     return outcome.exit_code
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import platform
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from jitterlab.cli.common import (
     warn,
     writable_store,
 )
+from jitterlab.cli.measuring import check_report, report_option, write_runs_report
 from jitterlab.core.render import render
 from jitterlab.core.units import format_ns
 from jitterlab.describe.attribution import spike_attribution
@@ -51,6 +53,7 @@ def add_parsers(sub: Any) -> None:
         "--trace", action="store_true", help="record scheduler/IRQ events with perf and attribute each hiccup"
     )
     p.add_argument("--json", action="store_true")
+    report_option(p)
     store_option(p)
 
 
@@ -74,6 +77,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 def cmd_hiccup(args: argparse.Namespace) -> int:
     request = HiccupRequest(**{f.name: getattr(args, f.name) for f in fields(HiccupRequest)})
     plan = hiccup_plan(request)
+    check_report(args)
     outcome = run_plan(plan, writable_store(args), warn)
     for run in outcome.runs:
         per_cpu = hiccup_per_cpu(run)
@@ -99,6 +103,7 @@ def cmd_hiccup(args: argparse.Namespace) -> int:
             print(out)
         if unavailable:
             note(unavailable)
+    write_runs_report(outcome.runs, args.report, f"jitterlab hiccup on {platform.node()}")
     return outcome.exit_code
 
 

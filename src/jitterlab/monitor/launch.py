@@ -11,8 +11,11 @@ from pathlib import Path
 from jitterlab.core.errors import JitterlabError
 
 
-def start_serve(channel: str, store: Path, listen: str, *options: str) -> subprocess.Popen[str]:
-    """``jitterlab monitor serve`` started and draining (returns once it says so)."""
+def start_serve(
+    channel: str, store: Path, listen: str, *options: str, stdout: int | None = None
+) -> subprocess.Popen[str]:
+    """``jitterlab monitor serve`` started and draining (returns once it says so);
+    ``stdout=subprocess.PIPE`` keeps what it prints (``--json``) for ``communicate``."""
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -28,6 +31,7 @@ def start_serve(channel: str, store: Path, listen: str, *options: str) -> subpro
             listen,
             *options,
         ],
+        stdout=stdout,
         stderr=subprocess.PIPE,
         text=True,
     )

@@ -18,7 +18,7 @@ import signal
 import stat
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,8 @@ from jitterlab.core.errors import JitterlabError, escape_controls
 from jitterlab.core.fileio import atomic_write_json, os_error_text, owner_name
 from jitterlab.core.signals import last_signal
 from jitterlab.core.warnings import CodedWarning
+from jitterlab.measure import environment
+from jitterlab.measure.doctor import doctor_facts
 from jitterlab.measure.runner import Context, Done, Plan, Point
 from jitterlab.monitor.recorder import SAMPLE, TRIAL_BEGIN, TRIAL_END, Reader, check_channel
 from jitterlab.stats import stacked_z_test
@@ -241,11 +243,13 @@ class Server:
         while len(skipped := self.reader.drain(stale_ns=0)):
             self.backlog_skipped += len(skipped)
         self.dropped_at_start = self.reader.dropped
+        # the applications write the ring on this machine: the run is measured here, and
+        # carries the machine's environment and the doctor's findings like every measured run
         self.meta = run_meta(
             self.run_id,
             self.started,
-            environment=None,
-            doctor=None,
+            environment=environment.collect(),
+            doctor=doctor_facts(),
             config={
                 "runtime": "monitor",
                 "technique": f"monitor/{channel}",
@@ -404,6 +408,34 @@ class Server:
         meta["monitor"]["stopped_by"] = stopped_by
         self.reader.close()
         return self.store.commit_parts(self.staging, meta)
+
+
+def stored_json(runs: Sequence[Run]) -> dict[str, Any]:
+    """What ``monitor serve --json`` says of the runs it stored (after the context block;
+    docs/schemas/monitor-serve.schema.json): per run its id, how it ended and its counts.
+    ``samples_recorded`` is what the applications wrote to the ring while it was served:
+    the samples stored plus those dropped because the ring was full; entries left from
+    before the server started are counted apart (``backlog_skipped``)."""
+    rows = []
+    for run in runs:
+        monitor = run.meta["monitor"]
+        stored = int((run.meta.get("samples") or {}).get("rows", 0))
+        dropped = int(monitor.get("ring_dropped", 0))
+        rows.append(
+            {
+                "id": run.id,
+                "status": run.meta.get("status"),
+                "stopped_by": monitor.get("stopped_by"),
+                "channel": monitor["channel"],
+                "baseline": monitor.get("baseline"),
+                "samples_recorded": stored + dropped,
+                "samples_stored": stored,
+                "samples_dropped": dropped,
+                "backlog_skipped": int(monitor.get("backlog_skipped", 0)),
+                "trials": len(monitor["trials"]),
+            }
+        )
+    return {"runs": rows}
 
 
 def serve_loop(

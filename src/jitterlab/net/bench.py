@@ -32,75 +32,21 @@ from jitterlab.measure.runner import Context, Done, Plan, Point, run_plan
 from jitterlab.net.agents import RECORD_DTYPE, Agent, parse_result
 from jitterlab.net.impair import Impairment, Link, check
 from jitterlab.net.nodes import Nodes, intra_node
+from jitterlab.net.options import (  # the options the command line parses, light to import
+    JVM_TRANSPORTS,
+    NetOptions,
+    check_options,
+)
 from jitterlab.store import ResultsStore, Run
 from jitterlab.store.rawfile import RECORD_DTYPE as STORE_DTYPE
 from jitterlab.store.rawfile import RawSamples
 from jitterlab.store.runs import DRAFT_JSON, PARTS_DIR
 
-SCENARIOS = ("ping", "open-loop", "stream", "frame-sync")
-NATIVE_TRANSPORTS = ("udp", "tcp", "caf-io")
-JVM_TRANSPORTS = ("pekko-artery",)
-TRANSPORTS = NATIVE_TRANSPORTS + JVM_TRANSPORTS
 # The JVM agent: with a parallel collector and a fixed heap its stream steps ran at
 # 130,000-220,000 msg/s here; with G1 and a growing heap at 60,000-90,000.
 JVM_AGENT_FLAGS = ("-XX:+UseParallelGC", "-Xms512m", "-Xmx512m")
 JVM_AGENT_CLASS = "dev.jitterlab.jvm.NetAgent"
-HEADER_BYTES = 32  # native/net/wire.hpp
-MAX_PAYLOAD = 65000
 LATE_LIMIT = 0.01  # more than 1 % of sends behind schedule: the generator was measured
-
-
-@dataclass(frozen=True)
-class NetOptions:
-    scenarios: tuple[str, ...] = ("ping",)
-    transports: tuple[str, ...] = ("udp",)
-    nodes: int = 2  # frame-sync: the renderer and nodes - 1 render nodes
-    duration_s: float = 10.0
-    warmup_s: float = 1.0
-    payload: int = 64
-    rate_hz: float = 1000.0  # open-loop
-    messages: int = 100_000  # stream: messages per step
-    steps: int = 5
-    fps: float = 60.0  # frame-sync
-    states: int = 12  # state messages per frame and render node (12 x 60 fps = the seed's 720/s)
-    sync: tuple[bool, ...] = (True, False)
-    timeout_s: float = 1.0
-    port: int = 0
-
-
-# Seed 004 (Wiebusch et al.): ping, throughput, distributed rendering with 2 and 9 render nodes.
-PRESETS: dict[str, NetOptions] = {
-    "seed-004": NetOptions(
-        scenarios=("ping", "open-loop", "stream", "frame-sync"),
-        transports=("udp", "tcp", "caf-io", "pekko-artery"),
-        nodes=3,
-        duration_s=10.0,
-        warmup_s=2.0,  # the JVM agents compile their hot path first
-        rate_hz=1000.0,
-        messages=100_000,
-        steps=5,
-    )
-}
-
-
-def check_options(o: NetOptions) -> None:
-    """Bad input as one line, before anything starts."""
-    for s in o.scenarios:
-        if s not in SCENARIOS:
-            raise JitterlabError(f"unknown scenario {s!r}; choose from {', '.join(SCENARIOS)}")
-    for t in o.transports:
-        if t not in TRANSPORTS:
-            raise JitterlabError(f"unknown transport {t!r}; choose from {', '.join(TRANSPORTS)}")
-    if o.nodes < 2:
-        raise JitterlabError(f"--nodes must be at least 2 (a sender and a receiver), got {o.nodes}")
-    if not HEADER_BYTES <= o.payload <= MAX_PAYLOAD:
-        raise JitterlabError(
-            f"--payload must be {HEADER_BYTES}..{MAX_PAYLOAD} bytes (the message header is {HEADER_BYTES} B), got {o.payload}"
-        )
-    if not 0 < o.rate_hz <= 1_000_000:
-        raise JitterlabError(f"--rate must be in (0, 1000000] messages/s, got {o.rate_hz:g}")
-    if o.duration_s <= 0:
-        raise JitterlabError("--duration must be positive")
 
 
 @dataclass(frozen=True)
@@ -131,9 +77,6 @@ def plan(o: NetOptions, impairment: Impairment | None) -> list[Case]:
             for sync in o.sync if scenario == "frame-sync" else (None,):
                 cases.append(Case(scenario, transport, sync, count, False, impairment))
     return cases
-
-
-SEED_004_IMPAIRMENT = "delay=100ms"
 
 
 def seed_004_plan(o: NetOptions, impairment: Impairment) -> list[Case]:

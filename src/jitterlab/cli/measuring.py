@@ -1,0 +1,51 @@
+"""What every measuring command shares beyond the options of :mod:`jitterlab.cli.common`:
+the ``--report`` flag and its HTML report of the runs just made, and the line announcing
+each run as it is stored. The report's libraries (matplotlib) are imported only when a
+report is written, so a command's ``--help`` and its parser stay light."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from jitterlab.cli.common import note
+
+if TYPE_CHECKING:
+    from jitterlab.store import Run
+
+
+def report_option(parser: argparse.ArgumentParser) -> None:
+    """``--report FILE``: the one HTML report of the runs a measuring command just made."""
+    parser.add_argument(
+        "--report", type=Path, metavar="FILE", help="end by writing the HTML report of the runs just made"
+    )
+
+
+def check_report(args: argparse.Namespace) -> None:
+    """Refuse an unwritable ``--report`` before any measuring (one line, exit 2)."""
+    if getattr(args, "report", None):
+        from jitterlab.core.fileio import check_writable_file
+
+        check_writable_file(Path(args.report), "--report")
+
+
+def write_runs_report(runs: Sequence[Run], out: Path | None, title: str) -> None:
+    """End a measuring command with ``--report``: the HTML report of ``runs`` (the one
+    ``jitterlab report`` writes), matplotlib imported only now."""
+    if out and runs:
+        from jitterlab.describe.report import write_report
+
+        note(f"writing the report of {len(runs)} run(s)…")
+        size = write_report(list(runs), Path(out), title)
+        note(f"wrote {out} ({size / 1e6:.1f} MB)")
+
+
+def announce(run: Run) -> None:
+    """Each run's line as soon as it is stored, so a log (stderr not a terminal) shows
+    progress through a long matrix, not everything at the end."""
+    from jitterlab.describe.text import stored_line
+
+    print(f"stored {run.id}  {stored_line(run)}", file=sys.stderr, flush=True)
