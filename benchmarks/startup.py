@@ -1,8 +1,14 @@
-"""Start-up: `jitterlab --version`, `--help` and `runs` on an empty and a small store (issue 28 item 3).
+"""Start-up: `jitterlab --version`, `--help`, `runs` on an empty and a small store, and `net topo` (issue 28 item 3).
 
 Each command runs --repeats times (default 5) in a fresh process; the figures are the median
 wall time with its range and the peak RSS of the whole process tree (benchmarks/treemem.py).
 Targets: ≤ 0.25 s and ≤ 60 MB each. A bare `python -c pass` runs beside them as the floor.
+
+`net topo up/down` need root and create or remove network namespaces, so the benchmark
+measures what they load instead: `net topo --help` builds the same parser and imports the
+same modules as `net topo up` (tests/cli/test_startup.py checks neither imports numpy,
+pandas, pyarrow, scipy or matplotlib), and `net topo list` runs the topo command itself
+without side effects (it reads the topologies' state files and `ip netns list`).
 
 The small store holds SMALL_RUNS runs of 1,000 samples each, stored by `jitterlab import` of a
 CSV made with a fixed seed.
@@ -51,6 +57,8 @@ def main() -> int:
             "jitterlab --version": [*jitterlab, "--version"],
             "jitterlab --help": [*jitterlab, "--help"],
             "jitterlab runs (empty store)": [*jitterlab, "runs", "--store", str(Path(empty) / "store")],
+            "jitterlab net topo --help": [*jitterlab, "net", "topo", "--help"],
+            "jitterlab net topo list": [*jitterlab, "net", "topo", "list"],
             f"jitterlab runs ({SMALL_RUNS} runs)": [
                 *jitterlab,
                 "runs",

@@ -16,7 +16,20 @@ from jitterlab.cli.main import main as cli_main
 HEAVY = ("numpy", "pandas", "pyarrow", "scipy", "matplotlib")
 
 
-@pytest.mark.parametrize("args", [["--version"], ["--help"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--version"],
+        ["--help"],
+        # `net topo up/down` do 0.03 s of work: their parser and the topo command itself
+        # (`list` runs it without root side effects) import no heavy library (issue 28 item 3)
+        ["net", "--help"],
+        ["net", "topo", "--help"],
+        ["net", "topo", "up", "--help"],
+        ["net", "topo", "down", "--help"],
+        ["net", "topo", "list"],
+    ],
+)
 def test_version_and_help_import_no_heavy_library(args: list[str]) -> None:
     code = (
         "import sys\nfrom jitterlab.cli import main\ntry:\n    main("
