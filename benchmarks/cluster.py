@@ -33,7 +33,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from scale import generate
+from scale import fmt, generate
 from treemem import median_range, run_measured
 
 WAYS = ("alone", "local:2", "address")
@@ -42,11 +42,6 @@ WAYS = ("alone", "local:2", "address")
 def figures_of(out: str) -> object:
     """The command's JSON with NaN kept as the word (so equal documents compare equal)."""
     return json.loads(out, parse_constant=lambda word: word)
-
-
-def fmt(values: list[float], digits: int = 2) -> str:
-    mid, lo, hi = median_range(values)
-    return f"{mid:.{digits}f} ({lo:.{digits}f}–{hi:.{digits}f})"
 
 
 def main() -> int:

@@ -32,8 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from scale import generate
-from treemem import median_range, run_measured
+from scale import fmt, generate, measure
 
 
 def write_host_log(path: Path, host: int, intervals: int, per_interval: int) -> list[object]:
@@ -59,23 +58,6 @@ def write_host_log(path: Path, host: int, intervals: int, per_interval: int) -> 
         histograms.append(h)
     path.write_text(out.getvalue())
     return histograms
-
-
-def timed(cmd: list[str], repeats: int, env: dict[str, str]) -> tuple[list[float], list[float], str]:
-    seconds, peaks, out = [], [], ""
-    for _ in range(repeats):
-        m = run_measured(cmd, env=env)
-        if m.returncode != 0:
-            raise SystemExit(f"{' '.join(cmd[:4])}… failed ({m.returncode}): {m.stderr.strip()[-400:]}")
-        seconds.append(m.seconds)
-        peaks.append(m.peak_tree_rss_bytes / 1e6)
-        out = m.stdout
-    return seconds, peaks, out
-
-
-def fmt(values: list[float], digits: int = 2) -> str:
-    mid, lo, hi = median_range(values)
-    return f"{mid:.{digits}f} ({lo:.{digits}f}–{hi:.{digits}f})"
 
 
 def main() -> int:
@@ -111,7 +93,7 @@ def main() -> int:
                 own.add(h)
             alone[path.stem] = figures(own)
             logs.append(str(path))
-        seconds, peaks, out = timed([*jl, "merge", *logs, "--as", "hosts"], args.repeats, env)
+        seconds, peaks, out = measure([*jl, "merge", *logs, "--as", "hosts"], args.repeats, env)
         run = load_run(out.split()[-1], store)  # merge prints the new run's id
         streams = {s["tag"]: s["summary"] for s in run.meta["histogram"]["streams"]}
         exact = run.meta["summary"]["latency_ns"] == figures(union) and all(
@@ -127,10 +109,10 @@ def main() -> int:
         ids = [generate(store, n, seed=3000 + i) for i in range(args.runs)]
         everything = np.concatenate([load_run(i, store).latency_ns for i in ids])
         expected = summarize(everything).to_dict()
-        seconds, peaks, out = timed([*jl, "merge", *ids, "--as", "fleet"], args.repeats, env)
+        seconds, peaks, out = measure([*jl, "merge", *ids, "--as", "fleet"], args.repeats, env)
         run = load_run(out.split()[-1], store)
         stored_ok = run.meta["summary"]["latency_ns"] == expected
-        shown = json.loads(timed([*jl, "show", run.id, "--json", "--recompute"], 1, env)[2])
+        shown = json.loads(measure([*jl, "show", run.id, "--json", "--recompute"], 1, env)[2])
         read_ok = shown["summary_ns"] == expected
         print(
             f"merge of {args.runs} stored runs ({everything.size:,} samples): {fmt(seconds)} s, "
