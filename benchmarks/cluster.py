@@ -61,7 +61,9 @@ def main() -> int:
         print("cluster.py: --repeats ≥ 1, --samples ≥ 16, --commands show,describe", file=sys.stderr)
         return 2
     try:
-        from distributed import Client, LocalCluster
+        from distributed import Client
+
+        from jitterlab.store.cluster import local_cluster
     except ImportError:
         print("cluster.py: needs the cluster extra: pip install 'jitterlab[cluster]'", file=sys.stderr)
         return 2
@@ -77,13 +79,7 @@ def main() -> int:
         run_id = generate(store, n)
         say(f"run of {n:.0e} samples: {run_id}; {os.cpu_count()} CPUs; cluster of 2 worker processes")
         with (
-            LocalCluster(
-                n_workers=2,
-                threads_per_worker=1,
-                processes=True,
-                dashboard_address=None,
-                scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
-            ) as cluster,
+            local_cluster(2) as cluster,
             Client(cluster),
         ):
             where = {

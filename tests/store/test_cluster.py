@@ -210,7 +210,9 @@ def test_a_worker_dying_mid_analysis_is_one_line_and_changes_nothing(
     big, tmp_path: Path, capsys, command: str, word: str
 ) -> None:
     import dask
-    from distributed import Client, LocalCluster
+    from distributed import Client
+
+    from jitterlab.store.cluster import local_cluster
 
     store, (run, small, _) = big
     target = tmp_path / "store"
@@ -223,13 +225,7 @@ def test_a_worker_dying_mid_analysis_is_one_line_and_changes_nothing(
     }[command]
     with (
         dask.config.set({"distributed.scheduler.allowed-failures": 0}),
-        LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=None,
-            scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
-        ) as cluster,
+        local_cluster(2) as cluster,
         Client(cluster) as c,
     ):
         c.register_plugin(DieOn(word), name="die")

@@ -42,6 +42,20 @@ WORKERS_WITHIN_S = 10
 MISSING = "--cluster needs the optional package dask[distributed]: pip install 'jitterlab[cluster]'"
 
 
+def local_cluster(workers: int) -> Any:
+    """A Dask LocalCluster of ``workers`` single-threaded worker processes on this machine
+    (its dashboard on a free loopback port, not 8787: no warning when another holds it)."""
+    # typed as Any: the extra may be missing where mypy runs
+    LocalCluster: Any = importlib.import_module("dask.distributed").LocalCluster
+    return LocalCluster(
+        n_workers=workers,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=None,
+        scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+    )
+
+
 @contextlib.contextmanager
 def connect(spec: str) -> Iterator[Any]:
     """A Dask client: ``local:N`` starts N worker processes here, anything else is the
@@ -50,7 +64,7 @@ def connect(spec: str) -> Iterator[Any]:
         distributed = importlib.import_module("dask.distributed")
     except ImportError:
         raise JitterlabError(MISSING) from None
-    Client, LocalCluster = distributed.Client, distributed.LocalCluster
+    Client = distributed.Client
     if spec.startswith("local:"):
         try:
             n = int(spec.removeprefix("local:"))
@@ -58,18 +72,7 @@ def connect(spec: str) -> Iterator[Any]:
             n = 0
         if n < 1:
             raise JitterlabError(f"--cluster {spec}: give local:N with N ≥ 1 worker processes")
-        with (
-            LocalCluster(
-                n_workers=n,
-                threads_per_worker=1,
-                processes=True,
-                dashboard_address=None,
-                # the scheduler's HTTP routes on a free loopback port, not 8787 (a warning
-                # when another cluster holds it)
-                scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
-            ) as cluster,
-            Client(cluster) as client,
-        ):
+        with local_cluster(n) as cluster, Client(cluster) as client:
             yield client
         return
     _probe(spec)
