@@ -62,3 +62,31 @@ def test_positions_and_ranks_of_a_chunked_sample() -> None:
     assert np.array_equal(s.at_positions(positions), x[positions].astype(np.float64))
     ranks = np.array([[0, 70_000], [35_000, 1]])
     assert np.array_equal(s.at_ranks(ranks), SortedSample(x).at_ranks(ranks))
+
+
+def test_ks_distance_equals_scipys_statistic_to_the_last_bit() -> None:
+    """The report's KS distance (no scipy) is scipy's statistic: sizes on both sides of
+    scipy's exact mode (10 000), unequal sizes, ties, integers."""
+    from scipy import stats
+
+    from jitterlab.stats.compare import ks_distance
+
+    rng = np.random.default_rng(1)
+    for n1, n2 in [(2, 2), (5, 7), (100, 100), (3000, 9000), (10_000, 10_001), (200_000, 150_000)]:
+        for shift, tied in ((0.0, False), (0.05, False), (0.1, True)):
+            a, b = rng.normal(0, 1, n1), rng.normal(shift, 1, n2)
+            if tied:
+                a, b = np.round(a * 3), np.round(b * 3)
+            for x, y in ((a, b), (a.astype(np.int64), b.astype(np.int64))):
+                assert ks_distance(x, y) == stats.ks_2samp(x, y).statistic, (n1, n2, shift, tied)
+
+
+def test_the_reports_comparison_differs_from_the_full_one_only_in_the_tests_it_leaves_out() -> None:
+    rng = np.random.default_rng(5)
+    a, b = rng.lognormal(10, 0.3, 30_000), rng.lognormal(10.02, 0.3, 25_000)
+    full = compare_samples(a, b)
+    lean = compare_samples(a, b, distribution_tests=False)
+    assert lean.ks_statistic == full.ks_statistic
+    assert np.isnan(lean.ks_pvalue) and np.isnan(lean.ad_statistic) and np.isnan(lean.mw_pvalue)
+    assert repr(lean.percentiles) == repr(full.percentiles) and lean.verdict == full.verdict  # NaN ≠ NaN
+    assert np.array_equal(lean.qq_a, full.qq_a) and np.array_equal(lean.qq_b, full.qq_b)
