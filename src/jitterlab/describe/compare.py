@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.units import format_ns
 from jitterlab.core.warnings import CodedWarning
@@ -61,11 +63,16 @@ IN_MEMORY_AT_MOST = 1 << 24  # samples (128 MiB as float64): below, one sort bea
 def run_sample(run: Run) -> OrderedSample:
     """A run's latencies as a sample: held in memory up to :data:`IN_MEMORY_AT_MOST`
     samples (one sort is ~6× faster than the refinement's passes), read in row groups above
-    (the file verified first). Both give the same comparison to the last bit."""
+    (the file verified first). Both give the same comparison to the last bit. Held, it is
+    the latency column alone, read batch by batch (a run already in memory gives its own):
+    the table's other columns are never read."""
     path = verified_samples_path(run)
     rows = int((run.meta.get("samples") or {}).get("rows", IN_MEMORY_AT_MOST + 1))
     if rows <= IN_MEMORY_AT_MOST:
-        return SortedSample(run.latency_ns)
+        if run.loaded:
+            return SortedSample(run.latency_ns)
+        chunks = list(latency_chunks(path))
+        return SortedSample(np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int64))
     return ChunkedSample(lambda: latency_chunks(path))
 
 
