@@ -8,6 +8,7 @@ number comes from :mod:`jitterlab.describe.analysis` and :mod:`jitterlab.stats`.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import gc
 import io
@@ -420,6 +421,9 @@ def _section_job(
     sort serves the summary, the stacked test, the digest and the chosen percentiles):
     about 4x faster than the row-group passes at the main job's sizes, identical numbers,
     and its plots need the whole columns anyway."""
+    # a copy of the run: its columns, read here, go with it when the job ends, also when the
+    # jobs run in this process (one CPU), where the caller's Run would keep every run's table
+    run = dataclasses.replace(run)
     if int((run.meta.get("samples") or {}).get("rows", IN_MEMORY_AT_MOST + 1)) <= IN_MEMORY_AT_MOST:
         run.table  # noqa: B018 (read here: describe_run then works on the columns in memory)
     d = describe_run(run)
