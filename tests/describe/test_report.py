@@ -248,3 +248,29 @@ def test_report_percentiles_are_columns_with_the_runs_exact_values(tmp_path: Pat
     assert "chosen percentiles" not in plain.read_text()
     bad = run_cli("report", "-o", str(plain), "--percentiles", "50,101", "--store", str(store))
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "101" in bad.stderr
+
+
+def test_a_small_report_renders_in_this_process_and_keeps_no_runs_columns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 25 (≤ 300 MB PSS for the main job's report): at most IN_PROCESS_SAMPLES samples
+    in all render here, one run in memory at a time, the same HTML as the workers give; a
+    larger report forks workers where there are two CPUs or more."""
+    import os
+    import re
+
+    from jitterlab.describe import report as rep
+
+    runs = [make_run(tmp_path, latency_clusters(k, 5_000), technique="mutex") for k in range(3)]
+    here = rep.build_report(runs)
+    assert not any(r.loaded for r in runs), "a run's columns outlived its section"
+    with rep._workers(3 * 5_000) as run_jobs:
+        assert run_jobs([(os.getpid, ())], None) == [os.getpid()]
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("one CPU: every report renders in this process")
+    with rep._workers(rep.IN_PROCESS_SAMPLES + 1) as run_jobs:
+        assert run_jobs([(os.getpid, ())], None) != [os.getpid()]
+    monkeypatch.setattr(rep, "IN_PROCESS_SAMPLES", 0)
+    forked = rep.build_report(runs)
+    stamp = re.compile(r"generated [0-9-]+ [0-9:]+ UTC")
+    assert stamp.sub("", forked) == stamp.sub("", here)

@@ -424,7 +424,7 @@ def _section_job(
     # a copy of the run: its columns, read here, go with it when the job ends, also when the
     # jobs run in this process (one CPU), where the caller's Run would keep every run's table
     run = dataclasses.replace(run)
-    if int((run.meta.get("samples") or {}).get("rows", IN_MEMORY_AT_MOST + 1)) <= IN_MEMORY_AT_MOST:
+    if _rows(run) <= IN_MEMORY_AT_MOST:
         run.table  # noqa: B018 (read here: describe_run then works on the columns in memory)
     d = describe_run(run)
     ordered = d.ordered if d.ordered is not None else np.sort(run.latency_ns)
@@ -460,12 +460,25 @@ def _warm_parquet() -> None:
     pq.read_table(pa.BufferReader(buffer.getvalue()))
 
 
+IN_PROCESS_SAMPLES = 1 << 24  # a report of at most this many samples in all renders in one process
+
+
+def _rows(run: Run) -> int:
+    """The samples of a run as run.json counts them (unknown: counted as too many)."""
+    return int((run.meta.get("samples") or {}).get("rows", IN_PROCESS_SAMPLES + 1))
+
+
 @contextlib.contextmanager
-def _workers() -> Iterator[JobRunner]:
+def _workers(samples: int = IN_PROCESS_SAMPLES + 1) -> Iterator[JobRunner]:
     """A job runner on every allowed CPU: forked worker processes, each loading its own runs
     and dropping them, so no process holds all samples. Results come back in job order,
-    feeding the progress bar. On one CPU the jobs run here."""
-    count = len(os.sched_getaffinity(0))
+    feeding the progress bar. On one CPU, or for a report of at most IN_PROCESS_SAMPLES
+    ``samples`` in all, the jobs run here, one run in memory at a time: each worker costs
+    its own ~80 MB (copies of the parent's pages, matplotlib's caches) and its own warm-up,
+    which a small report does not win back (the main job's 28 runs, 8.4 M samples, on 2
+    vCPUs: 7.0 s and 268 MB PSS here against 7.9 s and 382 MB with two workers;
+    docs/results/scale.md)."""
+    count = len(os.sched_getaffinity(0)) if samples > IN_PROCESS_SAMPLES else 1
 
     def inline(jobs: list[Job], progress: ProgressBar | None) -> list[Any]:
         results = []
@@ -528,7 +541,7 @@ def build_report(
     ps = tuple(percentiles or ())
     jobs: list[Job] = [(_section_job, (r, f"run{i}", ps)) for i, r in enumerate(sample_runs)]
     jobs += [(compare_runs_for_report, (base, other)) for base, other in pairs]
-    with _workers() as run_jobs:
+    with _workers(sum(_rows(r) for r in sample_runs)) as run_jobs:
         progress = ProgressBar("rendering the report", len(jobs))
         results = run_jobs(jobs, progress)
         progress.close()
