@@ -532,8 +532,9 @@ def build_report(
     ``percentiles`` (``report --percentiles``) adds a table of those exact percentiles to every
     sample run's section (histogram-only runs say where theirs are).
 
-    The runs' sections and the comparisons are computed in parallel worker processes; a
-    progress bar shows on a terminal."""
+    The runs' sections and the comparisons are computed one run at a time in this process
+    for a report of at most IN_PROCESS_SAMPLES samples in all, else in parallel worker
+    processes (:func:`_workers`); a progress bar shows on a terminal."""
     histogram_runs = [r for r in runs if r.histogram_only]
     sample_runs = [r for r in runs if not r.histogram_only]
     groups = comparison_groups(sample_runs, baseline_id) if len(sample_runs) > 1 else []
