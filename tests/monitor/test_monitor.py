@@ -212,6 +212,21 @@ def _prometheus(tmp_path: Path, target_port: int) -> tuple[subprocess.Popen[byte
     return proc, port
 
 
+def _wait_ready(port: int, within_s: float = 60) -> None:
+    """Until Prometheus answers its readiness probe (it starts slowly on a loaded machine)."""
+    deadline = time.monotonic() + within_s
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/-/ready", timeout=5) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise AssertionError(f"prometheus not ready within {within_s} s")
+        time.sleep(0.2)
+
+
 def _query(port: int, expr: str) -> list[dict]:
     url = f"http://127.0.0.1:{port}/api/v1/query?query={urllib.request.quote(expr)}"
     with urllib.request.urlopen(url, timeout=5) as response:
@@ -247,10 +262,13 @@ def test_serve_screens_trials_and_prometheus_scrapes_it(
         [str(example), "--scheduled", channel, "3000", f"baseline={clean}"], check=True, capture_output=True
     )
     baseline = finish(proc)
-    # the study: a clean trial and one with injected spikes, scraped by a real Prometheus
-    proc, port = serve(channel, store, "--baseline", baseline, "--duration", "9s")
+    # the study: a clean trial and one with injected spikes, scraped by a real Prometheus,
+    # started (and ready) before the server, so a slow start under load costs no scrapes
+    port = free_port()
     prometheus, prom_port = _prometheus(tmp_path, port)
     try:
+        _wait_ready(prom_port)
+        proc = start_serve(channel, store, f"127.0.0.1:{port}", "--baseline", baseline, "--duration", "9s")
         subprocess.run(
             [str(example), "--scheduled", channel, "1000", f"clean-trial={clean}", f"spiky-trial={spiky}"],
             check=True,

@@ -67,6 +67,7 @@ from jitterlab.describe.tables import (
 from jitterlab.stats import percentiles
 from jitterlab.stats.summary import percentiles_sorted
 from jitterlab.store import Run
+from jitterlab.store.runs import IN_MEMORY_BYTES_PER_SAMPLE, memory_bound_bytes
 
 MAX_SCATTER_POINTS = 20_000  # drawn points per timeline; above this, M4-decimated (and said so)
 SCATTER_COLUMNS = 600  # M4 columns of the timeline: more than its axes' width in pixels at 96 dpi
@@ -424,7 +425,8 @@ def _section_job(
     # a copy of the run: its columns, read here, go with it when the job ends, also when the
     # jobs run in this process (one CPU), where the caller's Run would keep every run's table
     run = dataclasses.replace(run)
-    if _rows(run) <= IN_MEMORY_AT_MOST:
+    rows = _rows(run)
+    if rows <= IN_MEMORY_AT_MOST and rows * IN_MEMORY_BYTES_PER_SAMPLE <= memory_bound_bytes():
         run.table  # noqa: B018 (read here: describe_run then works on the columns in memory)
     d = describe_run(run)
     ordered = d.ordered if d.ordered is not None else np.sort(run.latency_ns)
