@@ -1,7 +1,7 @@
 // The replication benchmark: its wire format, and a real server and client fleet on loopback.
 #include <gtest/gtest.h>
 
-#include <sys/syscall.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -144,17 +144,30 @@ TEST(ReplCpuStat, ParsesEveryCpuLineInNanoseconds) {
 }
 
 TEST(ReplCpuStat, UserTimeIsSpinningAndSystemTimeIsSystemCalls) {
+    // Until the thread has had 200 ms of CPU (not of wall time): the kernel attributes time
+    // by ticks, so a thread that a loaded machine let run only briefly would have too few
+    // ticks to tell user from system time (a fresh-clone CI failure at load 9).
     auto spin = [](auto body) {
         const auto t0 = rp::thread_times();
-        const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(150);
-        while (std::chrono::steady_clock::now() < until) body();
-        return rp::thread_times() - t0;
+        const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        for (;;) {
+            body();
+            const auto used = rp::thread_times() - t0;
+            if (used.user_ns + used.sys_ns >= 200'000'000 || std::chrono::steady_clock::now() > give_up) {
+                return used;
+            }
+        }
     };
     volatile std::uint64_t x = 0;
     const auto user = spin([&] {
-        for (int k = 0; k < 1000; ++k) x = x + 1;
+        for (int k = 0; k < 100000; ++k) x = x + 1;
     });
-    const auto sys = spin([] { ::syscall(SYS_getppid); ::syscall(SYS_sched_yield); });
+    // reading /dev/zero: the kernel clears the buffer, nearly all of it system time
+    const int zero = ::open("/dev/zero", O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(zero, 0);
+    std::vector<char> buffer(1 << 20);
+    const auto sys = spin([&] { [[maybe_unused]] auto n = ::read(zero, buffer.data(), buffer.size()); });
+    ::close(zero);
     EXPECT_GT(user.user_ns, user.sys_ns);
     EXPECT_GT(sys.sys_ns, sys.user_ns);
     EXPECT_FALSE(rp::read_proc_stat().empty());
