@@ -347,7 +347,7 @@ def check_private_dir(path: Path, trusted: set[int] | None = None) -> os.stat_re
     if st.st_uid not in (trusted or {os.geteuid()}):
         raise JitterlabError(
             f"{path} belongs to {owner_name(st.st_uid)}, not to you: it is not used; "
-            "remove it or use a store of your own"
+            "its owner (or root) can remove it, or use a store of your own"
         )
     if st.st_mode & 0o022:
         raise JitterlabError(
