@@ -641,3 +641,23 @@ def test_serve_json_names_the_stored_run_and_counts_its_samples(store: Path, cha
     assert row["samples_recorded"] == recorded == 300
     assert (row["trials"], row["baseline"], row["channel"]) == (2, reference.id, channel)
     assert (row["status"], row["stopped_by"], row["backlog_skipped"]) == ("complete", "--duration", 0)
+
+
+def test_a_trial_tag_with_control_characters_is_served_escaped(store: Path, channel: str) -> None:
+    """A tag is outside input (issue 24 item 12): an ESC or a newline in it reaches /metrics
+    and the stored run as a visible escape, never as the control character itself."""
+    from jitterlab import load_run
+
+    proc, port = serve(channel, store, "--duration", "3s")
+    with Monitor(channel) as m, m.trial("red\x1b[31m\nx"):
+        for v in range(1_000, 1_100):
+            assert m.record(v)
+    text = ""
+    deadline = time.monotonic() + 2.5
+    while time.monotonic() < deadline and "jitterlab_monitor_trial_samples" not in text:
+        time.sleep(0.3)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+            text = r.read().decode()
+    run = load_run(finish(proc), store)
+    assert "\x1b" not in text and 'trial="red\\\\x1b[31m\\\\nx"' in text, text[-2000:]
+    assert [t["tag"] for t in run.meta["monitor"]["trials"]] == ["red\\x1b[31m\\nx"]
