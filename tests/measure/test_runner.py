@@ -53,8 +53,11 @@ def test_an_interrupted_point_ends_the_plan_and_keeps_its_runs(store: Path) -> N
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_a_stop_signal_between_points_keeps_what_was_stored(store: Path, signum: int) -> None:
+    old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     stop_on_signals()
-    old = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP)}
+    # Python's own SIGINT handler, as a terminal run has it: a test suite started in the
+    # background by a shell inherits SIGINT ignored, and Python then installs none
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
 
         def signalled(_ctx: Context) -> Done:
