@@ -33,15 +33,21 @@ from jitterlab.describe.analysis import (
     run_percentiles,
     time_range,
 )
-from jitterlab.describe.context import context_block
+from jitterlab.describe.context import command_context, context_block, context_header
 from jitterlab.describe.histograms import HISTOGRAM_ONLY, describe_histogram, histogram_json
+from jitterlab.describe.sources import describe_union, open_union, source_table
 from jitterlab.describe.text import attribution_text, describe_text, histogram_text
 from jitterlab.store.writer import LOCAL
 
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("describe", help="summary, outlier categories and time windows of a run")
-    p.add_argument("run")
+    p.add_argument("runs", nargs="+", metavar="RUN", help="a run; several with --union")
+    p.add_argument(
+        "--union",
+        action="store_true",
+        help="describe the runs as one (exact, as merge would give, nothing stored), then each run",
+    )
     p.add_argument("--json", action="store_true")
     p.add_argument(
         "--window", type=positive_seconds, default=1.0, help="window width by send time (default 1s)"
@@ -70,7 +76,13 @@ def add_parser(sub: Any) -> None:
 
 
 def cmd_describe(args: argparse.Namespace) -> int:
-    run = load(args.run, args)
+    if args.union:
+        return _describe_union(args)
+    if len(args.runs) > 1:
+        raise JitterlabError(
+            f"describe takes one run ({len(args.runs)} given): add --union to describe them as one"
+        )
+    run = load(args.runs[0], args)
     expected = expected_interval_ns(args)
     if run.histogram_only:
         if args.percentiles:
@@ -97,20 +109,64 @@ def cmd_describe(args: argparse.Namespace) -> int:
         passes = engine or LOCAL
         views = latency_views(run, expected, passes)
         chosen = run_percentiles(run, args.percentiles, passes) if args.percentiles else None
+    sources = source_table(run, d.summary, d.categories)
     if args.json:
         extra = {f"summary_{name}_ns": view for name, view in views.items()}
         if chosen is not None:
             extra["percentiles_ns"] = chosen
+        if sources is not None:
+            extra["sources"] = sources.to_dict()
         print_json(
             {"context": context_block(run)} | description_json(d) | extra | {"expected_interval_ns": expected}
         )
         return 0
-    print(describe_text(d, views))
+    print(describe_text(d, views, sources))
     if chosen:
         print(render(["percentile", "value"], [[k, format_ns(v)] for k, v in chosen.items()], "lr"))
     _, unavailable = attribution_text(d.attribution)
     if unavailable:
         note(unavailable)
+    return 0
+
+
+def _describe_union(args: argparse.Namespace) -> int:
+    """``describe RUN RUN… --union``: the union (as merge would store it), split by run,
+    then each run as ``describe RUN`` gives it."""
+    if args.test != "stacked-z" or args.baseline or args.cluster or args.tag or args.percentiles:
+        raise JitterlabError(
+            "--union describes with the stacked-z test, here: drop --test, --baseline, --cluster, "
+            "--tag and --percentiles"
+        )
+    if args.from_s is not None or args.to_s is not None or args.expected_interval is not None:
+        raise JitterlabError("--union describes whole stored runs: drop --from/--to and --expected-interval")
+    width = round(args.window * 1e9)
+    if width <= 0:
+        raise JitterlabError("--window must be a positive duration such as 1s or 100ms")
+    runs = [load(ref, args) for ref in args.runs]
+    union = open_union(runs)
+    d, table = describe_union(union, width, args.two_sided, args.threshold)
+    each = [describe_run(run, "stacked-z", width, None, args.two_sided, args.threshold) for run in runs]
+    if args.json:
+        print_json(
+            {"context": command_context(runs)}
+            | description_json(d)
+            | {"expected_interval_ns": None, "union_of": [r.id for r in runs], "sources": table.to_dict()}
+            | {
+                "runs": [
+                    description_json(e) | {"context": context_block(e.run), "expected_interval_ns": None}
+                    for e in each
+                ]
+            }
+        )
+        return 0
+    header = [
+        context_header(runs),
+        f"union    {len(runs)} runs as one ({', '.join(r.id for r in runs)}); "
+        "each run's times count from its own first send",
+    ]
+    print(describe_text(d, None, table, header))
+    for e in each:
+        print("\n" + describe_text(e, None, source_table(e.run, e.summary, e.categories)))
     return 0
 
 

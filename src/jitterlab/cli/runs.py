@@ -63,6 +63,11 @@ def add_parsers(sub: Any) -> None:
     p.add_argument(
         "--percentiles", type=percentile_list, help="also a table of these exact percentiles per run"
     )
+    p.add_argument(
+        "--union",
+        action="store_true",
+        help="first the runs described as one (exact, as merge would give, nothing stored), split by run",
+    )
     store_option(p)
     p = sub.add_parser("compare", help="compare run B against run A: verdict per percentile")
     p.add_argument("a", help="baseline run")
@@ -197,9 +202,18 @@ def cmd_report(args: argparse.Namespace) -> int:
         baseline_id = baseline.id
         if all(r.id != baseline_id for r in runs):
             runs = [baseline, *runs]
+    if args.union:
+        from jitterlab.describe.sources import open_union
+
+        open_union(runs)  # refused in one line before any work (units, clocks, histograms)
     note(f"writing the report of {len(runs)} run(s)…")
     size = write_report(
-        runs, Path(args.output), args.title, baseline_id=baseline_id, percentiles=args.percentiles
+        runs,
+        Path(args.output),
+        args.title,
+        baseline_id=baseline_id,
+        percentiles=args.percentiles,
+        union=args.union,
     )
     note(f"wrote {args.output} ({size / 1e6:.1f} MB)")
     return 1 if args.strict and damaged else 0

@@ -27,6 +27,7 @@ from jitterlab.core.html import esc, figure_img, html_table
 from jitterlab.describe.compare import run_sample
 from jitterlab.stats import Comparison, Summary
 from jitterlab.stats.compare import compare_ordered
+from jitterlab.stats.loglinear import LogLinear
 from jitterlab.stats.summary import percentiles_sorted
 from jitterlab.store import Run
 
@@ -65,6 +66,21 @@ def digest(run: Run, summary: Summary, ordered: np.ndarray) -> RunDigest:
         ps,
         percentiles_sorted(ordered, tuple(ps * 100)),
         percentiles_sorted(ordered, QQ_PERCENTILES),
+    )
+
+
+def digest_of_histogram(run: Run, summary: Summary, histogram: LogLinear) -> RunDigest:
+    """The overview's numbers of a run too large to hold, from its log-linear histogram
+    (:mod:`jitterlab.stats.loglinear`: every sample counted, each quantile within half a
+    bucket, 0.39 %, of the exact one): the QQ plots and spectra of the overview."""
+    n = max(summary.count, 2)
+    ps = np.clip(1 - np.geomspace(1, 1 / n, SPECTRUM_POINTS), 0, 1 - 1 / n)
+    return RunDigest(
+        Run(run.path, run.meta),
+        summary,
+        ps,
+        histogram.quantiles(ps * 100),
+        histogram.quantiles(np.asarray(QQ_PERCENTILES)),
     )
 
 

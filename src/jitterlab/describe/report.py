@@ -35,20 +35,29 @@ from jitterlab.core.progress import ProgressBar
 from jitterlab.core.units import format_count, format_ns
 from jitterlab.core.version import __version__
 from jitterlab.core.warnings import fix_for, normalized
-from jitterlab.describe.analysis import RunDescription, describe_run, pauses_in_run
+from jitterlab.describe.analysis import RunDescription, describe_run, pauses_in_run, run_percentiles
 from jitterlab.describe.compare import IN_MEMORY_AT_MOST
 from jitterlab.describe.context import context_lines, contexts
-from jitterlab.describe.decimate import m4_select
 from jitterlab.describe.histograms import describe_histogram
 from jitterlab.describe.overview import (
     RunDigest,
     compare_runs_for_report,
     comparison_groups,
     digest,
+    digest_of_histogram,
     log_axis,
     overview_html,
 )
+from jitterlab.describe.panels import Panels, memory_panels, streamed_panels
 from jitterlab.describe.replication import replication_section
+from jitterlab.describe.sources import (
+    SourceTable,
+    describe_union,
+    open_union,
+    source_caption,
+    source_rows,
+    source_table,
+)
 from jitterlab.describe.tables import (
     ATTRIBUTION_HEADERS,
     CATEGORY_HEADERS,
@@ -64,10 +73,10 @@ from jitterlab.describe.tables import (
     summary_cells,
     table1_layout,
 )
-from jitterlab.stats import percentiles
 from jitterlab.stats.summary import percentiles_sorted
 from jitterlab.store import Run
-from jitterlab.store.runs import IN_MEMORY_BYTES_PER_SAMPLE, memory_bound_bytes
+from jitterlab.store.runs import IN_MEMORY_BYTES_PER_SAMPLE, memory_bound_bytes, verified_samples_path
+from jitterlab.store.writer import LOCAL
 
 MAX_SCATTER_POINTS = 20_000  # drawn points per timeline; above this, M4-decimated (and said so)
 SCATTER_COLUMNS = 600  # M4 columns of the timeline: more than its axes' width in pixels at 96 dpi
@@ -82,60 +91,63 @@ def _us(values: np.ndarray) -> np.ndarray:
     return np.asarray(values, dtype=np.float64) / 1_000.0
 
 
-def run_figure(d: RunDescription) -> str:
-    """The four per-run plots in one figure (2 x 2).
+def run_figure(d: RunDescription, panels: Panels | None = None) -> str:
+    """The four per-run plots in one figure (2 x 2), drawn from ``panels`` (default: from
+    the run's samples in memory; a run too large to hold: :func:`panels.streamed_panels`).
 
     Drawn for speed (a report has dozens): a fixed layout instead of tight_layout, titles
     at a fixed height, histograms and window counts as one step patch each instead of one
     rectangle per bar."""
-    latency = d.run.latency_ns
-    t_send = d.run.t_send_ns
+    if panels is None:
+        run = d.run
+        panels = memory_panels(
+            run.latency_ns,
+            run.t_send_ns,
+            d.summary,
+            d.categories,
+            d.ordered,
+            MAX_SCATTER_POINTS,
+            SCATTER_COLUMNS,
+        )
+    p = panels
     s = d.summary
     thresholds = d.categories.thresholds
     fig, axes = _run_axes()
+    from_histogram = p.drawn_from == "histogram"
 
     # Seed 000 Fig. 2: the samples above median + 2 sigma over the run, in seconds since it
     # started (the seed normalised the time to 0–1; seconds say when, and how long it ran).
     ax = axes[0][0]
-    span = max(int(t_send.max() - t_send.min()), 1)
+    span = max(p.stop_ns - p.start_ns, 1)
     cut = s.p50 + 2 * s.std
-    above = np.flatnonzero(latency > cut)
     note = ""
-    labels = d.categories.labels(latency[above])
-    if above.size > MAX_SCATTER_POINTS:
-        # M4, not a random subsample: a lone spike among 10⁹ samples stays on the plot
-        kept = m4_select(
-            t_send[above], latency[above], labels, int(t_send.min()), int(t_send.max()), SCATTER_COLUMNS
-        )
-        note = f" (M4: {format_count(kept.size)} of {format_count(above.size)} drawn, every extreme kept)"
-        above, labels = above[kept], labels[kept]
-    for cat in np.unique(labels):
-        sel = above[labels == cat]
+    if p.t.size < p.above:
+        note = f" (M4: {format_count(p.t.size)} of {format_count(p.above)} drawn, every extreme kept)"
+    for cat in np.unique(p.labels):
+        sel = p.labels == cat
         ax.scatter(
-            (t_send[sel] - t_send.min()) / 1e9,
-            _us(latency[sel]),
+            (p.t[sel] - p.start_ns) / 1e9,
+            _us(p.v[sel]),
             s=4,
             alpha=0.6,
             color=CATEGORY_COLOURS[int(cat) % len(CATEGORY_COLOURS)],
             label=f"category {category_name(int(cat))}",
         )
     ax.axhline(s.p50 / 1000, color="#333", lw=0.8, ls="--", label="median")
-    marked = mark_pauses(ax, d.run, int(t_send.min()))
+    marked = mark_pauses(ax, d.run, p.start_ns)
     ax.set_yscale("log")
     log_axis(ax.yaxis)
     ax.set_xlim(0, span / 1e9)
     ax.set_xlabel("time since the run started (s)")
     ax.set_ylabel("latency (µs)")
     ax.set_title(f"samples above median + 2σ ({format_ns(cut)}){note}", fontsize=10, y=1.0)
-    if above.size or marked:
+    if p.t.size or marked:
         # Below the median + 2σ cut no point is drawn, so the legend sits there, not on spikes.
         ax.legend(fontsize=7, loc="lower center", ncol=3, framealpha=0.85)
 
     # VRST'16 Fig. 1: log-y histogram with the category separators.
     ax = axes[0][1]
-    lo, hi = max(float(latency.min()), 1.0), max(float(latency.max()), 2.0)
-    counts, edges = np.histogram(latency, bins=np.geomspace(lo, hi * 1.0001, 120))
-    ax.stairs(counts, edges / 1000, fill=True, color=CATEGORY_COLOURS[0], alpha=0.85)
+    ax.stairs(p.counts, p.edges / 1000, fill=True, color=CATEGORY_COLOURS[0], alpha=0.85)
     for k, t in enumerate(thresholds):
         ax.axvline(t / 1000, color=CATEGORY_COLOURS[(k + 1) % len(CATEGORY_COLOURS)], ls="--", lw=1.2)
         ax.text(t / 1000, 1, f" {k + 1}", color="#333", fontsize=8, va="bottom")
@@ -146,30 +158,36 @@ def run_figure(d: RunDescription) -> str:
     log_axis(ax.yaxis)
     ax.set_xlabel("latency (µs)")
     ax.set_ylabel("samples")
-    ax.set_title(f"histogram; dashed: {d.test} category separators", fontsize=10, y=1.0)
+    source = "every sample, via a log-linear histogram (0.8 % buckets); " if from_histogram else ""
+    ax.set_title(f"histogram ({source}dashed: {d.test} category separators)", fontsize=10, y=1.0)
 
     # Percentile spectrum on a 1/(1-p) axis (HdrHistogram style).
     ax = axes[1][0]
-    n = latency.size
+    n = max(s.count, 2)
     top = 1 - 1 / n
-    ps = 1 - np.geomspace(1, 1 / n, 200)
-    ps = np.clip(ps, 0, top)
-    # the same type-7 values either way; from the sorted sample, index arithmetic only
-    values = (
-        percentiles_sorted(d.ordered, tuple(ps * 100))
-        if d.ordered is not None
-        else percentiles(latency, tuple(ps * 100))
-    )
-    ax.plot(1 / (1 - ps), _us(values), color=CATEGORY_COLOURS[0])
+    ax.plot(1 / (1 - p.spectrum_ps), _us(p.spectrum), color=CATEGORY_COLOURS[0])
+    if from_histogram:  # the exact percentiles of the summary, marked on the histogram's curve
+        exact = [(q, v) for q, v in zip(EXACT_LEVELS, _exact_values(s), strict=True) if q <= top]
+        ax.plot(
+            [1 / (1 - q) for q, _ in exact], [v / 1000 for _, v in exact], "o", ms=3,
+            color="#333", label="exact (type 7)",
+        )  # fmt: skip
+        ax.legend(fontsize=7, loc="upper left")
     ax.set_xscale("log")
     ax.set_yscale("log")
     log_axis(ax.yaxis)
     ax.xaxis.set_minor_locator(NullLocator())
-    ticks = [p for p in (0.5, 0.9, 0.99, 0.999, 0.9999, 0.99999, 0.999999) if p <= top]
-    ax.set_xticks([1 / (1 - p) for p in ticks], [f"{p * 100:g}%" for p in ticks], fontsize=8)
+    ticks = [q for q in (0.5, 0.9, 0.99, 0.999, 0.9999, 0.99999, 0.999999) if q <= top]
+    ax.set_xticks([1 / (1 - q) for q in ticks], [f"{q * 100:g}%" for q in ticks], fontsize=8)
     ax.set_xlabel("percentile")
     ax.set_ylabel("latency (µs)")
-    ax.set_title("percentile spectrum", fontsize=10, y=1.0)
+    ax.set_title(
+        "percentile spectrum (from the log-linear histogram, within 0.4 %; dots exact)"
+        if from_histogram
+        else "percentile spectrum (exact, from the samples)",
+        fontsize=10,
+        y=1.0,
+    )
 
     # Category counts per window over time, stacked.
     ax = axes[1][1]
@@ -193,12 +211,19 @@ def run_figure(d: RunDescription) -> str:
         drawn = True
     ax.set_xlabel(f"time (s), windows of {format_ns(w.width_ns)}")
     ax.set_ylabel("outliers per window")
-    ax.set_title("outlier categories per window", fontsize=10, y=1.0)
+    ax.set_title("outlier categories per window (exact counts)", fontsize=10, y=1.0)
     if drawn:
         ax.legend(fontsize=8)
     else:
         ax.text(0.5, 0.5, "no outliers", transform=ax.transAxes, ha="center")
     return figure_img(fig, f"plots of {d.run.label}", close=False)
+
+
+EXACT_LEVELS = (0.5, 0.9, 0.99, 0.999, 0.9999, 0.99999)
+
+
+def _exact_values(s: Any) -> list[float]:
+    return [s.p50, s.p90, s.p99, s.p99_9, s.p99_99, s.p99_999]
 
 
 _RUN_FIGURE: list[Any] = []  # [figure, axes]: made once per process, emptied for each run
@@ -299,6 +324,17 @@ def _chosen_overview(runs: Sequence[Run], chosen: Sequence[dict[str, float] | No
     return "<h3>Chosen percentiles (exact, type 7)</h3>" + html_table(["run", *present[0][1]], rows)
 
 
+def _source_table(d: RunDescription, table: SourceTable | None = None) -> str:
+    """A merged run's (or a union's) table split by source, or nothing."""
+    table = table if table is not None else source_table(d.run, d.summary, d.categories)
+    if table is None:
+        return ""
+    headers, rows = source_rows(table)
+    return f"<div class='muted'>{_esc(source_caption(table))}</div>" + html_table(
+        headers, [[_esc(cell) for cell in row] for row in rows]
+    )
+
+
 def _category_table(d: RunDescription) -> str:
     return html_table(CATEGORY_HEADERS, category_rows(d.categories))
 
@@ -315,7 +351,14 @@ def _attribution(block: dict[str, Any] | None) -> str:
     )
 
 
-def _run_section(d: RunDescription, anchor: str, chosen: dict[str, float] | None = None) -> str:
+def _run_section(
+    d: RunDescription,
+    anchor: str,
+    chosen: dict[str, float] | None = None,
+    panels: Panels | None = None,
+    sources: SourceTable | None = None,
+    facts_html: str | None = None,
+) -> str:
     run = d.run
     meta = run.meta
     env = meta.get("environment") or {}
@@ -336,6 +379,8 @@ def _run_section(d: RunDescription, anchor: str, chosen: dict[str, float] | None
         f"{format_ns(c2c.get('median')) if c2c.get('measured') else 'not measured'}",
         *_jvm_facts(run),
     ]
+    if facts_html is not None:  # a union: what it is made of, instead of one machine's facts
+        facts = [facts_html]
     warnings = "".join(
         f"<li>{_esc(w['detail'])} <span class='muted'>({_esc(w['code'])}; fix: {_esc(fix_for(w['code']))})</span></li>"
         for w in normalized(obtained.get("warnings"))
@@ -346,7 +391,7 @@ def _run_section(d: RunDescription, anchor: str, chosen: dict[str, float] | None
     return f"""<section class="card" id="{anchor}"><h3>{_esc(run.label)}</h3>
 <div class="muted">{"<br>".join(facts)}</div>{f"<ul class='muted'>{warnings}</ul>" if warnings else ""}
 {_summary_table(d)}{_chosen_table(chosen)}{_attribution(d.attribution)}<div class="muted">outlier categories ({_esc(d.test)}{baseline})</div>{_category_table(d)}
-{run_figure(d)}</section>"""
+{_source_table(d, sources)}{run_figure(d, panels)}</section>"""
 
 
 UNDERSTANDING = """<h2 id="understanding">Understanding this report</h2><div class="card">
@@ -429,6 +474,13 @@ def _section_job(
     if rows <= IN_MEMORY_AT_MOST and rows * IN_MEMORY_BYTES_PER_SAMPLE <= memory_bound_bytes():
         run.table  # noqa: B018 (read here: describe_run then works on the columns in memory)
     d = describe_run(run)
+    if not run.loaded:  # too large to hold: every panel from one streamed pass, nothing subsampled
+        panels, histogram = streamed_panels(
+            LOCAL.timed(verified_samples_path(run)), d.summary, d.categories, SCATTER_COLUMNS
+        )
+        chosen = run_percentiles(run, ps) if ps else None
+        section = _run_section(d, anchor, chosen, panels)
+        return section, digest_of_histogram(run, d.summary, histogram), chosen
     ordered = d.ordered if d.ordered is not None else np.sort(run.latency_ns)
     chosen = (
         {percentile_key(p): float(v) for p, v in zip(ps, percentiles_sorted(ordered, ps), strict=True)}
@@ -521,12 +573,27 @@ def _workers(samples: int = IN_PROCESS_SAMPLES + 1) -> Iterator[JobRunner]:
             raise
 
 
+def union_section(runs: Sequence[Run], anchor: str = "union") -> str:
+    """``report RUN… --union``: the runs described as one (the run ``merge`` would store,
+    exact, in row groups), split by run, with panels from one streamed pass."""
+    union = open_union(runs)
+    d, table = describe_union(union)
+    panels, _histogram = streamed_panels(union.timed(), d.summary, d.categories, SCATTER_COLUMNS)
+    facts = (
+        f"the union of {len(runs)} runs ({', '.join(f'<code>{_esc(r.id)}</code>' for r in runs)}), "
+        "described as the run <code>jitterlab merge</code> would store; each run's times count from "
+        "its own first send; nothing is stored"
+    )
+    return _run_section(d, anchor, None, panels, table, facts)
+
+
 def build_report(
     runs: Sequence[Run],
     title: str = "jitterlab report",
     preface_html: str = "",
     baseline_id: str | None = None,
     percentiles: Sequence[float] | None = None,
+    union: bool = False,
 ) -> str:
     """The HTML of the report (a string; the caller writes it atomically). ``preface_html``
     goes first, before the overview (for example the validation of an injector);
@@ -536,7 +603,9 @@ def build_report(
 
     The runs' sections and the comparisons are computed one run at a time in this process
     for a report of at most IN_PROCESS_SAMPLES samples in all, else in parallel worker
-    processes (:func:`_workers`); a progress bar shows on a terminal."""
+    processes (:func:`_workers`); a progress bar shows on a terminal. ``union``
+    (``report --union``): the sample runs described as one first (:func:`union_section`)."""
+    united = union_section([r for r in runs if not r.histogram_only]) if union else ""
     histogram_runs = [r for r in runs if r.histogram_only]
     sample_runs = [r for r in runs if not r.histogram_only]
     groups = comparison_groups(sample_runs, baseline_id) if len(sample_runs) > 1 else []
@@ -580,6 +649,8 @@ def build_report(
                 )
             )
         parts.append(_chosen_overview([d.run for d in digests], chosen) + overview + "</div>")
+    if united:
+        parts.append(f"<h2>Union</h2>{united}")
     parts.append(f"<h2>Runs</h2><nav class='muted'>{nav}</nav>")
     parts.extend(sections)
     parts.extend(
@@ -602,9 +673,10 @@ def write_report(
     preface_html: str = "",
     baseline_id: str | None = None,
     percentiles: Sequence[float] | None = None,
+    union: bool = False,
 ) -> int:
     """Build the report and write it to ``out`` atomically; returns its size in bytes."""
-    page = build_report(runs, title, preface_html, baseline_id, percentiles).encode()
+    page = build_report(runs, title, preface_html, baseline_id, percentiles, union).encode()
     try:
         atomic_write_bytes(out, page)
     except OSError as e:

@@ -11,6 +11,7 @@ from jitterlab.core.units import format_count, format_ns
 from jitterlab.describe.analysis import RunDescription, pauses_in_run
 from jitterlab.describe.context import context_header
 from jitterlab.describe.histograms import HistogramDescription
+from jitterlab.describe.sources import SourceTable, source_caption, source_rows
 from jitterlab.describe.tables import (
     ATTRIBUTION_HEADERS,
     CATEGORY_HEADERS,
@@ -128,12 +129,19 @@ VIEW_NAMES = {
 }
 
 
-def describe_text(d: RunDescription, views: dict[str, dict[str, Any]] | None = None) -> str:
+def describe_text(
+    d: RunDescription,
+    views: dict[str, dict[str, Any]] | None = None,
+    sources: SourceTable | None = None,
+    header: list[str] | None = None,
+) -> str:
     """``jitterlab describe``: summary, outlier categories and windows of one run; other
-    views of its latency (:func:`describe.analysis.latency_views`) as rows beside."""
+    views of its latency (:func:`describe.analysis.latency_views`) as rows beside; a merged
+    run's (or a union's) table split by source after its categories; ``header``: the lines
+    that head it instead of the run's context and id (a union's)."""
     run = d.run
     headers, values = summary_cells(d.summary.to_dict())
-    lines = [
+    lines = header or [
         context_header([run]),
         f"run      {run.id}  ({run.label}{', PARTIAL' if run.partial else ''})",
     ]
@@ -152,6 +160,10 @@ def describe_text(d: RunDescription, views: dict[str, dict[str, Any]] | None = N
     against = f", thresholds of baseline {d.baseline_id}" if d.baseline_id else ""
     lines.append(f"\noutlier categories ({d.test}{against}):")
     lines.append(render(CATEGORY_HEADERS, category_rows(d.categories), "lrrr"))
+    if sources is not None:
+        source_headers, source_body = source_rows(sources)
+        lines.append(f"\n{source_caption(sources)}:")
+        lines.append(render(source_headers, source_body, "l" + "r" * (len(source_headers) - 1)))
     if d.screening is not None:
         verdict = "CONTAMINATED" if d.screening.contaminated else "clean"
         lines.append(f"screening against baseline {d.baseline_id}: {verdict} ({d.screening.reason})")

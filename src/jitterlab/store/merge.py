@@ -90,7 +90,7 @@ def open_sources(store: ResultsStore, refs: Sequence[str]) -> list[Source]:
             n += 1
         names.add(source.name)
         sources.append(source)
-    _check_alike(sources)
+    check_alike(sources)
     return sources
 
 
@@ -126,32 +126,38 @@ def _run_source(index: int, run: Run) -> Source:
     )
 
 
-def _check_alike(sources: list[Source]) -> None:
-    """Refuse sources whose values cannot be pooled: one line naming the difference."""
+def run_sources(runs: Sequence[Run]) -> list[Source]:
+    """Stored runs as the sources of a merge (or of a ``--union``), in order."""
+    return [_run_source(index, run) for index, run in enumerate(runs)]
+
+
+def check_alike(sources: list[Source], verb: str = "merge") -> None:
+    """Refuse sources whose values cannot be pooled: one line naming the difference
+    (``verb``: the command refusing, as the line starts)."""
     first = sources[0]
     for s in sources[1:]:
         if s.unit != first.unit:
             raise JitterlabError(
-                f"merge: {first.describe()} is in {first.unit}, {s.describe()} in {s.unit}: "
+                f"{verb}: {first.describe()} is in {first.unit}, {s.describe()} in {s.unit}: "
                 "different units are not merged (import the log with --unit first)"
             )
     clocked = [s for s in sources if s.clock is not None]
     for s in clocked[1:]:
         if s.clock != clocked[0].clock:
             raise JitterlabError(
-                f"merge: {clocked[0].describe()} was timed with {clocked[0].clock}, "
+                f"{verb}: {clocked[0].describe()} was timed with {clocked[0].clock}, "
                 f"{s.describe()} with {s.clock}: different clocks are not merged"
             )
     histograms = [s for s in sources if not s.samples]
     for s in histograms[1:]:
         if s.definition != histograms[0].definition:
             raise JitterlabError(
-                f"merge: {histograms[0].describe()} defines percentiles as {histograms[0].definition}, "
+                f"{verb}: {histograms[0].describe()} defines percentiles as {histograms[0].definition}, "
                 f"{s.describe()} as {s.definition}: different percentile definitions are not merged"
             )
     if histograms and histograms[0].definition != HDR_DEFINITION:
         raise JitterlabError(
-            f"merge: {histograms[0].describe()} defines percentiles as {histograms[0].definition}, "
+            f"{verb}: {histograms[0].describe()} defines percentiles as {histograms[0].definition}, "
             f"not {HDR_DEFINITION}: not merged"
         )
 
@@ -215,7 +221,7 @@ def _sources_text(sources: list[Source]) -> str:
     )
 
 
-def _first_send(path: Path, engine: Engine = LOCAL) -> int:
+def first_send(path: Path, engine: Engine = LOCAL) -> int:
     """The earliest t_send_ns of a samples file (row-group statistics when written, else a scan)."""
     with pq.ParquetFile(path) as f:
         column = f.schema_arrow.get_field_index("t_send_ns")
@@ -247,7 +253,7 @@ def _merge_samples(
     wanted = ["pair", "seq", "t_send_ns", "t_recv_ns", *common]
     with SampleWriter(staging / SAMPLES_FILE, meta["id"], (*common, SOURCE_COLUMN)) as writer:
         for source, path in zip(sources, paths, strict=True):
-            start = _first_send(path, engine)
+            start = first_send(path, engine)
             rows = 0
             with pq.ParquetFile(path) as f:
                 for b in f.iter_batches(batch_size=READ_BATCH_ROWS, columns=wanted):
@@ -324,7 +330,7 @@ def _sample_lines(source: Source, engine: Engine = LOCAL) -> Iterator[_Line]:
     """A sample run's latencies recorded into one HdrHistogram per second of its own time."""
     assert source.run is not None
     path = verified_samples_path(source.run)
-    start = _first_send(path, engine)
+    start = first_send(path, engine)
     step = int(SAMPLE_INTERVAL_S * 1e9)
     per_interval: dict[int, Histogram] = {}
     for lowest, shares in engine.timed(path).map(interval_values, start, step):

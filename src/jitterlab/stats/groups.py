@@ -1,0 +1,144 @@
+"""Statistics of a sample split into groups (the sources of a merged run, the runs of a
+union), read in chunks, with memory independent of the sample's size.
+
+A grouped chunk is a pair ``(latency, group)`` of equal-length integer arrays; groups are
+small non-negative integers (0 … ``groups`` − 1).
+
+- Count, smallest and largest value and the category counts of every group: one pass
+  (:func:`group_chunk`, folded by sums, minima and maxima).
+- Type-7 percentiles of every group, exactly, with the passes shared by all groups: each
+  value is mapped to the composite key ``group · span + (latency − lowest)``, where
+  ``span = highest − lowest + 1``. Sorting the keys sorts by group, then by latency, so the
+  value at rank r of group g is the composite order statistic at rank
+  ``(values of the groups before g) + r``. The radix refinement of
+  :func:`jitterlab.stats.summary.order_statistics_by` finds all of them in the same
+  passes; each percentile is then interpolated exactly as
+  :func:`jitterlab.stats.summary.percentiles_sorted` does, so a group's figures equal the
+  in-memory figures of that group's values to the last bit. When ``groups · span`` would
+  not fit 62 bits, each group is refined on its own (the same numbers, more passes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from jitterlab.stats.categories import categorize
+from jitterlab.stats.scan import Scan
+from jitterlab.stats.summary import order_statistics_by
+
+GroupedChunk = tuple[np.ndarray, np.ndarray]  # (latency_ns, group)
+
+_INT64_MAX = np.iinfo(np.int64).max
+_INT64_MIN = np.iinfo(np.int64).min
+_COMPOSITE_AT_MOST = 1 << 62
+
+
+@dataclass(frozen=True)
+class GroupExtent:
+    """Per group: count, smallest and largest value, and the count of every category slot
+    (``by_slot[g, s]``; slot 0 is category −1 when the test had a low threshold)."""
+
+    count: np.ndarray
+    lowest: np.ndarray
+    highest: np.ndarray
+    by_slot: np.ndarray
+
+
+def group_chunk(
+    chunk: GroupedChunk, groups: int, thresholds: tuple[float, ...], low: float | None, slots: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One chunk's count, min, max and category-slot counts per group (a pass's step)."""
+    x, g = chunk
+    g = np.asarray(g, np.intp)
+    counts = np.bincount(g, minlength=groups).astype(np.int64)
+    lowest = np.full(groups, _INT64_MAX)
+    highest = np.full(groups, _INT64_MIN)
+    if x.size:
+        np.minimum.at(lowest, g, x)
+        np.maximum.at(highest, g, x)
+    first = -1 if low is not None else 0
+    labels = categorize(x, thresholds, low).astype(np.intp) - first if x.size else np.zeros(0, np.intp)
+    by_slot = np.bincount(g * slots + labels, minlength=groups * slots).astype(np.int64)
+    return counts, lowest, highest, by_slot.reshape(groups, slots)
+
+
+def group_extent(
+    scan: Scan, groups: int, thresholds: tuple[float, ...] = (), low: float | None = None
+) -> GroupExtent:
+    """:func:`group_chunk` of every chunk of a grouped ``scan``, folded (one pass)."""
+    slots = len(thresholds) + 1 + (1 if low is not None else 0)
+    count = np.zeros(groups, np.int64)
+    lowest = np.full(groups, _INT64_MAX)
+    highest = np.full(groups, _INT64_MIN)
+    by_slot = np.zeros((groups, slots), np.int64)
+    for c, lo, hi, s in scan.map(group_chunk, groups, thresholds, low, slots):
+        count += c
+        np.minimum(lowest, lo, out=lowest)
+        np.maximum(highest, hi, out=highest)
+        by_slot += s
+    return GroupExtent(count, lowest, highest, by_slot)
+
+
+def composite_key(chunk: GroupedChunk, lowest: int, span: int) -> np.ndarray:
+    """``group · span + (latency − lowest)`` of a grouped chunk (a step: sorts by group,
+    then latency)."""
+    x, g = chunk
+    key: np.ndarray = np.asarray(g, np.int64) * span + (np.asarray(x, np.int64) - lowest)
+    return key
+
+
+def of_group(chunk: GroupedChunk, group: int) -> np.ndarray:
+    """The latencies of one group in a grouped chunk (a step)."""
+    x, g = chunk
+    selected: np.ndarray = x[g == group]
+    return selected
+
+
+def group_percentiles(scan: Scan, extent: GroupExtent, ps: tuple[float, ...]) -> np.ndarray:
+    """Type-7 percentiles ``ps`` of every group of a grouped ``scan``, exact
+    (``[group, percentile]``; NaN for an empty group). See the module docs."""
+    groups = extent.count.size
+    out = np.full((groups, len(ps)), np.nan)
+    filled = np.flatnonzero(extent.count > 0)
+    if filled.size == 0:
+        return out
+    lowest = int(extent.lowest[filled].min())
+    highest = int(extent.highest[filled].max())
+    span = highest - lowest + 1
+    p = np.asarray(ps, dtype=np.float64)
+    plan = []
+    for k in filled:
+        n = int(extent.count[k])
+        h = (n - 1) * p / 100.0  # as percentiles_sorted computes it
+        low_rank = np.floor(h).astype(np.int64)
+        plan.append((int(k), h, low_rank, np.minimum(low_rank + 1, n - 1)))
+    if groups * span <= _COMPOSITE_AT_MOST:
+        before = np.concatenate([[0], np.cumsum(extent.count)])
+        ranks = sorted({int(before[g] + r) for g, _, lo, hi in plan for r in (*lo, *hi)})
+        total = int(extent.count.sum())
+        value = order_statistics_by(
+            scan.then(composite_key, lowest, span), ranks, 0, groups * span - 1, total
+        )
+        for g, h, lo, hi in plan:
+            base = int(before[g])
+            a = np.array([value[base + int(r)] - g * span + lowest for r in lo], np.int64)
+            b = np.array([value[base + int(r)] - g * span + lowest for r in hi], np.int64)
+            out[g] = _interpolate(h, lo, a, b)
+        return out
+    for g, h, lo, hi in plan:  # too wide for composite keys: one refinement per group
+        ranks = sorted({int(r) for r in (*lo, *hi)})
+        one = scan.then(of_group, g)
+        value = order_statistics_by(
+            one, ranks, int(extent.lowest[g]), int(extent.highest[g]), int(extent.count[g])
+        )
+        a = np.array([value[int(r)] for r in lo], np.int64)
+        b = np.array([value[int(r)] for r in hi], np.int64)
+        out[g] = _interpolate(h, lo, a, b)
+    return out
+
+
+def _interpolate(h: np.ndarray, lo: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    fa, fb = a.astype(np.float64), b.astype(np.float64)
+    return np.asarray(fa + (h - lo) * (fb - fa))
