@@ -222,3 +222,39 @@ def test_panels_of_a_run_too_large_to_hold_keep_a_lone_tail_cluster(
 
     qq = percentiles(x, QQ_PERCENTILES)
     assert np.all(np.abs(digest.qq_ns - qq) <= qq / 256 + 1)
+
+
+def test_a_merged_histogram_run_is_split_by_tag(
+    store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import io
+
+    from jitterlab.store.hdr.histogram import Histogram
+    from jitterlab.store.hdr.log import LogWriter
+
+    logs, totals = [], []
+    for host in range(3):
+        rng = np.random.default_rng(host)
+        out = io.StringIO()
+        writer = LogWriter(out)
+        writer.version()
+        writer.start_time(1_700_000_000_000 + host * 5_000)
+        writer.legend()
+        total = 0
+        for i in range(3):
+            h = Histogram.auto(3)
+            v, c = np.unique(rng.lognormal(9.5, 0.3, 300 + 100 * host).astype(np.int64), return_counts=True)
+            h.record(v, c)
+            total += int(c.sum())
+            writer.interval(1_700_000_000 + i, 1_700_000_001 + i, h)
+        path = tmp_path / f"host{host}.hlog"
+        path.write_text(out.getvalue())
+        logs.append(str(path))
+        totals.append(total)
+    merged = merge(ResultsStore(store), logs, "hosts")
+    rc, out, err = run_main(["describe", merged.id, "--store", str(store)], capsys)
+    assert rc == 0, err
+    rows = {line.split()[0]: line for line in out.splitlines() if line.startswith(("(union)", "host"))}
+    assert f"{sum(totals):,}" in rows["(union)"]
+    for host, total in enumerate(totals):
+        assert f"{total:,}" in rows[f"host{host}"]

@@ -72,6 +72,7 @@ from jitterlab.describe.tables import (
     stream_rows,
     summary_cells,
     table1_layout,
+    untagged_name,
 )
 from jitterlab.stats.summary import percentiles_sorted
 from jitterlab.store import Run
@@ -429,11 +430,11 @@ def _histogram_section(run: Run, anchor: str, percentiles_asked: bool = False) -
     """An imported histogram-only run: every tag's figures side by side, its intervals, and
     what it lacks."""
     d = describe_histogram(run)
-    headers, rows = stream_rows(d.streams)
+    headers, rows = stream_rows(d.streams, untagged=untagged_name(run))
     shown = histogram_interval_rows(d.windows, 50)
     corrected = ""
     if d.expected_interval_ns:
-        c_headers, c_rows = stream_rows(d.streams, "corrected")
+        c_headers, c_rows = stream_rows(d.streams, "corrected", untagged_name(run))
         corrected = (
             f'<div class="muted">corrected for coordinated omission (expected interval '
             f"{_esc(format_ns(d.expected_interval_ns))})</div>{html_table(c_headers, c_rows)}"

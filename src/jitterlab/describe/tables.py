@@ -112,18 +112,25 @@ def histogram_interval_rows(
 
 
 def stream_rows(
-    streams: Sequence[Mapping[str, Any]], which: str = "summary"
+    streams: Sequence[Mapping[str, Any]], which: str = "summary", untagged: str = "(untagged)"
 ) -> tuple[list[str], list[list[str]]]:
-    """One row per tag of an imported log (its whole-log figures), side by side."""
+    """One row per tag of an imported log (its whole-log figures), side by side; a merged
+    histogram run's untagged stream is the union of its sources (``untagged="(union)"``),
+    each tag one source: the table split by source."""
     headers: list[str] = []
     rows = []
     for s in streams:
         if which not in s:
             continue
         headers, values = summary_cells(s[which])
-        name = "(untagged)" if s["tag"] is None else str(s["tag"])
+        name = untagged if s["tag"] is None else str(s["tag"])
         rows.append([name, f"{int(s['intervals']):,}", *values])
     return ["stream", "intervals", *headers], rows
+
+
+def untagged_name(run: Run) -> str:
+    """What a histogram run's untagged stream is: a merged run's union, else the log's untagged lines."""
+    return "(union)" if run.meta.get("merge") else "(untagged)"
 
 
 def summary_row(run: Run) -> dict[str, Any]:

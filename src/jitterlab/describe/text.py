@@ -23,6 +23,7 @@ from jitterlab.describe.tables import (
     histogram_interval_rows,
     stream_rows,
     summary_cells,
+    untagged_name,
 )
 from jitterlab.store import Run
 from jitterlab.store.schema import samples_per_pair
@@ -213,10 +214,10 @@ def histogram_text(d: HistogramDescription) -> str:
         end = "the end" if d.to_s is None else f"{d.to_s:g} s"
         selection = f"; from {d.from_s or 0:g} s to {end} after StartTime"
     lines.append(f"streams (HdrHistogram Java's figures, one row per tag{selection}):")
-    headers, rows = stream_rows(d.streams)
+    headers, rows = stream_rows(d.streams, untagged=untagged_name(run))
     lines.append(render(headers, rows, "l" + "r" * (len(headers) - 1)))
     if d.expected_interval_ns:
-        headers, rows = stream_rows(d.streams, "corrected")
+        headers, rows = stream_rows(d.streams, "corrected", untagged_name(run))
         lines.append(
             f"\ncorrected for coordinated omission (expected interval {format_ns(d.expected_interval_ns)}, "
             "HdrHistogram's copyCorrectedForCoordinatedOmission):"

@@ -52,16 +52,28 @@ def group_chunk(
     """One chunk's count, min, max and category-slot counts per group (a pass's step)."""
     x, g = chunk
     g = np.asarray(g, np.intp)
-    counts = np.bincount(g, minlength=groups).astype(np.int64)
+    counts = np.zeros(groups, np.int64)
     lowest = np.full(groups, _INT64_MAX)
     highest = np.full(groups, _INT64_MIN)
-    if x.size:
-        np.minimum.at(lowest, g, x)
-        np.maximum.at(highest, g, x)
+    by_slot = np.zeros((groups, slots), np.int64)
+    if x.size == 0:
+        return counts, lowest, highest, by_slot
     first = -1 if low is not None else 0
-    labels = categorize(x, thresholds, low).astype(np.intp) - first if x.size else np.zeros(0, np.intp)
-    by_slot = np.bincount(g * slots + labels, minlength=groups * slots).astype(np.int64)
-    return counts, lowest, highest, by_slot.reshape(groups, slots)
+    labels = categorize(x, thresholds, low).astype(np.intp) - first
+    if g[0] == g[-1] and g.min() == g.max():  # one source (merge writes them one by one)
+        k = int(g[0])
+        counts[k], lowest[k], highest[k] = x.size, x.min(), x.max()
+        by_slot[k] = np.bincount(labels, minlength=slots)
+        return counts, lowest, highest, by_slot
+    order = np.argsort(g, kind="stable")
+    gs, xs = g[order], x[order]
+    starts = np.flatnonzero(np.concatenate([[True], gs[1:] != gs[:-1]]))
+    at = gs[starts]
+    counts[at] = np.diff(np.append(starts, gs.size))
+    lowest[at] = np.minimum.reduceat(xs, starts)
+    highest[at] = np.maximum.reduceat(xs, starts)
+    by_slot += np.bincount(g * slots + labels, minlength=groups * slots).reshape(groups, slots)
+    return counts, lowest, highest, by_slot
 
 
 def group_extent(
