@@ -123,7 +123,7 @@ def run_figure(d: RunDescription, panels: Panels | None = None) -> str:
     cut = s.p50 + 2 * s.std
     note = ""
     if p.t.size < p.above:
-        note = f" (M4: {format_count(p.t.size)} of {format_count(p.above)} drawn, every extreme kept)"
+        note = f" (M4: {format_count(p.t.size)} of {format_count(p.above)} drawn, extremes kept)"
     for cat in np.unique(p.labels):
         sel = p.labels == cat
         ax.scatter(
@@ -159,8 +159,12 @@ def run_figure(d: RunDescription, panels: Panels | None = None) -> str:
     log_axis(ax.yaxis)
     ax.set_xlabel("latency (µs)")
     ax.set_ylabel("samples")
-    source = "every sample, via a log-linear histogram (0.8 % buckets); " if from_histogram else ""
-    ax.set_title(f"histogram ({source}dashed: {d.test} category separators)", fontsize=10, y=1.0)
+    title = (
+        f"histogram of every sample (log-linear buckets); dashed: {d.test} cuts"
+        if from_histogram
+        else f"histogram (dashed: {d.test} category separators)"
+    )
+    ax.set_title(title, fontsize=10, y=1.0)
 
     # Percentile spectrum on a 1/(1-p) axis (HdrHistogram style).
     ax = axes[1][0]
@@ -183,9 +187,9 @@ def run_figure(d: RunDescription, panels: Panels | None = None) -> str:
     ax.set_xlabel("percentile")
     ax.set_ylabel("latency (µs)")
     ax.set_title(
-        "percentile spectrum (from the log-linear histogram, within 0.4 %; dots exact)"
+        "percentile spectrum (log-linear histogram, ±0.4 %; dots exact)"
         if from_histogram
-        else "percentile spectrum (exact, from the samples)",
+        else "percentile spectrum (exact)",
         fontsize=10,
         y=1.0,
     )
