@@ -224,9 +224,8 @@ def test_panels_of_a_run_too_large_to_hold_keep_a_lone_tail_cluster(
     assert np.all(np.abs(digest.qq_ns - qq) <= qq / 256 + 1)
 
 
-def test_a_merged_histogram_run_is_split_by_tag(
-    store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def _hlogs(tmp_path: Path) -> tuple[list[str], list[int]]:
+    """Three hosts' HdrHistogram logs (three 1 s intervals each) and their sample counts."""
     import io
 
     from jitterlab.store.hdr.histogram import Histogram
@@ -251,6 +250,13 @@ def test_a_merged_histogram_run_is_split_by_tag(
         path.write_text(out.getvalue())
         logs.append(str(path))
         totals.append(total)
+    return logs, totals
+
+
+def test_a_merged_histogram_run_is_split_by_tag(
+    store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    logs, totals = _hlogs(tmp_path)
     merged = merge(ResultsStore(store), logs, "hosts")
     rc, out, err = run_main(["describe", merged.id, "--store", str(store)], capsys)
     assert rc == 0, err
@@ -258,3 +264,12 @@ def test_a_merged_histogram_run_is_split_by_tag(
     assert f"{sum(totals):,}" in rows["(union)"]
     for host, total in enumerate(totals):
         assert f"{total:,}" in rows[f"host{host}"]
+    # a histogram run is no part of a --union (its exact union is merge's)
+    (sample,) = _runs(store, _sources()[:1])
+    for command in (
+        ["describe", sample.id, merged.id, "--union"],
+        ["report", sample.id, merged.id, "--union"],
+    ):
+        rc, out, err = run_main([*command, "--store", str(store)], capsys)
+        assert rc == 2 and out == "" and "holds a histogram only" in err
+        assert_one_line_error(err)

@@ -146,17 +146,19 @@ def _describe_union(args: argparse.Namespace) -> int:
     union = open_union(runs)
     d, table = describe_union(union, width, args.two_sided, args.threshold)
     each = [describe_run(run, "stacked-z", width, None, args.two_sided, args.threshold) for run in runs]
+    tables = [source_table(e.run, e.summary, e.categories) for e in each]  # a merged run among them
     if args.json:
+        described = [
+            description_json(e)
+            | {"context": context_block(e.run), "expected_interval_ns": None}
+            | ({"sources": t.to_dict()} if t is not None else {})
+            for e, t in zip(each, tables, strict=True)
+        ]
         print_json(
             {"context": command_context(runs)}
             | description_json(d)
             | {"expected_interval_ns": None, "union_of": [r.id for r in runs], "sources": table.to_dict()}
-            | {
-                "runs": [
-                    description_json(e) | {"context": context_block(e.run), "expected_interval_ns": None}
-                    for e in each
-                ]
-            }
+            | {"runs": described}
         )
         return 0
     header = [
@@ -165,8 +167,8 @@ def _describe_union(args: argparse.Namespace) -> int:
         "each run's times count from its own first send",
     ]
     print(describe_text(d, None, table, header))
-    for e in each:
-        print("\n" + describe_text(e, None, source_table(e.run, e.summary, e.categories)))
+    for e, t in zip(each, tables, strict=True):
+        print("\n" + describe_text(e, None, t))
     return 0
 
 
