@@ -122,6 +122,29 @@ def test_different_units_are_refused_in_one_line(tmp_path: Path, store: Path, ca
     assert not any((Path(store) / ".staging").glob("*"))
 
 
+def test_different_clocks_are_refused_by_merge_and_by_union_alike(store: Path, capsys) -> None:
+    """One check (store/merge.py check_alike) for merge and for describe/report --union: the
+    same line, naming both clocks, only the command differs."""
+    import json
+
+    a = make_run(store, latency_clusters(seed=1, n=3_000))
+    b = make_run(store, latency_clusters(seed=2, n=4_000))
+    path = b.path / "run.json"
+    meta = json.loads(path.read_text())
+    meta["samples"]["clock"] = "CLOCK_REALTIME"
+    path.write_text(json.dumps(meta))
+    lines = {}
+    for command in (["merge", a.id, b.id, "--as", "x"], ["describe", a.id, b.id, "--union"]):
+        code, out, err = run_main([*command, "--store", str(store)], capsys)
+        assert code == 2 and out == ""
+        assert_one_line_error(err)
+        assert "CLOCK_MONOTONIC" in err and "CLOCK_REALTIME" in err
+        lines[command[0]] = err.strip()
+    assert "merge: run " in lines["merge"] and "--union: run " in lines["describe"]
+    assert lines["merge"].split("merge: ", 1)[1] == lines["describe"].split("--union: ", 1)[1]
+    assert not list(Path(store).glob("*-merge-x-*"))  # nothing stored
+
+
 def test_merge_from_the_command_line(tmp_path: Path, store: Path, capsys) -> None:
     a = make_run(store, latency_clusters(seed=1, n=3_000))
     b = make_run(store, latency_clusters(seed=2, n=4_000))
