@@ -13,7 +13,7 @@ import pytest
 from conftest import assert_matches_schema, assert_one_line_error, latency_clusters, make_run, run_main
 from jitterlab.describe import report as report_module
 from jitterlab.describe.analysis import describe_run
-from jitterlab.describe.panels import memory_panels, streamed_panels
+from jitterlab.describe.panels import memory_panels, send_extent, streamed_panels
 from jitterlab.stats import stacked_z_test, summarize
 from jitterlab.stats.categories import categorize
 from jitterlab.stats.groups import group_extent, group_percentiles
@@ -198,7 +198,9 @@ def test_panels_of_a_run_too_large_to_hold_keep_a_lone_tail_cluster(
     fresh = load_run(run.id, store)
     d = describe_run(fresh)
     assert not fresh.loaded  # streamed: the panels cannot come from the samples
-    panels, hist = streamed_panels(LOCAL.timed(verified_samples_path(fresh)), d.summary, d.categories, 600)
+    path = verified_samples_path(fresh)
+    panels, hist = streamed_panels(LOCAL.timed(path), d.summary, d.categories, 600)
+    assert send_extent(path) == (panels.start_ns, panels.stop_ns)  # row-group statistics, no pass
     assert panels.drawn_from == "histogram"
     assert panels.counts.sum() == n
     inside = (panels.edges[1:] > 4_900_000) & (panels.edges[:-1] < 5_100_000)  # the bins about 5 ms

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -123,17 +124,42 @@ def figure_chunk(
     return histogram_chunk(x), (ta[keep], va[keep], g[keep]), int(va.size)
 
 
+def send_extent(path: Path) -> tuple[int, int] | None:
+    """The first and last t_send_ns of a samples file from its row-group statistics (None
+    when a row group has none: then a pass finds them)."""
+    import pyarrow.parquet as pq
+
+    with pq.ParquetFile(path) as f:
+        column = f.schema_arrow.get_field_index("t_send_ns")
+        lows, highs = [], []
+        for g in range(f.metadata.num_row_groups):
+            stats = f.metadata.row_group(g).column(column).statistics
+            if stats is None or not stats.has_min_max:
+                return None
+            lows.append(int(stats.min))
+            highs.append(int(stats.max))
+    return (min(lows), max(highs)) if lows else None
+
+
 def streamed_panels(
-    timed: Scan, summary: Summary, categories: StackedResult, pixels: int
+    timed: Scan,
+    summary: Summary,
+    categories: StackedResult,
+    pixels: int,
+    extent: tuple[int, int] | None = None,
 ) -> tuple[Panels, LogLinear]:
-    """The panels of a sample read by a timed ``scan`` in two passes (the time extent, then
-    the histogram and the timeline's points), memory independent of its size; with the
-    log-linear histogram (for the overview's QQ plots)."""
-    start, stop, n = 0, 0, 0
-    for size, lo, hi in timed.map(time_extent_chunk):
-        if size:
-            start, stop = (lo, hi) if n == 0 else (min(start, lo), max(stop, hi))
-            n += size
+    """The panels of a sample read by a timed ``scan`` in one pass (the histogram and the
+    timeline's points; one more for the time extent when ``extent``, the first and last
+    send, is not known), memory independent of its size; with the log-linear histogram
+    (for the overview's QQ plots)."""
+    if extent is not None:
+        start, stop = extent
+    else:
+        start, stop, n = 0, 0, 0
+        for size, lo, hi in timed.map(time_extent_chunk):
+            if size:
+                start, stop = (lo, hi) if n == 0 else (min(start, lo), max(stop, hi))
+                n += size
     cut = summary.p50 + 2 * summary.std
     counts = np.zeros(BUCKETS, np.int64)
     parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []

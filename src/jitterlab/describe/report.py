@@ -48,7 +48,7 @@ from jitterlab.describe.overview import (
     log_axis,
     overview_html,
 )
-from jitterlab.describe.panels import Panels, memory_panels, streamed_panels
+from jitterlab.describe.panels import Panels, memory_panels, send_extent, streamed_panels
 from jitterlab.describe.replication import replication_section
 from jitterlab.describe.sources import (
     SourceTable,
@@ -480,8 +480,9 @@ def _section_job(
         run.table  # noqa: B018 (read here: describe_run then works on the columns in memory)
     d = describe_run(run)
     if not run.loaded:  # too large to hold: every panel from one streamed pass, nothing subsampled
+        path = verified_samples_path(run)
         panels, histogram = streamed_panels(
-            LOCAL.timed(verified_samples_path(run)), d.summary, d.categories, SCATTER_COLUMNS
+            LOCAL.timed(path), d.summary, d.categories, SCATTER_COLUMNS, send_extent(path)
         )
         chosen = run_percentiles(run, ps) if ps else None
         section = _run_section(d, anchor, chosen, panels)
