@@ -426,6 +426,12 @@ group, put each run's quantiles against the baseline's: on the diagonal the
 distributions match, above it the run is slower. Verdicts compare percentiles with a bootstrap 95 % interval
 against a 5 % noise threshold: <i>regressed</i> or <i>improved</i> only when the whole interval is beyond it.
 With millions of samples every test p-value is tiny, so the verdict rests on the size of the change.</p>
+<p><b>Several hosts, and huge runs.</b> A run made by <code>jitterlab merge</code> (and the union of
+<code>report --union</code>) has a table split by source: the union's row, then one row per source or run, with
+its exact percentiles and its count in each of the union's categories. A run too large to hold in memory is drawn
+from one streamed pass over every sample: its histogram and spectrum from a log-linear histogram (buckets 0.8 %
+wide, so a rare cluster in the tail is never lost; the spectrum within 0.4 %, its dots exact), its timeline by
+M4 (every extreme kept); each panel's title says which.</p>
 <p><b>Read with care.</b> Runs marked PARTIAL were interrupted. In a virtual machine, cross-core wake-ups and
 the hypervisor add jitter of their own; the environment line of each run says where it was measured.</p></div>"""
 
