@@ -7,7 +7,15 @@
 // client sent the pose, t_recv = when the observer read it), harness.json (counters, pings,
 // placements), generator_lag.i64 (actual minus scheduled send time of every pose) and
 // server_ticks.i64 (start and busy time of every server tick). Progress: "progress NS" on stdout.
+//
+// Across hosts (issue 27 item 8, `repl bench --hosts`), one process per host plays one part:
+// `--role server` (the server only) or `--role fleet` (one client fleet sending to
+// --server-address): it says "serving PORT" or "ready" on stdout, waits for "go" on stdin and
+// starts its schedule then; "stop" or the end of stdin stops it early. With `--out -` the files
+// are written to a private temporary folder and sent on stdout ("file NAME BYTES", the bytes,
+// then "end") instead, so the coordinator needs no file transfer.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -18,6 +26,9 @@
 #include <chrono>
 #include <cstring>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -59,6 +70,11 @@ struct Options {
     jl::PolicyRequest policy;
     bool mlock = true;
     std::string out_dir = ".";
+    // across hosts: this process's part ("all": server and every fleet, here)
+    std::string role = "all";
+    int first_client = 0, fleet_clients = 0;  // --role fleet: which clients
+    std::string server_address;               // --role fleet: where the server is
+    bool stream_out = false;                  // --out -: files on stdout
 };
 
 const std::string kUsage = std::string(
@@ -78,7 +94,12 @@ const std::string kUsage = std::string(
     "  --pin-clients CPU\n"
     "  --server-netns NS         make the server's socket in network namespace NS (root)\n"
     "  --fleet NS@ADDRESS        a client fleet in namespace NS sending to the server at ADDRESS;\n"
-    "                            repeat it to split the clients evenly across nodes (observers in the first)\n") +
+    "                            repeat it to split the clients evenly across nodes (observers in the first)\n"
+    "  --role all|server|fleet   across hosts: this process runs the server only, or one fleet only; it\n"
+    "                            prints 'serving PORT' or 'ready', then waits for 'go' on stdin (default all)\n"
+    "  --first-client I --fleet-clients C   --role fleet: clients I … I+C−1 of --clients\n"
+    "  --server-address A        --role fleet: the server's address (with --port)\n"
+    "  --out -                   send the output files on stdout ('file NAME BYTES', bytes, 'end')\n") +
     jl::tool::kCommonUsage;
 
 Options parse(int argc, char** argv) {
@@ -108,15 +129,37 @@ Options parse(int argc, char** argv) {
                 jl::tool::usage_error(kTool, "--fleet takes NETNS@ADDRESS, got '" + spec + "'");
             o.fleets.push_back({spec.substr(0, at), spec.substr(at + 1)});
         }
+        else if (flag == "--role") {
+            o.role = value();
+            if (o.role != "all" && o.role != "server" && o.role != "fleet")
+                jl::tool::usage_error(kTool, "--role takes all, server or fleet, got '" + o.role + "'");
+        }
+        else if (flag == "--first-client") o.first_client = static_cast<int>(integer(0, 3999));
+        else if (flag == "--fleet-clients") o.fleet_clients = static_cast<int>(integer(1, 4000));
+        else if (flag == "--server-address") o.server_address = value();
         else if (!jl::tool::parse_common_flag(kTool, flag, value, o.policy, o.mlock, o.out_dir))
             jl::tool::usage_error(kTool, "unknown option '" + flag + "'");
     }
     jl::tool::check_policy(kTool, o.policy);
+    o.stream_out = o.out_dir == "-";
+    if (o.role == "fleet") {
+        if (o.server_address.empty() || o.port == 0 || o.fleet_clients == 0)
+            jl::tool::usage_error(kTool, "--role fleet needs --server-address, --port and --fleet-clients");
+        if (o.first_client + o.fleet_clients > o.clients)
+            jl::tool::usage_error(kTool, "--first-client + --fleet-clients exceeds --clients");
+        if (o.first_client == 0 && o.observers > o.fleet_clients)
+            jl::tool::usage_error(kTool, "--observers must be at most the first fleet's clients");
+        if (!o.fleets.empty() || !o.server_netns.empty())
+            jl::tool::usage_error(kTool, "--role fleet takes no --fleet or --server-netns");
+        o.fleets.push_back({"", o.server_address});
+    } else if (o.role == "server" && !o.fleets.empty()) {
+        jl::tool::usage_error(kTool, "--role server takes no --fleet");
+    }
     if (o.observers > o.clients) jl::tool::usage_error(kTool, "--observers cannot exceed --clients");
-    if (o.fleets.empty()) o.fleets.push_back({"", o.address});
-    const auto fleets = static_cast<int>(o.fleets.size());
+    if (o.fleets.empty() && o.role == "all") o.fleets.push_back({"", o.address});
+    const auto fleets = std::max(static_cast<int>(o.fleets.size()), 1);
     if (fleets > o.clients) jl::tool::usage_error(kTool, "more --fleet nodes than clients");
-    if (o.observers > o.clients / fleets)
+    if (o.role == "all" && o.observers > o.clients / fleets)
         jl::tool::usage_error(kTool, "--observers must be at most the first fleet's " + std::to_string(o.clients / fleets) +
                                          " clients");
     rlimit limit{};
@@ -158,11 +201,16 @@ public:
     void start() {
         t_start_ = jl::now_ns();
         before_ = rp::read_proc_stat();
+        udp_before_ = udp_rows();
     }
     void end() {
         t_end_ = jl::now_ns();
         after_ = rp::read_proc_stat();
+        udp_after_ = udp_rows();
     }
+    /// This host's /proc/net/snmp "Udp:" rows at the window's start and end (across hosts the
+    /// coordinator cannot read them itself: it takes their difference, host by host).
+    jl::Json udp_json() const { return {{"before", udp_before_}, {"after", udp_after_}}; }
     jl::Json json() const {
         jl::Json cpus = jl::Json::array();
         for (const auto& c : rp::difference(before_, after_)) {
@@ -174,8 +222,16 @@ public:
     }
 
 private:
+    static std::string udp_rows() {
+        std::ifstream in("/proc/net/snmp");
+        std::string line, rows;
+        while (std::getline(in, line))
+            if (line.rfind("Udp:", 0) == 0) rows += line + "\n";
+        return rows;
+    }
     std::int64_t t_start_ = -1, t_end_ = -1;
     std::vector<rp::CpuStat> before_, after_;
+    std::string udp_before_, udp_after_;
 };
 
 jl::Json times_json(const rp::ThreadTimes& t) { return {{"user_ns", t.user_ns}, {"sys_ns", t.sys_ns}}; }
@@ -191,55 +247,136 @@ void write_binary(const std::string& path, const std::vector<T>& values) {
     if (std::rename(tmp.c_str(), path.c_str()) != 0) throw std::runtime_error("cannot rename " + tmp);
 }
 
+/// Across hosts: the line that says this part is ready, then "go" from the coordinator; false
+/// when stdin ended or said "stop" first.
+bool wait_for_go(const std::string& ready) {
+    std::printf("%s\n", ready.c_str());
+    std::fflush(stdout);
+    std::string line;
+    while (std::getline(std::cin, line)) {
+        if (line == "go") return true;
+        if (line == "stop") return false;
+    }
+    return false;
+}
+
+/// Across hosts: "stop" or the end of stdin (the coordinator or its ssh went away) stops the run.
+void watch_stdin(std::atomic<bool>& stopped) {
+    std::thread([&stopped] {
+        std::string line;
+        while (std::getline(std::cin, line))
+            if (line == "stop") break;
+        stopped.store(true);
+    }).detach();
+}
+
+/// `--out -`: a private folder for the files, removed once they are sent.
+std::string private_out_dir() {
+    const char* base = std::getenv("TMPDIR");
+    std::string pattern = std::string(base && *base ? base : "/tmp") + "/jitterlab-repl-XXXXXX";
+    if (::mkdtemp(pattern.data()) == nullptr) {
+        std::fprintf(stderr, "%s: error: cannot make a temporary folder: %s\n", kTool, std::strerror(errno));
+        std::exit(2);
+    }
+    return pattern;
+}
+
+/// Every output file on stdout ("file NAME BYTES", its bytes), then "end"; the folder removed.
+void send_files(const std::string& dir) {
+    for (const char* name : {"samples.jlraw", "generator_lag.i64", "server_ticks.i64", "harness.json"}) {
+        const std::string path = dir + "/" + name;
+        std::ifstream in(path, std::ios::binary);
+        if (!in) continue;
+        const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        std::printf("file %s %zu\n", name, bytes.size());
+        std::fwrite(bytes.data(), 1, bytes.size(), stdout);
+    }
+    std::printf("end\n");
+    std::fflush(stdout);
+    std::error_code ignored;
+    std::filesystem::remove_all(dir, ignored);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     jl::tool::install_signal_handlers();
-    const Options o = parse(argc, argv);
+    Options o = parse(argc, argv);
+    if (o.stream_out) o.out_dir = private_out_dir();
     jl::tool::require_writable_dir(kTool, o.out_dir);
+    const bool has_server = o.role != "fleet";
+    const std::string out_dir = o.out_dir;
+    struct SendOnExit {  // --out -: whatever was written goes to the coordinator, on every way out
+        std::string dir;
+        ~SendOnExit() {
+            if (!dir.empty()) send_files(dir);
+        }
+    } send_on_exit{o.stream_out ? out_dir : std::string()};
     const std::int64_t started_realtime = jl::realtime_ns();
     const jl::ClockOverhead clock = jl::measure_clock_overhead(200'000);
     const std::string mlock_error = o.mlock ? jl::lock_memory() : "";
     const jl::CpuWakeHold cpu_awake;
 
     const auto fleet_count = o.fleets.size();
-    std::vector<jl::ThreadPlacement> placements(1 + 2 * fleet_count);
+    const std::size_t first_fleet_slot = has_server ? 1 : 0;
+    std::vector<jl::ThreadPlacement> placements(first_fleet_slot + 2 * fleet_count);
     KernelWindow kernel;
-    std::atomic<bool> stop{false};
+    std::atomic<bool> stop{false}, coordinator_stop{false};
     try {
         std::optional<rp::Server> made;
-        {
+        if (has_server) {
             const rp::NetnsScope in(o.server_netns);
             made.emplace(o.clients, o.tick_hz, o.payload, o.address, o.port);
         }
-        rp::Server& server = *made;
-        const std::int64_t t0 = jl::now_ns() + 50'000'000 + 20'000'000 * static_cast<std::int64_t>(fleet_count);
+        const int port = has_server ? made->port() : o.port;
+        if (o.role != "all") {
+            if (!wait_for_go(has_server ? "serving " + std::to_string(port) : std::string("ready"))) {
+                std::fprintf(stderr, "%s: the coordinator stopped before the start\n", kTool);
+                return 130;
+            }
+            watch_stdin(coordinator_stop);
+        }
+        // across hosts every part starts its schedule the same lead after "go" (its sockets are
+        // made within it); here, time to make every fleet's sockets first
+        const std::int64_t lead = o.role != "all" ? 100'000'000
+                                                  : 50'000'000 + 20'000'000 * static_cast<std::int64_t>(fleet_count);
+        const std::int64_t t0 = jl::now_ns() + lead;
         rp::Schedule schedule{t0, t0 + o.warmup_ns, t0 + o.warmup_ns + o.duration_ns,
                               t0 + o.warmup_ns + o.duration_ns + o.grace_ns};
         // fleet f has clients ⌊N f / F⌋ … ⌊N (f + 1) / F⌋ − 1
         std::vector<std::unique_ptr<rp::ClientFleet>> fleets;
+        auto fleet_first = [&](std::size_t f) {
+            if (o.role == "fleet") return o.first_client;
+            return static_cast<int>(static_cast<std::int64_t>(o.clients) * f / fleet_count);
+        };
+        auto fleet_size = [&](std::size_t f) {
+            if (o.role == "fleet") return o.fleet_clients;
+            return static_cast<int>(static_cast<std::int64_t>(o.clients) * (f + 1) / fleet_count) - fleet_first(f);
+        };
         for (std::size_t f = 0; f < fleet_count; ++f) {
-            const auto first = static_cast<int>(static_cast<std::int64_t>(o.clients) * f / fleet_count);
-            const auto end = static_cast<int>(static_cast<std::int64_t>(o.clients) * (f + 1) / fleet_count);
             const rp::NetnsScope in(o.fleets[f].netns);
-            fleets.push_back(std::make_unique<rp::ClientFleet>(first, end - first, o.clients, o.observers, o.rate_hz,
-                                                               o.payload, o.fleets[f].server_address, server.port(),
+            fleets.push_back(std::make_unique<rp::ClientFleet>(fleet_first(f), fleet_size(f), o.clients, o.observers,
+                                                               o.rate_hz, o.payload, o.fleets[f].server_address, port,
                                                                schedule, o.ping_interval_ns));
         }
         {
-            std::jthread server_thread([&] {
-                placements[0] = place(o, "server", o.pin_server);
-                server.run(schedule, stop);
-            });
+            std::optional<std::jthread> server_thread;
+            if (has_server)
+                server_thread.emplace([&] {
+                    placements[0] = place(o, "server", o.pin_server);
+                    made->run(schedule, stop);
+                });
             std::vector<std::jthread> fleet_threads;
             for (std::size_t f = 0; f < fleet_count; ++f) {
                 const std::string suffix = fleet_count > 1 ? "-" + std::to_string(f) : "";
                 fleet_threads.emplace_back([&, f, suffix] {
-                    placements[1 + 2 * f] = place(o, ("clients-send" + suffix).c_str(), o.pin_clients, true);
+                    placements[first_fleet_slot + 2 * f] =
+                        place(o, ("clients-send" + suffix).c_str(), o.pin_clients, true);
                     fleets[f]->send_loop(schedule, stop);
                 });
                 fleet_threads.emplace_back([&, f, suffix] {
-                    placements[2 + 2 * f] = place(o, ("clients-receive" + suffix).c_str(), o.pin_clients);
+                    placements[first_fleet_slot + 1 + 2 * f] =
+                        place(o, ("clients-receive" + suffix).c_str(), o.pin_clients);
                     fleets[f]->receive_loop(schedule, stop);
                 });
             }
@@ -261,23 +398,24 @@ int main(int argc, char** argv) {
                                 static_cast<long long>(total));
                     std::fflush(stdout);
                 }
-                if (jl::tool::g_signal != 0) {
+                if (jl::tool::g_signal != 0 || coordinator_stop.load()) {
                     stop.store(true);
                     break;
                 }
             }
         }
         if (kernel.started() && !kernel.ended()) kernel.end();  // interrupted inside the window
-        const bool interrupted = jl::tool::g_signal != 0;
+        const bool interrupted = jl::tool::g_signal != 0 || coordinator_stop.load();
         const std::int64_t t_end = std::min(jl::now_ns(), schedule.t_measure_end);
         std::vector<rp::FleetStats*> parts;
         for (auto& f : fleets) parts.push_back(&f->stats());
         rp::FleetStats fs = rp::combined(parts);
+        rp::ServerStats no_server;
+        const rp::ServerStats& ss = has_server ? made->stats() : no_server;
         jl::RawSampleWriter writer(o.out_dir + "/samples.jlraw");
         writer.write(fs.updates);
         writer.finish(interrupted);
         write_binary(o.out_dir + "/generator_lag.i64", fs.lag_ns);
-        const auto& ss = server.stats();
         std::vector<std::int64_t> ticks;
         ticks.reserve(ss.tick_start_ns.size() * 2);
         for (std::size_t k = 0; k < ss.tick_start_ns.size(); ++k) {
@@ -300,15 +438,15 @@ int main(int argc, char** argv) {
                      {"max_datagram_bytes", rp::kMaxDatagram},
                      {"poses_per_datagram", rp::poses_per_datagram(static_cast<std::size_t>(o.payload))},
                      {"address", o.address},
-                     {"port", server.port()},
-                     {"server_netns", o.server_netns}};
+                     {"port", port},
+                     {"server_netns", o.server_netns},
+                     {"role", o.role}};
         jl::Json nodes = jl::Json::array();
         for (std::size_t f = 0; f < fleet_count; ++f)
             nodes.push_back({{"netns", o.fleets[f].netns},
                              {"server_address", o.fleets[f].server_address},
-                             {"first_client", static_cast<std::int64_t>(o.clients) * f / fleet_count},
-                             {"clients", static_cast<std::int64_t>(o.clients) * (f + 1) / fleet_count -
-                                             static_cast<std::int64_t>(o.clients) * f / fleet_count}});
+                             {"first_client", fleet_first(f)},
+                             {"clients", fleet_size(f)}});
         j["repl"]["fleets"] = nodes;
         j["repl"]["server"] = {{"pose_datagrams_in", ss.pose_datagrams_in}, {"pose_bytes_in", ss.pose_bytes_in},
                                {"ping_datagrams_in", ss.ping_datagrams_in}, {"ping_bytes_in", ss.ping_bytes_in},
@@ -335,6 +473,7 @@ int main(int argc, char** argv) {
             {"proc_stat", kernel.json()},
             {"ticks_per_s", ::sysconf(_SC_CLK_TCK)}};
         j["repl"]["ping_rtt_ns"] = fs.ping_rtt_ns;
+        j["repl"]["udp_snmp"] = kernel.udp_json();
         j["repl"]["ping_phase"] = {{"interval_ns", o.ping_interval_ns}, {"seed", rp::kPingPhaseSeed}, {"distribution", "uniform"}};
         j["policy_requested"] = jl::policy_json(o.policy);
         j["pm_qos"] = {{"cpu_dma_latency_us", 0}, {"obtained", cpu_awake.held()}, {"error", cpu_awake.error()}};
@@ -346,7 +485,10 @@ int main(int argc, char** argv) {
             warnings.push_back({jl::WarningCode::pm_qos_refused, "/dev/cpu_dma_latency could not be held at 0 (" +
                                                                      cpu_awake.error() + "); idle vCPUs wake slowly and add generator lag"});
         j["warnings"] = warnings;
-        jl::set_status(j, interrupted, interrupted ? std::string("interrupted by ") + jl::tool::signal_name() : std::string(),
+        const std::string why = jl::tool::g_signal != 0 ? std::string("interrupted by ") + jl::tool::signal_name()
+                                : coordinator_stop.load() ? std::string("stopped by the coordinator")
+                                                          : std::string();
+        jl::set_status(j, interrupted, why,
                        started_realtime, schedule.t_measure_start, t_end);
         j["floor"] = {{"clock_overhead_ns", jl::clock_overhead_json(clock)}};
         jl::tool::write_file_atomically(o.out_dir + "/harness.json", jl::json_text(j));

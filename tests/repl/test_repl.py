@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -226,6 +227,128 @@ def test_across_namespaces_through_an_impaired_router(tmp_path: Path) -> None:
     assert name not in listed  # made for the command, removed after it
 
 
+def _sshd(tmp: Path, netns: str) -> subprocess.Popen[bytes]:
+    """A real sshd in ``netns`` that lets root in with the test's key only."""
+    config = tmp / "sshd_config"
+    config.write_text(
+        f"HostKey {tmp / 'hostkey'}\nAuthorizedKeysFile {tmp / 'authorized_keys'}\n"
+        "PermitRootLogin prohibit-password\nPasswordAuthentication no\nStrictModes no\nUsePAM no\n"
+        "PidFile none\nPort 22\n"
+    )
+    Path("/run/sshd").mkdir(exist_ok=True)
+    return subprocess.Popen(
+        ["ip", "netns", "exec", netns, "/usr/sbin/sshd", "-D", "-e", "-f", str(config)],
+        stderr=subprocess.DEVNULL,
+    )
+
+
+@pytest.fixture
+def three_hosts(tmp_path: Path) -> Iterator[tuple[Path, str]]:
+    """Three namespaces joined through a router, each running a real sshd: hosts.toml reaches
+    each through nc inside it (no other machines here), its agent path this install's."""
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        pytest.skip("network namespaces need root and iproute2")
+    if not Path("/usr/sbin/sshd").exists() or shutil.which("nc") is None:
+        pytest.skip("needs openssh-server and netcat-openbsd (scripts/setup.sh installs them)")
+    from jitterlab.core.programs import native_program
+    from jitterlab.net import topo
+
+    for key in ("hostkey", "clientkey"):
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / key)], check=True)
+    shutil.copy(tmp_path / "clientkey.pub", tmp_path / "authorized_keys")
+    t = topo.up(3, router=True)
+    daemons = [_sshd(tmp_path, ns) for ns in t.nodes]
+    agent = str(native_program("jitterlab-net"))
+    hosts = '[clock]\nmode = "unsynchronised"\n'
+    for i, ns in enumerate(t.nodes):
+        address = t.address((i + 1) % 3, i)
+        options = [
+            *("-i", str(tmp_path / "clientkey"), "-o", "StrictHostKeyChecking=no"),
+            *("-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR"),
+            *("-o", f"ProxyCommand=ip netns exec {ns} nc %h %p"),
+        ]
+        hosts += (
+            f'[[host]]\nname = "h{i}"\naddress = "{address}"\nssh = "root@{address}"\n'
+            f'agent = "{agent}"\nssh_options = {json.dumps(options)}\n'
+        )
+    (tmp_path / "hosts.toml").write_text(hosts)
+    time.sleep(0.5)
+    try:
+        yield tmp_path / "hosts.toml", t.name
+    finally:
+        for d in daemons:
+            d.terminate()
+            d.wait()
+        topo.down(t.name)
+
+
+def test_the_server_and_the_client_fleets_on_hosts_over_ssh(three_hosts: tuple[Path, str]) -> None:
+    """Issue 27 item 8: `--hosts` as `net bench` reads it; the server on the first host, the
+    clients split over the two others, every part started over a real ssh."""
+    hosts, _name = three_hosts
+    store = hosts.parent / "results"
+    argv = [
+        *("repl", "bench", "--clients", "4", "--rate", "50", "--duration", "1s", "--warmup", "0.3s"),
+        *("--hosts", str(hosts), "--store", str(store)),
+    ]
+    done = subprocess.run(
+        [sys.executable, "-m", "jitterlab", *argv], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    (run,) = ResultsStore(store).runs()
+    config, repl = run.config, run.meta["repl"]
+    assert (config["placement"], config["nodes"]) == ("hosts", 3)
+    assert run.meta["topology"] == {"kind": "hosts", "nodes": ["h0", "h1", "h2"]}
+    assert run.meta["clock"]["mode"] == "unsynchronised"
+    assert run.meta["harness"]["argv"][:2] == ["-m", "jitterlab.repl.hosts"]
+    assert [(f["host"], f["first_client"], f["clients"]) for f in repl["fleets"]] == [
+        ("h1", 0, 2),
+        ("h2", 2, 2),
+    ]
+    # every observer (clients 0 and 1, on h1) sees every other avatar, from both client hosts
+    assert sorted(set(run.table.column("pair").to_numpy().tolist())) == [1, 2, 3, 4, 6, 7]
+    expected = 2 * 3 * 50 * 1  # observers × other avatars × Hz × s
+    assert abs(run.table.num_rows - expected) <= 0.05 * expected
+    assert repl["server"]["pose_datagrams_received"] > 0
+    assert repl["clients_fleet"]["poses_sent"] == pytest.approx(4 * 50 * 1, rel=0.05)
+    assert repl["generator_lag"]["count"] == repl["clients_fleet"]["poses_sent"]
+    assert repl["server_ticks"]["ticks_per_s"] == pytest.approx(120, rel=0.05)
+    assert len(repl["ping_rtt_ns"]) == repl["clients_fleet"]["pongs"] > 0
+    # each host's own UDP counters (its namespace's /proc/net/snmp), not the coordinator's
+    by_host = repl["udp_counters_by_host"]
+    assert set(by_host) == {"h0", "h1", "h2"} and all(c["InDatagrams"] > 0 for c in by_host.values())
+    assert repl["udp_counters"]["InDatagrams"] == sum(c["InDatagrams"] for c in by_host.values())
+    assert {p["role"] for p in run.meta["obtained"]["placements"]} == {
+        "server@h0",
+        "clients-send@h1",
+        "clients-receive@h1",
+        "clients-send@h2",
+        "clients-receive@h2",
+    }
+    assert run.latency_ns.min() > 0 and run.meta["status"] == "complete"
+    assert "3 hosts over ssh" in replication_text([run])
+
+
+def test_an_unreachable_repl_host_is_one_line_naming_it(tmp_path: Path) -> None:
+    hosts = tmp_path / "hosts.toml"
+    hosts.write_text(
+        '[[host]]\nname = "far"\naddress = "127.0.0.1"\nssh = "root@127.0.0.1"\nssh_options = ["-p", "1"]\n'
+        '[[host]]\nname = "near"\naddress = "127.0.0.1"\nssh = "root@127.0.0.1"\nssh_options = ["-p", "1"]\n'
+    )
+    argv = ["repl", "bench", "--clients", "2", "--duration", "1s", "--hosts", str(hosts)]
+    done = subprocess.run(
+        [sys.executable, "-m", "jitterlab", *argv, "--store", str(tmp_path / "s")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert_one_line_error(done.stderr)
+    assert "node far (ssh root@127.0.0.1)" in done.stderr and "refused" in done.stderr
+    staging = tmp_path / "s" / ".staging"
+    assert not staging.exists() or list(staging.iterdir()) == [], list(staging.iterdir())
+
+
 def test_stream_intervals_known_answer() -> None:
     stream = np.array([1, 0, 1, 0, 1, 2])
     t = np.array([10, 5, 30, 6, 15, 99])
@@ -258,6 +381,9 @@ def test_udp_counters_and_their_delta(tmp_path: Path) -> None:
         (["--clients", "4", "--nodes", "3", "--router", "--impair", "jitter=1"], "unknown part"),
         (["--clients", "4", "--nodes", "1"], "--nodes"),
         (["--clients", "4", "--topo", "jl-nosuchtopo"], "jl-nosuchtopo"),
+        (["--clients", "4", "--hosts", "/nonexistent.toml"], "no such file"),
+        (["--clients", "4", "--hosts", "/nonexistent.toml", "--router"], "are for namespaces"),
+        (["--clients", "4", "--hosts", "/nonexistent.toml", "--nodes", "3"], "are for namespaces"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
+from pathlib import Path
 from typing import Any
 
 from jitterlab.cli.common import (
@@ -72,6 +74,12 @@ def add_parser(sub: Any) -> None:
         "--impair", help="delay=5ms | model=m.json | loss=0.1%% on the router's links (needs --router)"
     )
     q.add_argument("--topo", help="run on an existing topology (from `net topo up`)")
+    q.add_argument(
+        "--hosts",
+        type=Path,
+        help="run on real hosts listed in a TOML file (as net bench): the server on the first, "
+        "the clients split over the others, started over ssh",
+    )
     report_option(q)
     q.add_argument("--json", action="store_true")
     store_option(q)
@@ -93,6 +101,7 @@ def options(args: argparse.Namespace) -> ReplOptions:
         "router": args.router or None,
         "shape": args.shape,
         "impair": args.impair,
+        "hosts": args.hosts,
     }
     return dataclasses.replace(base, **{k: v for k, v in given.items() if v is not None})
 
@@ -104,7 +113,8 @@ def cmd_repl(args: argparse.Namespace) -> int:
         raise JitterlabError("--port with several N: each run binds it again; give one N or leave --port out")
     plan = scaling_plan(o)
     store = writable_store(args)
-    note(f"repl: {plan.about}")
+    if sys.stderr.isatty():  # on a terminal only: in a log, bad input stays one line (as net bench)
+        note(f"repl: {plan.about}")
     outcome = run_plan(plan, store, warn, on_stored=announce)
     runs = outcome.runs
     if not runs:

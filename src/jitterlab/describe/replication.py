@@ -60,9 +60,14 @@ SEED_SETUP = (
 def setup_line(rows: Sequence[ReplRow]) -> str:
     """The seed's setup and ours: loopback, or namespaces (through a router, impaired)."""
     config = rows[0].run.config
+    nodes = int(config.get("nodes", 2))
+    if config.get("placement") == "hosts":
+        clock = rows[0].run.meta.get("clock", {}).get("mode", "unsynchronised")
+        return SEED_SETUP.format(
+            here=f"{nodes} hosts over ssh (the server on one, the clients split over {nodes - 1}; clocks {clock})"
+        )
     if config.get("placement") != "netns":
         return SEED_SETUP.format(here="one host, loopback")
-    nodes = int(config.get("nodes", 2))
     here = (
         f"one host, {nodes} network namespaces (the server on one, the clients split over {nodes - 1})"
         + (" joined through a router" if config.get("router") else " joined by veth pairs")

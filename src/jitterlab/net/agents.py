@@ -47,6 +47,13 @@ class Launcher:
     agent: str | None = None  # the agent's path on the host (default: this machine's)
     program: tuple[str, ...] = ()  # another agent program's argv (the JVM's pekko-artery agent)
 
+    def tool(self, name: str) -> str:
+        """Where another native program of the same install is on this node: beside its
+        agent (hosts.toml's ``agent``), or this machine's."""
+        if self.agent:
+            return f"{self.agent.rsplit('/', 1)[0]}/{name}"
+        return str(native_program(name))
+
     def argv(self) -> list[str]:
         program = list(self.program) or [self.agent or str(native_program("jitterlab-net"))]
         if self.ssh:
@@ -72,6 +79,24 @@ def _die_with_parent() -> None:
     libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
+def spawn(launcher: Launcher) -> subprocess.Popen[bytes]:
+    """Start what ``launcher`` names (an agent, or another program with ``program``), its
+    stdin and stdout piped for the line protocol; it dies with this process."""
+    return subprocess.Popen(
+        launcher.argv(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=_die_with_parent,
+        start_new_session=True,  # Ctrl-C reaches the coordinator, which stops the agents in order
+    )
+
+
+def where(launcher: Launcher) -> str:
+    """How a message names a node: ``node NAME`` and, over ssh, its target."""
+    return f"node {launcher.node}" + (f" (ssh {launcher.ssh})" if launcher.ssh else "")
+
+
 class Agent:
     """One running agent: send a command line, read its answers."""
 
@@ -83,14 +108,7 @@ class Agent:
         # what runs while a stream sender waits between two steps (``stepped K``): nothing is
         # measured then; "next" follows it
         self.on_step: Callable[[], None] | None = None
-        self.proc = subprocess.Popen(
-            launcher.argv(),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            preexec_fn=_die_with_parent,
-            start_new_session=True,  # Ctrl-C reaches the coordinator, which stops the agents in order
-        )
+        self.proc = spawn(launcher)
         hello = self._line()
         words = hello.split()
         if len(words) < 4 or words[0] != "hello":
@@ -107,7 +125,7 @@ class Agent:
             )
 
     def _where(self) -> str:
-        return f"node {self.launcher.node}" + (f" (ssh {self.launcher.ssh})" if self.launcher.ssh else "")
+        return where(self.launcher)
 
     def _failure(self, line: str) -> str:
         try:

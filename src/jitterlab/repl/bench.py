@@ -11,7 +11,9 @@ from __future__ import annotations
 import os
 import resource
 import socket
+import sys
 import tempfile
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
@@ -25,7 +27,8 @@ from jitterlab.measure.jobs import NativeJob, policy_args, run_native_job
 from jitterlab.measure.runner import Context, Done, Plan, Point
 from jitterlab.net import impair
 from jitterlab.net import topo as topology
-from jitterlab.net.nodes import Nodes, namespace_nodes
+from jitterlab.net.nodes import Nodes, from_hosts, namespace_nodes
+from jitterlab.repl.hosts import plan_json
 from jitterlab.repl.snmp import delta, udp_counters, udp_counters_of
 from jitterlab.stats import percentiles
 from jitterlab.store.rawfile import RawSamples
@@ -59,10 +62,11 @@ class ReplOptions:
     router: bool = False
     shape: dict[str, str] | None = None
     impair: str | None = None  # an --impair spec (net/impair.py) on the router's links
+    hosts: Path | None = None  # hosts.toml (net/nodes.py): the server on the first host, over ssh
 
     @property
     def networked(self) -> bool:
-        return self.client_nodes > 0 or self.topo is not None
+        return self.client_nodes > 0 or self.topo is not None or self.hosts is not None
 
 
 # The seed's EP1 (Latoschik et al. 2019, §5): VR clients replicate at 90 Hz, the server ticks at 120.
@@ -91,6 +95,10 @@ def check_options(o: ReplOptions) -> None:
         raise JitterlabError(
             f"--payload must be {POSE_HEADER_BYTES}..{MAX_POSE_BYTES} bytes (the pose header is "
             f"{POSE_HEADER_BYTES} B; a 1200 B datagram holds one pose of at most {MAX_POSE_BYTES} B), got {o.payload}"
+        )
+    if o.hosts and (o.topo or o.router or o.shape or o.impair):
+        raise JitterlabError(
+            "--hosts runs on real hosts: --nodes, --topo, --router, --shape and --impair are for namespaces"
         )
     if o.networked and o.client_nodes < 1:
         raise JitterlabError("across nodes the server and the clients need two or more nodes")
@@ -224,19 +232,31 @@ def predicted_rates(payload: int, rate_hz: float, clients: int) -> dict[str, flo
 def scaling_plan(o: ReplOptions) -> Plan:
     """One run per N in ``o.clients``, checked before anything starts; across nodes, the
     namespaces are made once around them all (or ``o.topo``'s are used)."""
-    if o.topo and not o.client_nodes:
+    hosts = None
+    if o.hosts:  # read and checked now: a bad hosts.toml is one line before anything runs
+        if o.client_nodes or o.topo or o.router or o.shape or o.impair:
+            raise JitterlabError(
+                "--hosts runs on real hosts: --nodes, --topo, --router, --shape and --impair are for namespaces"
+            )
+        hosts = from_hosts(o.hosts)
+        o = replace(o, client_nodes=hosts.count - 1)
+    elif o.topo and not o.client_nodes:
         o = replace(o, client_nodes=len(topology.load(o.topo).nodes) - 1)
     check_options(o)
     auto_server, auto_clients = default_pins()
     pin_server = auto_server if o.pin_server is None else o.pin_server
     pin_clients = auto_clients if o.pin_clients is None else o.pin_clients
     total = len(o.clients) * (o.duration_s + o.warmup_s)
-    setup = None
-    if o.networked:
+    setup: Any = None
+    if hosts is not None:
+        chosen = hosts
+        setup = lambda: nullcontext(chosen)  # noqa: E731
+    elif o.networked:
         if not o.topo:
             topology.require_tools()
         setup = partial(namespace_nodes, o.topo, o.client_nodes + 1, o.router, o.shape)
-    where = f" across {o.client_nodes + 1} namespaces" if o.networked else ""
+    kind = "hosts over ssh" if hosts is not None else "namespaces"
+    where = f" across {o.client_nodes + 1} {kind}" if o.networked else ""
     return Plan(
         "repl",
         [_point(o, clients, pin_server, pin_clients) for clients in o.clients],
@@ -270,7 +290,7 @@ def _node_args(nodes: Nodes, client_nodes: int) -> list[str]:
     address that node reaches node 0 at."""
     server_ns = nodes.launcher(0).netns
     if nodes.kind != "netns" or server_ns is None:
-        raise JitterlabError("repl bench runs across namespaces only (--hosts is not supported)")
+        raise JitterlabError(f"repl bench: nodes of kind {nodes.kind} have no namespaces")
     args = ["--address", "0.0.0.0", "--server-netns", server_ns]
     for k in range(1, client_nodes + 1):
         args += ["--fleet", f"{nodes.launcher(k).netns}@{nodes.address(k, 0)}"]
@@ -288,16 +308,34 @@ def _job(
 ) -> NativeJob:
     """The native tool's run at N = ``clients`` (built when it starts: the kernel's UDP
     counters are read now, to subtract at the end)."""
+    on_hosts = nodes is not None and nodes.kind == "hosts"
+    if on_hosts:  # the parts' own arguments are added by the coordinator (repl/hosts.py)
+        where: list[str] = []
+    elif nodes:
+        where = _node_args(nodes, o.client_nodes)
+    else:
+        where = ["--address", ADDRESS]
     args = [
         *("--clients", str(clients), "--observers", str(o.observers)),
         *("--rate", f"{o.rate_hz:g}", "--server-tick", f"{o.server_tick_hz:g}", "--payload", str(o.payload)),
         *("--duration-ns", str(int(o.duration_s * 1e9)), "--warmup-ns", str(int(o.warmup_s * 1e9))),
-        *(_node_args(nodes, o.client_nodes) if nodes else ("--address", ADDRESS)),
+        *where,
         *("--port", str(o.port)),
         *("--pin-server", str(pin_server), "--pin-clients", str(pin_clients)),
         *policy_args(o.policy, o.priority, o.mlock),
     ]
-    namespaces = [nodes.launcher(k).netns or "" for k in range(o.client_nodes + 1)] if nodes else []
+    command = None
+    if on_hosts and nodes is not None:
+        plan = plan_json(
+            nodes.launchers[: o.client_nodes + 1],
+            [nodes.address(k, 0) for k in range(1, o.client_nodes + 1)],
+            clients,
+        )
+        coordinator = [sys.executable, "-m", "jitterlab.repl.hosts", "--plan", plan]
+        command = lambda _staging: coordinator  # noqa: E731
+    namespaces = (
+        [nodes.launcher(k).netns or "" for k in range(o.client_nodes + 1)] if nodes and not on_hosts else []
+    )
     config = {
         "runtime": "native",
         "technique": "repl",
@@ -311,7 +349,7 @@ def _job(
         "duration_s": o.duration_s,
         "warmup_s": o.warmup_s,
         "transport": "udp",
-        "placement": "netns" if nodes else "loopback",
+        "placement": nodes.kind if nodes else "loopback",
         "nodes": o.client_nodes + 1 if nodes else 1,
         "router": bool(nodes and nodes.router),
         "impaired": o.impair,
@@ -321,7 +359,7 @@ def _job(
         "mlock": o.mlock,
     }
     counters = partial(udp_counters_of, namespaces) if namespaces else udp_counters
-    before = counters()
+    before = {} if on_hosts else counters()
 
     def extra(harness: dict[str, Any]) -> dict[str, Any]:
         return {"repl": harness.get("repl", {}), "pm_qos": harness.get("pm_qos", {})}
@@ -335,7 +373,8 @@ def _job(
         ticks = ticks[: ticks.size - ticks.size % 2].reshape(-1, 2)
         repl["generator_lag"] = _lag_block(lag)
         repl["server_ticks"] = _ticks_block(ticks, repl["server"], o.server_tick_hz)
-        repl["udp_counters"] = delta(before, counters())
+        if not on_hosts:  # across hosts: each host's own, summed by the coordinator
+            repl["udp_counters"] = delta(before, counters())
         repl["rates_bytes_per_s"] = rates(repl, clients)
         repl["predicted_bytes_per_s"] = predicted_rates(o.payload, o.rate_hz, clients)
         repl["updates_missing"] = _missing_updates(raw.records)
@@ -370,4 +409,5 @@ def _job(
         progress_unit="s",
         extra_meta=extra,
         finish_meta=finish,
+        command=command,
     )
