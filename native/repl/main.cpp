@@ -330,7 +330,9 @@ int main(int argc, char** argv) {
         }
         const int port = has_server ? made->port() : o.port;
         if (o.role != "all") {
-            if (!wait_for_go(has_server ? "serving " + std::to_string(port) : std::string("ready"))) {
+            // the version last: the coordinator refuses a part of another release
+            const std::string version = std::string(" version=") + JITTERLAB_VERSION;
+            if (!wait_for_go(has_server ? "serving " + std::to_string(port) + version : "ready" + version)) {
                 std::fprintf(stderr, "%s: the coordinator stopped before the start\n", kTool);
                 return 130;
             }

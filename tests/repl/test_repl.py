@@ -349,6 +349,25 @@ def test_an_unreachable_repl_host_is_one_line_naming_it(tmp_path: Path) -> None:
     assert not staging.exists() or list(staging.iterdir()) == [], list(staging.iterdir())
 
 
+def test_a_repl_part_of_another_version_is_refused(tmp_path: Path) -> None:
+    """Across hosts each part is the host's own install: one of another release is refused
+    before the run (the wire format and the merged files must match)."""
+    from jitterlab.core.errors import JitterlabError
+    from jitterlab.net.agents import Launcher
+    from jitterlab.repl.hosts import Part
+
+    (tmp_path / "jitterlab-repl").write_text("#!/bin/sh\necho 'serving 4000 version=9.9.9'\ncat >/dev/null\n")
+    (tmp_path / "jitterlab-repl").chmod(0o755)
+    part = Part("server", Launcher(node="old", agent=str(tmp_path / "jitterlab-net")))
+    part.start(["--clients", "2"])
+    try:
+        with pytest.raises(JitterlabError, match=r"node old: jitterlab-repl version 9\.9\.9 differs"):
+            part.expect("serving")
+    finally:
+        part.proc.kill()
+        part.proc.wait()
+
+
 def test_stream_intervals_known_answer() -> None:
     stream = np.array([1, 0, 1, 0, 1, 2])
     t = np.array([10, 5, 30, 6, 15, 99])

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from jitterlab.core.errors import JitterlabError
+from jitterlab.core.version import __version__
 from jitterlab.net.agents import Launcher, spawn, where
 from jitterlab.repl.snmp import delta, parse_udp
 
@@ -84,6 +85,12 @@ class Part:
             last = err.splitlines()[-1] if err else line.strip() or "no answer"
             last = last.split(": error: ", 1)[-1]
             raise JitterlabError(f"{where(self.launcher)}: the replication {self.role} did not start: {last}")
+        version = line.split("version=", 1)[1].strip() if "version=" in line else "unknown"
+        if version != __version__:
+            raise JitterlabError(
+                f"{where(self.launcher)}: jitterlab-repl version {version} differs from this coordinator's "
+                f"{__version__}: install the same jitterlab there"
+            )
         return line.strip()
 
     def send(self, line: str) -> None:
