@@ -329,6 +329,30 @@ def test_the_server_and_the_client_fleets_on_hosts_over_ssh(three_hosts: tuple[P
     assert "3 hosts over ssh" in replication_text([run])
 
 
+def test_sigterm_across_hosts_stops_every_part_and_keeps_a_partial_run(
+    three_hosts: tuple[Path, str],
+) -> None:
+    """The coordinator sends `stop` to every part over ssh; each sends what it recorded."""
+    hosts, _name = three_hosts
+    store = hosts.parent / "results"
+    argv = [
+        *("repl", "bench", "--clients", "4", "--rate", "50", "--duration", "60s", "--warmup", "0.2s"),
+        *("--hosts", str(hosts), "--store", str(store)),
+    ]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jitterlab", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    time.sleep(10)  # interpreters, three ssh logins, then recording
+    proc.send_signal(signal.SIGTERM)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    (run,) = ResultsStore(store).runs()
+    assert run.partial and "stopped by the coordinator" in run.meta["partial_reason"]
+    assert run.table.num_rows > 0 and run.meta["repl"]["clients_fleet"]["poses_sent"] > 0
+    listed = subprocess.run(["pgrep", "-f", "jitterlab-repl --role"], capture_output=True, text=True)
+    assert listed.stdout.strip() == "", "a part outlived the run"
+
+
 def test_an_unreachable_repl_host_is_one_line_naming_it(tmp_path: Path) -> None:
     hosts = tmp_path / "hosts.toml"
     hosts.write_text(
@@ -446,7 +470,14 @@ def test_the_native_tool_checks_its_own_input(tmp_path: Path) -> None:
     from jitterlab.core.programs import native_program
 
     tool = str(native_program("jitterlab-repl"))
-    for args in (["--clients", "1"], ["--payload", "1173"], ["--rate", "0"]):
+    bad = (
+        ["--clients", "1"],
+        ["--payload", "1173"],
+        ["--rate", "0"],
+        ["--role", "client"],
+        ["--role", "fleet"],
+    )
+    for args in bad:
         done = subprocess.run(
             [tool, "--out", str(tmp_path), *args], capture_output=True, text=True, timeout=10
         )
