@@ -17,7 +17,9 @@
 //                                                        part: the coordinator asks about every second)
 //   collect                                           -> result ... samples N + bytes (what a server recorded)
 //   quit (or end of input: the coordinator is gone)   -> exit 0
-// Errors the user can fix: "error MESSAGE". Samples are wire::Record, little-endian.
+// Errors the user can fix: "error MESSAGE". Every "samples N"/"part N" is followed by a whole
+// raw sample file of the run format (docs/run-format.md) holding N net records (header with
+// the record size, records, footer with count and CRC-32): the records the run stores.
 #include <fcntl.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -90,19 +92,25 @@ void say(const std::string& line) {
     std::fflush(stdout);
 }
 
-void write_block(const char* word, const net::Record* records, std::size_t count) {
+/// "WORD N" and a raw sample file of the N records (the one record shape of the run format).
+void write_block(const char* word, const net::NetSampleRecord* records, std::size_t count) {
     say(std::string(word) + " " + std::to_string(count));
-    std::fwrite(records, sizeof(net::Record), count, stdout);
+    const auto header = jl::raw_header(sizeof(net::NetSampleRecord));
+    const std::size_t bytes = count * sizeof(net::NetSampleRecord);
+    const auto footer = jl::raw_footer(count, jl::crc32_update(0, records, bytes), false);
+    std::fwrite(header.data(), 1, header.size(), stdout);
+    std::fwrite(records, 1, bytes, stdout);
+    std::fwrite(footer.data(), 1, footer.size(), stdout);
     std::fflush(stdout);
 }
 
-void send_records(const std::vector<net::Record>& records) { write_block("samples", records.data(), records.size()); }
+void send_records(const std::vector<net::NetSampleRecord>& records) { write_block("samples", records.data(), records.size()); }
 
 constexpr std::int64_t kPartNs = 1'000'000'000;  // issue 24 item 10: at most ~1 s of samples only in the agent
 
 /// What every scenario reports beside its samples.
 struct Outcome {
-    std::vector<net::Record> records;
+    std::vector<net::NetSampleRecord> records;
     std::int64_t sent = 0, answered = 0, lost = 0, late = 0, send_failures = 0, max_lag = 0, credit_timeouts = 0;
     std::int64_t measured_lost = 0;  // ping, open-loop: lost among those sent after the warm-up
     std::int64_t frames = 0, frames_complete = 0;
@@ -134,6 +142,8 @@ public:
     }
 
 private:
+    std::int32_t node() const { return static_cast<std::int32_t>(node_); }
+
     bool stopping() {
         const std::int64_t now = jl::now_ns();
         if (now >= next_progress_) {
@@ -192,7 +202,7 @@ private:
                 continue;
             }
             ++o_.answered;
-            if (sent >= warm_end_) o_.records.push_back({0, static_cast<std::int32_t>(h.node), seq, sent, sent, t});
+            if (sent >= warm_end_) o_.records.push_back(net::sample(0, node(), static_cast<std::int32_t>(h.node), seq, sent, sent, t));
         }
     }
 
@@ -201,27 +211,27 @@ private:
     /// the warm-up go over as a part (in order of sending). A part is what recover keeps: the
     /// final result may still count an answer later than the timeout as answered.
     void hand_over_settled(std::int64_t now) {
-        std::vector<net::Record> settled;
+        std::vector<net::NetSampleRecord> settled;
         for (; pending_parted_ < pending_.size(); ++pending_parted_) {
-            const net::Record& r = pending_[pending_parted_];
-            if (r.t_recv == 0 && r.t_intended + timeout_ > now) break;  // may still be answered
-            if (r.t_recv != 0 && r.t_intended >= warm_end_) settled.push_back(r);
+            const net::NetSampleRecord& r = pending_[pending_parted_];
+            if (r.t_recv_ns == 0 && r.t_intended_ns + timeout_ > now) break;  // may still be answered
+            if (r.t_recv_ns != 0 && r.t_intended_ns >= warm_end_) settled.push_back(r);
         }
         if (!settled.empty()) write_block("part", settled.data(), settled.size());
     }
 
     void open_loop(double rate) {
         const auto period = static_cast<std::int64_t>(1e9 / rate);
-        std::vector<net::Record>& pending = pending_;
+        std::vector<net::NetSampleRecord>& pending = pending_;
         pending.reserve(static_cast<std::size_t>((end_ - t0_) / period + 1));
         net::Header h{};
         std::int64_t t = 0;
         auto take = [&] {
             if (h.kind != net::Kind::pong || h.seq < 0 || h.seq >= static_cast<std::int64_t>(pending.size())) return;
             auto& r = pending[static_cast<std::size_t>(h.seq)];
-            if (r.t_recv == 0) {
-                r.t_recv = t;
-                r.peer = static_cast<std::int32_t>(h.node);
+            if (r.t_recv_ns == 0) {
+                r.t_recv_ns = t;
+                r.dst_node = static_cast<std::int32_t>(h.node);
                 ++o_.answered;
             }
         };
@@ -231,7 +241,7 @@ private:
             while (jl::now_ns() < due)
                 if (receive(due, h, t)) take();
             send(0, net::Kind::ping, seq, due);
-            pending.push_back({0, 0, seq, due, last_send_, 0});
+            pending.push_back(net::sample(0, node(), 0, seq, due, last_send_, 0, true));  // answered: t_recv_ns, dst_node
             ++o_.sent;
             const std::int64_t lag = last_send_ - due;
             o_.max_lag = std::max(o_.max_lag, lag);
@@ -242,8 +252,8 @@ private:
             if (receive(grace, h, t)) take();
         o_.lost = o_.sent - o_.answered;
         for (const auto& r : pending)
-            if (r.t_intended >= warm_end_) {
-                if (r.t_recv != 0) o_.records.push_back(r);
+            if (r.t_intended_ns >= warm_end_) {
+                if (r.t_recv_ns != 0) o_.records.push_back(r);
                 else ++o_.measured_lost;
             }
     }
@@ -338,7 +348,8 @@ private:
             const auto f = static_cast<std::size_t>(h.seq);
             if (++done_count[f] == peers_) ++o_.frames_complete;
             if (sent_at[f] >= warm_end_)
-                o_.records.push_back({static_cast<std::int32_t>(h.node), static_cast<std::int32_t>(h.node), h.seq, intended[f], sent_at[f], h.t_intended});
+                o_.records.push_back(net::sample(static_cast<std::int32_t>(h.node), node(), static_cast<std::int32_t>(h.node), h.seq,
+                                                 intended[f], sent_at[f], h.t_intended));
         };
         std::int64_t due = t0_;
         for (std::int64_t f = 0; due < end_ && !stopping(); ++f) {
@@ -383,7 +394,7 @@ private:
     enum class Parts { none, appended, settled } parts_ = Parts::none;
     bool step_pause_ = false;         // stream: wait for "next" between steps
     std::size_t parted_ = 0;          // records already handed over in parts
-    std::vector<net::Record> pending_;  // open loop: every request sent, by sequence number
+    std::vector<net::NetSampleRecord> pending_;  // open loop: every request sent, by sequence number
     std::size_t pending_parted_ = 0;  // open loop: requests already settled and handed over
     std::vector<char> out_, in_;
     Outcome o_;

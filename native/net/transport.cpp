@@ -67,7 +67,8 @@ int Responder::handle(const char* message, int size, char* reply, std::int64_t n
         case Kind::data:
             ++stream_count_;
             stream_high_ = std::max(stream_high_, h.seq);
-            if (records_.size() < capacity_) records_.push_back({0, static_cast<std::int32_t>(h.node), h.seq, h.t_intended, h.t_send, now});
+            if (records_.size() < capacity_)
+                records_.push_back(sample(0, static_cast<std::int32_t>(h.node), node_, h.seq, h.t_intended, h.t_send, now));
             else ++dropped_;
             return credit_every_ > 0 && stream_count_ % credit_every_ == 0 ? credit(reply, now) : 0;
         case Kind::end: {
@@ -90,22 +91,22 @@ int Responder::credit(char* reply, std::int64_t now) const {
     return payload_;
 }
 
-std::vector<Record> Responder::take_records() {
+std::vector<NetSampleRecord> Responder::take_records() {
     const std::lock_guard lock(mutex_);
-    std::vector<Record> out;
+    std::vector<NetSampleRecord> out;
     out.swap(records_);
     records_.reserve(capacity_);
     return out;
 }
 
-std::vector<Record> Responder::records_since(std::size_t from) const {
+std::vector<NetSampleRecord> Responder::records_since(std::size_t from) const {
     std::size_t count = 0;
     {
         const std::lock_guard lock(mutex_);
         count = records_.size();
     }
     if (from >= count) return {};
-    const Record* first = records_.data();
+    const NetSampleRecord* first = records_.data();
     return {first + from, first + count};
 }
 

@@ -36,13 +36,14 @@ public:
     /// Handles one message received at `now`; writes a reply into `reply` (payload bytes)
     /// and returns its size, or 0 for no reply.
     int handle(const char* message, int size, char* reply, std::int64_t now);
-    /// The stream messages received so far (pair 0, t_send from the sender, t_recv here).
-    std::vector<Record> take_records();
+    /// The stream messages received so far (pair 0, sender to this node, t_send_ns from the
+    /// sender, t_recv_ns here).
+    std::vector<NetSampleRecord> take_records();
     /// A copy of the records from index `from` on (what a coordinator asks for while the
     /// stream runs). The lock is held only to read the count: the vector never reallocates
     /// (reserved to its capacity, appended to only below it), so the copy does not stall the
     /// receiving thread. Call it on the thread that calls take_records.
-    std::vector<Record> records_since(std::size_t from) const;
+    std::vector<NetSampleRecord> records_since(std::size_t from) const;
     std::int64_t received() const;
     std::int64_t dropped_records() const;
 
@@ -51,7 +52,7 @@ private:
 
     mutable std::mutex mutex_;
     int node_, payload_;
-    std::vector<Record> records_;
+    std::vector<NetSampleRecord> records_;
     std::size_t capacity_;
     std::int64_t received_ = 0, stream_count_ = 0, stream_start_ = 0, dropped_ = 0;
     std::int64_t stream_step_ = -1, stream_high_ = -1, credit_every_ = 0;

@@ -6,9 +6,13 @@
 #include <cstdint>
 #include <cstring>
 
+#include "jitterlab/runfile.hpp"
+
 namespace jitterlab::net {
 
-inline constexpr int kProtocolVersion = 1;
+using jitterlab::NetSampleRecord;
+
+inline constexpr int kProtocolVersion = 2;  // 2: records are the run format's raw file
 inline constexpr int kHeaderBytes = 32;
 inline constexpr int kMaxPayload = 65000;  // one UDP datagram
 
@@ -55,15 +59,14 @@ inline Header read_header(const void* data) {
 
 inline void write_header(void* data, const Header& h) { std::memcpy(data, &h, sizeof h); }
 
-/// One measured message as the agent returns it (the coordinator adds nodes and stores it).
-struct Record {
-    std::int32_t pair;
-    std::int32_t peer;  // node index of the other end
-    std::int64_t seq;
-    std::int64_t t_intended;
-    std::int64_t t_send;
-    std::int64_t t_recv;
-};
-static_assert(sizeof(Record) == 40);
+/// One measured message as the agent hands it over: the run format's net record
+/// (docs/run-format.md), the columns the stored run has. Latency counts from `t_send_ns`:
+/// the actual send, or in open loop the time the message was due (coordinated omission
+/// corrected); a message with no intended time (0) was due when it left.
+inline NetSampleRecord sample(std::int32_t pair, std::int32_t src, std::int32_t dst, std::int64_t seq, std::int64_t intended,
+                              std::int64_t sent, std::int64_t received, bool from_intended = false) {
+    const std::int64_t due = intended > 0 ? intended : sent;
+    return {pair, 0, seq, from_intended ? due : sent, received, due, sent, src, dst};
+}
 
 }  // namespace jitterlab::net

@@ -60,14 +60,28 @@ std::uint32_t crc32_update(std::uint32_t crc, const void* data, std::size_t size
     return ~crc;
 }
 
+std::array<char, kRawHeaderBytes> raw_header(std::uint32_t record_bytes) noexcept {
+    std::array<char, kRawHeaderBytes> header{};
+    std::memcpy(header.data(), kRawMagic, sizeof kRawMagic);
+    put_u32(header.data() + 8, kRawFormatVersion);
+    put_u32(header.data() + 12, record_bytes);
+    return header;
+}
+
+std::array<char, kRawFooterBytes> raw_footer(std::uint64_t count, std::uint32_t crc, bool partial) noexcept {
+    std::array<char, kRawFooterBytes> footer{};
+    std::memcpy(footer.data(), kFooterMagic, sizeof kFooterMagic);
+    put_u64(footer.data() + 8, count);
+    put_u32(footer.data() + 16, crc);
+    put_u64(footer.data() + 24, partial ? kFooterFlagPartial : 0);
+    return footer;
+}
+
 RawSampleWriter::RawSampleWriter(std::string path) : path_(std::move(path)), tmp_path_(path_ + ".tmp") {
     fd_.reset(::open(tmp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
     if (!fd_) throw std::runtime_error("cannot create " + tmp_path_ + ": " + std::strerror(errno));
     buffer_.reserve(kBufferBytes);
-    std::array<char, kRawHeaderBytes> header{};
-    std::memcpy(header.data(), kRawMagic, sizeof kRawMagic);
-    put_u32(header.data() + 8, kRawFormatVersion);
-    put_u32(header.data() + 12, sizeof(SampleRecord));
+    const auto header = raw_header(sizeof(SampleRecord));
     write_all(fd_.get(), header.data(), header.size(), tmp_path_);
 }
 
@@ -94,11 +108,7 @@ void RawSampleWriter::flush_buffer() {
 
 void RawSampleWriter::finish(bool partial) {
     flush_buffer();
-    std::array<char, kRawFooterBytes> footer{};
-    std::memcpy(footer.data(), kFooterMagic, sizeof kFooterMagic);
-    put_u64(footer.data() + 8, count_);
-    put_u32(footer.data() + 16, crc_);
-    put_u64(footer.data() + 24, partial ? kFooterFlagPartial : 0);
+    const auto footer = raw_footer(count_, crc_, partial);
     write_all(fd_.get(), footer.data(), footer.size(), tmp_path_);
     if (::fsync(fd_.get()) != 0) throw std::runtime_error("cannot fsync " + tmp_path_ + ": " + std::strerror(errno));
     fd_.reset();

@@ -52,8 +52,24 @@ TEST(NetResponder, StreamCountsAndTimesStartToEndAndKeepsEveryMessage) {
     const auto records = r.take_records();
     ASSERT_EQ(records.size(), 2u);  // capacity 2: the third is counted as dropped, not stored
     EXPECT_EQ(r.dropped_records(), 1);
-    EXPECT_EQ(records[1].t_send, 222);
-    EXPECT_EQ(records[1].t_recv, 201);
+    EXPECT_EQ(records[1].t_send_ns, 222);
+    EXPECT_EQ(records[1].t_recv_ns, 201);
+    EXPECT_EQ(records[1].t_actual_send_ns, 222);
+    EXPECT_EQ(records[1].t_intended_ns, 111);  // what the message says (0 would mean: due when sent)
+    EXPECT_EQ(records[1].src_node, 0);
+    EXPECT_EQ(records[1].dst_node, 1);  // this receiver
+}
+
+TEST(NetWire, ASampleIsTheRunFormatsNetRecord) {
+    // the record an agent hands over is the run format's (raw-samples.json extended_records.net)
+    const auto closed = net::sample(0, 0, 2, 5, 0, 100, 300);  // no intended time: due when sent
+    EXPECT_EQ(closed.t_send_ns, 100);
+    EXPECT_EQ(closed.t_intended_ns, 100);
+    EXPECT_EQ(closed.dst_node, 2);
+    const auto open = net::sample(0, 0, 1, 6, 90, 100, 300, true);  // open loop: from when it was due
+    EXPECT_EQ(open.t_send_ns, 90);
+    EXPECT_EQ(open.t_actual_send_ns, 100);
+    EXPECT_EQ(open.reserved, 0);
 }
 
 TEST(NetResponder, RecordsSinceCopiesTheNewOnesAndLeavesEveryRecordForCollect) {
@@ -71,7 +87,7 @@ TEST(NetResponder, RecordsSinceCopiesTheNewOnesAndLeavesEveryRecordForCollect) {
     const auto second = r.records_since(3);
     ASSERT_EQ(second.size(), 2u);
     EXPECT_EQ(second[0].seq, 3);
-    EXPECT_EQ(second[1].t_recv, 204);
+    EXPECT_EQ(second[1].t_recv_ns, 204);
     EXPECT_EQ(r.take_records().size(), 5u);  // parts copy: collect still gets every record
 }
 

@@ -1,6 +1,7 @@
 // The raw sample file every harness writes (documented in docs/run-format.md).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -20,6 +21,22 @@ struct SampleRecord {
 };
 static_assert(sizeof(SampleRecord) == 32);
 
+/// The run format's extended record of `jitterlab net` (raw-samples.json, extended_records.net):
+/// the 32-byte record followed by the intended and the actual send time and the two nodes. A
+/// file holds one layout; its header's record size says which.
+struct NetSampleRecord {
+    std::int32_t pair;
+    std::int32_t reserved;  // zero, as in SampleRecord
+    std::int64_t seq;
+    std::int64_t t_send_ns;  // what latency counts from (open loop: the intended time)
+    std::int64_t t_recv_ns;
+    std::int64_t t_intended_ns;
+    std::int64_t t_actual_send_ns;
+    std::int32_t src_node;
+    std::int32_t dst_node;
+};
+static_assert(sizeof(NetSampleRecord) == 56);
+
 inline constexpr char kRawMagic[8] = {'J', 'L', 'S', 'A', 'M', 'P', 'L', 'E'};
 inline constexpr char kFooterMagic[8] = {'J', 'L', 'F', 'O', 'O', 'T', 'E', 'R'};
 inline constexpr std::uint32_t kRawFormatVersion = 1;
@@ -29,6 +46,11 @@ inline constexpr std::uint64_t kFooterFlagPartial = 1;
 
 /// CRC-32 (IEEE 802.3, the polynomial of zlib.crc32 and java.util.zip.CRC32).
 std::uint32_t crc32_update(std::uint32_t crc, const void* data, std::size_t size) noexcept;
+
+/// The 64-byte header of a raw sample file of `record_bytes`-byte records.
+std::array<char, 64> raw_header(std::uint32_t record_bytes) noexcept;
+/// The 32-byte footer: record count, CRC-32 of the record bytes, partial flag.
+std::array<char, 32> raw_footer(std::uint64_t count, std::uint32_t crc, bool partial) noexcept;
 
 /// Streams records to a raw sample file: header, records, then a footer with the count,
 /// the CRC-32 of the record bytes and the partial flag. A file without a valid footer is

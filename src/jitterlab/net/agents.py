@@ -22,18 +22,11 @@ import numpy as np
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.programs import native_program
 from jitterlab.core.version import __version__
+from jitterlab.store.rawfile import HEADER_BYTES, NET_RECORD_DTYPE, raw_image_size, read_raw_bytes
 
-PROTOCOL = 1
-RECORD_DTYPE = np.dtype(
-    [
-        ("pair", "<i4"),
-        ("peer", "<i4"),
-        ("seq", "<i8"),
-        ("t_intended", "<i8"),
-        ("t_send", "<i8"),
-        ("t_recv", "<i8"),
-    ]
-)
+# 2: records are the run format's raw file (docs/run-format.md), no longer a 40-byte record of
+# the agents' own
+PROTOCOL = 2
 
 
 @dataclass(frozen=True)
@@ -102,9 +95,9 @@ class Agent:
 
     def __init__(self, launcher: Launcher) -> None:
         self.launcher = launcher
-        # where the records of a "part N" block go (what a measuring agent hands over while it
-        # runs, about every second); None: read and dropped
-        self.on_part: Callable[[np.ndarray], None] | None = None
+        # where a "part N" block goes (what a measuring agent hands over while it runs, about
+        # every second): a whole raw sample file of N records, as it came; None: read and dropped
+        self.on_part: Callable[[bytes], None] | None = None
         # what runs while a stream sender waits between two steps (``stepped K``): nothing is
         # measured then; "next" follows it
         self.on_step: Callable[[], None] | None = None
@@ -177,15 +170,24 @@ class Agent:
                 return line.strip()
 
     def records(self) -> np.ndarray:
-        """The ``samples N`` block that follows a result."""
-        return self._block(int(self.expect("samples").split()[1]))
+        """The ``samples N`` block that follows a result, decoded by the run format's raw-file
+        reader (:data:`NET_RECORD_DTYPE`: the columns the run stores)."""
+        data = self._block(int(self.expect("samples").split()[1]))
+        raw = read_raw_bytes(data, f"{self._where()}: its samples")
+        if raw.loaded is None or raw.loaded.dtype != NET_RECORD_DTYPE:
+            raise JitterlabError(f"{self._where()}: its samples are not net records")
+        return raw.loaded
 
-    def _block(self, count: int) -> np.ndarray:
-        """``count`` records that follow a ``samples``/``part`` line."""
+    def _block(self, count: int) -> bytes:
+        """The raw sample file of ``count`` records that follows a ``samples``/``part`` line
+        (header, records, footer: its size follows from the header's record size). Cut short
+        when the agent died while writing it: the reader keeps its whole records."""
         out: IO[bytes] = self.proc.stdout  # type: ignore[assignment]
-        data = out.read(count * RECORD_DTYPE.itemsize)
-        whole = len(data) // RECORD_DTYPE.itemsize
-        return np.frombuffer(data[: whole * RECORD_DTYPE.itemsize], dtype=RECORD_DTYPE).copy()
+        head = out.read(HEADER_BYTES)
+        if len(head) < HEADER_BYTES:
+            return head
+        size = raw_image_size(head, count, f"{self._where()}: a block")
+        return head + out.read(size - HEADER_BYTES)
 
     def serve(self, transport: str, bind: str, advertise: str, port: int, payload: int, node: int) -> int:
         """Listen; ``advertise`` is the address the others reach this node at (Artery needs it)."""
@@ -194,9 +196,10 @@ class Agent:
         )
         return int(self.expect("serving").split()[1])
 
-    def pull_part(self) -> np.ndarray:
+    def pull_part(self) -> bytes:
         """What a serving agent recorded since the last pull (``part`` answers ``part N`` and
-        N records): the coordinator asks about every second while a stream runs."""
+        a raw sample file of N records): the coordinator asks about every second while a
+        stream runs."""
         self.send("part")
         line = self._line()
         if line.startswith("part "):

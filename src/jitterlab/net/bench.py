@@ -29,7 +29,7 @@ from jitterlab.core.warnings import CodedWarning, Warn
 from jitterlab.measure.jobs import common_meta
 from jitterlab.measure.jvm import choose_jdk, harness_jar, jvm_sources
 from jitterlab.measure.runner import Context, Done, Plan, Point, run_plan
-from jitterlab.net.agents import RECORD_DTYPE, Agent, parse_result
+from jitterlab.net.agents import Agent, parse_result
 from jitterlab.net.impair import Impairment, Link, check
 from jitterlab.net.nodes import Nodes, intra_node
 from jitterlab.net.options import (  # the options the command line parses, light to import
@@ -38,8 +38,7 @@ from jitterlab.net.options import (  # the options the command line parses, ligh
     check_options,
 )
 from jitterlab.store import ResultsStore, Run
-from jitterlab.store.rawfile import RECORD_DTYPE as STORE_DTYPE
-from jitterlab.store.rawfile import RawSamples
+from jitterlab.store.rawfile import FOOTER_BYTES, HEADER_BYTES, NET_RECORD_DTYPE, RawSamples
 from jitterlab.store.runs import DRAFT_JSON, PARTS_DIR
 
 # The JVM agent: with a parallel collector and a fixed heap its stream steps ran at
@@ -156,7 +155,7 @@ def _run_one(store: ResultsStore, o: NetOptions, nodes: Nodes, case: Case, warn:
     try:
         return _measure(store, o, nodes, case, warn, run_id, started, staging)
     except JitterlabError as e:  # an agent died or failed mid-run: what it handed over is kept
-        if any((staging / PARTS_DIR).glob("part-*.parquet")):
+        if any((staging / PARTS_DIR).glob("part-*")):
             raise JitterlabError(
                 f"{e}; the samples recorded until then are kept in {staging.parent}: "
                 "'jitterlab recover' stores them as a partial run"
@@ -191,7 +190,7 @@ def _measure(
     total = int((o.warmup_s + o.duration_s) * 1e9)
     bar = ProgressBar(label, total, scale=1e9, unit="s")
     interrupted = False
-    server_records = np.zeros(0, RECORD_DTYPE)
+    server_records = np.zeros(0, NET_RECORD_DTYPE)
     server_results: list[dict[str, Any]] = []
     log = np.zeros((0, 3), np.int64)
     program, versions = (
@@ -255,25 +254,19 @@ def _measure(
             "fps": f"{o.fps:g}",
             "sync": int(bool(sync)),
             "states": o.states,
-            # stream: the sender waits between steps while the coordinator collects (native agents)
-            "step_pause": int(scenario == "stream" and transport not in JVM_TRANSPORTS),
+            # stream: the sender waits between steps while the coordinator collects
+            "step_pause": int(scenario == "stream"),
             # an answer crosses the impaired link twice: wait that long on top before calling it lost
             "timeout_ns": int((o.timeout_s + (2 * impairment.longest_delay_s() if impairment else 0)) * 1e9),
         }
         client.send("run " + " ".join(f"{k}={v}" for k, v in params.items()))
         client.expect("ready")
         atomic_write_json(staging / DRAFT_JSON, draft)
-        write_part = _part_writer(store, staging, scenario)
-        # ping, frame-sync, open loop: the client's records, node 0 to the node that answered
-        client.on_part = lambda records: write_part(
-            records, np.zeros(records.size, np.int64), records["peer"]
-        )
+        # ping, frame-sync, open loop: the client's records (node 0 to the node that answered)
+        # come as parts, each a raw sample file kept as it came
+        client.on_part = write_part = _part_writer(store, staging)
         # stream: the receivers record; the coordinator asks them for parts while it runs
-        pull = (
-            _server_parts(servers, write_part)
-            if scenario == "stream" and transport not in JVM_TRANSPORTS
-            else None
-        )
+        pull = _server_parts(servers, write_part) if scenario == "stream" else None
 
         def progress(done: int, _total: int) -> None:
             bar.update(done)
@@ -307,10 +300,8 @@ def _measure(
     # finished: the whole result replaces the parts (they were only for a coordinator killed mid-run)
     shutil.rmtree(staging / PARTS_DIR, ignore_errors=True)
     (staging / DRAFT_JSON).unlink(missing_ok=True)
-    if scenario == "stream":  # one-way per message, timed at the receiver
-        samples, src, dst = server_records, server_records["peer"], np.full(server_records.size, 1)
-    else:  # the client's records: node 0 to the node that answered
-        samples, src, dst = records, np.zeros(records.size, np.int64), records["peer"]
+    # stream: one-way per message, timed at the receiver; else the client's records
+    samples = server_records if scenario == "stream" else records
     net_block = _net_block(o, scenario, transport, result, records, server_results) | {
         "runtime_versions": versions,
         **({"render_nodes": count - 1} if scenario == "frame-sync" else {}),
@@ -341,7 +332,7 @@ def _measure(
         w = CodedWarning("generator-limited", f"{label}: {detail}")
         meta["obtained"]["warnings"].append(w.as_dict())
         warn(w)
-    return Done([_commit(store, staging, meta, samples, src, dst)], interrupted)
+    return Done([_commit(store, staging, meta, samples)], interrupted)
 
 
 def _now_ns() -> int:
@@ -421,15 +412,15 @@ def _skew(records: np.ndarray) -> dict[str, Any]:
     """Per frame, how much later each render node got it than the first node that did."""
     if records.size == 0:
         return {}
-    order = np.lexsort((records["t_recv"], records["seq"]))
-    seq, t = records["seq"][order], records["t_recv"][order]
+    order = np.lexsort((records["t_recv_ns"], records["seq"]))
+    seq, t = records["seq"][order], records["t_recv_ns"][order]
     first = np.minimum.reduceat(t, np.flatnonzero(np.r_[True, seq[1:] != seq[:-1]]))
     frame_index = np.searchsorted(np.unique(seq), seq)
     skew = t - first[frame_index]
     per_frame = np.maximum.reduceat(skew, np.flatnonzero(np.r_[True, seq[1:] != seq[:-1]]))
     per_node = {}
-    for node in np.unique(records["peer"][order]):
-        mine = skew[records["peer"][order] == node]
+    for node in np.unique(records["dst_node"][order]):
+        mine = skew[records["dst_node"][order] == node]
         per_node[str(int(node))] = {"p50_ns": float(np.median(mine)), "max_ns": int(mine.max())}
     return {
         "frame_p50_ns": float(np.median(per_frame)),
@@ -441,21 +432,20 @@ def _skew(records: np.ndarray) -> dict[str, Any]:
 
 PART_NS = 1_000_000_000  # how often the coordinator asks a stream's receivers for their records
 
-PartWriter = Callable[[np.ndarray, np.ndarray, np.ndarray], None]
+PartWriter = Callable[[bytes], None]
 
 
-def _part_writer(store: ResultsStore, staging: Path, scenario: str) -> PartWriter:
-    """Each part of agent records (with their source and destination nodes) as the next part
-    in staging, with the columns the finished run stores."""
+def _part_writer(store: ResultsStore, staging: Path) -> PartWriter:
+    """Each part an agent hands over (a raw sample file of records in the columns the
+    finished run stores) as the next part in staging, byte for byte."""
     index = 0
 
-    def write(records: np.ndarray, src: np.ndarray, dst: np.ndarray) -> None:
+    def write(data: bytes) -> None:
         nonlocal index
-        if records.size == 0:
+        if len(data) <= HEADER_BYTES + FOOTER_BYTES:  # no record in it
             return
         index += 1
-        pair, seq, t_send, t_recv, extra = _columns(records, src, dst, scenario)
-        store.write_sample_part(staging, index, pair, seq, t_send, t_recv, **extra)
+        store.write_raw_part(staging, index, data)
 
     return write
 
@@ -476,49 +466,22 @@ def _server_parts(servers: list[Agent], write: PartWriter) -> Callable[[bool], N
         if not pulling or (not between_steps and _now_ns() < next_pull):
             return
         next_pull = _now_ns() + PART_NS
-        for node, server in enumerate(servers, start=1):
+        for server in servers:
             try:
-                records = server.pull_part()
+                part = server.pull_part()
             except JitterlabError:
                 pulling = False
                 return
-            write(records, records["peer"].astype(np.int64), np.full(records.size, node, np.int64))
+            write(part)
 
     return pull
 
 
-def _columns(
-    samples: np.ndarray, src: np.ndarray, dst: np.ndarray, scenario: str
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]:
-    """Agent records as the stored columns: pair, seq, t_send_ns, t_recv_ns and the extras."""
-    # Latency counts from when a message should have left (open loop: coordinated omission
-    # corrected, as wrk2 and HdrHistogram do); the actual send time is kept beside it.
-    intended = np.where(samples["t_intended"] > 0, samples["t_intended"], samples["t_send"])
-    t_send = intended if scenario == "open-loop" else samples["t_send"]
-    extra = {
-        "t_intended_ns": intended.astype(np.int64),
-        "t_actual_send_ns": samples["t_send"].astype(np.int64),
-        "src_node": np.asarray(src, np.int64),
-        "dst_node": np.asarray(dst, np.int64),
-    }
-    return samples["pair"], samples["seq"], t_send, samples["t_recv"], extra
-
-
-def _commit(
-    store: ResultsStore,
-    staging: Any,
-    meta: dict[str, Any],
-    samples: np.ndarray,
-    src: np.ndarray,
-    dst: np.ndarray,
-) -> Run:
-    out = np.zeros(samples.size, STORE_DTYPE)
-    pair, seq, t_send, t_recv, columns = _columns(samples, src, dst, meta["config"]["scenario"])
-    out["pair"], out["seq"], out["t_send_ns"], out["t_recv_ns"] = pair, seq, t_send, t_recv
-    order = np.lexsort((out["seq"], out["pair"]))
-    extra = {name: values[order] for name, values in columns.items()}
-    raw = RawSamples(out[order], partial=meta["status"] == "partial", truncated=False, note="")
-    return store.commit(staging, raw, meta, extra_columns=extra)
+def _commit(store: ResultsStore, staging: Any, meta: dict[str, Any], samples: np.ndarray) -> Run:
+    """The agents' records (already the run format's net records) stored in pair, seq order."""
+    order = np.lexsort((samples["seq"], samples["pair"]))
+    raw = RawSamples(samples[order], partial=meta["status"] == "partial", truncated=False, note="")
+    return store.commit(staging, raw, meta)
 
 
 ROUND_TRIP_TOLERANCE_NS = 500_000  # the issue's ±0.5 ms on the added round trip

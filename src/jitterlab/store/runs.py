@@ -45,6 +45,7 @@ from jitterlab.core.fileio import (
     os_error_text,
     private_dir,
     sha256_file,
+    write_file,
     write_json,
 )
 from jitterlab.store.schema import (
@@ -422,16 +423,21 @@ class ResultsStore:
         then :meth:`publish_samples`.
 
         ``extra_columns`` (int64, one value per sample) follow the four every run has, for
-        capabilities that know more per sample (``net``: the intended send time and the nodes).
+        capabilities that know more per sample; an extended raw record's own columns
+        (``net``: the intended send time and the nodes) follow them the same way.
         """
+        import numpy as np
+
         from jitterlab.store.writer import SampleWriter
 
         extra = extra_columns or {}
-        with SampleWriter(staging / SAMPLES_FILE, meta["id"], tuple(extra)) as writer:
+        own = raw.extra  # columns of an extended record
+        with SampleWriter(staging / SAMPLES_FILE, meta["id"], (*own, *extra)) as writer:
             start = 0
             for chunk in raw.chunks():
                 end = start + len(chunk)
-                columns = {name: values[start:end] for name, values in extra.items()}
+                columns = {name: chunk[name].astype(np.int64) for name in own}
+                columns |= {name: values[start:end] for name, values in extra.items()}
                 writer.write(chunk["pair"], chunk["seq"], chunk["t_send_ns"], chunk["t_recv_ns"], **columns)
                 start = end
         if raw.path is not None and raw.path.parent == staging:
@@ -513,26 +519,54 @@ class ResultsStore:
         ) as writer:
             writer.write(pair, seq, t_send_ns, t_recv_ns, **extra)
 
+    def write_raw_part(self, staging: Path, index: int, data: bytes) -> None:
+        """One part that is a whole raw sample file (a ``jitterlab net`` agent's block, as it
+        came), written atomically to ``parts/part-NNNNNN.jlraw``; :meth:`commit_parts` reads
+        it with the raw-file reader."""
+        parts = staging / PARTS_DIR
+        if not parts.is_dir():
+            os.mkdir(parts, 0o700)
+        write_file(parts / f"part-{index:06d}.jlraw", data)
+
     def commit_parts(self, staging: Path, meta: dict[str, Any]) -> Run:
         """The parts of ``staging`` merged, batch by batch, into the run's samples file, then
-        published (memory: one batch at a time, whatever the recording's length)."""
+        published (memory: one batch at a time, whatever the recording's length). A part is
+        a Parquet file (a monitor's) or a raw sample file as a ``jitterlab net`` agent handed
+        it over (``part-NNNNNN.jlraw``), read by the raw-file reader the harnesses' path uses."""
+        import numpy as np
         import pyarrow as pa
         import pyarrow.parquet as pq
 
+        from jitterlab.store.rawfile import read_raw_samples
         from jitterlab.store.writer import SampleWriter
 
+        folder = staging / PARTS_DIR
         part_files = (
-            sorted((staging / PARTS_DIR).glob("part-*.parquet")) if (staging / PARTS_DIR).is_dir() else []
+            sorted([*folder.glob("part-*.parquet"), *folder.glob("part-*.jlraw")]) if folder.is_dir() else []
         )
         extra: tuple[str, ...] = ()  # the first whole part's extra columns (every part has the same)
         for part in part_files:
             try:
-                extra = tuple(n for n in pq.read_schema(part).names if n not in SAMPLE_COLUMNS)
+                if part.suffix == ".jlraw":
+                    extra = read_raw_samples(part).extra
+                else:
+                    extra = tuple(n for n in pq.read_schema(part).names if n not in SAMPLE_COLUMNS)
                 break
-            except (pa.ArrowInvalid, OSError):
+            except (pa.ArrowInvalid, OSError, CorruptRunError):
                 continue
         with SampleWriter(staging / SAMPLES_FILE, meta["id"], extra=extra) as writer:
             for part in part_files:
+                if part.suffix == ".jlraw":
+                    try:
+                        raw = read_raw_samples(part)
+                        if raw.extra != extra:
+                            continue  # not this run's layout
+                        for c in raw.chunks():
+                            columns = {name: c[name].astype(np.int64) for name in extra}
+                            writer.write(c["pair"], c["seq"], c["t_send_ns"], c["t_recv_ns"], **columns)
+                    except (OSError, CorruptRunError):
+                        continue  # a part cut off by a crash: the parts before it are whole
+                    continue
                 try:
                     with pq.ParquetFile(part) as f:
                         batches = list(f.iter_batches(columns=[*SAMPLE_COLUMNS, *extra]))

@@ -19,6 +19,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.zip.CRC32;
 import org.apache.pekko.actor.AbstractActor;
 import org.apache.pekko.actor.ActorRef;
 import org.apache.pekko.actor.ActorSystem;
@@ -32,13 +33,22 @@ import org.apache.pekko.actor.ExtendedActorSystem;
  * 32-byte little-endian header (kind, node, seq, t_intended, t_send) padded to the payload.
  * Times are System.nanoTime(), CLOCK_MONOTONIC on Linux, the native agents' clock.
  *
+ * <p>Records go over as the native agent's do: {@code samples N} or {@code part N} followed by
+ * a whole raw sample file of the run format (docs/run-format.md) holding N 56-byte net records,
+ * the columns the stored run has. Ping, frame-sync and open loop hand over parts about every
+ * second while they run; a stream's receiver answers {@code part}, and a stream sender told
+ * {@code step_pause=1} says {@code stepped K} after each step and waits for {@code next}.
+ *
  * <p>Pekko logs to stdout by default, which would corrupt the protocol: stdout is kept for
  * the protocol only and System.out is pointed at stderr.
  */
 public final class NetAgent {
     static final int HEADER = 32, PING = 1, PONG = 2, START = 3, DATA = 4, END = 5, READY = 6, STATE = 7, FRAME = 8, DONE = 9;
-    static final int RECORD = 40;
     static final long LATE_NS = 1_000_000;
+    static final long PART_NS = 1_000_000_000;  // issue 24 item 10: at most ~1 s of samples only here
+    static final int PROTOCOL = 2;  // 2: records are the run format's raw file
+    /** A record's fields, in the order of the run format's net record. */
+    static final int PAIR = 0, SEQ = 1, SEND = 2, RECV = 3, INTENDED = 4, ACTUAL = 5, SRC = 6, DST = 7;
 
     private static OutputStream proto;
 
@@ -53,15 +63,39 @@ public final class NetAgent {
         }
     }
 
-    static synchronized void sendRecords(List<long[]> records) throws IOException {
-        say("samples " + records.size());
-        ByteBuffer b = ByteBuffer.allocate(RECORD).order(ByteOrder.LITTLE_ENDIAN);
-        for (long[] r : records) {
-            b.clear();
-            b.putInt((int) r[0]).putInt((int) r[1]).putLong(r[2]).putLong(r[3]).putLong(r[4]).putLong(r[5]);
-            proto.write(b.array());
-        }
+    /**
+     * One measured message as the run stores it (the net record): latency counts from the
+     * actual send, or with {@code fromIntended} (open loop) from when it was due; a message
+     * with no intended time (0) was due when it left.
+     */
+    static long[] sample(int pair, int src, int dst, long seq, long intended, long sent, long received, boolean fromIntended) {
+        long due = intended > 0 ? intended : sent;
+        return new long[] {pair, seq, fromIntended ? due : sent, received, due, sent, src, dst};
+    }
+
+    /** {@code WORD N} and a raw sample file of records {@code from..to-1} (N of them). */
+    static synchronized void writeBlock(String word, List<long[]> records, int from, int to) throws IOException {
+        say(word + " " + (to - from));
+        writeRaw(proto, records, from, to);
         proto.flush();
+    }
+
+    /** Records as a whole raw sample file: header, 56-byte little-endian records, footer. */
+    static void writeRaw(OutputStream out, List<long[]> records, int from, int to) throws IOException {
+        out.write(RawSampleWriter.header(RawSampleWriter.NET_RECORD_BYTES));
+        CRC32 crc = new CRC32();
+        ByteBuffer b = ByteBuffer.allocate(RawSampleWriter.NET_RECORD_BYTES * 4096).order(ByteOrder.LITTLE_ENDIAN);
+        for (int i = from; i < to; i++) {
+            long[] r = records.get(i);
+            b.putInt((int) r[PAIR]).putInt(0).putLong(r[SEQ]).putLong(r[SEND]).putLong(r[RECV]).putLong(r[INTENDED])
+                    .putLong(r[ACTUAL]).putInt((int) r[SRC]).putInt((int) r[DST]);
+            if (!b.hasRemaining() || i == to - 1) {
+                crc.update(b.array(), 0, b.position());
+                out.write(b.array(), 0, b.position());
+                b.clear();
+            }
+        }
+        out.write(RawSampleWriter.footer(to - from, crc.getValue(), false));
     }
 
     static byte[] message(int payload, int kind, int node, long seq, long intended, long send) {
@@ -104,7 +138,7 @@ public final class NetAgent {
                     return null;
                 case DATA:
                     streamCount++;
-                    if (records.size() < capacity) records.add(new long[] {0, h.getInt(4), seq, intended, send, now});
+                    if (records.size() < capacity) records.add(sample(0, h.getInt(4), node, seq, intended, send, now, false));
                     else dropped++;
                     return null;
                 case END:
@@ -193,10 +227,11 @@ public final class NetAgent {
         proto = new BufferedOutputStream(new FileOutputStream(FileDescriptor.out));
         System.setOut(System.err);
         String version = NetAgent.class.getPackage().getImplementationVersion();
-        say("hello jitterlab-net " + (version == null ? "0.0.0-dev" : version) + " 1 pekko-artery");
+        say("hello jitterlab-net " + (version == null ? "0.0.0-dev" : version) + " " + PROTOCOL + " pekko-artery");
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         ActorSystem server = null;
         Responder responder = null;
+        int parted = 0;  // a server's records already handed over in parts
         String line;
         while ((line = in.readLine()) != null) {
             String[] words = line.trim().split("\\s+");
@@ -215,6 +250,16 @@ public final class NetAgent {
                     case "run" -> {
                         if (!run(p, in)) return;
                     }
+                    case "part" -> {
+                        if (responder == null) throw new IllegalStateException("part before serve");
+                        List<long[]> records;
+                        synchronized (responder) {  // the receiving actor waits only for this copy
+                            int to = responder.records.size();
+                            records = new ArrayList<>(responder.records.subList(Math.min(parted, to), to));
+                            parted = to;
+                        }
+                        writeBlock("part", records, 0, records.size());
+                    }
                     case "collect" -> {
                         if (responder == null) throw new IllegalStateException("collect before serve");
                         List<long[]> records;
@@ -223,7 +268,8 @@ public final class NetAgent {
                             records = new ArrayList<>(responder.records);
                             responder.records.clear();
                         }
-                        sendRecords(records);
+                        parted = 0;
+                        writeBlock("samples", records, 0, records.size());
                     }
                     default -> throw new IllegalArgumentException("unknown command '" + words[0] + "'");
                 }
@@ -259,7 +305,7 @@ public final class NetAgent {
             } catch (IOException e) {
                 pmQos = "refused";
             }
-            Scenario s = new Scenario(p, peers, inbox, queue);
+            Scenario s = new Scenario(p, peers, inbox, queue, in);
             s.pmQos = pmQos;
             long t0 = System.nanoTime();
             s.run(t0);
@@ -277,28 +323,39 @@ public final class NetAgent {
         final List<ActorRef> peers;
         final ActorRef inbox;
         final LinkedBlockingQueue<Received> queue;
+        final BufferedReader in;  // the coordinator's commands ("next" between stream steps)
         final int payload, node;
         final long timeout;
         final List<long[]> records = new ArrayList<>();
+        final List<long[]> pending = new ArrayList<>();  // open loop: every request sent, by seq
         final List<String> steps = new ArrayList<>();
-        long t0, warmEnd, end, nextProgress, sent, answered, lost, late, maxLag, frames, framesComplete;
+        long t0, warmEnd, end, nextProgress, nextPart, sent, answered, lost, late, maxLag, frames, framesComplete;
+        int parted, pendingParted;  // records and open-loop requests already handed over in parts
+        String parts = "none";  // appended (ping, frame-sync), settled (open loop), none (stream)
+        boolean interrupted;
         String pmQos = "refused";
         Received last;
 
-        Scenario(Map<String, String> p, List<ActorRef> peers, ActorRef inbox, LinkedBlockingQueue<Received> queue) {
+        Scenario(Map<String, String> p, List<ActorRef> peers, ActorRef inbox, LinkedBlockingQueue<Received> queue,
+                BufferedReader in) {
             this.p = p;
             this.peers = peers;
             this.inbox = inbox;
             this.queue = queue;
+            this.in = in;
             this.payload = (int) num(p, "payload", 64);
             this.node = (int) num(p, "node", 0);
             this.timeout = num(p, "timeout_ns", 1_000_000_000);
         }
 
-        void run(long start) throws InterruptedException {
+        void run(long start) throws InterruptedException, IOException {
             t0 = start;
             warmEnd = t0 + num(p, "warmup_ns", 0);
             end = warmEnd + num(p, "duration_ns", 10_000_000_000L);
+            nextPart = warmEnd + PART_NS;
+            String scenario = String.valueOf(p.get("scenario"));
+            parts = scenario.equals("ping") || scenario.equals("frame-sync") ? "appended"
+                    : scenario.equals("open-loop") ? "settled" : "none";
             switch (p.get("scenario")) {
                 case "ping" -> ping();
                 case "open-loop" -> openLoop(real(p, "rate", 1000));
@@ -308,12 +365,34 @@ public final class NetAgent {
             }
         }
 
-        void progress() {
+        /** Progress about every 0.2 s and, about every second, the records made final since
+         *  the last part (between two messages, never inside a measured round trip). */
+        void progress() throws IOException {
             long now = System.nanoTime();
             if (now >= nextProgress) {
                 nextProgress = now + 200_000_000;
                 say("progress " + Math.max(0, Math.min(now - t0, end - t0)) + " " + (end - t0));
             }
+            if (now < nextPart) return;
+            nextPart = now + PART_NS;
+            if (parts.equals("appended") && records.size() > parted) {
+                writeBlock("part", records, parted, records.size());
+                parted = records.size();
+            } else if (parts.equals("settled")) {
+                handOverSettled(now);
+            }
+        }
+
+        /** Open loop: the requests from the oldest not yet handed over up to the first still
+         *  waiting for its answer within the timeout; those answered after the warm-up go over. */
+        void handOverSettled(long now) throws IOException {
+            List<long[]> settled = new ArrayList<>();
+            for (; pendingParted < pending.size(); pendingParted++) {
+                long[] r = pending.get(pendingParted);
+                if (r[RECV] == 0 && r[INTENDED] + timeout > now) break;  // may still be answered
+                if (r[RECV] != 0 && r[INTENDED] >= warmEnd) settled.add(r);
+            }
+            if (!settled.isEmpty()) writeBlock("part", settled, 0, settled.size());
         }
 
         long send(int peer, int kind, long seq, long intended) {
@@ -328,7 +407,7 @@ public final class NetAgent {
             return last != null;
         }
 
-        void ping() throws InterruptedException {
+        void ping() throws InterruptedException, IOException {
             for (long seq = 0; System.nanoTime() < end; seq++) {
                 progress();
                 long t = send(0, PING, seq, 0);
@@ -346,20 +425,19 @@ public final class NetAgent {
                     continue;
                 }
                 answered++;
-                if (t >= warmEnd) records.add(new long[] {0, header(last.message()).getInt(4), seq, t, t, last.at()});
+                if (t >= warmEnd) records.add(sample(0, node, header(last.message()).getInt(4), seq, t, t, last.at(), false));
             }
         }
 
-        void openLoop(double rate) throws InterruptedException {
+        void openLoop(double rate) throws InterruptedException, IOException {
             long period = (long) (1e9 / rate);
-            List<long[]> pending = new ArrayList<>();
             for (long seq = 0;; seq++) {
                 long due = t0 + seq * period;
                 if (due >= end) break;
                 progress();
                 while (System.nanoTime() < due) if (receive(due)) take(pending);
                 long t = send(0, PING, seq, due);
-                pending.add(new long[] {0, 0, seq, due, t, 0});
+                pending.add(sample(0, node, 0, seq, due, t, 0, true));  // answered: RECV and DST set
                 sent++;
                 long lag = t - due;
                 maxLag = Math.max(maxLag, lag);
@@ -368,7 +446,7 @@ public final class NetAgent {
             long grace = System.nanoTime() + timeout;
             while (answered < sent && System.nanoTime() < grace) if (receive(grace)) take(pending);
             lost = sent - answered;
-            for (long[] r : pending) if (r[5] != 0 && r[3] >= warmEnd) records.add(r);
+            for (long[] r : pending) if (r[RECV] != 0 && r[INTENDED] >= warmEnd) records.add(r);
         }
 
         void take(List<long[]> pending) {
@@ -376,15 +454,18 @@ public final class NetAgent {
             long seq = h.getLong(8);
             if (h.getInt(0) != PONG || seq < 0 || seq >= pending.size()) return;
             long[] r = pending.get((int) seq);
-            if (r[5] == 0) {
-                r[5] = last.at();
-                r[1] = h.getInt(4);
+            if (r[RECV] == 0) {
+                r[RECV] = last.at();
+                r[DST] = h.getInt(4);
                 answered++;
             }
         }
 
-        void stream(long messages, long stepCount) throws InterruptedException {
+        void stream(long messages, long stepCount) throws InterruptedException, IOException {
+            boolean stepPause = num(p, "step_pause", 0) != 0;
             for (long step = 0; step < stepCount; step++) {
+                // the coordinator collects the receiver's records between steps, while nothing is measured
+                if (step > 0 && stepPause && !pausedBetweenSteps(step - 1)) break;
                 progress();
                 long start = System.nanoTime();
                 send(0, START, messages, 0);
@@ -411,7 +492,16 @@ public final class NetAgent {
             end = System.nanoTime();
         }
 
-        void frameSync(double fps, boolean sync, long states) throws InterruptedException {
+        /** "stepped K", then the coordinator's "next"; false when it is gone. */
+        boolean pausedBetweenSteps(long step) throws IOException {
+            say("stepped " + step);
+            String line = in.readLine();
+            if (line != null && line.equals("next")) return true;
+            interrupted = true;
+            return false;
+        }
+
+        void frameSync(double fps, boolean sync, long states) throws InterruptedException, IOException {
             long period = (long) (1e9 / fps);
             List<long[]> frameTimes = new ArrayList<>();  // intended, sent, dones
             long due = t0;
@@ -450,14 +540,15 @@ public final class NetAgent {
             long[] ft = frameTimes.get((int) f);
             if (++ft[2] == peers.size()) framesComplete++;
             int from = h.getInt(4);
-            if (ft[1] >= warmEnd) records.add(new long[] {from, from, f, ft[0], ft[1], h.getLong(16)});
+            if (ft[1] >= warmEnd) records.add(sample(from, node, from, f, ft[0], ft[1], h.getLong(16), false));
         }
 
         void report(long window) throws IOException {
             say("result sent=" + sent + " answered=" + answered + " lost=" + lost + " late=" + late + " max_lag_ns=" + maxLag
                     + " send_failures=0 frames=" + frames + " frames_complete=" + framesComplete + " window_ns=" + window
-                    + " interrupted=0 pm_qos=" + pmQos + " steps=" + (steps.isEmpty() ? "-" : String.join(",", steps)));
-            sendRecords(records);
+                    + " interrupted=" + (interrupted ? 1 : 0) + " pm_qos=" + pmQos + " steps="
+                    + (steps.isEmpty() ? "-" : String.join(",", steps)));
+            writeBlock("samples", records, 0, records.size());
         }
     }
 }

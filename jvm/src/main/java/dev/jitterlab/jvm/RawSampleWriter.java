@@ -18,6 +18,9 @@ import java.util.zip.CRC32;
  */
 public final class RawSampleWriter implements AutoCloseable {
     static final int RECORD_BYTES = 32;
+    /** The extended record of {@code jitterlab net} (raw-samples.json, extended_records.net). */
+    static final int NET_RECORD_BYTES = 56;
+    static final int HEADER_BYTES = 64, FOOTER_BYTES = 32;
     private static final int BATCH = 4096;
 
     private final Path path;
@@ -33,10 +36,23 @@ public final class RawSampleWriter implements AutoCloseable {
         this.tmp = path.resolveSibling(path.getFileName() + ".tmp");
         this.channel = FileChannel.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
                 StandardOpenOption.TRUNCATE_EXISTING);
-        ByteBuffer header = ByteBuffer.allocate(64).order(ByteOrder.LITTLE_ENDIAN);
-        header.put("JLSAMPLE".getBytes(StandardCharsets.US_ASCII)).putInt(1).putInt(RECORD_BYTES);
-        header.position(64).flip();
-        writeFully(header);
+        writeFully(ByteBuffer.wrap(header(RECORD_BYTES)));
+    }
+
+    /** The 64-byte header of a raw file of {@code recordBytes}-byte records. */
+    static byte[] header(int recordBytes) {
+        byte[] h = new byte[HEADER_BYTES];
+        ByteBuffer.wrap(h).order(ByteOrder.LITTLE_ENDIAN).put("JLSAMPLE".getBytes(StandardCharsets.US_ASCII))
+                .putInt(1).putInt(recordBytes);
+        return h;
+    }
+
+    /** The 32-byte footer: record count, CRC-32 of the record bytes, partial flag. */
+    static byte[] footer(long count, long crc, boolean partial) {
+        byte[] f = new byte[FOOTER_BYTES];
+        ByteBuffer.wrap(f).order(ByteOrder.LITTLE_ENDIAN).put("JLFOOTER".getBytes(StandardCharsets.US_ASCII))
+                .putLong(count).putInt((int) crc).putInt(0).putLong(partial ? 1L : 0L);
+        return f;
     }
 
     public void write(int pair, long seq, long tSendNs, long tRecvNs) throws IOException {
@@ -48,10 +64,7 @@ public final class RawSampleWriter implements AutoCloseable {
     /** Writes the footer, fsyncs and renames the file into place. */
     public void finish(boolean partial) throws IOException {
         flush();
-        ByteBuffer footer = ByteBuffer.allocate(32).order(ByteOrder.LITTLE_ENDIAN);
-        footer.put("JLFOOTER".getBytes(StandardCharsets.US_ASCII)).putLong(count).putInt((int) crc.getValue())
-                .putInt(0).putLong(partial ? 1L : 0L).flip();
-        writeFully(footer);
+        writeFully(ByteBuffer.wrap(footer(count, crc.getValue(), partial)));
         channel.force(true);
         channel.close();
         Files.move(tmp, path, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
