@@ -28,10 +28,11 @@ from jitterlab.describe.network import network_text, ping_rows
 from jitterlab.measure.runner import run_plan
 from jitterlab.net import topo
 from jitterlab.net.agents import Agent, Launcher
-from jitterlab.net.bench import Case, NetOptions, bench_plan
+from jitterlab.net.bench import Case, NetOptions, bench_plan, jvm_agent
 from jitterlab.net.impair import parse as parse_impairment
 from jitterlab.net.nodes import Nodes, from_topology
 from jitterlab.store import ResultsStore, Run
+from jitterlab.store.rawfile import NET_RECORD_DTYPE, read_raw_samples
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("ip") is None, reason="network namespaces need root and iproute2"
@@ -650,7 +651,7 @@ def test_kill_9_mid_run_keeps_the_samples_so_far_and_the_impairment_log(tmp_path
     )
     try:
         deadline = time.monotonic() + 30
-        while not list((store / ".staging").glob("*/parts/part-000002.parquet")):
+        while not list((store / ".staging").glob("*/parts/part-000002.jlraw")):
             assert time.monotonic() < deadline and proc.poll() is None, "no second part written"
             time.sleep(0.1)
     finally:
@@ -685,7 +686,7 @@ def test_sigterm_between_stream_steps_ends_the_run_with_its_samples(tmp_path: Pa
         text=True,
     )
     deadline = time.monotonic() + 40
-    while not list((store / ".staging").glob("*/parts/part-000003.parquet")):
+    while not list((store / ".staging").glob("*/parts/part-000003.jlraw")):
         assert time.monotonic() < deadline and proc.poll() is None, "no third part written"
         time.sleep(0.05)
     proc.send_signal(signal.SIGTERM)
@@ -706,39 +707,47 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.mark.parametrize(
-    ("scenario", "options"),
+    ("scenario", "options", "transport"),
     [
-        ("open-loop", ("--rate", "2000")),
-        ("stream", ("--samples", "20000", "--steps", "5000")),  # parts between steps
-        ("stream", ("--samples", "3000000", "--steps", "2")),  # a step longer than the test: parts in it
+        ("open-loop", ("--rate", "2000"), "udp"),
+        ("stream", ("--samples", "20000", "--steps", "5000"), "udp"),  # parts between steps
+        # a step longer than the test: parts in it
+        ("stream", ("--samples", "3000000", "--steps", "2"), "udp"),
+        ("ping", (), "pekko-artery"),  # the JVM agent hands over parts too (issue 24 item 10)
+        ("open-loop", ("--rate", "1000"), "pekko-artery"),
+        ("stream", ("--samples", "20000", "--steps", "5000"), "pekko-artery"),
     ],
-    ids=["open-loop", "stream-short-steps", "stream-long-steps"],
+    ids=["open-loop", "stream-short-steps", "stream-long-steps", "jvm-ping", "jvm-open-loop", "jvm-stream"],
 )
 @pytest.mark.parametrize("killed", ["coordinator", "agent"])
 def test_kill_9_mid_open_loop_or_stream_keeps_the_samples_so_far(
-    tmp_path: Path, scenario: str, options: tuple[str, ...], killed: str
+    tmp_path: Path, scenario: str, options: tuple[str, ...], transport: str, killed: str
 ) -> None:
     """Issue 24 item 10, the open-loop and stream parts: their records came only with the
     result (open loop completes a request when its answer comes; a stream is recorded by the
     receiver), so SIGKILL of the coordinator or of the sending agent lost every sample. Open
     loop now hands over its settled requests about every second, and the coordinator asks a
-    stream's receiver for its records as often; recover stores them as a partial run."""
+    stream's receiver for its records as often; recover stores them as a partial run. The
+    JVM agent (pekko-artery) sent no parts at all: it now speaks the same part protocol.
+    Every part is the run format's raw file, read by the raw-file reader (issue 28)."""
     store = tmp_path / "s"
     proc = subprocess.Popen(
         [
             *(sys.executable, "-m", "jitterlab", "net", "bench", "--scenario", scenario),
+            *("--transport", transport, *(["--router"] if transport == "pekko-artery" else [])),
             *("--duration", "30s", "--warmup", "0.2s", *options, "--store", str(store)),
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
     )
+    agent_program = "NetAgent" if transport == "pekko-artery" else "jitterlab-net"
     try:
-        deadline = time.monotonic() + 40
-        while not list((store / ".staging").glob("*/parts/part-000002.parquet")):
+        deadline = time.monotonic() + 60  # a JVM agent takes seconds to start on a loaded machine
+        while not list((store / ".staging").glob("*/parts/part-000002.jlraw")):
             assert time.monotonic() < deadline and proc.poll() is None, "no second part written"
             time.sleep(0.05)
-        children = ["pgrep", "-P", str(proc.pid), "-f", "jitterlab-net"]
+        children = ["pgrep", "-P", str(proc.pid), "-f", agent_program]
         agents = [int(pid) for pid in subprocess.run(children, capture_output=True, text=True).stdout.split()]
         if killed == "coordinator":
             proc.kill()
@@ -761,19 +770,70 @@ def test_kill_9_mid_open_loop_or_stream_keeps_the_samples_so_far(
         os.kill(pid, signal.SIGKILL)
     assert not running, f"agents {running} still running 10 s after the kill"
     (staging,) = (p.parent for p in (store / ".staging").glob("*/parts"))
+    # each part is a whole raw sample file as the agent handed it over: the harnesses' reader
+    # decodes it, in the net record layout, with the columns the run stores
+    parts = [read_raw_samples(p) for p in sorted((staging / "parts").glob("part-*.jlraw"))]
+    assert len(parts) >= 2 and all(p.dtype == NET_RECORD_DTYPE and not p.truncated for p in parts)
+    in_parts = sum(p.rows for p in parts)
     name = json.loads((staging / "run.draft.json").read_text())["topology"]["name"]
     run_cli("net", "topo", "down", name)
     recovered = run_cli("recover", "--store", str(store))
     assert recovered.returncode == 0, recovered.stderr
     (run,) = ResultsStore(store).runs()
     assert run.partial and "recovered from .staging" in run.meta["partial_reason"]
-    assert run.config["scenario"] == scenario
+    assert run.config["scenario"] == scenario and run.config["transport"] == transport
     t_recv = run.t_recv_ns
-    assert t_recv.size >= (1000 if scenario == "open-loop" else 10_000)  # two parts, about 2 s
+    assert t_recv.size == in_parts  # every record of every part, nothing else
+    least = {"ping": 100, "open-loop": 1000 if transport == "udp" else 500, "stream": 10_000}[scenario]
+    assert t_recv.size >= least  # two parts, about 2 s
     assert t_recv.max() < killed_at and (run.latency_ns > 0).all()  # recorded before the kill
     assert np.unique(run.seq).size == run.seq.size  # every sample once, in no two parts
     src, dst = run.column("src_node"), run.column("dst_node")
     assert (src == 0).all() and (dst == 1).all()  # node 0 to node 1 either way
+
+
+@pytest.mark.parametrize("transport", ["udp", "pekko-artery"])
+def test_an_agents_parts_and_samples_are_raw_files_the_raw_reader_reads(
+    tmp_path: Path, transport: str
+) -> None:
+    """Issue 28: the agents spoke a 40-byte record of their own. Native and JVM agents alike
+    now hand over the run format's raw file (docs/run-format.md: header, 56-byte net records,
+    footer with count and CRC-32), which the harnesses' reader decodes: here two agents on
+    loopback, a ping of 2.5 s, its parts written as they came and read back as files."""
+    program = jvm_agent()[0] if transport == "pekko-artery" else ()
+    server = Agent(Launcher("n1", program=program))
+    client = Agent(Launcher("n0", program=program))
+    parts: list[bytes] = []
+    try:
+        port = server.serve(transport, "127.0.0.1", "127.0.0.1", 0, 64, 1)
+        client.on_part = parts.append
+        client.send(
+            f"run scenario=ping transport={transport} peers=127.0.0.1:{port} advertise=127.0.0.1 payload=64 "
+            "node=0 duration_ns=2500000000 warmup_ns=0 timeout_ns=1000000000"
+        )
+        client.expect("ready")
+        client.send("go")
+        client.expect("result")
+        final = client.records()
+    finally:
+        client.close()
+        server.close()
+    assert len(parts) >= 2  # about one a second
+    read = []
+    for k, data in enumerate(parts):
+        (tmp_path / f"part-{k}.jlraw").write_bytes(data)
+        raw = read_raw_samples(tmp_path / f"part-{k}.jlraw")
+        assert raw.dtype == NET_RECORD_DTYPE and not raw.truncated and not raw.partial and raw.rows > 0
+        read.append(raw.records)
+    got = np.concatenate(read)
+    assert final.dtype == NET_RECORD_DTYPE and got.size <= final.size
+    assert (got == final[: got.size]).all()  # the parts are the first records of the result, each once
+    assert (
+        (final["reserved"] == 0).all() and (final["src_node"] == 0).all() and (final["dst_node"] == 1).all()
+    )
+    assert (final["t_send_ns"] == final["t_actual_send_ns"]).all()  # ping: latency from the actual send
+    assert (final["t_intended_ns"] == final["t_send_ns"]).all()
+    assert (final["t_recv_ns"] > final["t_send_ns"]).all() and (np.diff(final["seq"]) > 0).all()
 
 
 def test_down_all_keeps_topologies_whose_maker_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -41,7 +41,8 @@ LAYOUTS: dict[int, np.dtype] = {d.itemsize: d for d in (RECORD_DTYPE, NET_RECORD
 
 def extra_fields(dtype: np.dtype) -> tuple[str, ...]:
     """The columns of an extended record beyond the 32-byte record's (stored as int64)."""
-    return tuple(name for name in dtype.names or () if name not in RECORD_DTYPE.names)
+    base = {name for name, _ in LAYOUT["record"]}
+    return tuple(name for name in dtype.names or () if name not in base)
 
 
 CHUNK_RECORDS = 1 << 20  # 32 MiB of records read at a time
@@ -152,7 +153,9 @@ def _layout(head: bytes, where: Path | str) -> np.dtype:
     """The record layout a raw file's header names (its version and record size)."""
     version, record_bytes = struct.unpack_from("<II", head, 8)
     if version != FORMAT_VERSION or record_bytes not in LAYOUTS:
-        raise CorruptRunError(f"{where}: unsupported raw format version {version} / record size {record_bytes}")
+        raise CorruptRunError(
+            f"{where}: unsupported raw format version {version} / record size {record_bytes}"
+        )
     return LAYOUTS[record_bytes]
 
 
@@ -178,7 +181,9 @@ def read_raw_bytes(data: bytes, where: str) -> RawSamples:
         raise CorruptRunError(f"{where}: not a jitterlab raw sample file (bad header)")
     dtype = _layout(data, where)
     body = len(data) - HEADER_BYTES
-    footer = data[-FOOTER_BYTES:] if body >= FOOTER_BYTES and (body - FOOTER_BYTES) % dtype.itemsize == 0 else b""
+    footer = (
+        data[-FOOTER_BYTES:] if body >= FOOTER_BYTES and (body - FOOTER_BYTES) % dtype.itemsize == 0 else b""
+    )
     if footer[:8] != FOOTER_MAGIC:
         whole = body // dtype.itemsize
         records = np.frombuffer(data, dtype, count=whole, offset=HEADER_BYTES).copy()

@@ -469,7 +469,11 @@ public final class NetAgent {
                 progress();
                 long start = System.nanoTime();
                 send(0, START, messages, 0);
-                for (long k = 0; k < messages; k++) send(0, DATA, step * messages + k, 0);
+                for (long k = 0; k < messages; k++) {
+                    send(0, DATA, step * messages + k, 0);
+                    // a step longer than a second: progress lets the coordinator pull the receiver's part
+                    if ((k & 0x3fff) == 0x3fff) progress();
+                }
                 send(0, END, messages, 0);
                 sent += messages;
                 boolean ready = false;
