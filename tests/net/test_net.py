@@ -124,8 +124,22 @@ def test_frame_sync_records_every_render_node_and_the_skew(bench: tuple[Path, st
         assert net["fps"] > 0 and set(net["skew"]["per_node"]) == {"1", "2"}
 
 
+def ours(name: str) -> list[str]:
+    """The namespaces of topology ``name`` on the machine. Other engineers' suites make their
+    own `jl-` namespaces on the same machine at the same time: a test asserts only about the
+    namespaces it made (issue 24: "no jl- namespace machine-wide" failed under them)."""
+    return [ns for ns in topo.namespaces() if ns.startswith(f"{name}-")]
+
+
+def _topology_of(store: Path) -> str:
+    """The topology the runs in ``store`` were measured on (every run names it)."""
+    (name,) = {r.meta["topology"]["name"] for r in ResultsStore(store).runs()}
+    return str(name)
+
+
 def test_the_bench_left_no_namespace_behind(bench: tuple[Path, str]) -> None:
-    assert topo.namespaces() == []
+    name = _topology_of(bench[0])
+    assert name.startswith("jl-") and ours(name) == []
 
 
 def test_net_json_matches_its_schemas_headed_by_the_context_block(store: Path) -> None:
@@ -221,7 +235,7 @@ def test_topology_up_list_and_down(tmp_path: Path) -> None:
     assert up.returncode == 0, up.stderr
     name = up.stdout.strip()
     try:
-        assert sorted(topo.namespaces()) == sorted([f"{name}-n0", f"{name}-n1", f"{name}-n2", f"{name}-r"])
+        assert sorted(ours(name)) == sorted([f"{name}-n0", f"{name}-n1", f"{name}-n2", f"{name}-r"])
         listed = run_cli("net", "topo", "list")
         assert name in listed.stdout and "yes" in listed.stdout
         # a node reaches another through the router
@@ -241,7 +255,7 @@ def test_topology_up_list_and_down(tmp_path: Path) -> None:
         assert "tbf" in qdisc.stdout and "10Mbit" in qdisc.stdout
     finally:
         down = run_cli("net", "topo", "down", name)
-    assert down.returncode == 0 and topo.namespaces() == []
+    assert down.returncode == 0 and ours(name) == []
 
 
 def test_a_link_through_the_router_carries_the_model_delay(store: Path) -> None:
@@ -514,13 +528,16 @@ def _udp_port_held_in(netns: str) -> tuple[subprocess.Popen[bytes], int]:
         (["--topo", "jl-nothere"], "no topology named jl-nothere"),
     ],
 )
-def test_bad_input_is_one_line_and_exit_2(args: list[str], expected: str, tmp_path: Path) -> None:
-    before = set(topo.namespaces())  # another suite on this machine may hold some
+def test_bad_input_is_one_line_and_exit_2(
+    args: list[str], expected: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state = tmp_path / "state"  # a topology made is recorded here first: one left behind would stay
+    monkeypatch.setenv("JITTERLAB_NET_STATE", str(state))
     done = run_cli("net", "bench", *args, "--duration", "1s", "--store", str(tmp_path / "s"))
     assert done.returncode == 2, done.stderr
     assert_one_line_error(done.stderr)
     assert expected in done.stderr
-    assert set(topo.namespaces()) <= before
+    assert not list(state.glob("jl-*.json")) if state.is_dir() else True, "a topology was left behind"
 
 
 def test_a_port_in_use_on_a_node_is_one_line(tmp_path: Path) -> None:
@@ -590,22 +607,30 @@ def test_not_root_is_one_line(tmp_path: Path) -> None:
     assert "need root" in done.stderr
 
 
-def _wait_for_namespaces(before: set[str], timeout: float = 30) -> None:
+def _wait_for_topology(state: Path, timeout: float = 30) -> str:
+    """The name of the topology a command made with its state in ``state`` (a private
+    folder: JITTERLAB_NET_STATE), once its namespaces exist."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and not (set(topo.namespaces()) - before):
+    while time.monotonic() < deadline:
+        made = sorted(state.glob("jl-*.json")) if state.is_dir() else []
+        if made and ours(made[0].stem):
+            return made[0].stem
         time.sleep(0.05)
+    raise AssertionError(f"no topology made in {state} within {timeout} s")
 
 
-def test_sigterm_keeps_what_was_recorded_and_removes_the_namespaces(tmp_path: Path) -> None:
+def test_sigterm_keeps_what_was_recorded_and_removes_the_namespaces(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("JITTERLAB_NET_STATE", str(tmp_path / "state"))
     store = tmp_path / "s"
-    before = set(topo.namespaces())  # a shared machine: other runs' namespaces are not this one's
     proc = subprocess.Popen(
         [sys.executable, "-m", "jitterlab", "net", "bench", "--duration", "30s", "--store", str(store)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-    _wait_for_namespaces(before)
+    name = _wait_for_topology(tmp_path / "state")
     time.sleep(3)
     proc.send_signal(signal.SIGTERM)
     _out, err = proc.communicate(timeout=60)
@@ -613,11 +638,13 @@ def test_sigterm_keeps_what_was_recorded_and_removes_the_namespaces(tmp_path: Pa
     runs = ResultsStore(store).runs()
     assert len(runs) == 1 and runs[0].partial and runs[0].latency_ns.size > 0
     assert "interrupted" in runs[0].meta["partial_reason"]
-    name = runs[0].meta["topology"]["name"]
-    assert not [ns for ns in topo.namespaces() if ns.startswith(name + "-")]
+    assert runs[0].meta["topology"]["name"] == name and ours(name) == []
 
 
-def test_kill_9_of_the_coordinator_leaves_nothing_after_topo_down(tmp_path: Path) -> None:
+def test_kill_9_of_the_coordinator_leaves_nothing_after_topo_down(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("JITTERLAB_NET_STATE", str(tmp_path / "state"))  # list and --all see ours only
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -633,20 +660,22 @@ def test_kill_9_of_the_coordinator_leaves_nothing_after_topo_down(tmp_path: Path
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    _wait_for_namespaces(set())
+    name = _wait_for_topology(tmp_path / "state")
     time.sleep(2)
+    children = ["pgrep", "-P", str(proc.pid), "-f", "jitterlab-net"]  # its agents, not another suite's
+    agents = [int(pid) for pid in subprocess.run(children, capture_output=True, text=True).stdout.split()]
+    assert agents, "no agent started"
     proc.kill()
     proc.wait()
-    time.sleep(1)
-    agents = subprocess.run(
-        ["pgrep", "-f", "bin/jitterlab-net"], capture_output=True, text=True, check=False
-    ).stdout.split()
-    assert agents == []  # an agent exits when its coordinator's pipe closes
+    deadline = time.monotonic() + 10  # an agent exits when its coordinator's pipe closes
+    while [pid for pid in agents if _alive(pid)] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert [pid for pid in agents if _alive(pid)] == []
     listed = run_cli("net", "topo", "list")
-    assert "gone" in listed.stdout
+    assert name in listed.stdout and "gone" in listed.stdout
     down = run_cli("net", "topo", "down", "--all")
     assert down.returncode == 0
-    assert topo.namespaces() == []
+    assert ours(name) == []
 
 
 def test_kill_9_mid_run_keeps_the_samples_so_far_and_the_impairment_log(tmp_path: Path) -> None:
@@ -709,7 +738,7 @@ def test_sigterm_between_stream_steps_ends_the_run_with_its_samples(tmp_path: Pa
     (run,) = ResultsStore(store).runs()
     assert run.partial and "interrupted" in run.meta["partial_reason"]
     assert run.latency_ns.size >= 60_000  # three steps at least
-    assert topo.namespaces() == []
+    assert ours(run.meta["topology"]["name"]) == []
 
 
 def _alive(pid: int) -> bool:
