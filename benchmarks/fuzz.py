@@ -17,9 +17,19 @@ Targets (each takes the bytes of a file):
              as `recover` stores it, then `show` of what was stored
   ring       a monitor ring's shared-memory file (header and slots) as `serve` opens and
              drains it (the native reader; a crash here ends the process: the input being
-             run is kept as findings/.../ring-current.input)
+             run is kept as findings/.../ring-current.input). A file shorter than the
+             header or without its magic is refused by the reader only after it has waited
+             1 s for a creator that never comes (by design: how a server and a writer started
+             together meet); the header is parsed here first and such an input goes to the
+             reader once per run (the refusal checked), the others are counted as "header
+             refusals" and not waited for
   options    the text of a duration / whole-number / number option (core.options): refused
              in one line or a value inside the option's range
+
+Every target runs in this process, no subprocess per input: a JitterlabError is a
+refusal (fine), any other exception a finding. The files a target reads are written in a
+private folder on tmpfs (/dev/shm when there is one: --workdir), or handed over as bytes
+where the parser reads a stream (hlog).
 
 Mutations start from valid seed files: byte flips, inserts, deletes, truncations and chunk
 copies, and for JSON files a node replaced by a value of another type. Seeded: a run is
@@ -29,8 +39,9 @@ reproducible from --seed. A slow input (over --hang-ms) counts as a hang.
     python benchmarks/fuzz.py --target model --execs 100000 --seed 7
     python benchmarks/fuzz.py --seconds 300 --jobs 4    # 4 processes, seeds 1..4
 
-It prints executions, distinct inputs and findings per target; findings are written to
---findings (default ./fuzz-findings/) with the traceback.
+It prints, per target, executions, executions per second, the projected time to 10^6
+executions at that rate (one job), distinct inputs, findings and hangs; findings are
+written to --findings (default ./fuzz-findings/) with the traceback.
 """
 
 from __future__ import annotations
@@ -39,6 +50,7 @@ import argparse
 import contextlib
 import copy
 import hashlib
+import io
 import json
 import math
 import os
@@ -72,6 +84,12 @@ from jitterlab.store.ingest import import_csv
 from jitterlab.store.rawfile import RECORD_DTYPE, read_raw_samples, write_raw_samples
 from jitterlab.store.runs import DRAFT_JSON, PARTS_DIR
 from jitterlab.store.schema import RUN_JSON, read_harness_json
+
+# the monitor ring's header (native/src/monitor.cpp, docs/monitor.md): magic at offset 0,
+# then version, entry size, capacity and the hint; 384 bytes with its three aligned indices
+RING_MAGIC = 0x6A6C6D6F6E697431  # "jlmonit1", little-endian u64
+RING_HEADER_BYTES = 384
+PROJECTED_EXECUTIONS = 1_000_000
 
 ODD_VALUES: list[Any] = [
     None,
@@ -256,6 +274,9 @@ class Targets:
         self.ring_path = Path(f"/dev/shm/jitterlab-monitor-{self.ring_channel}")
         self.seeds["ring"] = self.ring_path.read_bytes()
         recorder.unlink(self.ring_channel)
+        assert len(self.seeds["ring"]) == RING_HEADER_BYTES + 64 * 64, "the ring's layout changed"
+        assert int.from_bytes(self.seeds["ring"][:8], "little") == RING_MAGIC, "the ring's magic changed"
+        self.header_refusals = 0  # ring inputs refused by the header check here (see the docstring)
         self.seeds["options"] = b"1.5ms"
         self.findings = root / "findings"  # run_targets points it at --findings
 
@@ -300,8 +321,7 @@ class Targets:
             )
 
     def t_hlog(self, data: bytes) -> None:
-        with open(self._file("x.hlog", data), "rb") as f:
-            read_figures(f, "x.hlog")
+        read_figures(io.BytesIO(data), "x.hlog")  # the reader takes lines of bytes: no file needed
 
     def t_csv(self, data: bytes) -> None:
         import_csv(self._file("x.csv", data), self.csv_store)
@@ -356,6 +376,17 @@ class Targets:
             show_text(stored, run_summary(stored))
 
     def t_ring(self, data: bytes) -> None:
+        if len(data) < RING_HEADER_BYTES or int.from_bytes(data[:8], "little") != RING_MAGIC:
+            # no creator will ever size it or store the magic: the reader waits 1 s, then
+            # refuses; the first such input of a run goes to it and must be refused
+            self.header_refusals += 1
+            if self.header_refusals > 1:
+                return
+            self._ring_native(data)
+            raise AssertionError("the reader accepted a ring without its header or magic")
+        self._ring_native(data)
+
+    def _ring_native(self, data: bytes) -> None:
         self.findings.mkdir(parents=True, exist_ok=True)
         current = self.findings / "ring-current.input"
         current.write_bytes(data)  # left behind only if the native reader crashes the process
@@ -428,6 +459,7 @@ def fuzz(
 ) -> dict[str, Any]:
     seen: set[bytes] = set()
     execs = found = hangs = 0
+    began = time.perf_counter()
     while not until(execs):
         data = targets.mutate(target, rng)
         seen.add(hashlib.blake2b(data, digest_size=12).digest())
@@ -450,10 +482,21 @@ def fuzz(
     return {
         "target": target,
         "executions": execs,
+        "seconds": time.perf_counter() - began,
         "distinct_inputs": len(seen),
         "findings": found,
         "hangs": hangs,
+        "header_refusals": targets.header_refusals if target == "ring" else 0,
     }
+
+
+def rate_text(executions: int, seconds: float) -> str:
+    """Executions per second and the projected time to 10^6 executions at that rate."""
+    rate = executions / seconds if seconds > 0 else 0.0
+    if rate <= 0:
+        return f"{0:>9,.0f}/s  10^6 in  never"
+    hours = PROJECTED_EXECUTIONS / rate / 3600
+    return f"{rate:>9,.0f}/s  10^6 in {hours:6.1f} h"
 
 
 def stop_rule(seconds: float | None, execs: int | None) -> Callable[[int], bool]:
@@ -465,12 +508,25 @@ def stop_rule(seconds: float | None, execs: int | None) -> Callable[[int], bool]
     return lambda done: done >= limit
 
 
+def default_workdir() -> Path | None:
+    """tmpfs when there is one (every input is a file written, read and removed: on a loaded
+    disk each write costs milliseconds), else the system's temporary folder."""
+    shm = Path("/dev/shm")
+    return shm if shm.is_dir() and os.access(shm, os.W_OK) else None
+
+
 def run_targets(
-    chosen: list[str], seed: int, seconds: float | None, execs: int | None, hang_ms: float, findings: Path
+    chosen: list[str],
+    seed: int,
+    seconds: float | None,
+    execs: int | None,
+    hang_ms: float,
+    findings: Path,
+    workdir: Path | None = None,
 ) -> list[dict[str, Any]]:
     """One process's share: every chosen target in turn, in its own temporary folder."""
     results = []
-    with tempfile.TemporaryDirectory(prefix="jitterlab-fuzz-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="jitterlab-fuzz-", dir=workdir) as tmp:
         targets = Targets(Path(tmp))
         targets.findings = findings / f"seed-{seed}"
         try:
@@ -480,9 +536,11 @@ def run_targets(
                     targets, target, rng, stop_rule(seconds, execs), hang_ms / 1e3, targets.findings
                 )
                 results.append(result)
+                ring = f"  ({result['header_refusals']:,} header refusals)" if target == "ring" else ""
                 print(
-                    f"{target:10} {result['executions']:>10,} executions  {result['distinct_inputs']:>10,} "
-                    f"distinct inputs  {result['findings']} findings  {result['hangs']} hangs  (seed {seed})",
+                    f"{target:10} {result['executions']:>10,} executions "
+                    f"{rate_text(result['executions'], result['seconds'])}  {result['distinct_inputs']:>10,} "
+                    f"distinct inputs  {result['findings']} findings  {result['hangs']} hangs  (seed {seed}){ring}",
                     flush=True,
                 )
         finally:
@@ -501,11 +559,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=1, help="processes, each with its own seed (default 1)")
     parser.add_argument("--hang-ms", type=float, default=5_000)
     parser.add_argument("--findings", type=Path, default=Path("fuzz-findings"))
+    parser.add_argument(
+        "--workdir", type=Path, default=default_workdir(), help="where inputs are written (default /dev/shm)"
+    )
     args = parser.parse_args(argv)
     chosen = args.target or list(TARGETS)
     started = time.monotonic()
     work = [
-        (chosen, args.seed + k, args.seconds, args.execs, args.hang_ms, args.findings)
+        (chosen, args.seed + k, args.seconds, args.execs, args.hang_ms, args.findings, args.workdir)
         for k in range(args.jobs)
     ]
     if args.jobs == 1:
@@ -519,8 +580,10 @@ def main(argv: list[str] | None = None) -> int:
     total = {k: sum(r[k] for r in results) for k in ("executions", "distinct_inputs", "findings", "hangs")}
     for target in chosen:
         mine = [r for r in results if r["target"] == target]
+        done = sum(r["executions"] for r in mine)
+        per_job_s = sum(r["seconds"] for r in mine) / len(mine)  # the jobs ran side by side
         print(
-            f"target {target:10} {sum(r['executions'] for r in mine):>10,} executions  "
+            f"target {target:10} {done:>10,} executions {rate_text(done, per_job_s)}  "
             f"{sum(r['findings'] for r in mine)} findings  {sum(r['hangs'] for r in mine)} hangs"
         )
     print(

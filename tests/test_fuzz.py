@@ -7,7 +7,9 @@ from __future__ import annotations
 import importlib.util
 import json
 import random
+import re
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -88,3 +90,31 @@ def test_the_fuzzer_finds_what_it_is_meant_to_find(tmp_path: Path) -> None:
     result = fuzz.fuzz(Broken(), "x", random.Random(1), lambda done: done >= 50, 5.0, tmp_path / "findings")
     assert result["executions"] == 50 and 0 < result["findings"] < 50
     assert len(list((tmp_path / "findings").glob("x-*.txt"))) == result["findings"]
+
+
+def test_a_ring_without_its_header_is_refused_once_by_the_reader_then_in_process(targets: Any) -> None:
+    """The ring target ran ~13 inputs/s: a file shorter than the header or without its magic
+    makes the native reader wait 1 s for a creator that never comes. The header is parsed in
+    process: the first such input still goes to the reader (and must be refused), the rest
+    are counted without the wait."""
+    targets.header_refusals = 0
+    with pytest.raises(JitterlabError):
+        targets.run("ring", b"\x00" * 100)
+    magic = fuzz.RING_MAGIC.to_bytes(8, "little")
+    start = time.perf_counter()
+    for data in (b"", magic[:7], b"\x00" * len(targets.seeds["ring"]), b"x" + targets.seeds["ring"]):
+        targets.run("ring", data)
+    assert time.perf_counter() - start < 0.5  # four waits of 1 s before
+    assert targets.header_refusals == 5
+    read_or_refuse(targets, "ring", targets.seeds["ring"])  # a whole ring still goes to the reader
+
+
+def test_the_fuzzer_prints_the_rate_and_the_time_to_a_million(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = fuzz.main(["--target", "raw", "--target", "hosts", "--execs", "40", "--findings", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    for target in ("raw", "hosts"):
+        (line,) = [ln for ln in out.splitlines() if ln.startswith(f"target {target} ")]
+        assert re.search(r"\s40 executions\s+[\d,]+/s\s+10\^6 in\s+[\d.]+ h", line), line
