@@ -129,12 +129,12 @@ def common_meta(run_id: str, started: dt.datetime) -> dict[str, Any]:
 
 
 def _execute(
-    ctx: Context, job: NativeJob, run_id: str
+    ctx: Context, job: NativeJob, staging: Path
 ) -> tuple[tuple[Path, RawSamples, dict[str, Any]] | None, bool, str]:
-    """Run ``job``; returns ((staging folder, samples, run metadata) or None, interrupted,
-    why nothing was stored)."""
+    """Run ``job`` into ``staging`` (named by the run's id); returns ((staging folder,
+    samples, run metadata) or None, interrupted, why nothing was stored)."""
     store, warn = ctx.store, ctx.warn
-    staging = store.staging_dir(run_id)
+    run_id = staging.name
     prefix = job.command(staging) if job.command else [str(native_program(job.program))]
     argv = [*prefix, *job.args, "--out", str(staging)]
     started = dt.datetime.now(dt.timezone.utc)
@@ -191,9 +191,9 @@ def _execute(
 def run_native_job(ctx: Context, job: NativeJob) -> Done:
     """Run ``job`` and store its output: one run, or one per series (``job.series``)."""
     store = ctx.store
-    run_id = store.new_run_id(*job.id_parts)
-    with store.staging_lock(run_id):
-        result, interrupted, failure = _execute(ctx, job, run_id)
+    staging = store.staging_dir(store.new_run_id(*job.id_parts))  # its name is the run's id
+    with store.staging_lock(staging.name):
+        result, interrupted, failure = _execute(ctx, job, staging)
         if result is None:
             return Done([], interrupted, failure)
         if job.series:
@@ -212,10 +212,11 @@ def _store_series(
     try:
         for name in job.series:
             part = copy.deepcopy(meta)
-            part["id"] = store.new_run_id(*job.id_parts, name)
+            folder = store.staging_dir(store.new_run_id(*job.id_parts, name))
+            part["id"] = folder.name
             part["config"] = part["config"] | {"series": name, "pairs": 1, "scenario_run": meta["id"]}
             metas.append(part)
-            writers.append(SampleWriter(store.staging_dir(part["id"]) / SAMPLES_FILE, part["id"]))
+            writers.append(SampleWriter(folder / SAMPLES_FILE, part["id"]))
         for chunk in raw.chunks():
             for index, writer in enumerate(writers):
                 mine = chunk[chunk["pair"] == index]
@@ -257,6 +258,7 @@ def recover(store: ResultsStore, warn: Warn) -> list[Run]:
 def _recover_one(store: ResultsStore, staging: Path, warn: Warn) -> Run | None:
     """One leftover staging folder stored as a partial run (None when nothing was in it)."""
     lock = staging.parent / f"{staging.name}.lock"
+    store.check_leftover(staging)  # nothing in it is read through a link
     recovered = store.recover_parts(staging)  # a killed monitor: its rolling parts
     if recovered is not None:
         lock.unlink(missing_ok=True)

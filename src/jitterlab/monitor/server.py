@@ -225,8 +225,8 @@ class Server:
         if baseline is not None:
             self.state.category_counts = np.zeros(len(baseline.thresholds) + 1, np.int64)
         self.part_samples = part_samples
-        self.run_id = store.new_run_id("monitor", safe_id_part(channel))
-        self.staging = store.staging_dir(self.run_id)
+        self.staging = store.staging_dir(store.new_run_id("monitor", safe_id_part(channel)))
+        self.run_id = self.staging.name
         self.started = dt.datetime.now(dt.timezone.utc)
         self.t_start_ns: int | None = None
         self.buffer_send: list[np.ndarray] = []

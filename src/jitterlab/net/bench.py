@@ -152,6 +152,7 @@ def _run_one(store: ResultsStore, o: NetOptions, nodes: Nodes, case: Case, warn:
         *(["intra"] if case.intra else []),
     )
     staging = store.staging_dir(run_id)
+    run_id = staging.name  # another writer may hold the id drawn: the folder's name is the run's
     try:
         return _measure(store, o, nodes, case, warn, run_id, started, staging)
     except JitterlabError as e:  # an agent died or failed mid-run: what it handed over is kept

@@ -205,14 +205,15 @@ def settings_of(runs: list[Run]) -> dict[str, SettingResult]:
 def store_injected(store: ResultsStore, record: Path, probe_run: Run, setting: str) -> Run:
     """The proxy's own record (arrival at the proxy → release) as a run of its own: the
     delay the injector actually added, free of the loopback floor."""
-    run_id = store.new_run_id("inject", setting, "injected")
+    staging = store.staging_dir(store.new_run_id("inject", setting, "injected"))
+    run_id = staging.name
     meta = common_meta(run_id, dt.datetime.now(dt.timezone.utc)) | {
         "status": "complete",
         "partial_reason": "",
         "config": probe_run.config | {"technique": f"inject-{setting}/injected", "probe_run": probe_run.id},
         "proxy": probe_run.meta.get("proxy", {}),
     }
-    return store.commit(store.staging_dir(run_id), read_raw_samples(record), meta)
+    return store.commit(staging, read_raw_samples(record), meta)
 
 
 def validation_plan(o: ValidateOptions) -> Plan:

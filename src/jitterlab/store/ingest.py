@@ -117,8 +117,8 @@ def import_hlog(
     unit = resolve_unit(path, options.unit, _header_unit(path))
     scale = UNITS_NS[unit]
     expected = in_unit(options.expected_interval_ns, scale)
-    run_id = store.new_run_id("import", path.stem)
-    staging = store.staging_dir(run_id)
+    staging = store.staging_dir(store.new_run_id("import", path.stem))
+    run_id = staging.name
     try:
         with open(path, "rb") as source, open(staging / HISTOGRAM_FILE, "wb") as copy:
             result = read_figures(
@@ -477,6 +477,7 @@ def import_csv(
     layout = _csv_layout(path, header, options)
     meta = _import_meta(store, path, "csv")
     staging = store.staging_dir(meta["id"])
+    meta["id"] = staging.name
     try:
         try:
             writer, skipped, pairs = _write_csv(

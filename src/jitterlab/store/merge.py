@@ -194,6 +194,7 @@ def merge(
         timing={},
     )
     staging = store.staging_dir(run_id)
+    meta["id"] = staging.name
     try:
         if all(s.samples for s in sources):
             return _merge_samples(store, staging, meta, sources, engine)

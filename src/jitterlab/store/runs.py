@@ -12,7 +12,9 @@ instead of silently analysed.
 
 from __future__ import annotations
 
+import ctypes
 import datetime as dt
+import errno
 import fcntl
 import json
 import os
@@ -67,8 +69,71 @@ PARTS_DIR = "parts"  # rolling sample parts of a long-running recorder (a monito
 DRAFT_JSON = "run.draft.json"  # its run.json so far, for recover
 
 
+MAX_ID_ATTEMPTS = 1_000  # names tried for one run before giving up (each try is one taken name)
+_RENAME_NOREPLACE = 1  # linux/fs.h
+_AT_FDCWD = -100
+
+
 def default_store_path() -> Path:
     return Path(os.environ.get("JITTERLAB_STORE", DEFAULT_STORE))
+
+
+def _id_suffix() -> str:
+    """The random part of a run id: 2 bytes (a test replaces it to force ids to collide)."""
+    return secrets.token_hex(2)
+
+
+def id_candidates(run_id: str) -> Iterator[str]:
+    """``run_id``, then, when another writer holds that name, the same id with a new random
+    part appended; from the fourth try on also the try's number, so that even a random part
+    that keeps repeating (2 bytes: 1 in 65 536 for two writers in one second) ends in a free
+    name after as many tries as there are writers holding names."""
+    yield run_id
+    for attempt in range(1, MAX_ID_ATTEMPTS):
+        yield f"{run_id}-{_id_suffix()}" + (f"-{attempt}" if attempt >= 3 else "")
+    raise JitterlabError(f"no free run id after {MAX_ID_ATTEMPTS} tries from {run_id!r}")
+
+
+def _libc_renameat2() -> Any:
+    try:
+        function = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):  # a C library without it (glibc < 2.28, musl < 1.2.4)
+        return None
+    function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    function.restype = ctypes.c_int
+    return function
+
+
+_renameat2 = _libc_renameat2()
+
+
+def rename_no_replace(source: Path, target: Path) -> bool:
+    """Rename the folder ``source`` to ``target`` only when nothing is at ``target``, in one
+    step: True when renamed, False when ``target`` is taken (by any file or folder).
+
+    ``os.replace`` replaces an empty folder and fails on a full one with an unhandled error;
+    this is how a run claims its id in the store. ``renameat2(RENAME_NOREPLACE)`` where the
+    kernel and file system have it; otherwise the name is claimed with ``mkdir`` (which fails
+    when anything is there) and the folder renamed over that empty folder of ours."""
+    if _renameat2 is not None:
+        if _renameat2(_AT_FDCWD, os.fsencode(source), _AT_FDCWD, os.fsencode(target), _RENAME_NOREPLACE) == 0:
+            return True
+        err = ctypes.get_errno()
+        if err == errno.EEXIST:
+            return False
+        if err not in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP):
+            raise OSError(err, os.strerror(err), str(target))
+    try:
+        os.mkdir(target, 0o700)
+    except FileExistsError:
+        return False
+    try:
+        os.rename(source, target)  # over the empty folder this process just made
+    except BaseException:
+        with suppress(OSError):
+            os.rmdir(target)
+        raise
+    return True
 
 
 @dataclass
@@ -285,7 +350,7 @@ class ResultsStore:
     def new_run_id(self, *parts: str) -> str:
         stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
         slug = "-".join(safe_id_part(p) for p in parts if p)
-        return f"{stamp}-{slug}-{secrets.token_hex(2)}"
+        return f"{stamp}-{slug}-{_id_suffix()}"
 
     def trusted_uids(self) -> set[int]:
         """Whose folders in this store are used: the invoking user's and the store owner's."""
@@ -337,10 +402,27 @@ class ResultsStore:
             os.chown(staging, root.st_uid, root.st_gid, follow_symlinks=False)
 
     def staging_dir(self, run_id: str) -> Path:
-        """A fresh folder (0700) for a harness to write into; fails early with a clear message."""
-        directory = self.staging_root() / run_id
+        """A fresh folder (0700) for a harness to write into, named by the run's id; fails
+        early with a clear message.
+
+        The folder is claimed with ``mkdir`` (which fails when the name is taken): when
+        another writer already holds ``run_id`` in staging or in the store (two writers that
+        picked the same id in the same second), the next of :func:`id_candidates` is taken.
+        **The run's id is the returned folder's name**, which callers use from then on."""
+        root = self.staging_root()
+        for candidate in id_candidates(run_id):
+            directory = root / candidate
+            try:
+                os.mkdir(directory, 0o700)
+            except FileExistsError:
+                continue
+            except OSError as e:
+                raise JitterlabError(f"cannot write to results store {self.root}: {os_error_text(e)}") from e
+            if os.path.lexists(self.root / candidate):  # published already: the store's name is taken
+                os.rmdir(directory)
+                continue
+            break
         try:
-            os.mkdir(directory, 0o700)
             probe = os.open(
                 directory / ".write-test", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600
             )
@@ -454,6 +536,7 @@ class ResultsStore:
         from jitterlab.store.writer import SampleWriter
 
         staging = self.staging_dir(meta["id"])
+        meta["id"] = staging.name
         with SampleWriter(staging / SAMPLES_FILE, meta["id"]) as writer:
             writer.write(0, np.arange(len(t_recv_ns)), t_send_ns, t_recv_ns)
         return self.publish_samples(staging, meta, writer)
@@ -581,6 +664,21 @@ class ResultsStore:
         (staging / DRAFT_JSON).unlink(missing_ok=True)
         return self.publish_samples(staging, meta, writer)
 
+    @staticmethod
+    def check_leftover(staging: Path) -> None:
+        """A leftover holds only files and folders: a link (or a FIFO, a device) in it is
+        refused in one line before anything is read. Root recovers leftovers of the store's
+        owner; a part, raw file or draft that links to a file only root may read (another
+        user's private run) would otherwise be copied into a run that owner can read."""
+        for where, folders, files in os.walk(staging):
+            for name in [*folders, *files]:
+                st = os.lstat(os.path.join(where, name))
+                if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+                    shown = os.path.relpath(os.path.join(where, name), staging)
+                    raise JitterlabError(
+                        f"{staging.name}: {shown} is not a regular file (a link or a special file); left in place"
+                    )
+
     def recover_parts(self, staging: Path) -> Run | None:
         """A staging folder of a killed long-running recorder (``run.draft.json`` and
         ``parts/``) stored as a partial run; None when the folder is not one."""
@@ -627,13 +725,25 @@ class ResultsStore:
 
     def _publish(self, staging: Path, meta: dict[str, Any]) -> Run:
         """run.json written last, then the folder (0700 while staged) opened to readers as
-        the umask allows, never world-writable, and renamed into place: the one way in."""
-        if not valid_run_id(meta.get("id")):
-            raise JitterlabError(f"invalid run id {str(meta.get('id'))[:80]!r}: not stored")
-        write_json(staging / RUN_JSON, meta)
-        os.chmod(staging, 0o755 & ~current_umask() & NOT_WORLD_WRITABLE)
-        final = self.root / meta["id"]
-        os.replace(staging, final)
+        the umask allows, never world-writable, and renamed into place: the one way in.
+
+        The rename claims the id: it never replaces anything at that name (an earlier run,
+        another writer's that picked the same id in the same second, a folder anyone put
+        there); a taken name gives the run the next of :func:`id_candidates` (run.json
+        rewritten with it) and the rename is tried again."""
+        original = meta.get("id")
+        if not valid_run_id(original):
+            raise JitterlabError(f"invalid run id {str(original)[:80]!r}: not stored")
+        os.chmod(staging, 0o755 & ~current_umask() & NOT_WORLD_WRITABLE)  # still inside .staging (0700)
+        for run_id in id_candidates(str(original)):
+            meta["id"] = run_id
+            write_json(staging / RUN_JSON, meta)
+            final = self.root / run_id
+            try:
+                if rename_no_replace(staging, final):
+                    break
+            except OSError as e:
+                raise JitterlabError(f"cannot store run {run_id} in {self.root}: {os_error_text(e)}") from e
         fsync_dir(self.root)
         return Run(final, meta)
 
