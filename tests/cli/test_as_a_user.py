@@ -15,6 +15,8 @@ import os
 import resource
 import shutil
 import stat
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -214,3 +216,290 @@ def test_a_store_root_owns_is_refused_in_one_line(lab: Lab, untouched: None, arg
     assert code == 2, err
     assert_one_line_error(err)
     assert str(lab.roots_store) in err and "permission denied" in err
+
+
+# ---------------------------------------------------------------------------------------
+# The same user attacks a root jitterlab (issue 24 items 1 and 4-7): the user plants what a
+# hostile neighbour would, as that user (its own uid, no root left), and root then runs its
+# commands. Each command refuses or handles the plant in one line; every root-owned file
+# keeps inode, mode, size and SHA-256, and nothing new of root's appears.
+
+
+@dataclass
+class Attack:
+    lab: Lab
+    shared: Path  # a folder every user may write to, sticky (/tmp, /dev/shm)
+    victim: Path  # a root-owned file (0644) the user would like root to overwrite
+    rootdir: Path  # a root-owned folder (0755) the user would like root to write into
+
+    def plant(self, code: str) -> None:
+        """Run ``code`` as the user (``shared``, ``home`` and ``victim`` are set)."""
+        done = self.lab.user.python(
+            f"shared, home, victim, rootdir = {str(self.shared)!r}, {str(self.lab.home)!r}, "
+            f"{str(self.victim)!r}, {str(self.rootdir)!r}\n" + code
+        )
+        assert done.returncode == 0, done.stderr
+
+    def root(self, *args: str, env: dict[str, str] | None = None, timeout: float = 120) -> tuple[int, str]:
+        """``jitterlab ARGS`` as root; (exit code, stderr). A command that waits on a FIFO
+        no one reads would hang: the timeout ends it and fails the test."""
+        done = subprocess.run(
+            [sys.executable, "-m", "jitterlab", *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            cwd=self.rootdir,
+            env={**os.environ, **(env or {})},
+        )
+        return done.returncode, done.stderr
+
+    def root_owned(self) -> dict[str, tuple[int, int, int, str]]:
+        return root_files(self.victim.parent) | {"/dev/full": _node("/dev/full")}
+
+
+def _node(path: str) -> tuple[int, int, int, str]:
+    st = os.lstat(path)
+    return (st.st_ino, st.st_mode, st.st_size, "")
+
+
+@pytest.fixture
+def attack(lab: Lab) -> Iterator[Attack]:
+    base = lab.home.parent
+    shared = base / "shared"
+    os.mkdir(shared)
+    os.chmod(shared, 0o1777)
+    victims = base / "victims"
+    os.mkdir(victims, 0o755)
+    victim = victims / "victim.txt"
+    victim.write_text("root's file\n")
+    os.chmod(victim, 0o644)
+    rootdir = victims / "rootdir"
+    os.mkdir(rootdir, 0o755)
+    a = Attack(lab, shared, victim, rootdir)
+    before = a.root_owned()
+    yield a
+    assert a.root_owned() == before, "a root-owned file or folder changed, or root made a new one"
+
+
+OUTPUTS = {  # root's commands that write a file the user may name or anticipate
+    "export": lambda a, out: ("export", _roots_run(a), "--format", "csv", "-o", out),
+    "report": lambda a, out: ("report", "--store", str(a.lab.roots_store), "-o", out),
+    "model-build": lambda a, out: ("model", "build", _roots_run(a), "-o", out),
+    "mtp-synth-log": lambda a, out: ("mtp", "synth-log", out, "--duration", "1s"),
+}
+PLANTS = {  # what the user leaves at the name root writes (OUT), and where
+    "link-to-roots-file-in-a-shared-folder": ("shared", "os.symlink(victim, OUT)"),
+    "link-to-roots-file-in-the-users-folder": ("home", "os.symlink(victim, OUT)"),
+    "link-to-a-device": ("home", "os.symlink('/dev/full', OUT)"),
+    "fifo-in-a-shared-folder": ("shared", "os.mkfifo(OUT, 0o666)"),
+    "link-to-roots-folder-on-the-way": ("home", "os.symlink(rootdir, os.path.dirname(OUT))"),
+}
+
+
+def _roots_run(a: Attack) -> str:
+    (run,) = ResultsStore(a.lab.roots_store).run_dirs()
+    return str(run)
+
+
+@pytest.mark.parametrize("plant", list(PLANTS))
+def test_root_writes_no_output_through_what_the_user_planted(
+    attack: Attack, untouched: None, plant: str
+) -> None:
+    """Item 1 by a real second user: a link to root's file (in /tmp-like shared folder or in
+    the user's own folder that root writes into), a link to a device, a FIFO, a link to
+    root's folder on the way. Root's export, report, model build and mtp synth-log refuse
+    each in one line naming the link or the FIFO's owner; nothing is written through it."""
+    where, code = PLANTS[plant]
+    folder = attack.shared if where == "shared" else attack.lab.home
+    for command, argv in OUTPUTS.items():
+        name = f"{plant}-{command}"
+        out = folder / name / "out" if plant == "link-to-roots-folder-on-the-way" else folder / name
+        attack.plant(f"OUT = {str(out)!r}\n{code}")
+        args = argv(attack, str(out))
+        code_, err = attack.root(*args)
+        assert code_ == 2, (command, err)
+        assert_one_line_error(err)
+        if command == "mtp-synth-log" and plant.startswith("fifo"):  # a folder is asked for
+            assert "not a folder" in err, err
+        else:
+            assert attack.lab.user.name in err, (command, err)  # the line names who made it
+            assert ("link made by" in err) or ("FIFO of" in err), (command, err)
+        assert (
+            os.lstat(out.parent if plant == "link-to-roots-folder-on-the-way" else out).st_uid
+            == attack.lab.user.uid
+        )
+    assert os.listdir(attack.rootdir) == []
+
+
+def test_root_writes_its_state_files_through_no_link_of_the_user(attack: Attack) -> None:
+    """Item 1, state files: the user made the folder root keeps topology state in (named by
+    JITTERLAB_NET_STATE, in a shared folder) a link to root's folder; `net topo up` refuses
+    in one line before any namespace is made."""
+    if shutil.which("ip") is None:
+        pytest.skip("needs iproute2")
+    state = attack.shared / "jl-state"
+    attack.plant(f"os.symlink(rootdir, {str(state)!r})")
+    before = set(subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split())
+    code, err = attack.root("net", "topo", "up", "--nodes", "2", env={"JITTERLAB_NET_STATE": str(state)})
+    assert code == 2, err
+    assert_one_line_error(err)
+    assert "link made by" in err and attack.lab.user.name in err, err
+    after = set(subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split())
+    assert not [ns for ns in after - before if ns.startswith("jl-")]  # none made (and none left)
+    assert os.listdir(attack.rootdir) == []
+
+
+def test_roots_recover_trusts_no_draft_the_user_planted(attack: Attack) -> None:
+    """Item 4 by the user: root recovers in the user's store (root trusts the store's owner's
+    leftovers), where the user left a draft naming '../escaped', a draft that is `[]`, and
+    leftovers whose part, draft or raw file is a link to root's private run (0700, which the
+    user cannot read): root would copy root's samples into a run the user can read. Each is
+    one line and left in place; no run is stored, nothing leaves the store."""
+    lab = attack.lab
+    shutil.rmtree(lab.leftover)  # root's own leftover: recovered, which is right, but not this test's
+    before = root_files(lab.store)
+    private = next(p for p in ResultsStore(lab.store).run_dirs() if stat.S_IMODE(p.stat().st_mode) == 0o700)
+    attack.plant(
+        "import json\n"
+        f"staging = {str(lab.store / '.staging')!r}\n"
+        f"private = {str(private)!r}\n"
+        "def leftover(name, files):\n"
+        "    d = os.path.join(staging, '20260101-000000-' + name)\n"
+        "    os.mkdir(d, 0o700)\n"
+        "    os.mkdir(os.path.join(d, 'parts'), 0o700)\n"
+        "    for rel, make in files.items():\n"
+        "        make(os.path.join(d, rel))\n"
+        "    return d\n"
+        "def draft(d, doc):\n"
+        "    open(os.path.join(d, 'run.draft.json'), 'w').write(json.dumps(doc))\n"
+        "d = leftover('escape', {})\n"
+        "draft(d, {'id': '../escaped', 'config': {}})\n"
+        "d = leftover('list', {})\n"
+        "open(os.path.join(d, 'run.draft.json'), 'w').write('[]')\n"
+        "d = leftover('part-link', {'parts/part-000000.parquet': lambda p: os.symlink(private + '/samples.parquet', p)})\n"
+        "draft(d, {'id': os.path.basename(d), 'config': {}})\n"
+        "leftover('draft-link', {'run.draft.json': lambda p: os.symlink(private + '/run.json', p)})\n"
+        "leftover('raw-link', {'samples.jlraw': lambda p: os.symlink(private + '/samples.parquet', p)})\n"
+    )
+    leftovers = sorted((lab.store / ".staging").glob("20260101-000000-*"))
+    assert len(leftovers) == 5
+    runs_before = ResultsStore(lab.store).run_dirs()
+    code, err = attack.root("recover", "--store", str(lab.store))
+    assert code == 0, err
+    assert "Traceback" not in err and "internal error" not in err, err
+    refused = [line for line in err.splitlines() if "not recovered" in line]
+    for folder in leftovers:
+        assert sum(folder.name in line for line in refused) == 1, (folder.name, err)
+        assert folder.is_dir()  # left in place for a person to look at
+    assert sum("not a regular file" in line for line in refused) == 3, err
+    assert ResultsStore(lab.store).run_dirs() == runs_before  # nothing stored
+    assert root_files(lab.store) == before  # root's private run among them
+    assert not (lab.store.parent / "escaped").exists() and not (lab.home.parent / "escaped").exists()
+
+
+def test_topology_names_from_the_user_are_never_paths(attack: Attack) -> None:
+    """Item 5 by the user: names the user hands root (in a script, a lab wiki) that are
+    paths: `net topo down` of a path to root's file, `--topo` of a path to the user's JSON."""
+    if shutil.which("ip") is None:
+        pytest.skip("needs iproute2")
+    json_victim = attack.victim.parent / "state.json"
+    json_victim.write_text("{}")
+    try:
+        attack.plant(
+            'open(os.path.join(home, \'x.json\'), \'w\').write(\'{"name": "x", "nodes": ["/etc"]}\')'
+        )
+        rel_victim = os.path.relpath(json_victim.with_suffix(""), "/run/jitterlab/net")
+        rel_users = os.path.relpath(attack.lab.home / "x", "/run/jitterlab/net")
+        for args in (
+            ("net", "topo", "down", rel_victim),
+            ("net", "bench", "--topo", rel_users, "--duration", "1s", "--store", str(attack.lab.roots_store)),
+            (
+                "repl",
+                "bench",
+                "--topo",
+                rel_users,
+                "--duration",
+                "1s",
+                "--store",
+                str(attack.lab.roots_store),
+            ),
+        ):
+            code, err = attack.root(*args)
+            assert code == 2, (args, err)
+            assert_one_line_error(err)
+            assert "names are 'jl-'" in err, err
+        assert json_victim.read_text() == "{}"
+    finally:
+        json_victim.unlink()
+
+
+@pytest.mark.parametrize(
+    ("host", "expected"),
+    [
+        ('ssh = "-oProxyCommand=touch PWNED"', "is not an ssh target"),
+        (
+            'ssh = "root@127.0.0.1"\nssh_options = ["-oProxyCommand=touch PWNED"]',
+            "ssh_options are taken only",
+        ),
+        ('ssh = "root@127.0.0.1"\nssh_options = ["-F", "HOME/ssh_config"]', "ssh_options are taken only"),
+    ],
+    ids=["option-as-target", "proxy-command-option", "config-file-option"],
+)
+def test_a_hosts_toml_of_the_user_runs_nothing_as_root(attack: Attack, host: str, expected: str) -> None:
+    """Item 6 by the user: a hosts.toml the user wrote, run by root with `net bench --hosts`.
+    An option as the ssh target is refused (as before); ssh_options, which run commands on
+    this machine (ProxyCommand, an ssh_config with LocalCommand), are taken only from root's
+    own file: from the user's, ssh ran the user's ProxyCommand as root."""
+    pwned = attack.lab.home / "PWNED"
+    home = str(attack.lab.home)
+    body = host.replace("PWNED", str(pwned)).replace("HOME", home)
+    attack.plant(
+        f"open(os.path.join(home, 'ssh_config'), 'w').write('Host *\\n  ProxyCommand touch {pwned}\\n')\n"
+        "open(os.path.join(home, 'hosts.toml'), 'w').write("
+        f'\'[[host]]\\nname = "a"\\naddress = "127.0.0.1"\\n\' + {body!r} + '
+        '\'\\n[[host]]\\nname = "b"\\naddress = "127.0.0.2"\\nssh = "b@127.0.0.2"\\n\')\n'
+    )
+    code, err = attack.root(
+        *("net", "bench", "--hosts", str(attack.lab.home / "hosts.toml"), "--duration", "1s"),
+        *("--store", str(attack.lab.roots_store)),
+        timeout=60,
+    )
+    assert code == 2, err
+    assert_one_line_error(err)
+    assert expected in err, err
+    assert not pwned.exists()
+
+
+def test_a_store_root_made_under_umask_000_takes_no_plant_of_the_user(attack: Attack) -> None:
+    """Item 7 by the user: root measures under umask 000 into a new store; the user then
+    tries to plant a draft in its staging folder and a run folder in the store: the kernel
+    refuses both (0755 store, 0700 staging), so root's recover meets nothing of the user's."""
+    store = attack.lab.home.parent / "umask-store"
+    done = subprocess.run(
+        ["sh", "-c", f'umask 000; exec "{sys.executable}" -m jitterlab import "{HLOG}" --store "{store}"'],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert stat.S_IMODE(store.stat().st_mode) & 0o022 == 0
+    assert stat.S_IMODE((store / ".staging").stat().st_mode) == 0o700
+    tried = attack.lab.user.python(
+        "for where in ("
+        + repr(str(store / ".staging" / "20260101-000000-x"))
+        + ", "
+        + repr(str(store / "20260101-000000-x"))
+        + "):\n"
+        "    try:\n"
+        "        os.mkdir(where)\n"
+        "        print('made', where)\n"
+        "    except PermissionError:\n"
+        "        print('refused', where)\n"
+    )
+    assert tried.returncode == 0, tried.stderr
+    assert tried.stdout.count("refused") == 2, tried.stdout
+    code, err = attack.root("recover", "--store", str(store))
+    assert code == 0 and "not recovered" not in err, err
+    shutil.rmtree(store)

@@ -5,6 +5,8 @@ The rules (docs/security.md), whoever runs jitterlab (root included):
 
 - ``-`` is standard output.
 - A symlinked target is resolved once (``realpath``); the resolved path follows these rules.
+  A link on the way that another user made (not this user, not root) is never followed,
+  wherever it is; a FIFO or socket of another user is never written.
 - A regular or absent target is replaced atomically: the bytes go to a temporary file
   created with ``O_CREAT|O_EXCL|O_NOFOLLOW`` under an unpredictable name in the target's
   folder (mode 0600 while written), then given the intended mode and renamed over the
@@ -148,21 +150,58 @@ class _Stream(io.RawIOBase):
         super().close()
 
 
+MAX_LINKS = 40  # links followed in one path, as the kernel's limit (ELOOP)
+
+
 def _check_link(target: Path | str) -> None:
-    """A link at the named path is followed only if this user (or root) made it, or if no
-    one else can write to its folder: a link another user planted in a shared folder
-    (/tmp, /dev/shm) is refused, whatever ``fs.protected_symlinks`` says."""
-    try:
-        link = os.lstat(target)
-    except OSError:
+    """Every link on the way to ``target`` (the name itself and any folder in its path,
+    through the links they point to) is followed only if this user or root made it. A link
+    another user made, anywhere (a shared folder like /tmp, or that user's own folder that
+    root writes into), is refused in one line: following it would let that user choose
+    which file this user's write replaces, whatever ``fs.protected_symlinks`` says."""
+    pending = list(Path(os.path.abspath(target)).parts[1:])
+    current, hops = "/", 0
+    while pending:
+        part = pending.pop(0)
+        if part in ("", "."):
+            continue
+        if part == "..":
+            current = os.path.dirname(current)
+            continue
+        candidate = os.path.join(current, part)
+        try:
+            st = os.lstat(candidate)
+        except OSError:  # absent (or not for us to look at): nothing further is a link of anyone
+            return
+        if not stat.S_ISLNK(st.st_mode):
+            current = candidate
+            continue
+        if st.st_uid not in (os.geteuid(), 0):
+            raise JitterlabError(
+                f"{target}: {candidate} is a link made by {owner_name(st.st_uid)}; not followed "
+                "(remove it, or name the file it points to)"
+            )
+        hops += 1
+        if hops > MAX_LINKS:
+            raise JitterlabError(f"cannot write {target}: too many levels of links")
+        try:
+            destination = os.readlink(candidate)
+        except OSError as e:
+            raise JitterlabError(f"cannot write {target}: {os_error_text(e)}") from None
+        if destination.startswith("/"):
+            current = "/"
+        pending = [*Path(destination).parts[1 if destination.startswith("/") else 0 :], *pending]
+
+
+def _check_special(target: Path | str, st: os.stat_result | None) -> None:
+    """A FIFO or socket is written in place only if it is this user's or root's: another
+    user's would hand them what is written (or, a FIFO no one reads, block the writer)."""
+    if st is None or not (stat.S_ISFIFO(st.st_mode) or stat.S_ISSOCK(st.st_mode)):
         return
-    if not stat.S_ISLNK(link.st_mode) or link.st_uid in (os.geteuid(), 0):
-        return
-    folder = os.stat(os.path.dirname(os.path.abspath(target)))
-    if folder.st_mode & 0o022 and folder.st_uid != link.st_uid:
+    if st.st_uid not in (os.geteuid(), 0):
+        kind = "FIFO" if stat.S_ISFIFO(st.st_mode) else "socket"
         raise JitterlabError(
-            f"{target}: a link made by {owner_name(link.st_uid)} in a folder others can write to; "
-            "not followed (remove it, or write elsewhere)"
+            f"{target}: a {kind} of {owner_name(st.st_uid)}; not written (remove it, or write elsewhere)"
         )
 
 
@@ -178,6 +217,7 @@ def _resolve(target: Path | str) -> tuple[Path, os.stat_result | None]:
         raise JitterlabError(f"cannot write {target}: {os_error_text(e)}") from None
     if stat.S_ISDIR(st.st_mode):
         raise JitterlabError(f"cannot write {target}: is a folder")
+    _check_special(target, st)
     return path, st
 
 
@@ -307,7 +347,9 @@ atomic_write_json = write_json
 
 def make_dir(path: Path, mode: int = 0o755) -> Path:
     """``path`` and its missing parents created with ``mode`` less the umask, never
-    world-writable whatever the umask; an existing folder is left as it is."""
+    world-writable whatever the umask; an existing folder is left as it is. A link another
+    user made on the way is refused (as for files)."""
+    _check_link(path)  # no folder is made through a link another user planted on the way
     missing = []
     p = Path(path)
     while not p.exists() and p != p.parent:

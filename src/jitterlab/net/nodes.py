@@ -10,7 +10,9 @@ synchronised and the error bound.
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -20,6 +22,7 @@ from typing import Any
 import tomllib
 
 from jitterlab.core.errors import JitterlabError
+from jitterlab.core.fileio import owner_name
 from jitterlab.core.version import __version__
 from jitterlab.net import topo as topology
 from jitterlab.net.agents import Launcher
@@ -122,11 +125,23 @@ def _check_host(path: Path, i: int, h: dict[str, Any]) -> None:
         raise JitterlabError(f"{where}: agent must be an absolute path on that host")
 
 
+def _foreign_file(st: os.stat_result) -> str:
+    """Why a file is not the invoking user's alone ('' when it is: theirs or root's, and
+    writable by no one else)."""
+    if st.st_uid not in (os.geteuid(), 0):
+        return f"belongs to {owner_name(st.st_uid)}"
+    if st.st_mode & 0o022:
+        return f"is writable by others (mode {stat.S_IMODE(st.st_mode):o})"
+    return ""
+
+
 def from_hosts(path: Path) -> Nodes:
     """hosts.toml: ``[[host]]`` tables with name, address, ssh (target), and optional agent
     (path there), ssh_options (list); optional top-level ``[clock]`` with mode and error_ns."""
     try:
-        doc = tomllib.loads(path.read_text())
+        with open(path, "rb") as f:
+            owner = os.fstat(f.fileno())  # of the file read, not of whatever is at the name later
+            doc = tomllib.loads(f.read().decode())
     except FileNotFoundError:
         raise JitterlabError(f"--hosts {path}: no such file") from None
     except UnicodeDecodeError as e:
@@ -139,6 +154,7 @@ def from_hosts(path: Path) -> Nodes:
     if not isinstance(hosts, list) or len(hosts) < 2:
         raise JitterlabError(f"--hosts {path}: needs at least two [[host]] tables (a sender and a receiver)")
     launchers, addresses = [], []
+    foreign = _foreign_file(owner)
     for i, h in enumerate(hosts):
         if not isinstance(h, dict):
             raise JitterlabError(f"--hosts {path}: host {i + 1} is not a [[host]] table")
@@ -149,6 +165,13 @@ def from_hosts(path: Path) -> Nodes:
         options = h.get("ssh_options", [])
         if not isinstance(options, list) or not all(isinstance(x, str) for x in options):
             raise JitterlabError(f"--hosts {path}: host {h['name']}: ssh_options must be a list of strings")
+        if options and foreign:
+            # ssh options run commands on this machine (ProxyCommand, LocalCommand, -F):
+            # only the invoking user's own file may give them (issue 24: a second user's file)
+            raise JitterlabError(
+                f"--hosts {path}: host {h['name']}: ssh_options are taken only from a file of yours "
+                f"that no one else can write to; this one {foreign}"
+            )
         launchers.append(
             Launcher(node=h["name"], ssh=h["ssh"], ssh_options=tuple(options), agent=h.get("agent"))
         )
