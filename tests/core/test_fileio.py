@@ -184,3 +184,17 @@ def test_dash_is_standard_output_everywhere(
     assert code == 0, err
     assert out.strip()
     assert not (tmp_path / "-").exists()
+
+
+@pytest.mark.parametrize("name", ["/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"])
+def test_dev_stdout_onto_a_pipe_is_written_in_place(name: str) -> None:
+    """`-o /dev/stdout | less`: realpath of the descriptor link ends in 'pipe:[N]', no file,
+    and the write failed with "no such file or directory"; the link to the descriptor is
+    opened as it is (every step of it is root's or this user's)."""
+    import subprocess
+    import sys
+
+    code = f"from jitterlab.core.fileio import write_file; write_file({name!r}, b'through the pipe')"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, check=False, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == b"through the pipe"

@@ -212,6 +212,10 @@ def _resolve(target: Path | str) -> tuple[Path, os.stat_result | None]:
     try:
         st = os.lstat(path)
     except FileNotFoundError:
+        piped = _through_descriptor_link(target)
+        if piped is not None:
+            _check_special(target, piped)
+            return Path(target), piped
         return path, None
     except OSError as e:
         raise JitterlabError(f"cannot write {target}: {os_error_text(e)}") from None
@@ -219,6 +223,18 @@ def _resolve(target: Path | str) -> tuple[Path, os.stat_result | None]:
         raise JitterlabError(f"cannot write {target}: is a folder")
     _check_special(target, st)
     return path, st
+
+
+def _through_descriptor_link(target: Path | str) -> os.stat_result | None:
+    """``/dev/stdout``, ``/dev/fd/N``, ``/proc/self/fd/N`` onto a pipe: ``realpath`` ends in a
+    name like ``pipe:[123]`` that is no file (so ``-o /dev/stdout | less`` failed with "no
+    such file or directory"); the kernel's own link to the descriptor opens it. The FIFO's
+    or device's status when that is what ``target`` leads to, else None."""
+    try:
+        st = os.stat(target)
+    except (OSError, ValueError):
+        return None
+    return st if stat.S_ISFIFO(st.st_mode) or stat.S_ISCHR(st.st_mode) else None
 
 
 def _special(st: os.stat_result | None) -> bool:
@@ -242,7 +258,10 @@ def _open_special(path: Path, st: os.stat_result) -> tuple[int, socket.socket | 
             sock.close()
             raise
         return sock.fileno(), sock
-    fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC)
+    # a descriptor link (/dev/stdout onto a pipe) is opened through the link, whose every
+    # step _check_link has vetted; anything else is opened only if it is no link itself
+    nofollow = os.O_NOFOLLOW if os.path.realpath(path) == str(path) else 0
+    fd = os.open(path, os.O_WRONLY | nofollow | os.O_NOCTTY | os.O_CLOEXEC)
     if stat.S_ISREG(os.fstat(fd).st_mode):  # swapped for a regular file since we looked
         os.close(fd)
         raise OSError(errno.EAGAIN, "changed while being opened; try again")
