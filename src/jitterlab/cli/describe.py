@@ -30,8 +30,8 @@ from jitterlab.describe.analysis import (
     description_json,
     latency_views,
     refuse_on_cluster,
+    restrict,
     run_percentiles,
-    time_range,
 )
 from jitterlab.describe.context import command_context, context_block, context_header
 from jitterlab.describe.histograms import HISTOGRAM_ONLY, describe_histogram, histogram_json
@@ -96,20 +96,23 @@ def cmd_describe(args: argparse.Namespace) -> int:
         return 0
     if args.tag is not None:
         raise JitterlabError("--tag selects a stream of an imported HdrHistogram log; this run has samples")
-    run = time_range(run, args.from_s, args.to_s)
+    run, span = restrict(run, args.from_s, args.to_s)  # a span streams; a traced run is read
     baseline = load(args.baseline, args) if args.baseline else None
     width = round(args.window * 1e9)
     if width <= 0:
         raise JitterlabError("--window must be a positive duration such as 1s or 100ms")
     if args.cluster:
-        refuse_on_cluster(args.test, run.loaded)
+        refuse_on_cluster(args.test, run.loaded or span is not None)
     with contextlib.ExitStack() as stack:
         engine = cluster_engine(args, stack)
-        d = describe_run(run, args.test, width, baseline, args.two_sided, args.threshold, args.alpha, engine)
+        d = describe_run(
+            run, args.test, width, baseline, args.two_sided, args.threshold, args.alpha, engine, span
+        )
         passes = engine or LOCAL
-        views = latency_views(run, expected, passes)
-        chosen = run_percentiles(run, args.percentiles, passes) if args.percentiles else None
-    sources = source_table(run, d.summary, d.categories)
+        views = latency_views(run, expected, passes, span)
+        chosen = run_percentiles(run, args.percentiles, passes, span) if args.percentiles else None
+    # a time span is described whole, not split by source (the sources' rows would be of the whole run)
+    sources = source_table(run, d.summary, d.categories) if span is None else None
     if args.json:
         extra = {f"summary_{name}_ns": view for name, view in views.items()}
         if chosen is not None:

@@ -32,6 +32,7 @@ from jitterlab.stats import (
     summarize,
     time_windows,
 )
+from jitterlab.stats.extremes import stacked_gesd_result, stacked_walsh_result
 from jitterlab.stats.outofcore import (
     baseline_scan,
     categories_scan,
@@ -39,13 +40,16 @@ from jitterlab.stats.outofcore import (
     stacked_z_scan,
     time_windows_scan,
 )
+from jitterlab.stats.scan import Scan
 from jitterlab.stats.summary import percentiles_of_scan
 from jitterlab.store import Run
 from jitterlab.store.hdr.streams import corrected_figures
 from jitterlab.store.runs import verified_samples_path
+from jitterlab.store.span import Span, SpanEngine, span_latency_chunks, time_span
 from jitterlab.store.writer import LOCAL, Engine, latency_chunks, stored_summary
 
 TESTS = ("stacked-z", "gesd", "walsh")
+BASELINE_NEEDS_Z = "--baseline works with --test stacked-z (its thresholds come from median and MAD)"
 
 
 @dataclass(frozen=True)
@@ -77,9 +81,7 @@ def run_test(
             latency, threshold=threshold, two_sided=two_sided, baseline=baseline, ordered=ordered
         )
     if baseline is not None:
-        raise JitterlabError(
-            "--baseline works with --test stacked-z (its thresholds come from median and MAD)"
-        )
+        raise JitterlabError(BASELINE_NEEDS_Z)
     if test == "gesd":
         return stacked_gesd(latency, alpha=alpha)
     if test == "walsh":
@@ -98,19 +100,22 @@ def describe_run(
     threshold: float = 3.5,
     alpha: float = 0.05,
     engine: Engine | None = None,
+    span: Span | None = None,
 ) -> RunDescription:
     """Summary, outlier categories and time windows of one run; ``engine``: where the
-    passes over the samples run (a cluster's, jitterlab.store.cluster; default: here)."""
+    passes over the samples run (a cluster's, jitterlab.store.cluster; default: here);
+    ``span``: only the samples sent in it (``--from``/``--to``, read in row groups)."""
     if run.meta.get("samples") is None:
         raise JitterlabError(
             f"run {run.id} holds a histogram only: outlier tests and windows by sample need raw "
             "samples (show and export work on it)"
         )
     if engine is not None:
-        refuse_on_cluster(test, run.loaded or (baseline is not None and baseline.loaded))
-        return _describe_streamed(run, window_ns, baseline, two_sided, threshold, engine)
-    if test == "stacked-z" and not run.loaded and (baseline is None or not baseline.loaded):
-        return _describe_streamed(run, window_ns, baseline, two_sided, threshold)
+        refuse_on_cluster(test, run.loaded or span is not None or (baseline is not None and baseline.loaded))
+        return _describe_streamed(run, test, window_ns, baseline, two_sided, threshold, alpha, engine)
+    if not run.loaded and (baseline is None or not baseline.loaded):
+        passes = SpanEngine(span) if span is not None else LOCAL
+        return _describe_streamed(run, test, window_ns, baseline, two_sided, threshold, alpha, passes, span)
     latency = run.latency_ns
     if latency.size == 0:
         raise JitterlabError(f"run {run.id} has no samples")
@@ -149,28 +154,43 @@ def refuse_on_cluster(test: str, loaded: bool) -> None:
 
 def _describe_streamed(
     run: Run,
+    test: str,
     window_ns: int,
     baseline: Run | None,
     two_sided: bool,
     threshold: float,
+    alpha: float,
     engine: Engine = LOCAL,
+    span: Span | None = None,
 ) -> RunDescription:
-    """:func:`describe_run` of the stacked z-score test read in row groups (memory
-    independent of the run's size; identical results, stats/outofcore.py), here or on a
-    cluster's workers."""
+    """:func:`describe_run` read in row groups (memory independent of the run's size;
+    identical results: stats/outofcore.py for the stacked z-score test, stats/extremes.py
+    for GESD and Walsh), here or on a cluster's workers; ``engine`` reads only the span's
+    samples when there is one."""
+    if test not in TESTS:
+        raise JitterlabError(f"unknown test '{test}' (choose from {', '.join(TESTS)})")
     path = verified_samples_path(run)
-    summary = file_summary(run, path, engine=engine)
+    summary = file_summary(run, path, recompute=span is not None, engine=engine)
     if summary.count == 0:
         raise JitterlabError(f"run {run.id} has no samples")
+    if test != "stacked-z":
+        if baseline is not None:
+            raise JitterlabError(BASELINE_NEEDS_Z)
+        categories = _other_test_streamed(engine.latency(path), test, alpha, summary.count)
+        windows = time_windows_scan(engine.timed(path), window_ns, categories)
+        return RunDescription(
+            run, summary, test, categories, windows, None, spike_attribution(run, categories)
+        )
     reference = None
     screening = None
     if baseline is not None:
         base_path = verified_samples_path(baseline)
-        if file_summary(baseline, base_path, engine=engine).count == 0:
+        whole = LOCAL if span is not None else engine  # the span is the run's, not the baseline's
+        if file_summary(baseline, base_path, engine=whole).count == 0:
             raise JitterlabError(f"baseline run {baseline.id} has no samples")
-        reference = stacked_z_scan(engine.latency(base_path), threshold, two_sided)
+        reference = stacked_z_scan(whole.latency(base_path), threshold, two_sided)
         if reference.thresholds:
-            screening = screen_scan(engine.latency(path), baseline_scan(engine.latency(base_path), reference))
+            screening = screen_scan(engine.latency(path), baseline_scan(whole.latency(base_path), reference))
     if reference is not None:
         categories = categories_scan(
             engine.latency(path),
@@ -195,6 +215,30 @@ def _describe_streamed(
     )
 
 
+def _other_test_streamed(scan: Scan, test: str, alpha: float, count: int) -> StackedResult:
+    """The stacked GESD or Walsh test of a sample read by ``scan`` (``count`` values);
+    its refusals as :func:`run_test`'s, in one line."""
+    if test == "walsh" and count <= 60:
+        raise JitterlabError(f"the Walsh test needs more than 60 samples (this run has {count})")
+    try:
+        return stacked_gesd_result(scan, alpha) if test == "gesd" else stacked_walsh_result(scan)
+    except ValueError as e:
+        raise JitterlabError(f"--test {test}: {e}") from None
+
+
+def restrict(run: Run, from_s: float | None, to_s: float | None) -> tuple[Run, Span | None]:
+    """``--from``/``--to`` of a sample run for ``describe``: the run and the span its
+    analyses read in row groups (:mod:`jitterlab.store.span`), or, for a traced run (its
+    spike attribution takes the spikes' pairs and times from the samples in memory), the
+    run restricted in memory by :func:`time_range` and no span."""
+    if from_s is None and to_s is None:
+        return run, None
+    traced = (run.meta.get("trace") or {}).get("available")
+    if traced or run.loaded:
+        return time_range(run, from_s, to_s), None
+    return run, time_span(run, from_s, to_s)
+
+
 def time_range(run: Run, from_s: float | None, to_s: float | None) -> Run:
     """The run restricted to the samples sent from ``from_s`` to ``to_s`` seconds after its
     first send (``--from/--to``, as HistogramLogProcessor's -start/-end on a log)."""
@@ -213,7 +257,7 @@ def time_range(run: Run, from_s: float | None, to_s: float | None) -> Run:
 
 
 def latency_views(
-    run: Run, expected_interval_ns: int | None = None, engine: Engine = LOCAL
+    run: Run, expected_interval_ns: int | None = None, engine: Engine = LOCAL, span: Span | None = None
 ) -> dict[str, dict[str, Any]]:
     """Other views of a sample run's latency, each a summary beside the run's own:
 
@@ -222,6 +266,8 @@ def latency_views(
     - ``from_actual_send``: an open-loop run measures from when each message *should* have
       left (its intended time, the default); this is from when it actually left, the
       figure a closed-loop tool would report.
+
+    ``span``: only the samples sent in it (read in row groups).
     """
     views: dict[str, dict[str, Any]] = {}
     if run.loaded:
@@ -232,8 +278,11 @@ def latency_views(
         return views
     # not read yet: in row groups (summarize_chunks equals summarize to the last bit)
     path = verified_samples_path(run)
+    if span is not None:
+        engine = SpanEngine(span)
     if expected_interval_ns:
-        views["corrected"] = corrected_figures(latency_chunks(path), expected_interval_ns)
+        chunks = span_latency_chunks(path, span) if span is not None else latency_chunks(path)
+        views["corrected"] = corrected_figures(chunks, expected_interval_ns)
     if "t_actual_send_ns" in pq.read_schema(path).names:
         views["from_actual_send"] = engine.summary(path, since="t_actual_send_ns").to_dict()
     return views
@@ -256,9 +305,12 @@ def file_summary(run: Run, path: Path, recompute: bool = False, engine: Engine =
     return stored if stored is not None else engine.summary(path)
 
 
-def run_percentiles(run: Run, ps: tuple[float, ...], engine: Engine = LOCAL) -> dict[str, float]:
+def run_percentiles(
+    run: Run, ps: tuple[float, ...], engine: Engine = LOCAL, span: Span | None = None
+) -> dict[str, float]:
     """Chosen type-7 percentiles of a sample run (``--percentiles``), exact, read in row
-    groups; keys as ``core.percentiles.percentile_key`` writes them."""
+    groups (only the samples sent in ``span`` when given); keys as
+    ``core.percentiles.percentile_key`` writes them."""
     if run.histogram_only:
         raise JitterlabError(
             f"run {run.id} holds a histogram only: its percentiles at chosen levels are in "
@@ -268,7 +320,7 @@ def run_percentiles(run: Run, ps: tuple[float, ...], engine: Engine = LOCAL) -> 
         values = percentiles(run.latency_ns, ps)
     else:
         path = verified_samples_path(run)
-        values = percentiles_of_scan(engine.latency(path), ps)
+        values = percentiles_of_scan((SpanEngine(span) if span is not None else engine).latency(path), ps)
     return {percentile_key(p): float(v) for p, v in zip(ps, values, strict=True)}
 
 

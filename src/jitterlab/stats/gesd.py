@@ -10,9 +10,11 @@ left and records
 The number of outliers is the largest i with R_i > lambda_i (two-sided test).
 
 Speed: the sample is sorted once; the farthest value of the remainder is always at one of
-its two ends, and mean and variance follow from running sums of the data shifted by its
-mean (which keeps the sums well conditioned). That makes the test O(n log n + r) instead
-of O(n r).
+its two ends, so the steps need only the r smallest and r largest values. Mean and
+variance follow from the exact integer sums Σx and Σx² (:func:`jitterlab.stats.extremes.gesd_steps`;
+floats are scaled to integers by a common power of two first, which does not change R_i):
+O(n log n + r) instead of O(n r), and the same numbers to the last bit as the test of a run
+read in chunks (:mod:`jitterlab.stats.extremes`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from jitterlab.stats.categories import StackedResult, build_result, stack
+from jitterlab.stats.extremes import exact_total, gesd_steps, square_sum
 
 
 @dataclass(frozen=True)
@@ -58,39 +61,55 @@ def generalized_esd(values: npt.ArrayLike, max_outliers: int, alpha: float = 0.0
     alpha
         Significance level.
     """
-    x = np.sort(np.asarray(values, dtype=np.float64))
+    x = np.sort(np.asarray(values))
+    if x.dtype.kind not in "iu":
+        x = x.astype(np.float64)
     n = x.size
     if n < 3:
         raise ValueError("the generalized ESD test needs at least 3 values")
     r = int(min(max_outliers, n - 2))
     if r < 1:
         raise ValueError("max_outliers must be at least 1")
-    shift = float(x.mean())
-    s1 = float(np.sum(x - shift))
-    s2 = float(np.sum(np.square(x - shift)))
-    lo, hi, m = 0, n - 1, n
+    total, squares, lows, highs = _exact_ends(x, r)
+    sides, statistic = gesd_steps(n, total, squares, lows, highs, r)
     removed = np.empty(r)
-    statistic = np.empty(r)
-    for i in range(r):
-        mean = s1 / m
-        var = max((s2 - s1 * s1 / m) / (m - 1), 0.0)
-        below = mean - (x[lo] - shift)
-        above = (x[hi] - shift) - mean
-        if above >= below:
-            value, dev = x[hi], above
+    lo, hi = 0, n - 1
+    for i, side in enumerate(sides):
+        if side:
+            removed[i] = x[hi]
             hi -= 1
         else:
-            value, dev = x[lo], below
+            removed[i] = x[lo]
             lo += 1
-        statistic[i] = dev / np.sqrt(var) if var > 0 else 0.0
-        removed[i] = value
-        s1 -= value - shift
-        s2 -= (value - shift) ** 2
-        m -= 1
     critical = gesd_critical_values(n, r, alpha)
     hits = np.flatnonzero(statistic > critical)
     count = int(hits[-1] + 1) if hits.size else 0
     return GesdResult(count, removed[:count], statistic, critical, alpha)
+
+
+def _exact_ends(x: np.ndarray, r: int) -> tuple[int, int, list[int], list[int]]:
+    """Σx, Σx², the r smallest values ascending and the r largest descending of a sorted
+    sample, as exact integers: the values themselves for an integer sample; for floats
+    each value m 2^e (m an integer of at most 53 bits) scaled by the smallest 2^e."""
+    if x.dtype.kind in "iu":
+        return exact_total(x), square_sum(x), x[:r].tolist(), x[::-1][:r].tolist()
+    if not np.isfinite(x).all():
+        raise ValueError("the generalized ESD test needs finite values")
+    mantissa, exponent = np.frexp(x)
+    m = np.ldexp(mantissa, 53).astype(np.int64)  # exact: at most 53 significant bits
+    e = exponent.astype(np.int64) - 53
+    nonzero = m != 0
+    shift = np.where(nonzero, e - (int(e[nonzero].min()) if nonzero.any() else 0), 0)
+    total = squares = 0
+    for s in np.unique(shift).tolist():
+        part = m[shift == s]
+        total += exact_total(part) << s
+        squares += square_sum(part) << (2 * s)
+
+    def scaled(i: np.ndarray) -> list[int]:
+        return [v << s for v, s in zip(m[i].tolist(), shift[i].tolist(), strict=True)]
+
+    return total, squares, scaled(np.arange(r)), scaled(np.arange(x.size - 1, x.size - 1 - r, -1))
 
 
 def default_max_outliers(n: int) -> int:
@@ -104,14 +123,16 @@ def stacked_gesd(
     """The generalized ESD test applied to its own high-side outliers again and again
     (VRST'16 §3.3): categories like the stacked z-test's. ``max_outliers`` defaults to
     :func:`default_max_outliers` of each level's size."""
-    x = np.asarray(values)
+    ordered = np.sort(np.asarray(values))
+    thresholds = stack(ordered, lambda sample: gesd_cut(sample, alpha, max_outliers))
+    return build_result(ordered, thresholds, None, (), alpha, False)
 
-    def cut(sample: np.ndarray) -> float | None:
-        if sample.size < 3:
-            return None
-        result = generalized_esd(sample, max_outliers or default_max_outliers(sample.size), alpha)
-        high = result.outlier_values[result.outlier_values > np.median(sample)]
-        return float(np.nextafter(high.min(), -np.inf)) if high.size else None
 
-    ordered = np.sort(x)
-    return build_result(ordered, stack(ordered, cut), None, (), alpha, False)
+def gesd_cut(sample: np.ndarray, alpha: float, max_outliers: int | None) -> float | None:
+    """One level of :func:`stacked_gesd` on its sorted sample: the value just below its
+    smallest outlier above the median (None when there is none)."""
+    if sample.size < 3:
+        return None
+    result = generalized_esd(sample, max_outliers or default_max_outliers(sample.size), alpha)
+    high = result.outlier_values[result.outlier_values > np.median(sample)]
+    return float(np.nextafter(high.min(), -np.inf)) if high.size else None

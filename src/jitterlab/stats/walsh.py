@@ -45,34 +45,52 @@ def walsh_alpha(n: int) -> float:
 def walsh_test(values: npt.ArrayLike) -> WalshResult:
     """Walsh's test for the largest values, with its k search (see module docs)."""
     x = np.sort(np.asarray(values, dtype=np.float64))
-    n = x.size
+    result = walsh_of_largest(x, x.size)
+    assert result is not None  # the whole sample decides every k
+    return result
+
+
+def walsh_of_largest(top: np.ndarray, n: int) -> WalshResult | None:
+    """:func:`walsh_test` of a sample of ``n`` values from its ``top.size`` largest ones
+    (float64, ascending; the whole sorted sample when top.size == n), or None when they do
+    not decide: every k they answer (k <= top.size − c) tests positive and k = n − c is not
+    among them. The statistic of each k is the same floating-point expression of the same
+    three values whatever part of the sample is given, so the answer is the same to the bit."""
     alpha = walsh_alpha(n)
     c = math.ceil(math.sqrt(2 * n))
     b2 = 1.0 / alpha
     b = math.sqrt(b2)
     a = (1 + b * math.sqrt((c - b2) / (c - 1))) / (c - b2 - 1)
-    # 1-based X_j is x[j - 1]; k runs while X_{n+1-r} exists (r <= n).
-    k = np.arange(1, n - c + 1)
-    if k.size == 0:
+    # 1-based X_j is top[j - 1 - off]; k runs while X_{n+1-r} exists (r <= n).
+    off = n - top.size
+    last = n - c  # the largest k of the test
+    if last < 1:
         return WalshResult(0, None, alpha, c, a)
+    k = np.arange(1, min(last, top.size - c) + 1)
     r = k + c
-    statistic = x[n - k] - (1 + a) * x[n - k - 1] + a * x[n - r]
+    statistic = top[n - k - off] - (1 + a) * top[n - k - 1 - off] + a * top[n - r - off]
     failures = np.flatnonzero(statistic <= 0)
-    count = int(failures[0]) if failures.size else int(k[-1])
+    if failures.size:
+        count = int(failures[0])
+    elif k.size == last:
+        count = last
+    else:
+        return None
     if count == 0:
         return WalshResult(0, None, alpha, c, a)
-    return WalshResult(count, float(x[n - count]), alpha, c, a)
+    return WalshResult(count, float(top[n - count - off]), alpha, c, a)
 
 
 def stacked_walsh(values: npt.ArrayLike) -> StackedResult:
     """Walsh's test applied to its own outliers while they number more than 60."""
-    x = np.asarray(values)
+    ordered = np.sort(np.asarray(values))
+    return build_result(ordered, stack(ordered, walsh_cut), None, (), 0.05, False)
 
-    def cut(sample: np.ndarray) -> float | None:
-        if sample.size <= 60:
-            return None
-        result = walsh_test(sample)
-        return None if result.threshold is None else float(np.nextafter(result.threshold, -np.inf))
 
-    ordered = np.sort(x)
-    return build_result(ordered, stack(ordered, cut), None, (), 0.05, False)
+def walsh_cut(sample: np.ndarray) -> float | None:
+    """One level of :func:`stacked_walsh` on its sorted sample: the value just below its
+    smallest outlier (None when there is none or the sample has 60 values or fewer)."""
+    if sample.size <= 60:
+        return None
+    result = walsh_test(sample)
+    return None if result.threshold is None else float(np.nextafter(result.threshold, -np.inf))

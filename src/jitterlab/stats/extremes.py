@@ -1,0 +1,364 @@
+"""The stacked generalized ESD and Walsh tests of a sample read in chunks, in memory
+independent of its size, with results identical to the in-memory tests
+(:func:`jitterlab.stats.gesd.stacked_gesd`, :func:`jitterlab.stats.walsh.stacked_walsh`).
+
+Both tests only ever look at the ends of a sorted sample:
+
+- **GESD** with at most r outliers removes, r times, the value farthest from the mean of
+  what is left: always the smallest or the largest left. Its steps need the r smallest and
+  the r largest values, the count n and the sums S1 = Σx and S2 = Σx², which are *exact
+  integers* for integer samples (:func:`square_sum`). Step i, with m values left and sums
+  S1, S2, takes the largest value x_h when m (x_h + x_l) >= 2 S1 (the smallest x_l
+  otherwise) and records R_i² = D² (m − 1) / (m Q), D = |m x − S1|, Q = m S2 − S1²: a
+  ratio of exact integers rounded once, then its square root. The in-memory test computes
+  the same integers the same way (:func:`gesd_steps`), so both agree to the last bit.
+  Its high-side outliers are those above the sample's median; the median is never needed
+  as a number except when a removed value ties the smallest of the r largest (then it is
+  the exact order statistic, found by radix refinement).
+- **Walsh** needs X_(n+1−k), X_(n−k) and X_(n+1−k−c) for k = 1, 2, … until the first k
+  that fails: the K largest values answer every k <= K − c; a pass with a larger K
+  (×4, at most :data:`WALSH_MAX_TOP`) follows in the rare case where they do not decide.
+
+One pass (:func:`extremes_chunk`, folded by :func:`extremes_by`) gathers count, exact sums
+and the running k smallest and k largest values of a level. The stacked tests' next level is
+the values above the level's cut; when the k largest values hold all of them (the common
+case: the outliers are a handful of the k largest) the rest of the stack runs in memory on
+them with the in-memory tests' own cut functions, otherwise the next level is read again
+through a filter of the chunks. Every function given to a :class:`~jitterlab.stats.scan.Scan`
+is a module-level pure function of one chunk whose results fold by integer sums and by
+keeping the k smallest/largest of a concatenation, so the cluster engine can run them too.
+
+Samples are integers (latencies in ns) of magnitude below 2^52 (exact comparisons with float cuts).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from jitterlab.stats.categories import StackedResult, stack
+from jitterlab.stats.scan import LocalScan, Scan
+
+DEFAULT_GESD_EXTREMES = 100_000  # gesd.default_max_outliers' cap: r <= this at any n
+WALSH_FIRST_TOP = 1 << 16  # largest values gathered for Walsh's first try (512 KiB)
+WALSH_MAX_TOP = 1 << 24  # and at most (128 MiB): beyond, the test refuses
+MAX_LEVELS = 64  # categories.stack's bound, shared by the streamed stack
+_MASK31 = (1 << 31) - 1
+_LIMIT = 1 << 62
+
+
+def _sum_nonnegative(t: np.ndarray) -> int:
+    """Exact sum of non-negative int64 values below 2^62 (fewer than 2^32 of them): the high
+    and low 31 bits summed apart, each in int64 without overflow."""
+    if t.size == 0:
+        return 0
+    return (int(np.sum(t >> 31, dtype=np.int64)) << 31) + int(np.sum(t & _MASK31, dtype=np.int64))
+
+
+def exact_total(x: np.ndarray) -> int:
+    """Σx of an integer array as a Python integer (exact)."""
+    if x.size == 0:
+        return 0
+    a = x.astype(np.int64, copy=False)
+    lo, hi = int(a.min()), int(a.max())
+    if hi - lo < _LIMIT and x.size < (1 << 32):
+        return _sum_nonnegative(a - lo) + lo * int(a.size)
+    return sum(int(v) for v in x.tolist())
+
+
+def square_sum(x: np.ndarray) -> int:
+    """Σx² of an integer array as a Python integer (exact): |x| = h 2^31 + l, so
+    x² = h² 2^62 + 2 h l 2^31 + l², three sums of values below 2^62."""
+    if x.size == 0:
+        return 0
+    a = np.abs(x.astype(np.int64, copy=False))
+    if int(a.max()) >= _LIMIT or int(a.min()) < 0 or x.size >= (1 << 32):  # min < 0: |int64 min|
+        return sum(int(v) * int(v) for v in x.tolist())
+    h, lo = a >> 31, a & _MASK31
+    return (_sum_nonnegative(h * h) << 62) + (_sum_nonnegative(h * lo) << 32) + _sum_nonnegative(lo * lo)
+
+
+# ---------------------------------------------------------------------------------------
+# GESD steps from the ends of a sample
+
+
+def gesd_steps(
+    count: int, total: int, squares: int, lowest: list[int], highest: list[int], r: int
+) -> tuple[list[bool], np.ndarray]:
+    """The r removal steps of the generalized ESD test from exact integers.
+
+    Parameters
+    ----------
+    count, total, squares
+        n, Σx and Σx² of the sample (exact; the values may be integers scaled by a common
+        power of two: R_i does not change with the scale).
+    lowest, highest
+        The r smallest values ascending and the r largest descending (same scale).
+    r
+        Steps (1 <= r <= n - 2).
+
+    Returns
+    -------
+    (sides, statistics)
+        ``sides[i]`` is True when step i removed the largest value left (False: the
+        smallest); ``statistics[i]`` is R_i (0 when what is left has no spread).
+    """
+    m, s1, s2 = count, total, squares
+    lo = hi = 0
+    sides: list[bool] = []
+    statistic = np.empty(r)
+    for i in range(r):
+        low, high = lowest[lo], highest[hi]
+        if m * (high + low) >= 2 * s1:  # high − mean >= mean − low
+            value, lo_side = high, False
+            hi += 1
+        else:
+            value, lo_side = low, True
+            lo += 1
+        q = m * s2 - s1 * s1  # m (m − 1) s², exact
+        d = m * value - s1  # m (x − mean), exact
+        statistic[i] = math.sqrt(d * d * (m - 1) / (m * q)) if q > 0 else 0.0
+        sides.append(not lo_side)
+        s1 -= value
+        s2 -= value * value
+        m -= 1
+    return sides, statistic
+
+
+# ---------------------------------------------------------------------------------------
+# one pass: count, exact sums, k smallest and k largest
+
+
+@dataclass(frozen=True)
+class Extremes:
+    """What one pass keeps of a sample: its count, exact Σx and Σx², its ``k_low``
+    smallest values and ``k_high`` largest values (both ascending; all values when the
+    sample has no more)."""
+
+    count: int
+    total: int
+    squares: int
+    lowest: np.ndarray
+    highest: np.ndarray
+
+
+def _smallest(x: np.ndarray, k: int) -> np.ndarray:
+    if k <= 0:
+        return x[:0]
+    return x if x.size <= k else np.partition(x, k - 1)[:k]
+
+
+def _largest(x: np.ndarray, k: int) -> np.ndarray:
+    if k <= 0:
+        return x[:0]
+    return x if x.size <= k else np.partition(x, x.size - k)[x.size - k :]
+
+
+def extremes_chunk(
+    x: np.ndarray, k_low: int, k_high: int, sums: bool
+) -> tuple[int, int, int, np.ndarray, np.ndarray]:
+    """One chunk's (count, Σx, Σx², k_low smallest, k_high largest), unsorted; the sums 0
+    unless ``sums``."""
+    x = np.asarray(x, dtype=np.int64)
+    total = exact_total(x) if sums else 0
+    squares = square_sum(x) if sums else 0
+    return int(x.size), total, squares, _smallest(x, k_low).copy(), _largest(x, k_high).copy()
+
+
+def extremes_by(scan: Scan, k_low: int, k_high: int, sums: bool = True) -> Extremes:
+    """:class:`Extremes` of an integer sample read by ``scan``, in one pass."""
+    count, total, squares = 0, 0, 0
+    low, high = np.zeros(0, np.int64), np.zeros(0, np.int64)
+    for n, t, s, lo, hi in scan.map(extremes_chunk, k_low, k_high, sums):
+        count += n
+        total += t
+        squares += s
+        low = _smallest(np.concatenate([low, lo]), k_low)
+        high = _largest(np.concatenate([high, hi]), k_high)
+    return Extremes(count, total, squares, np.sort(low), np.sort(high))
+
+
+def extremes_of(x: np.ndarray, k_low: int, k_high: int, sums: bool = True) -> Extremes:
+    """:class:`Extremes` of an integer sample in memory."""
+    return extremes_by(LocalScan(lambda: [x]), k_low, k_high, sums)
+
+
+# ---------------------------------------------------------------------------------------
+# steps of a scan
+
+
+def above_cut(x: np.ndarray, key: int) -> np.ndarray:
+    """The values of a chunk above the integer ``key`` (a step)."""
+    return x[x > key]
+
+
+def _above(scan: Scan, cut: float | None) -> Scan:
+    """The scan's values above ``cut`` (all of them for None)."""
+    if cut is None:
+        return scan
+    return scan.then(above_cut, math.floor(cut))  # x > cut  <=>  x > floor(cut) for integers
+
+
+def count_below_chunk(x: np.ndarray, value: int) -> int:
+    """How many values of a chunk are below ``value``."""
+    return int(np.count_nonzero(x < value))
+
+
+# ---------------------------------------------------------------------------------------
+# the stacked tests
+
+
+Cut = Callable[[np.ndarray], float | None]
+
+
+def _stack_scan(
+    scan: Scan,
+    level_cut: Callable[[Scan, int], tuple[float | None, Extremes]],
+    memory_cut: Cut,
+    gathered: int,
+) -> tuple[float, ...]:
+    """Thresholds of a stacked test (:func:`jitterlab.stats.categories.stack`) of a sample
+    read by ``scan``. ``level_cut(level_scan, k)`` is a level's cut and its pass's
+    :class:`Extremes` (k largest at least); ``memory_cut`` the in-memory test's cut, run on
+    a level once its values are all among the ``gathered`` largest of the previous one."""
+    thresholds: list[float] = []
+    cut: float | None = None
+    while len(thresholds) < MAX_LEVELS:
+        level = _above(scan, cut)
+        new_cut, seen = level_cut(level, gathered)
+        if seen.count == 0:
+            if cut is None:
+                raise ValueError("stacked test of an empty sample")
+            break
+        if seen.count <= seen.highest.size:  # the whole level is in memory
+            thresholds += stack(seen.highest, memory_cut, MAX_LEVELS - len(thresholds))
+            break
+        # as stack(): stop when no value of the level lies at or below the cut (none can
+        # lie above it: the cut is just below an outlier)
+        if new_cut is None or float(seen.lowest[0]) > new_cut:
+            break
+        thresholds.append(new_cut)
+        if float(seen.highest[0]) <= new_cut:  # every value above the cut was gathered
+            tail = seen.highest[seen.highest > new_cut]
+            thresholds += stack(tail, memory_cut, MAX_LEVELS - len(thresholds))
+            break
+        cut = new_cut
+    return tuple(thresholds)
+
+
+def stacked_gesd_scan(scan: Scan, alpha: float = 0.05, max_outliers: int | None = None) -> tuple[float, ...]:
+    """Thresholds of :func:`jitterlab.stats.gesd.stacked_gesd` of an integer sample read
+    by ``scan`` (identical); one pass per level read from the chunks."""
+    from jitterlab.stats.gesd import default_max_outliers, gesd_critical_values, gesd_cut
+
+    k = max_outliers or DEFAULT_GESD_EXTREMES
+
+    def level_cut(level: Scan, gathered: int) -> tuple[float | None, Extremes]:
+        e = extremes_by(level, k, max(k, gathered))
+        n = e.count
+        if n < 3 or n <= e.highest.size:
+            return None, e
+        r = int(min(max_outliers or default_max_outliers(n), n - 2))
+        lows = e.lowest[:r].tolist()
+        highs = e.highest[::-1][:r].tolist()
+        sides, statistic = gesd_steps(n, e.total, e.squares, lows, highs, r)
+        hits = np.flatnonzero(statistic > gesd_critical_values(n, r, alpha))
+        found = int(hits[-1] + 1) if hits.size else 0
+        removed, lo, hi = [], 0, 0
+        for side in sides[:found]:
+            removed.append(highs[hi] if side else lows[lo])
+            hi, lo = (hi + 1, lo) if side else (hi, lo + 1)
+        median = _Median(level, n, e)
+        smallest = next((v for v in sorted(set(removed)) if median.below(v)), None)
+        return (None if smallest is None else float(np.nextafter(float(smallest), -np.inf))), e
+
+    return _stack_scan(scan, level_cut, lambda s: gesd_cut(s, alpha, max_outliers), k)
+
+
+class _Median:
+    """Whether a value lies above a level's median (type 7: the mean of the order
+    statistics at ranks ⌊(n−1)/2⌋ and ⌊n/2⌋), from the level's extremes where they hold
+    those ranks or bound them, else from the exact order statistics (radix refinement)."""
+
+    def __init__(self, level: Scan, count: int, e: Extremes) -> None:
+        self.level, self.count, self.e = level, count, e
+        self.exact: tuple[int, int] | None = None
+
+    def _known(self, rank: int) -> int | None:
+        e, n = self.e, self.count
+        if rank < e.lowest.size:
+            return int(e.lowest[rank])
+        if rank >= n - e.highest.size:
+            return int(e.highest[rank - (n - e.highest.size)])
+        return None
+
+    def below(self, value: int) -> bool:
+        """median < value, exactly."""
+        n = self.count
+        a, b = (n - 1) // 2, n // 2
+        xa, xb = self._known(a), self._known(b)
+        if xa is None or xb is None:
+            # a rank not held lies between the k smallest and the k largest
+            upper = int(self.e.highest[0]) if xb is None else xb  # x_b <= it
+            lower = int(self.e.lowest[-1]) if xa is None else xa  # x_a >= it
+            if value > upper:
+                return True  # x_a <= x_b < value
+            if value < lower:
+                return False  # value < x_a <= x_b
+            xa, xb = self._exact(a, b)
+        return 2 * value > xa + xb
+
+    def _exact(self, a: int, b: int) -> tuple[int, int]:
+        if self.exact is None:
+            from jitterlab.stats.summary import order_statistics_by
+
+            e = self.e
+            v = order_statistics_by(self.level, [a, b], int(e.lowest[0]), int(e.highest[-1]), self.count)
+            self.exact = (v[a], v[b])
+        return self.exact
+
+
+def stacked_walsh_scan(scan: Scan, max_top: int = WALSH_MAX_TOP) -> tuple[float, ...]:
+    """Thresholds of :func:`jitterlab.stats.walsh.stacked_walsh` of an integer sample read
+    by ``scan`` (identical): one pass per level read from the chunks, or a few when the
+    :data:`WALSH_FIRST_TOP` largest values do not decide the k search."""
+    from jitterlab.stats.walsh import walsh_cut, walsh_of_largest
+
+    def level_cut(level: Scan, gathered: int) -> tuple[float | None, Extremes]:
+        k = max(WALSH_FIRST_TOP, gathered)
+        while True:
+            e = extremes_by(level, 1, k, sums=False)
+            n = e.count
+            if n <= 60 or n <= e.highest.size:
+                return None, e
+            result = walsh_of_largest(e.highest.astype(np.float64), n)
+            if result is not None:
+                if result.threshold is None:
+                    return None, e
+                return float(np.nextafter(result.threshold, -np.inf)), e
+            if k >= max_top:
+                raise ValueError(
+                    f"Walsh's test found more than {k - math.ceil(math.sqrt(2 * n)):,} outliers in a row "
+                    f"among {n:,} values: deciding it would hold more than {max_top:,} of them"
+                )
+            k = min(4 * k, max_top)
+
+    return _stack_scan(scan, level_cut, walsh_cut, WALSH_FIRST_TOP)
+
+
+def stacked_gesd_result(scan: Scan, alpha: float = 0.05, max_outliers: int | None = None) -> StackedResult:
+    """:func:`jitterlab.stats.gesd.stacked_gesd` of an integer sample read by ``scan``:
+    the thresholds, then the categories in one more pass."""
+    from jitterlab.stats.outofcore import categories_scan
+
+    return categories_scan(scan, stacked_gesd_scan(scan, alpha, max_outliers), None, (), alpha, False)
+
+
+def stacked_walsh_result(scan: Scan) -> StackedResult:
+    """:func:`jitterlab.stats.walsh.stacked_walsh` of an integer sample read by ``scan``."""
+    from jitterlab.stats.outofcore import categories_scan
+
+    return categories_scan(scan, stacked_walsh_scan(scan), None, (), 0.05, False)
