@@ -12,20 +12,26 @@ from conftest import assert_one_line_error, latency_clusters, make_run, run_main
 
 
 def test_an_analysis_that_would_not_fit_refuses_in_one_line_and_streaming_ones_go_on(
-    store: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    store: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     run = make_run(store, latency_clusters(11, 60_000))
     rows = run.meta["samples"]["rows"]
     monkeypatch.setenv("JITTERLAB_MEMORY_LIMIT_MB", "1")  # far below rows × 80 B
-    for held in (["--test", "gesd"], ["--test", "walsh"], ["--from", "0", "--to", "1"]):
-        code, out, err = run_main(["describe", run.id, "--store", str(store), *held], capsys)
-        assert code == 2 and out == "", held
-        assert_one_line_error(err)
-        assert f"all {rows:,} samples" in err and "GB available" in err and "describe --test stacked-z" in err
-    code, out, _ = run_main(["describe", run.id, "--store", str(store), "--json"], capsys)  # streams
-    assert code == 0 and json.loads(out)["summary_ns"]["count"] == rows
+    out_file = str(tmp_path / "out.csv")
+    code, out, err = run_main(["export", run.id, "--format", "csv", "-o", out_file, "--store", str(store)], capsys)
+    assert code == 2 and out == ""
+    assert_one_line_error(err)
+    assert f"all {rows:,} samples" in err and "GB available" in err and "describe (any --test" in err
+    # describe streams whatever the test and the time range (issue 25 item 1)
+    streamed = {}
+    for args in ([], ["--test", "gesd"], ["--test", "walsh"], ["--from", "0.1", "--to", "0.4"]):
+        code, out, err = run_main(["describe", run.id, "--store", str(store), "--json", *args], capsys)
+        assert code == 0, (args, err)
+        streamed[" ".join(args)] = json.loads(out)
+    assert streamed[""]["summary_ns"]["count"] == rows
+    assert 0 < streamed["--from 0.1 --to 0.4"]["summary_ns"]["count"] < rows
     code, out, _ = run_main(["show", run.id, "--store", str(store), "--json", "--recompute"], capsys)
     assert code == 0 and json.loads(out)["summary_ns"]["count"] == rows
     monkeypatch.setenv("JITTERLAB_MEMORY_LIMIT_MB", "1000")  # room enough: held in memory as before
-    code, _, _ = run_main(["describe", run.id, "--store", str(store), "--test", "gesd"], capsys)
+    code, _, _ = run_main(["export", run.id, "--format", "csv", "-o", out_file, "--store", str(store)], capsys)
     assert code == 0

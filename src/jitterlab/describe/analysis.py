@@ -145,8 +145,7 @@ def refuse_on_cluster(test: str, loaded: bool) -> None:
     """What describe cannot run on a cluster, refused in one line (before one is started)."""
     if test != "stacked-z":
         raise JitterlabError(
-            f"--cluster runs the stacked-z test; --test {test} needs the whole sample in one "
-            "process (drop --cluster)"
+            f"--cluster runs the stacked-z test; --test {test} streams in this process (drop --cluster)"
         )
     if loaded:
         raise JitterlabError("--cluster describes whole stored runs: drop --from/--to or --cluster")

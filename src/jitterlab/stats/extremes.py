@@ -341,8 +341,8 @@ def stacked_walsh_scan(scan: Scan, max_top: int = WALSH_MAX_TOP) -> tuple[float,
                 return float(np.nextafter(result.threshold, -np.inf)), e
             if k >= max_top:
                 raise ValueError(
-                    f"Walsh's test found more than {k - math.ceil(math.sqrt(2 * n)):,} outliers in a row "
-                    f"among {n:,} values: deciding it would hold more than {max_top:,} of them"
+                    f"Walsh's test of {n:,} values is not decided by their {k:,} largest, the most "
+                    "it holds in memory (its outliers would number about that many)"
                 )
             k = min(4 * k, max_top)
 
