@@ -87,9 +87,7 @@ def test_other_tests_streamed_equal_in_memory(stored: dict[str, Path], test: str
 
 
 @pytest.mark.parametrize("test", ["stacked-z", "gesd", "walsh"])
-@pytest.mark.parametrize(
-    ("from_s", "to_s"), [(1.0, 4.5), (None, 2.0), (3.5, None), (-1.0, 0.5), (2.1, 2.3)]
-)
+@pytest.mark.parametrize(("from_s", "to_s"), [(1.0, 4.5), (None, 2.0), (3.5, None), (-1.0, 0.5), (2.1, 2.3)])
 def test_time_span_streamed_equals_in_memory(
     stored: dict[str, Path], test: str, from_s: float | None, to_s: float | None
 ) -> None:

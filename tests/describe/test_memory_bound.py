@@ -18,7 +18,9 @@ def test_an_analysis_that_would_not_fit_refuses_in_one_line_and_streaming_ones_g
     rows = run.meta["samples"]["rows"]
     monkeypatch.setenv("JITTERLAB_MEMORY_LIMIT_MB", "1")  # far below rows × 80 B
     out_file = str(tmp_path / "out.csv")
-    code, out, err = run_main(["export", run.id, "--format", "csv", "-o", out_file, "--store", str(store)], capsys)
+    code, out, err = run_main(
+        ["export", run.id, "--format", "csv", "-o", out_file, "--store", str(store)], capsys
+    )
     assert code == 2 and out == ""
     assert_one_line_error(err)
     assert f"all {rows:,} samples" in err and "GB available" in err and "describe (any --test" in err
@@ -33,5 +35,7 @@ def test_an_analysis_that_would_not_fit_refuses_in_one_line_and_streaming_ones_g
     code, out, _ = run_main(["show", run.id, "--store", str(store), "--json", "--recompute"], capsys)
     assert code == 0 and json.loads(out)["summary_ns"]["count"] == rows
     monkeypatch.setenv("JITTERLAB_MEMORY_LIMIT_MB", "1000")  # room enough: held in memory as before
-    code, _, _ = run_main(["export", run.id, "--format", "csv", "-o", out_file, "--store", str(store)], capsys)
+    code, _, _ = run_main(
+        ["export", run.id, "--format", "csv", "-o", out_file, "--store", str(store)], capsys
+    )
     assert code == 0
