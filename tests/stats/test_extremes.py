@@ -86,6 +86,21 @@ def test_stacked_gesd_streamed_level_by_level(name: str, max_outliers: int) -> N
         assert streamed == stacked_gesd(x, alpha, max_outliers)
 
 
+def test_gesd_outliers_tied_past_the_kept_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    """100 equal spikes, 20 outliers tested for (40 largest kept): the smallest removed value
+    ties the 40th largest, so whether it lies above the median takes a counting pass, and
+    the next level (all 100 spikes) is read again from the chunks."""
+    rng = np.random.default_rng(7)
+    x = np.concatenate([rng.normal(1_000, 10, 10_000).astype(np.int64), np.full(100, 5_000)])
+    rng.shuffle(x)
+    counted = []
+    count_below = extremes.count_below_chunk
+    monkeypatch.setattr(extremes, "count_below_chunk", lambda c, v: counted.append(v) or count_below(c, v))
+    streamed = stacked_gesd_result(scan_of(x, 999), max_outliers=20)
+    assert streamed == stacked_gesd(x, max_outliers=20)
+    assert streamed.thresholds == (np.nextafter(5_000.0, -np.inf),) and counted and set(counted) == {5_000}
+
+
 @pytest.mark.parametrize("name", list(SAMPLES))
 @pytest.mark.parametrize("size", [1 << 16, 100_003])
 def test_stacked_walsh_streamed_equals_in_memory(name: str, size: int) -> None:

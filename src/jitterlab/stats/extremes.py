@@ -77,6 +77,8 @@ def square_sum(x: np.ndarray) -> int:
     a = np.abs(x.astype(np.int64, copy=False))
     if int(a.max()) >= _LIMIT or int(a.min()) < 0 or x.size >= (1 << 32):  # min < 0: |int64 min|
         return sum(int(v) * int(v) for v in x.tolist())
+    if int(a.max()) < (1 << 31):  # latencies below 2 s: every square below 2^62
+        return _sum_nonnegative(a * a)
     h, lo = a >> 31, a & _MASK31
     return (_sum_nonnegative(h * h) << 62) + (_sum_nonnegative(h * lo) << 32) + _sum_nonnegative(lo * lo)
 
@@ -275,7 +277,9 @@ def stacked_gesd_scan(scan: Scan, alpha: float = 0.05, max_outliers: int | None 
         smallest = next((v for v in sorted(set(removed)) if median.below(v)), None)
         return (None if smallest is None else float(np.nextafter(float(smallest), -np.inf))), e
 
-    return _stack_scan(scan, level_cut, lambda s: gesd_cut(s, alpha, max_outliers), k)
+    # 2k largest kept: the next level (the values at or above the smallest outlier, ties
+    # included) is then nearly always among them and runs in memory
+    return _stack_scan(scan, level_cut, lambda s: gesd_cut(s, alpha, max_outliers), 2 * k)
 
 
 class _Median:
@@ -308,6 +312,10 @@ class _Median:
                 return True  # x_a <= x_b < value
             if value < lower:
                 return False  # value < x_a <= x_b
+            if xb is None and value == upper:
+                # x_a <= x_b <= value: the median is below value unless x_a = value, that is
+                # unless at most a values lie below it (one counting pass)
+                return sum(self.level.map(count_below_chunk, value)) > a
             xa, xb = self._exact(a, b)
         return 2 * value > xa + xb
 
