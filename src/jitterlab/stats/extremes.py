@@ -315,7 +315,7 @@ class _Median:
             if xb is None and value == upper:
                 # x_a <= x_b <= value: the median is below value unless x_a = value, that is
                 # unless at most a values lie below it (one counting pass)
-                return sum(self.level.map(count_below_chunk, value)) > a
+                return int(sum(self.level.map(count_below_chunk, value))) > a
             xa, xb = self._exact(a, b)
         return 2 * value > xa + xb
 
