@@ -71,7 +71,7 @@ def add_parser(sub: Any) -> None:
         "--tag", help="imported HdrHistogram log: list the intervals of this tag (default: the run's)"
     )
     expected_interval_option(p)
-    cluster_option(p, "the stacked-z categories, windows and summary")
+    cluster_option(p, "the outlier categories (any --test), windows and summary")
     store_option(p)
 
 

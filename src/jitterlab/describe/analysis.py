@@ -142,13 +142,13 @@ def describe_run(
 
 
 def refuse_on_cluster(test: str, loaded: bool) -> None:
-    """What describe cannot run on a cluster, refused in one line (before one is started)."""
-    if test != "stacked-z":
-        raise JitterlabError(
-            f"--cluster runs the stacked-z test; --test {test} streams in this process (drop --cluster)"
-        )
+    """What describe cannot run on a cluster, refused in one line (before one is started):
+    a time range (its filter needs the send times beside the latencies, read here). Every
+    test runs there (``test`` is kept for callers)."""
     if loaded:
-        raise JitterlabError("--cluster describes whole stored runs: drop --from/--to or --cluster")
+        raise JitterlabError(
+            "--cluster describes whole stored runs: drop --from/--to (it streams here) or --cluster"
+        )
 
 
 def _describe_streamed(
