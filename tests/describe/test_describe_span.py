@@ -19,6 +19,7 @@ from jitterlab.describe.analysis import (
     run_percentiles,
     time_range,
 )
+from jitterlab.describe.export import ExportOptions, export_bytes
 from jitterlab.store import load_run, writer
 from jitterlab.store.span import first_send_ns, span_count, time_span
 
@@ -165,3 +166,21 @@ def test_tiny_runs_and_empty_spans_are_refused_in_one_line(
     code, out, err = run_main(["describe", tiny.id, "--test", "gesd", "--json", "--store", store], capsys)
     assert code == 0, err
     assert json.loads(out)["summary_ns"]["count"] == 50
+
+
+@pytest.mark.parametrize("fmt", ["hgrm", "hlog"])
+@pytest.mark.parametrize(("from_s", "to_s"), [(1.0, 4.5), (None, 2.0), (3.5, None)])
+def test_export_histograms_of_a_span_stream(
+    stored: dict[str, Path], fmt: str, from_s: float | None, to_s: float | None
+) -> None:
+    """export --format hgrm|hlog --from/--to reads the span in row groups: the same bytes as
+    from the samples in memory."""
+    options = ExportOptions(window_ns=700_000_000, from_s=from_s, to_s=to_s)
+    for name in ("interleaved", "by pair"):
+        run = load_run(stored[name])
+        got = export_bytes(run, fmt, options)
+        assert not run.loaded
+        whole = load_run(stored[name])
+        whole.table  # noqa: B018 - read the samples: the in-memory export
+        assert got == export_bytes(whole, fmt, options)
+        assert len(got) > 100

@@ -38,7 +38,8 @@ from jitterlab.store.hdr.log import LogWriter
 from jitterlab.store.hdr.streams import UNITS_NS, read_figures
 from jitterlab.store.hdr.text import percentile_distribution
 from jitterlab.store.runs import verified_samples_path
-from jitterlab.store.writer import latency_chunks, timed_latency_chunks
+from jitterlab.store.span import span_timed_chunks, time_span
+from jitterlab.store.writer import timed_latency_chunks
 
 MAX_UNIT_RATIO = 1e6  # an interval's max is logged in milliseconds of the ns values, as jHiccup does
 DIGITS = 3
@@ -70,8 +71,19 @@ def latency_histogram(latency_ns: np.ndarray | Iterable[np.ndarray]) -> Histogra
 
 
 def _streams(run: Run, o: ExportOptions) -> bool:
-    """Whether the run is read in row groups (its whole file, not loaded) or in memory."""
-    return o.from_s is None and o.to_s is None and not run.loaded
+    """Whether the run is read in row groups (its file, not loaded; only the samples sent
+    in ``--from/--to`` when given, store/span.py) or in memory."""
+    return not run.loaded
+
+
+def _timed_chunks(run: Run, o: ExportOptions) -> Callable[[], Iterable[tuple[np.ndarray, np.ndarray]]]:
+    """(send time, latency) chunks of the run's file, of the span when one is given (each
+    call reads them again)."""
+    path = verified_samples_path(run)
+    span = time_span(run, o.from_s, o.to_s)
+    if span is None:
+        return lambda: timed_latency_chunks(path)
+    return lambda: span_timed_chunks(path, span)
 
 
 def export_parquet(run: Run, o: ExportOptions) -> bytes:
@@ -96,7 +108,7 @@ def export_hgrm(run: Run, o: ExportOptions) -> bytes:
         histogram, scale = _stored_stream(run, o)
         ratio = UNITS_NS[o.unit] / scale
     elif _streams(run, o):
-        histogram = latency_histogram(latency_chunks(verified_samples_path(run)))
+        histogram = latency_histogram(x for _, x in _timed_chunks(run, o)())
         ratio = float(UNITS_NS[o.unit])
     else:
         histogram, ratio = latency_histogram(_time_range(run, o).latency_ns), float(UNITS_NS[o.unit])
@@ -178,12 +190,12 @@ def _hlog_writer(run: Run, text: io.StringIO) -> LogWriter:
 
 
 def _hlog_streamed(run: Run, o: ExportOptions) -> bytes:
-    """:func:`export_hlog` of a whole run read in row groups: one pass for the first and last
+    """:func:`export_hlog` of a run (or its --from/--to span) read in row groups: one pass for the first and last
     send and the largest latency, one recording each window's histogram (one histogram per
     window in memory, never the samples); the same log as from the samples in memory."""
-    path = verified_samples_path(run)
+    chunks = _timed_chunks(run, o)
     t0, t_last, top, n = 0, 0, 1, 0
-    for t, x in timed_latency_chunks(path):
+    for t, x in chunks():
         if t.size:
             t0, t_last = (
                 (int(t.min()), int(t.max())) if n == 0 else (min(t0, int(t.min())), max(t_last, int(t.max())))
@@ -197,7 +209,7 @@ def _hlog_streamed(run: Run, o: ExportOptions) -> bytes:
     window_ns = o.window_ns
     histograms: dict[int, Histogram] = {}
     last_send: dict[int, int] = {}
-    for t, x in timed_latency_chunks(path):
+    for t, x in chunks():
         w = (t - t0) // window_ns
         for k in np.unique(w).tolist():
             inside = w == k
