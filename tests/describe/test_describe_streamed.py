@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import assert_one_line_error, make_run, run_main
+from jitterlab.describe import analysis
 from jitterlab.describe.analysis import describe_run, description_json, latency_views
 from jitterlab.describe.export import ExportOptions, export_bytes
 from jitterlab.stats import percentiles
@@ -65,6 +66,27 @@ def test_describe_streamed_equals_in_memory(stored: tuple[Path, Path], two_sided
     streamed, in_memory = both_paths(stored[0], two_sided=two_sided, window_ns=700_000_000)
     assert streamed == in_memory
     assert len(streamed["thresholds_ns"]) >= 2  # type: ignore[arg-type]
+
+
+def test_describe_takes_the_two_pass_path_and_the_radix_path_agrees(
+    stored: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stored run is described in two passes (stats/twopass.py), not by the fallback;
+    with the kernels out of reach the radix passes give the same description."""
+    taken: list[bool] = []
+    real = analysis.describe_two_pass
+
+    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        found = real(*args, **kwargs)
+        taken.append(found is not None)
+        return found
+
+    monkeypatch.setattr(analysis, "describe_two_pass", spy)
+    two_pass = description_json(describe_run(load_run(stored[0]), two_sided=True))
+    assert taken == [True]
+    monkeypatch.setattr(analysis.kernels, "available", lambda: False)
+    radix = description_json(describe_run(load_run(stored[0]), two_sided=True))
+    assert taken == [True] and radix == two_pass
 
 
 def test_describe_streamed_baseline_equals_in_memory(stored: tuple[Path, Path]) -> None:

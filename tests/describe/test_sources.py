@@ -13,7 +13,7 @@ import pytest
 from conftest import assert_matches_schema, assert_one_line_error, latency_clusters, make_run, run_main
 from jitterlab.describe import report as report_module
 from jitterlab.describe.analysis import describe_run
-from jitterlab.describe.panels import memory_panels, send_extent, streamed_panels
+from jitterlab.describe.panels import memory_panels, streamed_panels
 from jitterlab.stats import stacked_z_test, summarize
 from jitterlab.stats.categories import categorize
 from jitterlab.stats.groups import group_extent, group_percentiles
@@ -23,7 +23,7 @@ from jitterlab.stats.summary import percentiles
 from jitterlab.store import load_run
 from jitterlab.store.merge import merge
 from jitterlab.store.runs import ResultsStore, verified_samples_path
-from jitterlab.store.writer import LOCAL
+from jitterlab.store.writer import LOCAL, send_time_extent
 
 PS = (50.0, 99.0, 99.9)
 
@@ -200,7 +200,7 @@ def test_panels_of_a_run_too_large_to_hold_keep_a_lone_tail_cluster(
     assert not fresh.loaded  # streamed: the panels cannot come from the samples
     path = verified_samples_path(fresh)
     panels, hist = streamed_panels(LOCAL.timed(path), d.summary, d.categories, 600)
-    assert send_extent(path) == (panels.start_ns, panels.stop_ns)  # row-group statistics, no pass
+    assert send_time_extent(path) == (panels.start_ns, panels.stop_ns)  # row-group statistics, no pass
     assert panels.drawn_from == "histogram"
     assert panels.counts.sum() == n
     inside = (panels.edges[1:] > 4_900_000) & (panels.edges[:-1] < 5_100_000)  # the bins about 5 ms

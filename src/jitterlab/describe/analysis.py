@@ -7,6 +7,7 @@ different way from the terminal output.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from jitterlab.stats import (
     Verdict,
     WindowTable,
     baseline_of,
+    kernels,
     percentiles,
     screen,
     stacked_gesd,
@@ -42,11 +44,20 @@ from jitterlab.stats.outofcore import (
 )
 from jitterlab.stats.scan import Scan
 from jitterlab.stats.summary import percentiles_of_scan
+from jitterlab.stats.twopass import categories_table, describe_two_pass, stacked_z_table
+from jitterlab.stats.valuetable import ValueTable
 from jitterlab.store import Run
 from jitterlab.store.hdr.streams import corrected_figures
 from jitterlab.store.runs import verified_samples_path
 from jitterlab.store.span import Span, SpanEngine, span_latency_chunks, time_span
-from jitterlab.store.writer import LOCAL, Engine, latency_chunks, stored_summary
+from jitterlab.store.writer import (
+    LOCAL,
+    Engine,
+    latency_chunks,
+    send_recv_chunks,
+    send_time_extent,
+    stored_summary,
+)
 
 TESTS = ("stacked-z", "gesd", "walsh")
 BASELINE_NEEDS_Z = "--baseline works with --test stacked-z (its thresholds come from median and MAD)"
@@ -175,8 +186,13 @@ def _describe_streamed(
     if test != "stacked-z":
         if baseline is not None:
             raise JitterlabError(BASELINE_NEEDS_Z)
-        categories = _other_test_streamed(engine.latency(path), test, alpha, summary.count)
-        windows = time_windows_scan(engine.timed(path), window_ns, categories)
+        categories, windows = _categories_and_windows(
+            path,
+            summary,
+            window_ns,
+            engine,
+            lambda _table: _other_test_streamed(engine.latency(path), test, alpha, summary.count),
+        )
         return RunDescription(
             run, summary, test, categories, windows, None, spike_attribution(run, categories)
         )
@@ -190,18 +206,18 @@ def _describe_streamed(
         reference = stacked_z_scan(whole.latency(base_path), threshold, two_sided)
         if reference.thresholds:
             screening = screen_scan(engine.latency(path), baseline_scan(whole.latency(base_path), reference))
-    if reference is not None:
-        categories = categories_scan(
-            engine.latency(path),
-            reference.thresholds,
-            reference.low_threshold,
-            reference.levels,
-            reference.threshold,
-            True,
-        )
-    else:
-        categories = stacked_z_scan(engine.latency(path), threshold, two_sided)
-    windows = time_windows_scan(engine.timed(path), window_ns, categories)
+
+    def categories_of(table: ValueTable | None) -> StackedResult:
+        if reference is not None:  # the baseline's thresholds
+            cuts = (reference.thresholds, reference.low_threshold, reference.levels, reference.threshold)
+            if table is not None:
+                return categories_table(table, *cuts, keep_empty=True)
+            return categories_scan(engine.latency(path), *cuts, True)
+        if table is not None:
+            return stacked_z_table(table, threshold, two_sided)
+        return stacked_z_scan(engine.latency(path), threshold, two_sided)
+
+    categories, windows = _categories_and_windows(path, summary, window_ns, engine, categories_of)
     return RunDescription(
         run,
         summary,
@@ -236,6 +252,34 @@ def restrict(run: Run, from_s: float | None, to_s: float | None) -> tuple[Run, S
     if traced or run.loaded:
         return time_range(run, from_s, to_s), None
     return run, time_span(run, from_s, to_s)
+
+
+def _categories_and_windows(
+    path: Path,
+    summary: Summary,
+    window_ns: int,
+    engine: Engine,
+    categories_of: Callable[[ValueTable | None], StackedResult],
+) -> tuple[StackedResult, WindowTable]:
+    """A test's categories (``categories_of``, given the sample's value table when there is
+    one) and the time windows under them: in two passes here (stats/twopass.py) when the
+    kernels are installed and the windows fit its histograms, else by the radix passes of
+    stats/outofcore.py (on a cluster, over a --from/--to span); identical results."""
+    if engine is LOCAL and kernels.available():
+        extent = send_time_extent(path)
+        if extent is not None:
+            found = describe_two_pass(
+                lambda: send_recv_chunks(path),
+                int(summary.min),
+                int(summary.max),
+                *extent,
+                window_ns,
+                categories_of,
+            )
+            if found is not None:
+                return found
+    categories = categories_of(None)
+    return categories, time_windows_scan(engine.timed(path), window_ns, categories)
 
 
 def time_range(run: Run, from_s: float | None, to_s: float | None) -> Run:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -122,23 +121,6 @@ def figure_chunk(
     g = categorize(va, thresholds, low).astype(np.int64) - first if va.size else np.zeros(0, np.int64)
     keep = m4_select(ta, va, g, start, stop, pixels)
     return histogram_chunk(x), (ta[keep], va[keep], g[keep]), int(va.size)
-
-
-def send_extent(path: Path) -> tuple[int, int] | None:
-    """The first and last t_send_ns of a samples file from its row-group statistics (None
-    when a row group has none: then a pass finds them)."""
-    import pyarrow.parquet as pq
-
-    with pq.ParquetFile(path) as f:
-        column = f.schema_arrow.get_field_index("t_send_ns")
-        lows, highs = [], []
-        for g in range(f.metadata.num_row_groups):
-            stats = f.metadata.row_group(g).column(column).statistics
-            if stats is None or not stats.has_min_max:
-                return None
-            lows.append(int(stats.min))
-            highs.append(int(stats.max))
-    return (min(lows), max(highs)) if lows else None
 
 
 def streamed_panels(

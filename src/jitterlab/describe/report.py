@@ -48,7 +48,7 @@ from jitterlab.describe.overview import (
     log_axis,
     overview_html,
 )
-from jitterlab.describe.panels import Panels, memory_panels, send_extent, streamed_panels
+from jitterlab.describe.panels import Panels, memory_panels, streamed_panels
 from jitterlab.describe.replication import replication_section
 from jitterlab.describe.sources import (
     SourceTable,
@@ -77,7 +77,7 @@ from jitterlab.describe.tables import (
 from jitterlab.stats.summary import percentiles_sorted
 from jitterlab.store import Run
 from jitterlab.store.runs import IN_MEMORY_BYTES_PER_SAMPLE, memory_bound_bytes, verified_samples_path
-from jitterlab.store.writer import LOCAL
+from jitterlab.store.writer import LOCAL, send_time_extent
 
 MAX_SCATTER_POINTS = 20_000  # drawn points per timeline; above this, M4-decimated (and said so)
 SCATTER_COLUMNS = 600  # M4 columns of the timeline: more than its axes' width in pixels at 96 dpi
@@ -488,7 +488,7 @@ def _section_job(
     if not run.loaded:  # too large to hold: every panel from one streamed pass, nothing subsampled
         path = verified_samples_path(run)
         panels, histogram = streamed_panels(
-            LOCAL.timed(path), d.summary, d.categories, SCATTER_COLUMNS, send_extent(path)
+            LOCAL.timed(path), d.summary, d.categories, SCATTER_COLUMNS, send_time_extent(path)
         )
         chosen = run_percentiles(run, ps) if ps else None
         section = _run_section(d, anchor, chosen, panels)

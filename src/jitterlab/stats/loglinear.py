@@ -40,17 +40,29 @@ def bucket_index(x: np.ndarray) -> np.ndarray:
 
 def bucket_lower(index: np.ndarray) -> np.ndarray:
     """The smallest value of each bucket."""
-    i = np.asarray(index, np.int64)
-    e = np.maximum(i // M - 1, 0)
-    lower: np.ndarray = np.where(i < 2 * M, i, (i % M + M) << e)
-    return lower
+    return layout_bounds(np.asarray(index, np.int64), SUB_BITS + 1)[0]
 
 
 def bucket_width(index: np.ndarray) -> np.ndarray:
     """How many integers each bucket holds."""
-    i = np.asarray(index, np.int64)
-    width: np.ndarray = np.where(i < 2 * M, 1, np.int64(1) << np.maximum(i // M - 1, 0))
-    return width
+    return layout_bounds(np.asarray(index, np.int64), SUB_BITS + 1)[1]
+
+
+def layout_count(highest: int, significant_bits: int) -> int:
+    """How many buckets of the layout with ``significant_bits`` (s) cover 0..``highest``:
+    below 2^s a bucket per value, above 2^(s−1) buckets per octave (this module's layout is
+    s = SUB_BITS + 1; describe's two passes choose s to fit their counters)."""
+    k = int(highest).bit_length() - significant_bits
+    return int(highest) + 1 if k <= 0 else (k << (significant_bits - 1)) + (int(highest) >> k) + 1
+
+
+def layout_bounds(index: np.ndarray, significant_bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """The smallest value and the width of each bucket of the layout (see :func:`layout_count`)."""
+    k = np.maximum((index >> (significant_bits - 1)) - 1, 0)
+    linear = index < (1 << significant_bits)
+    first = np.where(linear, index, (index - (k << (significant_bits - 1))) << k)
+    width = np.where(linear, 1, np.int64(1) << k)
+    return first, width
 
 
 def histogram_chunk(x: np.ndarray) -> np.ndarray:

@@ -294,22 +294,44 @@ def time_windows_scan(
         lowest[at] = np.minimum(lowest[at], lo)
         highest[at] = np.maximum(highest[at], hi)
         by_slot[keys] += slot_counts
-    filled = counts > 0
-    h = (counts - 1)[:, None] * np.array([50.0, 99.0]) / 100.0  # as percentiles_sorted computes it
+    h, lo_rank, ranks = window_ranks(counts)
+    value = _window_order_statistics(scan, ranks, lowest, highest, counts > 0, t0, width_ns)
+    slots = by_slot.reshape(n_windows, max(n_slots, 1)) if categories is not None else None
+    return window_table(width_ns, counts, sums, highest, h, lo_rank, value, slots, categories, first)
+
+
+def window_ranks(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per window: h = (n − 1) p / 100 for p50 and p99 (as percentiles_sorted computes it),
+    its floor, and the four 0-based ranks whose values make them (lo50, lo99, hi50, hi99)."""
+    h = (counts - 1)[:, None] * np.array([50.0, 99.0]) / 100.0
     lo_rank = np.floor(h).astype(np.int64)
     hi_rank = np.minimum(lo_rank + 1, np.maximum(counts - 1, 0)[:, None])
-    ranks = np.concatenate([lo_rank, hi_rank], axis=1)  # window x (lo50, lo99, hi50, hi99)
-    value = _window_order_statistics(scan, ranks, lowest, highest, filled, t0, width_ns)
+    return h, lo_rank, np.concatenate([lo_rank, hi_rank], axis=1)
+
+
+def window_table(
+    width_ns: int,
+    counts: np.ndarray,
+    sums: np.ndarray,
+    highest: np.ndarray,
+    h: np.ndarray,
+    lo_rank: np.ndarray,
+    value: np.ndarray,
+    by_slot: np.ndarray | None,
+    categories: StackedResult | None,
+    first: int,
+) -> WindowTable:
+    """The :class:`WindowTable` from per-window counts, exact sums, maxima, the values at
+    :func:`window_ranks`'s ranks and the (window × slot) category counts."""
+    n_windows = counts.size
+    filled = counts > 0
     a, b = value[:, :2].astype(np.float64), value[:, 2:].astype(np.float64)
     p = a + (h - lo_rank) * (b - a)
     nan = np.full(n_windows, np.nan)
     mean = np.array([int(s) / int(c) if c else math.nan for s, c in zip(sums, counts, strict=True)])
+    indices = tuple(c.index for c in categories.categories) if categories is not None else ()
     slots = np.asarray(indices, dtype=np.int64) - first
-    category_counts = (
-        by_slot.reshape(n_windows, n_slots)[:, slots]
-        if categories is not None
-        else np.zeros((n_windows, 0), np.int64)
-    )
+    category_counts = by_slot[:, slots] if by_slot is not None else np.zeros((n_windows, 0), np.int64)
     return WindowTable(
         width_ns,
         width_ns * np.arange(n_windows),

@@ -14,7 +14,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from jitterlab.stats import kernels
 from jitterlab.stats.scan import LocalScan, Scan
+from jitterlab.stats.valuetable import ValueCounter, percentiles_table
 
 SUMMARY_PERCENTILES: tuple[float, ...] = (50.0, 90.0, 99.0, 99.9, 99.99, 99.999)
 _CHUNK = 1 << 16  # 512 KiB of float64: the deviations stay in cache
@@ -126,8 +128,10 @@ def summarize_chunks(chunks: Callable[[], Iterable[np.ndarray]]) -> Summary:
 
     Exact, not estimated: count, extremes and the sum in a first pass (the sum of int64 in
     Python integers); the squared deviations in a second, in the chunking of
-    :func:`summarize`; each order statistic the type-7 percentiles need by radix refinement
-    (:func:`percentiles_of`). The mean is the exact sum divided by the count (it can differ
+    :func:`summarize`, and in the same pass the count of every value
+    (:class:`~jitterlab.stats.valuetable.ValueCounter`), whose table gives every order
+    statistic the type-7 percentiles need; for a sample of too many distinct values, each
+    by radix refinement instead (:func:`percentiles_of`). The mean is the exact sum divided by the count (it can differ
     from :func:`summarize`'s pairwise floating-point sum in the last bit).
     """
     count, lowest, highest, total = extent_of(chunks)
@@ -135,15 +139,23 @@ def summarize_chunks(chunks: Callable[[], Iterable[np.ndarray]]) -> Summary:
         return summarize(np.zeros(0, np.int64))
     mean = total / count
     # the squared deviations in the same _CHUNK-sized blocks as summarize, whatever the
-    # chunks' sizes: the same float additions in the same order, so the same std
+    # chunks' sizes: the same float additions in the same order, so the same std; in the
+    # same pass, every value counted (stats/valuetable.py) for the percentiles
+    counter = ValueCounter(lowest, highest) if kernels.available() else None
     squares, carry = 0.0, np.zeros(0, np.int64)
     for x in chunks():
+        if counter is not None:
+            counter.add(x)
         x = np.concatenate([carry, x]) if carry.size else x
         whole = x.size - x.size % _CHUNK
         squares = _squares(x[:whole], mean, squares)
         carry = x[whole:]
     squares = _squares(carry, mean, squares)
-    p = percentiles_of(chunks, SUMMARY_PERCENTILES, (count, lowest, highest))
+    table = counter.table() if counter is not None else None
+    if table is not None:
+        p = percentiles_table(table, SUMMARY_PERCENTILES)
+    else:
+        p = percentiles_of(chunks, SUMMARY_PERCENTILES, (count, lowest, highest))
     return summary_of(count, lowest, highest, mean, squares, p)
 
 

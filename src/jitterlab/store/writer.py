@@ -15,6 +15,7 @@ The file layout (columns, row groups, compression, key-value metadata) is
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import fields
 from pathlib import Path
 from types import TracebackType
@@ -169,6 +170,42 @@ def timed_latency_chunks(path: Path) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         for batch in f.iter_batches(batch_size=READ_BATCH_ROWS, columns=["t_send_ns", "t_recv_ns"]):
             send = batch.column(0).to_numpy()
             yield send, batch.column(1).to_numpy() - send
+
+
+def send_recv_chunks(path: Path) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(t_send_ns, t_recv_ns) of the samples file at ``path``, row group by row group; a
+    thread decodes the next row group while the caller works on this one (two row groups
+    in memory at most)."""
+    with pq.ParquetFile(path, pre_buffer=False) as f, ThreadPoolExecutor(1) as reader:
+
+        def read(i: int) -> tuple[np.ndarray, np.ndarray]:
+            table = f.read_row_group(i, columns=["t_send_ns", "t_recv_ns"])  # both columns at once
+            send, recv = (np.ascontiguousarray(table.column(k).to_numpy()) for k in (0, 1))
+            return send, recv
+
+        n = f.num_row_groups
+        ahead = reader.submit(read, 0) if n else None
+        for i in range(n):
+            assert ahead is not None
+            chunk = ahead.result()
+            ahead = reader.submit(read, i + 1) if i + 1 < n else None
+            yield chunk
+
+
+def send_time_extent(path: Path) -> tuple[int, int] | None:
+    """The first and last send time of the samples file from its row groups' statistics
+    (no sample read); None when a row group has none (a file from another writer)."""
+    with pq.ParquetFile(path, pre_buffer=False) as f:
+        meta = f.metadata
+        column = f.schema_arrow.get_field_index("t_send_ns")
+        lows, highs = [], []
+        for i in range(meta.num_row_groups):
+            stats = meta.row_group(i).column(column).statistics
+            if stats is None or not stats.has_min_max:
+                return None
+            lows.append(int(stats.min))
+            highs.append(int(stats.max))
+    return (min(lows), max(highs)) if lows else None
 
 
 def summarize_file(path: Path) -> Summary:

@@ -1,0 +1,125 @@
+"""describe's pass kernels in C++ (native/src/stats_kernels.cpp), through ctypes.
+
+Loops over a chunk that numpy would make into a dozen temporaries each: describe's first
+pass over (t_send_ns, t_recv_ns) (window counts, exact sums, extremes, log-linear histograms
+and the exact count of every latency value), its refinement pass (window category counts and
+bucket counts inside given intervals), and the value counts of a plain chunk of latencies. Integer work only; the arrays are the caller's
+and are added to in place. ctypes releases the GIL during a call, so a thread can decode the
+next row group meanwhile.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from jitterlab.core.programs import native_library
+
+
+class KernelRangeError(Exception):
+    """A sample fell outside the ranges the caller sized its arrays for (take another path)."""
+
+
+def _pointer(array: np.ndarray | None, kind: Any) -> Any:
+    if array is None:
+        return None
+    if not array.flags.c_contiguous:
+        raise ValueError("kernel arrays must be C-contiguous")
+    return array.ctypes.data_as(ctypes.POINTER(kind))
+
+
+@lru_cache(maxsize=1)
+def _library() -> Any:
+    lib = ctypes.CDLL(str(native_library("libjitterlab_stats.so")))
+    i64, i32, dbl = ctypes.c_int64, ctypes.c_int32, ctypes.c_double
+    p64, pd = ctypes.POINTER(i64), ctypes.POINTER(dbl)
+    lib.jl_windows_first_pass.restype = ctypes.c_int
+    lib.jl_windows_first_pass.argtypes = [
+        p64, p64, i64, i64, i64, i64, i64, i32, i64, p64, p64, p64, p64, p64, p64, i64, p64, p64,
+    ]  # fmt: skip
+    lib.jl_count_values.restype = ctypes.c_int
+    lib.jl_count_values.argtypes = [p64, i64, i64, p64, i64, p64, p64]
+    lib.jl_windows_refine_pass.restype = ctypes.c_int
+    lib.jl_windows_refine_pass.argtypes = [
+        p64, p64, i64, i64, i64, i64, pd, i32, i32, dbl, p64, i32, p64, p64, p64, i64, p64,
+    ]  # fmt: skip
+    return lib
+
+
+def available() -> bool:
+    """Whether the kernel library is installed (it is, unless the C++ core was not built)."""
+    try:
+        _library()
+    except Exception:
+        return False
+    return True
+
+
+def first_pass(
+    send: np.ndarray,
+    recv: np.ndarray,
+    t0: int,
+    width_ns: int,
+    base: int,
+    sub_bits: int,
+    windows: dict[str, np.ndarray],
+    dense: np.ndarray,
+    beyond: np.ndarray,
+) -> np.ndarray:
+    """Add one chunk to the first pass's arrays (``windows``: count, sum, lowest, highest
+    per window and hist, windows × buckets); return the latencies beyond ``dense``."""
+    n = send.size
+    n_beyond = ctypes.c_int64(0)
+    hist = windows["hist"]
+    code = _library().jl_windows_first_pass(
+        _pointer(send, ctypes.c_int64), _pointer(recv, ctypes.c_int64), n, t0, width_ns,
+        windows["count"].size, base, sub_bits, hist.shape[1],
+        *(_pointer(windows[k], ctypes.c_int64) for k in ("count", "sum", "lowest", "highest", "hist")),
+        _pointer(dense, ctypes.c_int64), dense.size, _pointer(beyond, ctypes.c_int64), ctypes.byref(n_beyond),
+    )  # fmt: skip
+    if code != 0:
+        raise KernelRangeError(f"first pass: code {code}")
+    return beyond[: n_beyond.value]
+
+
+def count_values(x: np.ndarray, base: int, dense: np.ndarray, beyond: np.ndarray) -> np.ndarray:
+    """Add one chunk's values to ``dense`` (counts from ``base``); return those beyond it."""
+    n_beyond = ctypes.c_int64(0)
+    code = _library().jl_count_values(
+        _pointer(x, ctypes.c_int64), x.size, base, _pointer(dense, ctypes.c_int64), dense.size,
+        _pointer(beyond, ctypes.c_int64), ctypes.byref(n_beyond),
+    )  # fmt: skip
+    if code != 0:
+        raise KernelRangeError(f"value counts: code {code}")
+    return beyond[: n_beyond.value]
+
+
+def refine_pass(
+    send: np.ndarray,
+    recv: np.ndarray,
+    t0: int,
+    width_ns: int,
+    n_windows: int,
+    cuts: np.ndarray,
+    low: float | None,
+    slot_counts: np.ndarray | None,
+    a: np.ndarray,
+    b: np.ndarray,
+    step: np.ndarray,
+    hist: np.ndarray,
+) -> None:
+    """Add one chunk to a refinement pass: ``slot_counts`` (windows × slots, or None) and
+    ``hist`` (groups × windows × nb) of the values inside [a, b] of each (group, window)."""
+    n_groups = a.shape[0]
+    code = _library().jl_windows_refine_pass(
+        _pointer(send, ctypes.c_int64), _pointer(recv, ctypes.c_int64), send.size, t0, width_ns, n_windows,
+        _pointer(cuts, ctypes.c_double), cuts.size, int(low is not None), float(low or 0.0),
+        _pointer(slot_counts, ctypes.c_int64), n_groups,
+        _pointer(a, ctypes.c_int64), _pointer(b, ctypes.c_int64), _pointer(step, ctypes.c_int64),
+        hist.shape[-1], _pointer(hist, ctypes.c_int64),
+    )  # fmt: skip
+    if code != 0:
+        raise KernelRangeError(f"refinement pass: code {code}")
