@@ -13,7 +13,12 @@ without side effects (it reads the topologies' state files and `ip netns list`).
 The small store holds SMALL_RUNS runs of 1,000 samples each, stored by `jitterlab import` of a
 CSV made with a fixed seed.
 
-Usage: python benchmarks/startup.py [--repeats 5] [--quick]   (--quick: 3 repeats)
+With --help-pages it also measures the ``--help`` of every measuring and describing command
+(bench, hiccup, monitor serve, repl bench, inject, mtp analyze, model build, describe, report):
+a page of help imports the command's parser, not its room (numpy, pandas, pyarrow, scipy,
+matplotlib come when the command runs; tests/cli/test_startup.py checks every page).
+
+Usage: python benchmarks/startup.py [--repeats 5] [--quick] [--help-pages]   (--quick: 3 repeats)
 """
 
 from __future__ import annotations
@@ -29,6 +34,17 @@ from treemem import median_range, run_measured
 
 TARGET_S, TARGET_MB = 0.25, 60.0
 SMALL_RUNS = 5
+HELP_PAGES = (
+    "bench",
+    "hiccup",
+    "monitor serve",
+    "repl bench",
+    "inject",
+    "mtp analyze",
+    "model build",
+    "describe",
+    "report",
+)
 
 
 def small_store(folder: Path) -> Path:
@@ -47,6 +63,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="3 repeats")
+    parser.add_argument(
+        "--help-pages", action="store_true", help="also each measuring/describing command's --help"
+    )
     args = parser.parse_args()
     repeats = 3 if args.quick else args.repeats
     jitterlab = [sys.executable, "-m", "jitterlab"]
@@ -66,6 +85,10 @@ def main() -> int:
                 str(small_store(Path(empty))),
             ],
         }
+        if args.help_pages:
+            commands |= {
+                f"jitterlab {page} --help": [*jitterlab, *page.split(), "--help"] for page in HELP_PAGES
+            }
         print(
             f"{'command':<30}{'median s':>10}{'range s':>16}{'peak MB':>10}  target ≤ {TARGET_S} s, ≤ {TARGET_MB:.0f} MB"
         )

@@ -4,6 +4,7 @@ room, and the one-line help of every command is the one its module registers."""
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -39,6 +40,78 @@ def test_version_and_help_import_no_heavy_library(args: list[str]) -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip().splitlines()[-1] == "heavy:", f"imported by {args}: {done.stdout}"
+
+
+def command_paths() -> list[list[str]]:
+    """Every command and sub-command the parser knows (``bench``, ``model build``, ``mtp
+    analyze``, ...), read from the parser itself so that a command added later is covered."""
+    main = sys.modules.get("jitterlab.cli.main") or __import__("jitterlab.cli.main", fromlist=["x"])
+    paths: list[list[str]] = []
+
+    def walk(parser: argparse.ArgumentParser, path: list[str]) -> None:
+        paths.append(path)
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, child in action.choices.items():
+                    walk(child, [*path, name])
+
+    for command in main.COMMANDS:
+        sub = next(
+            a for a in main.build_parser(command)._actions if isinstance(a, argparse._SubParsersAction)
+        )
+        walk(sub.choices[command], [command])
+    return paths
+
+
+# One process imports the command line's entry (nothing heavy, checked), then forks once per
+# page: each child starts from exactly what a fresh `jitterlab ... --help` has loaded at that
+# point, prints the page to /dev/null and reports the heavy modules it ended up with.
+FORKED_HELP = """
+import json, os, sys
+from jitterlab.cli import main
+HEAVY = {heavy!r}
+assert not [m for m in HEAVY if m in sys.modules], "heavy before any command"
+found = {{}}
+for path in json.loads(sys.argv[1]):
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        code = 0
+        try:
+            main([*path, "--help"])
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else 1
+        report = {{"code": code, "heavy": [m for m in HEAVY if m in sys.modules]}}
+        os.write(w, json.dumps(report).encode())
+        os._exit(0)
+    os.close(w)
+    with os.fdopen(r) as pipe:
+        found[" ".join(path)] = json.loads(pipe.read())
+    os.waitpid(pid, 0)
+print(json.dumps(found))
+"""
+
+
+def test_every_help_page_imports_no_heavy_library() -> None:
+    """`--help` of every command and sub-command (issue 28): the page is the parser's, so it
+    comes without numpy, pandas, pyarrow, scipy or matplotlib (the room's libraries load when
+    the command runs)."""
+    paths = command_paths()
+    names = {" ".join(p) for p in paths}
+    # the parser walk finds the nested pages, not only the top-level commands
+    assert {"bench", "hiccup", "monitor serve", "repl bench", "inject", "mtp analyze"} <= names
+    assert {"model build", "describe", "report", "net topo up"} <= names
+    code = FORKED_HELP.format(heavy=HEAVY)
+    done = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(paths)], capture_output=True, text=True, check=True
+    )
+    found = json.loads(done.stdout)
+    assert set(found) == names
+    assert {page: r["code"] for page, r in found.items() if r["code"] != 0} == {}
+    assert {page: r["heavy"] for page, r in found.items() if r["heavy"]} == {}
 
 
 def test_every_command_is_registered_by_its_module_with_the_listed_help() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import platform
 from dataclasses import fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jitterlab.cli.common import (
     deprecated_alias,
@@ -20,20 +20,11 @@ from jitterlab.cli.common import (
     writable_store,
 )
 from jitterlab.cli.measuring import announce, check_report, report_option, write_runs_report
-from jitterlab.core.render import render
-from jitterlab.describe.context import command_context
-from jitterlab.describe.tables import (
-    collector_table,
-    covers_several_collectors,
-    pipeline_table,
-    summary_row,
-    table1,
-)
-from jitterlab.describe.text import floor_note
-from jitterlab.measure import plans
-from jitterlab.measure.bench import CAF_SCHEDULERS
-from jitterlab.measure.runner import run_plan
-from jitterlab.store import Run
+from jitterlab.measure.techniques import CAF_SCHEDULERS
+
+if TYPE_CHECKING:  # the plans, the runner and the tables bring numpy and pyarrow: imported to run
+    from jitterlab.measure import plans
+    from jitterlab.store import Run
 
 
 def add_parser(sub: Any) -> None:
@@ -134,11 +125,17 @@ def add_parser(sub: Any) -> None:
 
 
 def request(args: argparse.Namespace) -> plans.BenchRequest:
+    from jitterlab.measure import plans
+
     return plans.BenchRequest(**{f.name: getattr(args, f.name) for f in fields(plans.BenchRequest)})
 
 
 def print_tables(runs: list[Run], scenario: str) -> None:
     """The text output after the context block: the seed's table of the scenario."""
+    from jitterlab.core.render import render
+    from jitterlab.describe.tables import collector_table, covers_several_collectors, pipeline_table, table1
+    from jitterlab.describe.text import floor_note
+
     if scenario == "pipeline":
         headers, rows = pipeline_table(runs)
         print(render(headers, rows, "l" + "r" * (len(headers) - 1)))
@@ -153,6 +150,11 @@ def print_tables(runs: list[Run], scenario: str) -> None:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    from jitterlab.describe.context import command_context
+    from jitterlab.describe.tables import summary_row
+    from jitterlab.measure import plans
+    from jitterlab.measure.runner import run_plan
+
     plan = plans.bench_plan(request(args))
     check_report(args)
     store = writable_store(args)

@@ -24,20 +24,7 @@ from jitterlab.cli.common import (
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.render import render
 from jitterlab.core.units import format_ns
-from jitterlab.describe.analysis import (
-    TESTS,
-    describe_run,
-    description_json,
-    latency_views,
-    refuse_on_cluster,
-    restrict,
-    run_percentiles,
-)
-from jitterlab.describe.context import command_context, context_block, context_header
-from jitterlab.describe.histograms import HISTOGRAM_ONLY, describe_histogram, histogram_json
-from jitterlab.describe.sources import describe_union, open_union, source_table
-from jitterlab.describe.text import attribution_text, describe_text, histogram_text
-from jitterlab.store.writer import LOCAL
+from jitterlab.describe.options import TESTS
 
 
 def add_parser(sub: Any) -> None:
@@ -76,6 +63,21 @@ def add_parser(sub: Any) -> None:
 
 
 def cmd_describe(args: argparse.Namespace) -> int:
+    # the analysis (numpy, pyarrow) loads now, not with the parser or --help
+    from jitterlab.describe.analysis import (
+        describe_run,
+        description_json,
+        latency_views,
+        refuse_on_cluster,
+        restrict,
+        run_percentiles,
+    )
+    from jitterlab.describe.context import context_block
+    from jitterlab.describe.histograms import HISTOGRAM_ONLY, describe_histogram, histogram_json
+    from jitterlab.describe.sources import source_table
+    from jitterlab.describe.text import attribution_text, describe_text, histogram_text
+    from jitterlab.store.writer import LOCAL
+
     if args.union:
         return _describe_union(args)
     if len(args.runs) > 1:
@@ -135,6 +137,15 @@ def cmd_describe(args: argparse.Namespace) -> int:
 def _describe_union(args: argparse.Namespace) -> int:
     """``describe RUN RUN… --union``: the union (as merge would store it), split by run,
     then each run as ``describe RUN`` gives it."""
+    # the analysis loads now, not with the parser
+    from jitterlab.describe.analysis import (
+        describe_run,
+        description_json,
+    )
+    from jitterlab.describe.context import command_context, context_block, context_header
+    from jitterlab.describe.sources import describe_union, open_union, source_table
+    from jitterlab.describe.text import describe_text
+
     if args.test != "stacked-z" or args.baseline or args.cluster or args.tag or args.percentiles:
         raise JitterlabError(
             "--union describes with the stacked-z test, here: drop --test, --baseline, --cluster, "

@@ -28,12 +28,6 @@ from jitterlab.core.errors import JitterlabError
 from jitterlab.core.fileio import check_writable_file
 from jitterlab.core.render import render
 from jitterlab.core.units import format_ns, parse_duration_ns
-from jitterlab.describe.context import command_context
-from jitterlab.describe.report import write_report
-from jitterlab.describe.validation import SETTINGS_HEADERS, settings_rows, validation_html
-from jitterlab.simulate import proxy
-from jitterlab.simulate.model import load_model
-from jitterlab.simulate.validation import judge
 
 
 def add_parser(sub: Any) -> None:
@@ -95,6 +89,10 @@ def add_parser(sub: Any) -> None:
 
 
 def cmd_inject(args: argparse.Namespace) -> int:
+    # the model and the proxy's wrapper (numpy, scipy) load now, not with the parser or --help
+    from jitterlab.simulate import proxy
+    from jitterlab.simulate.model import load_model
+
     if args.model is None and not args.zero:
         raise JitterlabError("inject needs --model FILE (or --zero for a pass-through proxy)")
     if args.model is not None and args.zero:
@@ -151,6 +149,11 @@ def cmd_inject(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    from jitterlab.describe.context import command_context
+    from jitterlab.describe.validation import SETTINGS_HEADERS, settings_rows, validation_html
+    from jitterlab.simulate import proxy
+    from jitterlab.simulate.validation import judge
+
     if args.model is None:
         raise JitterlabError("inject validate needs --model FILE")
     if args.report:
@@ -188,6 +191,8 @@ def _validate(args: argparse.Namespace) -> int:
         print(f"verdict: {'reproduced' if verdict.reproduced else 'NOT reproduced'}: {verdict.reason}")
     if args.report:
         preface = validation_html(runs, {k: r.proxy_stats for k, r in results.items()}, v, Path(args.model))
+        from jitterlab.describe.report import write_report  # matplotlib only for a report
+
         write_report(list(runs.values()), Path(args.report), "jitterlab injection validation", preface)
         note(f"wrote {args.report}")
     return 0

@@ -21,11 +21,8 @@ from jitterlab.cli.common import (
     writable_store,
 )
 from jitterlab.core.errors import JitterlabError
-from jitterlab.describe.export import FORMATS, ExportOptions, export_run
-from jitterlab.measure.imports import import_plan
-from jitterlab.measure.runner import run_plan
-from jitterlab.store.hdr.streams import UNITS_NS
-from jitterlab.store.ingest import ImportOptions
+from jitterlab.core.units import UNITS_NS
+from jitterlab.describe.options import FORMATS
 
 
 def add_parsers(sub: Any) -> None:
@@ -77,6 +74,8 @@ def add_parsers(sub: Any) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from jitterlab.describe.export import ExportOptions, export_run  # numpy, pyarrow: now
+
     window = round(args.window * 1e9)
     if window <= 0:
         raise JitterlabError("--window must be a positive duration such as 1s or 100ms")
@@ -100,6 +99,10 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    from jitterlab.measure.imports import import_plan  # numpy, pyarrow: now
+    from jitterlab.measure.runner import run_plan
+    from jitterlab.store.ingest import ImportOptions
+
     options = ImportOptions(
         skip_invalid=args.skip_invalid,
         unit=args.unit,

@@ -6,8 +6,6 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from jitterlab.cli.common import (
     Parser,
     integer,
@@ -26,7 +24,6 @@ from jitterlab.core.fileio import atomic_write_json, check_writable_file
 from jitterlab.core.render import render
 from jitterlab.core.units import parse_duration_ns
 from jitterlab.core.warnings import CodedWarning
-from jitterlab.simulate import model as m
 
 MAX_SAMPLE = 100_000_000  # delays held in memory at once
 
@@ -85,6 +82,10 @@ def add_parser(sub: Any) -> None:
 
 
 def cmd_model(args: argparse.Namespace) -> int:
+    import numpy as np  # the models (numpy, scipy) load now, not with the parser or --help
+
+    from jitterlab.simulate import model as m
+
     if args.model_command in ("build", "make"):
         return _write_model(args)
     loaded = m.load_model(Path(args.model))
@@ -114,6 +115,8 @@ def cmd_model(args: argparse.Namespace) -> int:
 
 
 def _write_model(args: argparse.Namespace) -> int:
+    from jitterlab.simulate import model as m
+
     check_writable_file(Path(args.output), "-o")
     if args.points < 2:
         raise JitterlabError("--points must be at least 2")

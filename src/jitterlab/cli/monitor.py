@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jitterlab.cli.common import (
     Parser,
@@ -23,10 +23,9 @@ from jitterlab.cli.common import (
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.programs import PACKAGE_ROOT
 from jitterlab.core.render import render
-from jitterlab.measure.runner import run_plan
-from jitterlab.monitor import recorder, server, ssq, trials
-from jitterlab.stats import summarize
-from jitterlab.stats.ssq import SCALES
+
+if TYPE_CHECKING:  # the server, the trials and ssq bring numpy, pyarrow, pandas: imported to run
+    from jitterlab.monitor import server
 
 
 def add_parsers(sub: Any) -> None:
@@ -86,6 +85,8 @@ def cmd_monitor(args: argparse.Namespace) -> int:
     if args.monitor_command == "unlink":
         return _unlink(args.channel, args.stale)
     if args.monitor_command == "trials":
+        from jitterlab.monitor import trials
+
         results = trials.trial_results(load(args.run, args))
         if args.json:
             print_json(
@@ -102,6 +103,9 @@ def cmd_monitor(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from jitterlab.measure.runner import run_plan
+    from jitterlab.monitor import recorder, server
+
     until = "until --duration" if args.duration else "Ctrl-C or SIGTERM stops and stores it"
 
     def started(srv: server.Server) -> None:
@@ -143,6 +147,8 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _unlink(channel: str | None, stale: bool) -> int:
+    from jitterlab.monitor import recorder
+
     if not stale:
         if channel is None:
             raise JitterlabError("monitor unlink: name a channel (--channel NAME) or give --stale")
@@ -180,6 +186,10 @@ def _progress(srv: server.Server) -> None:
 
 
 def cmd_ssq(args: argparse.Namespace) -> int:
+    from jitterlab.monitor import ssq, trials  # pandas, numpy: now
+    from jitterlab.stats import summarize
+    from jitterlab.stats.ssq import SCALES
+
     if args.trials and not args.trial_column:
         raise JitterlabError("--trials needs --trial-column (which trial each participant had)")
     scored = ssq.score_file(args.file, args.pre_post, args.group, args.trial_column, args.exclude_pre_above)
@@ -192,7 +202,7 @@ def cmd_ssq(args: argparse.Namespace) -> int:
         if missing:
             raise JitterlabError(f"trial '{missing[0]}' is not in monitor run {run.id}")
         for key, pick in (("latency_mean_ms", "mean"), ("latency_p99_ms", "p99")):
-            table[key] = [getattr(summarize(_latencies(run, t)), pick) / 1e6 for t in table[column]]
+            table[key] = [getattr(summarize(trials.tag_latencies(run, t)), pick) / 1e6 for t in table[column]]
         table["latency_contaminated"] = [delivered[t].verdict.contaminated for t in table[column]]
     if args.json:
         print_json(
@@ -208,21 +218,11 @@ def cmd_ssq(args: argparse.Namespace) -> int:
     if scored.excluded:
         note(f"left out (pre total above {args.exclude_pre_above:g}): {', '.join(scored.excluded)}")
     # one row per participant: who they are, their total score, and their trial's latency if joined
-    shown = [c for c in table.columns if c not in SCALE_COLUMNS or c.startswith("total")]
+    scale_columns = {f"{scale}{part}" for scale in SCALES for part in ("", "_pre", "_post", "_delta")}
+    shown = [c for c in table.columns if c not in scale_columns or c.startswith("total")]
     print()
     print(render(shown, [[_cell(v) for v in row] for row in table[shown].itertuples(index=False)]))
     return 0
-
-
-SCALE_COLUMNS = {f"{scale}{part}" for scale in SCALES for part in ("", "_pre", "_post", "_delta")}
-
-
-def _latencies(run: Any, tag: str) -> Any:
-    """Every sample of the trials tagged ``tag`` (of whichever writer)."""
-    import numpy as np
-
-    indexes = [i for i, t in enumerate(run.meta["monitor"]["trials"]) if t["tag"] == tag]
-    return np.concatenate([trials.trial_latencies(run, i) for i in indexes])
 
 
 def _cell(value: Any) -> str:

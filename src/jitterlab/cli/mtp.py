@@ -21,8 +21,7 @@ from jitterlab.cli.common import (
 from jitterlab.core.fileio import check_writable_file
 from jitterlab.core.options import DAY_S
 from jitterlab.core.render import render
-from jitterlab.describe.context import command_context, header_of, source_context
-from jitterlab.mtp import analyze, synth, validate
+from jitterlab.mtp.options import LAYOUTS
 
 EXIT_UNTRUSTED = 3  # the result is stored, but the checks say it cannot be trusted (docs/mtp.md)
 
@@ -72,7 +71,7 @@ def add_parser(sub: Any) -> None:
     q.add_argument("--stored-fps", type=FPS, help="claim this rate in the file (a slow-motion file)")
     q.add_argument(
         "--layout",
-        choices=synth.LAYOUTS,
+        choices=LAYOUTS,
         default="apart",
         help="apart (default): the objects on different rows; same-row: side by side, their swings close",
     )
@@ -120,6 +119,8 @@ def cmd_mtp(args: argparse.Namespace) -> int:
 
 
 def _synth(args: argparse.Namespace) -> int:
+    from jitterlab.mtp import synth  # numpy and the video writer: now, not with --help
+
     check_writable_file(args.output, "output")
     spec = synth.SynthSpec(
         fps=args.fps,
@@ -153,6 +154,9 @@ def _synth(args: argparse.Namespace) -> int:
 
 
 def _analyze(args: argparse.Namespace) -> int:
+    from jitterlab.describe.context import command_context, header_of, source_context
+    from jitterlab.mtp import analyze  # numpy, scipy, the tracker: now, not with --help
+
     store = None if args.no_store else writable_store(args)
     if args.report:
         check_writable_file(args.report, "--report")
@@ -204,39 +208,13 @@ def _analyze(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    from jitterlab.mtp import validate
+
     outcomes = validate.run(args.quick, args.keep, progress=note)
     logs = validate.run_logs(args.quick)
     verdicts = [*validate.verdicts(outcomes, args.quick), validate.log_verdict(logs)]
     if args.json:
-        print_json(
-            {
-                "cases": [
-                    {
-                        "case": o.case.name,
-                        "target": o.case.group,
-                        "expected_ms": o.expected_ms,
-                        "errors_ms": o.errors_ms or None,
-                        "window_sd_ms": o.window_sd_ms if o.errors_ms else None,
-                        "frames_per_second": o.frames_per_second if o.errors_ms else None,
-                        "outcome": o.status,
-                        "expected_outcome": o.case.expect,
-                    }
-                    for o in outcomes
-                ],
-                "logs": [
-                    {
-                        "case": o.case.name,
-                        "frames": o.frames,
-                        "true_mean_ms": o.truth_ms,
-                        "measured_mean_ms": o.measured_ms,
-                        "limit_ms": o.limit_ms,
-                        "quantised_error_ms": o.quantised_error_ms,
-                    }
-                    for o in logs
-                ],
-                "targets": [{"met": met, "detail": line} for met, line in verdicts],
-            }
-        )
+        print_json(validate.validation_json(outcomes, logs, verdicts))
     else:
         print("errors in ms against the truth (analysed − expected):")
         print(render(validate.HEADERS, validate.rows(outcomes), "llrrrrrrl"))

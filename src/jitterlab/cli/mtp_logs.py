@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jitterlab.cli.common import (
     deprecated_alias,
@@ -26,9 +26,9 @@ from jitterlab.cli.common import (
     writable_store,
 )
 from jitterlab.core.options import DAY_S
-from jitterlab.describe.context import command_context
-from jitterlab.measure.runner import run_plan
-from jitterlab.mtp import framelog
+
+if TYPE_CHECKING:  # the logs' reader brings numpy and pandas: imported to run
+    from jitterlab.mtp import framelog
 
 
 def _rig_options(q: argparse.ArgumentParser) -> None:
@@ -96,6 +96,8 @@ def add_parsers(mtp: Any) -> None:
 
 
 def _rig(args: argparse.Namespace) -> framelog.Rig:
+    from jitterlab.mtp import framelog
+
     return framelog.Rig(
         steps_per_rev=args.steps_per_rev,
         rev_per_s=args.rev_per_s,
@@ -107,6 +109,10 @@ def _rig(args: argparse.Namespace) -> framelog.Rig:
 
 
 def run(args: argparse.Namespace) -> int:
+    from jitterlab.describe.context import command_context
+    from jitterlab.measure.runner import run_plan
+    from jitterlab.mtp import framelog
+
     if args.mtp_command == "synth-log":
         spec = framelog.LogSpec(
             latency_s=args.latency,

@@ -6,7 +6,7 @@ import argparse
 import dataclasses
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jitterlab.cli.common import (
     Parser,
@@ -26,10 +26,10 @@ from jitterlab.cli.common import (
 )
 from jitterlab.cli.measuring import announce, check_report, report_option, write_runs_report
 from jitterlab.core.errors import JitterlabError
-from jitterlab.describe.context import command_context
-from jitterlab.describe.replication import replication_json, replication_text
-from jitterlab.measure.runner import run_plan
-from jitterlab.repl.bench import PRESETS, ReplOptions, scaling_plan
+from jitterlab.repl.options import PRESET_NAMES
+
+if TYPE_CHECKING:  # the bench brings numpy, scipy and the store: imported to run
+    from jitterlab.repl.bench import ReplOptions
 
 
 def client_counts(text: str) -> tuple[int, ...]:
@@ -49,9 +49,7 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("repl", help="multi-user replication scaling: N clients through one server (seed 003)")
     repl = p.add_subparsers(dest="repl_command", required=True, parser_class=Parser)
     q = repl.add_parser("bench", help="one run per N; the seed's Tables 3-4 with the knee and its cause")
-    q.add_argument(
-        "--preset", choices=sorted(PRESETS), help="seed-003: N = 2..125 at 90 Hz, tick 120 Hz, 30 s"
-    )
+    q.add_argument("--preset", choices=PRESET_NAMES, help="seed-003: N = 2..125 at 90 Hz, tick 120 Hz, 30 s")
     q.add_argument(
         "--clients", type=client_counts, help="numbers of clients, one run each (default 2,5,10,25)"
     )
@@ -86,6 +84,8 @@ def add_parser(sub: Any) -> None:
 
 
 def options(args: argparse.Namespace) -> ReplOptions:
+    from jitterlab.repl.bench import PRESETS, ReplOptions
+
     base = PRESETS[args.preset] if args.preset else ReplOptions()
     given = {
         "clients": args.clients,
@@ -107,6 +107,12 @@ def options(args: argparse.Namespace) -> ReplOptions:
 
 
 def cmd_repl(args: argparse.Namespace) -> int:
+    # the bench and the tables (numpy, scipy, matplotlib) load now, not with the parser or --help
+    from jitterlab.describe.context import command_context
+    from jitterlab.describe.replication import replication_json, replication_text
+    from jitterlab.measure.runner import run_plan
+    from jitterlab.repl.bench import scaling_plan
+
     o = options(args)
     check_report(args)
     if o.port and len(o.clients) > 1:

@@ -20,13 +20,6 @@ from jitterlab.cli.common import (
 from jitterlab.cli.measuring import check_report, report_option, write_runs_report
 from jitterlab.core.render import render
 from jitterlab.core.units import format_ns
-from jitterlab.describe.attribution import spike_attribution
-from jitterlab.describe.context import command_context
-from jitterlab.describe.tables import HICCUP_HEADERS, hiccup_per_cpu, hiccup_rows
-from jitterlab.describe.text import attribution_text
-from jitterlab.measure.doctor import run_checks
-from jitterlab.measure.plans import HiccupRequest, hiccup_plan
-from jitterlab.measure.runner import run_plan
 
 
 def add_parsers(sub: Any) -> None:
@@ -58,6 +51,8 @@ def add_parsers(sub: Any) -> None:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
+    from jitterlab.measure.doctor import run_checks
+
     checks = run_checks(Path(args.root))
     if args.json:
         print_json([c.to_dict() for c in checks])
@@ -75,6 +70,14 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_hiccup(args: argparse.Namespace) -> int:
+    # the room's libraries (numpy, pyarrow) load now, not with the parser or --help
+    from jitterlab.describe.attribution import spike_attribution
+    from jitterlab.describe.context import command_context
+    from jitterlab.describe.tables import HICCUP_HEADERS, hiccup_per_cpu, hiccup_rows
+    from jitterlab.describe.text import attribution_text
+    from jitterlab.measure.plans import HiccupRequest, hiccup_plan
+    from jitterlab.measure.runner import run_plan
+
     request = HiccupRequest(**{f.name: getattr(args, f.name) for f in fields(HiccupRequest)})
     plan = hiccup_plan(request)
     check_report(args)

@@ -12,8 +12,6 @@ from jitterlab.measure.policy import is_realtime, policy_label, priority_for
 from jitterlab.measure.runner import Point
 from jitterlab.measure.techniques import native_techniques, technique_kind
 
-CAF_SCHEDULERS = ("stealing", "sharing", "detached")
-
 
 @dataclass(frozen=True)
 class BenchPlan:

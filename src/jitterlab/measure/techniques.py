@@ -8,6 +8,8 @@ from functools import lru_cache
 
 from jitterlab.core.programs import native_program
 
+CAF_SCHEDULERS = ("stealing", "sharing", "detached")  # the caf technique's --caf-scheduler
+
 
 @dataclass(frozen=True)
 class TechniqueAvailability:

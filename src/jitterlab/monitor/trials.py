@@ -52,6 +52,12 @@ def trial_latencies(run: Run, index: int) -> np.ndarray:
     return run.latency_ns[int(trial["first_seq"]) : int(end) if end is not None else None]
 
 
+def tag_latencies(run: Run, tag: str) -> np.ndarray:
+    """Every sample of the trials tagged ``tag`` (of whichever writer), in trial order."""
+    indexes = [i for i, t in enumerate(run.meta["monitor"]["trials"]) if t["tag"] == tag]
+    return np.concatenate([trial_latencies(run, i) for i in indexes])
+
+
 def trial_results(run: Run) -> list[TrialResult]:
     baseline = stored_baseline(run)
     alpha = float(run.meta["monitor"].get("alpha", 0.01))

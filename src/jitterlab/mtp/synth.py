@@ -27,6 +27,7 @@ import numpy as np
 
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.fileio import atomic_write_json, open_output
+from jitterlab.mtp.options import LAYOUTS
 
 PTS_RATE = 90_000  # the MPEG clock: 11 µs resolution for frame timestamps
 CONTAINERS = {".mkv": "matroska", ".mov": "mov", ".avi": "avi"}  # other names: MP4
@@ -80,7 +81,6 @@ class SynthSpec:
             raise JitterlabError("--release must lie inside the video (0 to --duration)")
 
 
-LAYOUTS = ("apart", "same-row")
 BLUR_SUBSAMPLES = 16  # instants averaged over an open shutter (the truth uses the same ones)
 
 

@@ -374,6 +374,40 @@ def log_rows(outcomes: list[LogOutcome]) -> list[list[str]]:
     ]
 
 
+def validation_json(
+    outcomes: list[Outcome], logs: list[LogOutcome], verdicts: list[tuple[bool, str]]
+) -> dict[str, Any]:
+    """``mtp validate --json`` (docs/schemas/mtp-validate.schema.json): every case, every log
+    case and every target's verdict."""
+    return {
+        "cases": [
+            {
+                "case": o.case.name,
+                "target": o.case.group,
+                "expected_ms": o.expected_ms,
+                "errors_ms": o.errors_ms or None,
+                "window_sd_ms": o.window_sd_ms if o.errors_ms else None,
+                "frames_per_second": o.frames_per_second if o.errors_ms else None,
+                "outcome": o.status,
+                "expected_outcome": o.case.expect,
+            }
+            for o in outcomes
+        ],
+        "logs": [
+            {
+                "case": o.case.name,
+                "frames": o.frames,
+                "true_mean_ms": o.truth_ms,
+                "measured_mean_ms": o.measured_ms,
+                "limit_ms": o.limit_ms,
+                "quantised_error_ms": o.quantised_error_ms,
+            }
+            for o in logs
+        ],
+        "targets": [{"met": met, "detail": line} for met, line in verdicts],
+    }
+
+
 def log_verdict(outcomes: list[LogOutcome]) -> tuple[bool, str]:
     missed = [o.case.name for o in outcomes if not o.met]
     if missed:

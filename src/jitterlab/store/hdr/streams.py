@@ -18,13 +18,13 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from jitterlab.core.errors import JitterlabError
+from jitterlab.core.units import UNITS_NS as UNITS_NS  # where ingest and export read it
 from jitterlab.store.hdr.double import DoubleHistogram
 from jitterlab.store.hdr.histogram import Histogram
 from jitterlab.store.hdr.log import DamagedLogError, Interval, LogHeader, LogReader
 
 SUMMARY_PERCENTILES: tuple[float, ...] = (50.0, 90.0, 99.0, 99.9, 99.99, 99.999)
 SUMMARY_KEYS = ("p50", "p90", "p99", "p99_9", "p99_99", "p99_999")  # run.json's names for them
-UNITS_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 AnyHistogram = Histogram | DoubleHistogram
 
 
