@@ -631,6 +631,7 @@ def test_serve_json_names_the_stored_run_and_counts_its_samples(store: Path, cha
     document = json.loads(out)
     assert_matches_schema(document, "monitor-serve")
     assert document["context"]["measured_here"] is True
+    assert document["reason"] is None
     (row,) = document["runs"]
     stored_line = next(line for line in err.splitlines() if line.startswith("stored "))
     assert stored_line.split()[1].rstrip(":") == row["id"]
@@ -641,6 +642,33 @@ def test_serve_json_names_the_stored_run_and_counts_its_samples(store: Path, cha
     assert row["samples_recorded"] == recorded == 300
     assert (row["trials"], row["baseline"], row["channel"]) == (2, reference.id, channel)
     assert (row["status"], row["stopped_by"], row["backlog_skipped"]) == ("complete", "--duration", 0)
+
+
+@pytest.mark.parametrize(
+    ("extra", "needle"),
+    [
+        (("--baseline", "no-such-run"), "no-such-run"),  # refused once the channel is held
+        (("--listen", "127.0.0.1:0"), "--listen"),  # refused before anything starts
+    ],
+)
+def test_serve_json_with_no_run_stored_still_prints_its_object(
+    store: Path, channel: str, extra: tuple[str, ...], needle: str
+) -> None:
+    """`monitor serve --json` that stored no run (issue 28): stdout still holds one object,
+    valid against the schema, with no runs, the reason and the machine's context now; the
+    error line goes to stderr alone and the exit code is the one without --json (2)."""
+    args = ("monitor", "serve", "--channel", channel, "--duration", "1s", "--store", str(store))
+    args += ("--listen", f"127.0.0.1:{free_port()}", *extra)
+    plain, done = run_cli(*args), run_cli(*args, "--json")
+    assert done.returncode == plain.returncode == 2
+    assert_one_line_error(done.stderr)
+    assert done.stderr == plain.stderr and plain.stdout == ""
+    document = json.loads(done.stdout)
+    assert_matches_schema(document, "monitor-serve")
+    assert document["runs"] == []
+    assert needle in document["reason"] and document["reason"] in done.stderr
+    assert document["context"]["measured_here"] is True and document["context"]["host"]
+    assert not store.exists() or not [p for p in store.iterdir() if not p.name.startswith(".")]
 
 
 def test_a_trial_tag_with_control_characters_is_served_escaped(store: Path, channel: str) -> None:

@@ -9,7 +9,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from jitterlab.cli.common import note
 
@@ -41,6 +41,21 @@ def write_runs_report(runs: Sequence[Run], out: Path | None, title: str) -> None
         note(f"writing the report of {len(runs)} run(s)…")
         size = write_report(list(runs), Path(out), title)
         note(f"wrote {out} ({size / 1e6:.1f} MB)")
+
+
+def json_context(runs: Sequence[Run]) -> dict[str, Any]:
+    """The ``context`` heading a measuring command's ``--json``: the block of the machine its
+    runs were measured on, or, when it stored none, of this machine now (its environment
+    and the doctor's findings read now, as a run made now would carry them)."""
+    from jitterlab.describe.context import command_context, machine_context
+
+    if runs:
+        return command_context(runs)
+    import datetime as dt
+
+    from jitterlab.measure.jobs import common_meta
+
+    return machine_context(common_meta("", dt.datetime.now(dt.timezone.utc)))
 
 
 def announce(run: Run) -> None:

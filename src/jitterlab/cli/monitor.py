@@ -20,6 +20,7 @@ from jitterlab.cli.common import (
     warn,
     writable_store,
 )
+from jitterlab.cli.measuring import json_context
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.programs import PACKAGE_ROOT
 from jitterlab.core.render import render
@@ -89,13 +90,7 @@ def cmd_monitor(args: argparse.Namespace) -> int:
 
         results = trials.trial_results(load(args.run, args))
         if args.json:
-            print_json(
-                [
-                    {"trial": r.tag, "writer": r.writer, "t_begin_ns": r.t_begin_ns, "t_end_ns": r.t_end_ns}
-                    | r.verdict.to_dict()
-                    for r in results
-                ]
-            )
+            print_json(trials.results_json(results))
         else:
             print(render(trials.HEADERS, trials.rows(results), "llrrrrll"))
         return 0
@@ -113,18 +108,24 @@ def _serve(args: argparse.Namespace) -> int:
             f"serving channel {args.channel}: metrics on http://{args.listen}/metrics, run {srv.run_id} ({until})"
         )
 
-    plan = server.serve_plan(
-        args.channel,
-        args.baseline,
-        args.listen,
-        args.alpha,
-        args.duration,
-        started,
-        _progress,
-        ring_owner=args.ring_owner,
-        percentiles=args.percentiles,
-    )
-    outcome = run_plan(plan, writable_store(args), warn)
+    try:
+        plan = server.serve_plan(
+            args.channel,
+            args.baseline,
+            args.listen,
+            args.alpha,
+            args.duration,
+            started,
+            _progress,
+            ring_owner=args.ring_owner,
+            percentiles=args.percentiles,
+        )
+        outcome = run_plan(plan, writable_store(args), warn)
+    except (JitterlabError, KeyboardInterrupt) as e:
+        if args.json:  # main still prints the error line and sets the exit code
+            by = f"interrupted by {e or 'SIGINT'}"  # Interrupted carries the signal's name
+            _print_serve_json([], str(e) if isinstance(e, JitterlabError) else by)
+        raise
     if sys.stderr.isatty():
         sys.stderr.write("\r\033[K")
     for run in outcome.runs:
@@ -139,11 +140,18 @@ def _serve(args: argparse.Namespace) -> int:
             f"the channel's ring stays ({ring.stat().st_size / 2**20:.0f} MB in {ring.parent}) for the "
             f"application; remove it with: jitterlab monitor unlink --channel {args.channel} (or --stale)"
         )
-    if args.json and outcome.runs:
-        from jitterlab.describe.context import command_context
-
-        print_json({"context": command_context(outcome.runs)} | server.stored_json(outcome.runs))
+    if args.json:
+        stopped = "interrupted before the run was staged" if outcome.interrupted else None
+        _print_serve_json(outcome.runs, None if outcome.runs else "; ".join(outcome.failures) or stopped)
     return outcome.exit_code
+
+
+def _print_serve_json(runs: list[Any], reason: str | None) -> None:
+    """``monitor serve --json``, one document whatever happened: with no run stored, the
+    machine's context now, no runs and the reason (the error line and exit code unchanged)."""
+    from jitterlab.monitor.server import stored_json
+
+    print_json({"context": json_context(runs)} | stored_json(runs, reason))
 
 
 def _unlink(channel: str | None, stale: bool) -> int:
@@ -188,7 +196,6 @@ def _progress(srv: server.Server) -> None:
 def cmd_ssq(args: argparse.Namespace) -> int:
     from jitterlab.monitor import ssq, trials  # pandas, numpy: now
     from jitterlab.stats import summarize
-    from jitterlab.stats.ssq import SCALES
 
     if args.trials and not args.trial_column:
         raise JitterlabError("--trials needs --trial-column (which trial each participant had)")
@@ -217,16 +224,9 @@ def cmd_ssq(args: argparse.Namespace) -> int:
     print(render(headers, rows, "ll" + "r" * (len(headers) - 2)))
     if scored.excluded:
         note(f"left out (pre total above {args.exclude_pre_above:g}): {', '.join(scored.excluded)}")
-    # one row per participant: who they are, their total score, and their trial's latency if joined
-    scale_columns = {f"{scale}{part}" for scale in SCALES for part in ("", "_pre", "_post", "_delta")}
-    shown = [c for c in table.columns if c not in scale_columns or c.startswith("total")]
     print()
-    print(render(shown, [[_cell(v) for v in row] for row in table[shown].itertuples(index=False)]))
+    print(render(*ssq.participant_table(table)))
     return 0
-
-
-def _cell(value: Any) -> str:
-    return f"{value:.2f}" if isinstance(value, float) else str(value)
 
 
 def cmd_sdk(args: argparse.Namespace) -> int:

@@ -4,7 +4,7 @@ kernel and the doctor's warnings, heading the text, the JSON and the HTML alike.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from jitterlab.store import Run
@@ -15,10 +15,18 @@ COMPARABILITY_KEYS = ("host", "cpu_model", "kernel", "preempt_rt", "virtualizati
 
 def context_block(run: Run) -> dict[str, Any]:
     """Where and with what ``run`` was measured (an import says where it came from)."""
-    env = run.meta.get("environment")
-    tool = run.meta.get("tool") or {}
-    if env is None:
+    if run.meta.get("environment") is None:
+        tool = run.meta.get("tool") or {}
         return source_context(run.config.get("source"), run.config.get("source_format"), tool.get("version"))
+    return machine_context(run.meta)
+
+
+def machine_context(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """The block of the machine that run metadata ``meta`` describes (its ``environment``,
+    ``doctor`` and ``tool`` blocks): a measured run's, or the machine's now for a measuring
+    command that stored no run (``measure.jobs.common_meta`` gives the blocks)."""
+    env = meta.get("environment") or {}
+    tool = meta.get("tool") or {}
     governors = sorted({g for g in (env.get("governors") or {}).values() if g})
     return {
         "measured_here": True,
@@ -32,7 +40,7 @@ def context_block(run: Run) -> dict[str, Any]:
         "governors": governors,
         "isolcpus": env.get("isolcpus"),
         "virtualization": env.get("virtualization"),
-        "doctor_warnings": [d["check"] for d in run.meta.get("doctor") or [] if d.get("status") == "warn"],
+        "doctor_warnings": [d["check"] for d in meta.get("doctor") or [] if d.get("status") == "warn"],
         "tool_version": tool.get("version"),
         "git_commit": tool.get("git_commit"),
     }

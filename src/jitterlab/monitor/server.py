@@ -410,9 +410,10 @@ class Server:
         return self.store.commit_parts(self.staging, meta)
 
 
-def stored_json(runs: Sequence[Run]) -> dict[str, Any]:
+def stored_json(runs: Sequence[Run], reason: str | None = None) -> dict[str, Any]:
     """What ``monitor serve --json`` says of the runs it stored (after the context block;
-    docs/schemas/monitor-serve.schema.json): per run its id, how it ended and its counts.
+    docs/schemas/monitor-serve.schema.json): per run its id, how it ended and its counts;
+    ``reason`` (None when a run was stored) says why none was.
     ``samples_recorded`` is what the applications wrote to the ring while it was served:
     the samples stored plus those dropped because the ring was full; entries left from
     before the server started are counted apart (``backlog_skipped``)."""
@@ -435,7 +436,7 @@ def stored_json(runs: Sequence[Run]) -> dict[str, Any]:
                 "trials": len(monitor["trials"]),
             }
         )
-    return {"runs": rows}
+    return {"runs": rows, "reason": reason}
 
 
 def serve_loop(

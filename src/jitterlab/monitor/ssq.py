@@ -179,3 +179,15 @@ def group_table(scored: Scored, group: str | None) -> tuple[list[str], list[list
             row += [f"{figure[f'{prefix}mean']:.2f}", "n/a" if sd is None else f"{sd:.2f}"]
         rows.append(row)
     return headers, rows
+
+
+def participant_table(table: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    """One row per participant: who they are, their total score(s) and, when joined, their
+    trial's latency (the subscales stay in the group table and the JSON)."""
+    scale_columns = {f"{scale}{part}" for scale in SCALES for part in ("", "_pre", "_post", "_delta")}
+    shown = [str(c) for c in table.columns if c not in scale_columns or str(c).startswith("total")]
+    return shown, [[_cell(v) for v in row] for row in table[shown].itertuples(index=False)]
+
+
+def _cell(value: Any) -> str:
+    return f"{value:.2f}" if isinstance(value, float) else str(value)

@@ -79,6 +79,16 @@ def trial_results(run: Run) -> list[TrialResult]:
 HEADERS = ["trial", "writer", "samples", "outlier share", "by category", "max", "verdict", "reason"]
 
 
+def results_json(results: list[TrialResult]) -> list[dict[str, Any]]:
+    """``monitor trials --json`` (docs/schemas/monitor-trials.schema.json): per trial its
+    tag, writer, span and screening verdict."""
+    return [
+        {"trial": r.tag, "writer": r.writer, "t_begin_ns": r.t_begin_ns, "t_end_ns": r.t_end_ns}
+        | r.verdict.to_dict()
+        for r in results
+    ]
+
+
 def rows(results: list[TrialResult]) -> list[list[Any]]:
     return [
         [
