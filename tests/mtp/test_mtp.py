@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -59,6 +60,13 @@ def test_analyze_finds_the_latency_and_stores_a_run_that_describe_and_report_rea
     assert "33.3 ms" in out
     code, _, err = run_main(["report", "-o", str(tmp_path / "r.html"), "--store", str(store)], capsys)
     assert code == 0, err
+    # --report is the shared runs report (issue 28): the page `jitterlab report` makes of the
+    # stored run, every heading of it, with the analysis' check by eye as a section first
+    assert result["run"] in html and "how to read this report" in html
+    shared = re.findall(r"<h2[^>]*>(.*?)</h2>", (tmp_path / "r.html").read_text())
+    headings = re.findall(r"<h2[^>]*>(.*?)</h2>", html)
+    assert shared and set(shared) <= set(headings)
+    assert headings[0] == f"Motion-to-photon latency: {path.name}"
 
 
 def test_given_regions_and_kcf_agree_with_the_truth(tmp_path: Path) -> None:
@@ -477,9 +485,13 @@ def test_a_latency_above_half_a_period_of_a_periodic_motion_says_so(
 ) -> None:
     path, _ = _video(tmp_path, freq_hz=0.8, latency_s=0.7, duration_s=6.0)
     # within the default bound (300 ms) only 75 ms fits: reported with the assumption spelled out
-    code, out, err = run_main(["mtp", "analyze", str(path), "--no-store"], capsys)
+    page = tmp_path / "check.html"
+    code, out, err = run_main(["mtp", "analyze", str(path), "--no-store", "--report", str(page)], capsys)
     assert code == 0, err
     assert float(out.split("latency: ")[1].split(" ms")[0]) == pytest.approx(75.0, abs=0.1)
+    # no run stored: --report is the check by eye alone, saying so (no runs report to join)
+    html = page.read_text()
+    assert "Traces, fits and residuals" in html and "not stored" in html and "Runs</h2>" not in html
     assert "assumes the latency is below --max-latency 300ms" in out
     assert "so 700 ms would look the same" in out
     # a bound that takes in both: untrusted, exit 3, both named

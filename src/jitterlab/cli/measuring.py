@@ -32,14 +32,15 @@ def check_report(args: argparse.Namespace) -> None:
         check_writable_file(Path(args.report), "--report")
 
 
-def write_runs_report(runs: Sequence[Run], out: Path | None, title: str) -> None:
+def write_runs_report(runs: Sequence[Run], out: Path | None, title: str, preface_html: str = "") -> None:
     """End a measuring command with ``--report``: the HTML report of ``runs`` (the one
-    ``jitterlab report`` writes), matplotlib imported only now."""
+    ``jitterlab report`` writes), matplotlib imported only now; ``preface_html`` is a section
+    of the command's own before the runs' (``mtp analyze``: the check of the analysis)."""
     if out and runs:
         from jitterlab.describe.report import write_report
 
         note(f"writing the report of {len(runs)} run(s)…")
-        size = write_report(list(runs), Path(out), title)
+        size = write_report(list(runs), Path(out), title, preface_html)
         note(f"wrote {out} ({size / 1e6:.1f} MB)")
 
 

@@ -18,6 +18,7 @@ from jitterlab.cli.common import (
     warn,
     writable_store,
 )
+from jitterlab.cli.measuring import check_report, write_runs_report
 from jitterlab.core.fileio import check_writable_file
 from jitterlab.core.options import DAY_S
 from jitterlab.core.render import render
@@ -98,7 +99,13 @@ def add_parser(sub: Any) -> None:
     q.add_argument("--step", type=SPAN, help="window step (default a fifth of a window)")
     q.add_argument("--max-latency", type=READOUT, default=0.300, help="search range (default 300ms)")
     q.add_argument("--json", action="store_true")
-    q.add_argument("--report", type=Path, help="write an HTML page to check the analysis by eye")
+    q.add_argument(
+        "--report",
+        type=Path,
+        metavar="FILE",
+        help="end by writing the HTML report of the run (as `jitterlab report`), the check of the "
+        "analysis by eye first (--no-store: that check alone)",
+    )
     q.add_argument("--no-store", action="store_true", help="do not store the windows as a run")
     store_option(q)
     q = mtp.add_parser("validate", help="synthetic videos with known latency: every estimator's error")
@@ -158,8 +165,7 @@ def _analyze(args: argparse.Namespace) -> int:
     from jitterlab.mtp import analyze  # numpy, scipy, the tracker: now, not with --help
 
     store = None if args.no_store else writable_store(args)
-    if args.report:
-        check_writable_file(args.report, "--report")
+    check_report(args)
     options = analyze.AnalyzeOptions(
         roi_physical=args.roi_physical,
         roi_rendered=args.roi_rendered,
@@ -173,11 +179,15 @@ def _analyze(args: argparse.Namespace) -> int:
     if isinstance(analysed := analyze.analyze_and_store(args.video, options, store, warn), int):
         return analysed  # interrupted before anything was stored
     result, run = analysed
-    if args.report:
-        from jitterlab.mtp import report  # matplotlib only when a page is asked for
+    if args.report:  # the shared report of the run, the analysis' own check first
+        from jitterlab.mtp import report  # matplotlib only when a report is asked for
 
-        report.write(result, args.report, run.id if run else None)
-        note(f"wrote {args.report}")
+        if run:
+            title = f"jitterlab mtp analyze {args.video.name}"
+            write_runs_report([run], args.report, title, report.section(result, run.id))
+        else:  # --no-store: the check alone
+            report.write(result, args.report, None)
+            note(f"wrote {args.report}")
     code = 0 if result.trusted else EXIT_UNTRUSTED
     s = analyze.summary(result)
     context = command_context([run]) if run else source_context(args.video.resolve(), "video")

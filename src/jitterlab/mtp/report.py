@@ -1,5 +1,10 @@
-"""The page a person checks an analysed video by: the regions on a frame, both 1-D traces
-with their fits and residuals, the correlation against lag, and latency over time."""
+"""What a person checks an analysed video by: the regions on a frame, both 1-D traces with
+their fits and residuals, the correlation against lag, and latency over time.
+
+:func:`section` is that check as a section of the shared runs report (``mtp analyze
+--report`` writes the report of the stored run with it first, as ``jitterlab report``
+would, the run's own sections below); :func:`write` is the page of the section alone, for
+an analysis that stored no run (``--no-store``)."""
 
 from __future__ import annotations
 
@@ -90,7 +95,8 @@ def _correlation_figure(a: Analysis) -> str:
     return figure_img(fig, "correlation against lag, and latency over time")
 
 
-def build(a: Analysis, run_id: str | None) -> str:
+def section(a: Analysis, run_id: str | None) -> str:
+    """The analysis as a section of a page: headline, facts, warnings and the figures."""
     e = a.estimates
     w = a.window_latencies * 1e3
     warnings = "".join(f"<li>{esc(x['detail'])}</li>" for x in a.warnings) or "<li>none</li>"
@@ -131,10 +137,9 @@ def build(a: Analysis, run_id: str | None) -> str:
         else f" — UNTRUSTED ({esc(', '.join(c['code'] for c in a.untrusted))}: see the warnings)"
     )
     parts = [
-        page_head(f"motion-to-photon: {a.path.name}"),
-        f"<h1>Motion-to-photon latency: {esc(a.path.name)}</h1>",
-        f"<div class='muted'>generated {dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')} by jitterlab {__version__} · method: docs/mtp.md</div>",
-        f"<div class='card'><h2 style='margin-top:0'>{e.headline_s * 1e3:.2f} ms{untrusted}</h2>"
+        f"<h2 id='mtp'>Motion-to-photon latency: {esc(a.path.name)}</h2>",
+        "<div class='muted'>method: docs/mtp.md</div>",
+        f"<div class='card'><h3 style='margin-top:0'>{e.headline_s * 1e3:.2f} ms{untrusted}</h3>"
         "<p>headline: overlap-normalised cross-correlation (it assumes nothing about the waveform). "
         "The two sine-fit estimators are shown beside it; each is checked against the same fit on an exact "
         "delayed copy of the physical motion, within what the tracking noise explains (docs/mtp.md, "
@@ -143,15 +148,26 @@ def build(a: Analysis, run_id: str | None) -> str:
         + html_table(["estimator", "latency", "against the headline"], headline_rows(a))
         + html_table(["what", "value"], facts)
         + f"<h3>Warnings</h3><ul>{warnings}</ul></div>",
-        "<h2>Regions</h2><div class='card'>" + _regions_figure(a) + "</div>",
-        "<h2>Traces, fits and residuals</h2><div class='card'>"
+        "<h3>Regions</h3><div class='card'>" + _regions_figure(a) + "</div>",
+        "<h3>Traces, fits and residuals</h3><div class='card'>"
         + _traces_figure(a)
         + "<p class='muted'>Residuals should look like noise. A pattern at the motion's frequency or its "
         "harmonics means the motion is not a damped sine; trust the cross-correlation then.</p></div>",
-        "<h2>Correlation and latency over time</h2><div class='card'>" + _correlation_figure(a) + "</div>",
-        PAGE_END,
+        "<h3>Correlation and latency over time</h3><div class='card'>" + _correlation_figure(a) + "</div>",
     ]
     return "".join(parts)
+
+
+def build(a: Analysis, run_id: str | None) -> str:
+    """The page of :func:`section` alone (an analysis that stored no run)."""
+    generated = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return (
+        page_head(f"motion-to-photon: {a.path.name}")
+        + f"<h1>Motion-to-photon latency: {esc(a.path.name)}</h1>"
+        + f"<div class='muted'>generated {generated} by jitterlab {__version__}</div>"
+        + section(a, run_id)
+        + PAGE_END
+    )
 
 
 def write(a: Analysis, path: Path, run_id: str | None) -> None:
