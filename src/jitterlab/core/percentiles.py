@@ -4,13 +4,19 @@ key of each percentile (``"p99.9"``), one definition for every command."""
 from __future__ import annotations
 
 import math
+import re
 
 from jitterlab.core.errors import JitterlabError
+
+# run.json's summary keys spell the decimal point as "_" (p99_9, p99_999): --percentiles takes
+# that spelling too, and no other "_" (Python's float() would read "9_9" as 99, silently)
+_UNDERSCORED = re.compile(r"[0-9]+_[0-9]+")
 
 
 def parse_percentiles(text: str) -> tuple[float, ...]:
     """``"50,90,99.9,max"`` → (50.0, 90.0, 99.9, 100.0): each 0 < p ≤ 100 (``max`` is 100),
-    sorted, duplicates dropped."""
+    sorted, duplicates dropped. An entry may carry a leading ``p`` and spell the decimal
+    point as the summary keys do (``p99_9`` is 99.9, the JSON key ``p99.9``)."""
     values: set[float] = set()
     for part in text.split(","):
         word = part.strip().lower().removeprefix("p")
@@ -19,6 +25,12 @@ def parse_percentiles(text: str) -> tuple[float, ...]:
         if word == "max":
             values.add(100.0)
             continue
+        if "_" in word:
+            if not _UNDERSCORED.fullmatch(word):
+                raise JitterlabError(
+                    f"--percentiles: {part.strip()!r} is not a percentile (example: 50,90,99.9 or p99_9,max)"
+                )
+            word = word.replace("_", ".")
         try:
             p = float(word)
         except ValueError:
