@@ -18,12 +18,20 @@ With --help-pages it also measures the ``--help`` of every measuring and describ
 a page of help imports the command's parser, not its room (numpy, pandas, pyarrow, scipy,
 matplotlib come when the command runs; tests/cli/test_startup.py checks every page).
 
-Usage: python benchmarks/startup.py [--repeats 5] [--quick] [--help-pages]   (--quick: 3 repeats)
+With --against SRC every command also runs side by side with an older jitterlab: SRC is the
+``src`` folder of another revision (``git archive REV src/jitterlab | tar -x -C /tmp/old``,
+then ``--against /tmp/old/src``), put first on PYTHONPATH; the two run alternately, so a
+machine whose load changes meanwhile weighs on both alike, and the table gives each one's
+median wall time and peak RSS and the ratio.
+
+Usage: python benchmarks/startup.py [--repeats 5] [--quick] [--help-pages] [--against SRC]
+(--quick: 3 repeats)
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import subprocess
 import sys
@@ -66,6 +74,7 @@ def main() -> int:
     parser.add_argument(
         "--help-pages", action="store_true", help="also each measuring/describing command's --help"
     )
+    parser.add_argument("--against", type=Path, metavar="SRC", help="an older revision's src/, side by side")
     args = parser.parse_args()
     repeats = 3 if args.quick else args.repeats
     jitterlab = [sys.executable, "-m", "jitterlab"]
@@ -105,8 +114,25 @@ def main() -> int:
                 verdict = "met" if met else "MISSED"
                 missed += [] if met else [name]
             print(f"{name:<30}{med:>10.3f}{f'{lo:.3f} – {hi:.3f}':>16}{peak:>10.0f}  {verdict}")
+        if args.against:
+            side_by_side(commands, args.against, repeats)
     print("all targets met" if not missed else "MISSED: " + "; ".join(missed))
     return 0 if not missed else 1
+
+
+def side_by_side(commands: dict[str, list[str]], against: Path, repeats: int) -> None:
+    """Each command with this jitterlab and with the one under ``against``, alternately."""
+    old_env = os.environ | {"PYTHONPATH": str(against.resolve())}
+    print(f"\nside by side, alternately: this tree against {against}")
+    print(f"{'command':<30}{'then s':>10}{'now s':>10}{'now/then':>10}{'then MB':>9}{'now MB':>8}")
+    for name, cmd in commands.items():
+        then, now = [], []
+        for _ in range(repeats):
+            then.append(run_measured(cmd, env=old_env, interval=0.005))
+            now.append(run_measured(cmd, interval=0.005))
+        t, n = (median_range([r.seconds for r in rs])[0] for rs in (then, now))
+        mb_then, mb_now = (max(r.peak_tree_rss_bytes for r in rs) / 1e6 for rs in (then, now))
+        print(f"{name:<30}{t:>10.3f}{n:>10.3f}{n / t:>10.2f}{mb_then:>9.0f}{mb_now:>8.0f}")
 
 
 if __name__ == "__main__":

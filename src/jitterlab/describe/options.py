@@ -1,7 +1,7 @@
 """The choices ``describe`` and ``export`` offer on the command line, kept apart from the
 modules that compute them (numpy, pyarrow) so that the parser and ``--help`` stay light.
 
-tests/describe/test_options.py checks each against the registry it names.
+tests/describe/test_describe_options.py checks each against the registry it names.
 """
 
 from __future__ import annotations
