@@ -1,13 +1,9 @@
-"""The command line's choices for describe and export (describe/options.py, light for
---help) are exactly the registries that compute them."""
+"""The command line's choices for export (describe/options.py, light for --help) are
+exactly the registered exporters (describe --test's are defined there once)."""
 
 from __future__ import annotations
 
-from jitterlab.describe import analysis, export, options
-
-
-def test_describe_tests_are_the_analysis_tests() -> None:
-    assert options.TESTS == analysis.TESTS
+from jitterlab.describe import export, options
 
 
 def test_export_formats_are_the_registered_exporters() -> None:

@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.percentiles import percentile_key
 from jitterlab.describe.attribution import spike_attribution
+from jitterlab.describe.options import TESTS
 from jitterlab.stats import (
     StackedResult,
     Summary,
@@ -59,7 +60,6 @@ from jitterlab.store.writer import (
     stored_summary,
 )
 
-TESTS = ("stacked-z", "gesd", "walsh")
 BASELINE_NEEDS_Z = "--baseline works with --test stacked-z (its thresholds come from median and MAD)"
 
 

@@ -6,5 +6,5 @@ tests/describe/test_describe_options.py checks each against the registry it name
 
 from __future__ import annotations
 
-TESTS = ("stacked-z", "gesd", "walsh")  # describe --test: jitterlab.describe.analysis.TESTS
+TESTS = ("stacked-z", "gesd", "walsh")  # describe --test (describe_run takes these)
 FORMATS = ("hgrm", "hlog", "csv", "parquet")  # export --format: jitterlab.describe.export.EXPORTERS
