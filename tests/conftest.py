@@ -208,3 +208,28 @@ def assert_matches_schema(document: object, name: str) -> None:
     )
     schema = loaded[f"{name}.schema.json"]
     jsonschema.Draft202012Validator(schema, registry=registry).validate(document)
+
+
+def heavy_tail(seed: int, n: int = 1_000_000) -> np.ndarray:
+    """A log-normal body near 22 µs, 2 % clusters 50-200 µs above it, 0.1 % spikes to 20 ms."""
+    rng = np.random.default_rng(seed)
+    x = rng.lognormal(10, 0.3, n).astype(np.int64)
+    cluster = rng.random(n) < 0.02
+    x[cluster] += rng.integers(50_000, 200_000, int(cluster.sum()))
+    spike = rng.random(n) < 0.001
+    x[spike] += rng.integers(1_000_000, 20_000_000, int(spike.sum()))
+    return x
+
+
+def spiky(seed: int, n: int, far_spikes: bool = False) -> np.ndarray:
+    """A log-normal body near 13 µs, 3 % clusters 20-80 µs above it, 0.05 % spikes to 10 ms;
+    ``far_spikes``: five more, 20 to 320 ms, that Walsh's test tells apart."""
+    rng = np.random.default_rng(seed)
+    x = rng.lognormal(9.5, 0.2, n).astype(np.int64)
+    cluster = rng.random(n) < 0.03
+    x[cluster] += rng.integers(20_000, 80_000, int(cluster.sum()))
+    spike = rng.random(n) < 0.0005
+    x[spike] += rng.integers(500_000, 10_000_000, int(spike.sum()))
+    if far_spikes and n > 1000:
+        x[rng.choice(n, 5, replace=False)] = 20_000_000 * 2 ** np.arange(5)
+    return x

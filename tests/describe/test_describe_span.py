@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import assert_one_line_error, make_run, run_main
+from conftest import assert_one_line_error, make_run, run_main, spiky
 from jitterlab.describe.analysis import (
     describe_run,
     description_json,
@@ -26,18 +26,6 @@ from jitterlab.store.span import first_send_ns, span_count, time_span
 N = 240_000
 
 
-def spiky(seed: int, n: int) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    x = rng.lognormal(9.5, 0.2, n).astype(np.int64)
-    cluster = rng.random(n) < 0.03
-    x[cluster] += rng.integers(20_000, 80_000, int(cluster.sum()))
-    spike = rng.random(n) < 0.0005
-    x[spike] += rng.integers(500_000, 10_000_000, int(spike.sum()))
-    if n > 1000:  # a few far spikes, 20 to 320 ms, that Walsh's test tells apart
-        x[rng.choice(n, 5, replace=False)] = 20_000_000 * 2 ** np.arange(5)
-    return x
-
-
 @pytest.fixture(scope="module")
 def stored(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Runs of several row groups (2^15 rows each): 3 pairs interleaved in send time; 4
@@ -46,12 +34,14 @@ def stored(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("store")
     with pytest.MonkeyPatch.context() as m:
         m.setattr(writer, "ROW_GROUP_ROWS", 1 << 15)
-        interleaved = make_run(root, spiky(1, N), t_send=1_000_000_000 + np.arange(N) * 125_000, pairs=3)
+        interleaved = make_run(
+            root, spiky(1, N, far_spikes=True), t_send=1_000_000_000 + np.arange(N) * 125_000, pairs=3
+        )
         per_pair = N // 4
         t = np.concatenate([5_000_000_000 + np.arange(per_pair) * 100_000 + p * 7_000 for p in range(4)])
-        by_pair = make_run(root, spiky(2, N), t_send=t, pairs=4)
+        by_pair = make_run(root, spiky(2, N, far_spikes=True), t_send=t, pairs=4)
         equal = make_run(root, np.full(100_000, 20_000, np.int64))
-        tiny = make_run(root, spiky(3, 50))
+        tiny = make_run(root, spiky(3, 50, far_spikes=True))
     assert pq.ParquetFile(interleaved.path / "samples.parquet").metadata.num_row_groups == 8
     return {"interleaved": interleaved.path, "by pair": by_pair.path, "equal": equal.path, "tiny": tiny.path}
 

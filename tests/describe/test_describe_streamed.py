@@ -11,22 +11,12 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import assert_one_line_error, make_run, run_main
+from conftest import assert_one_line_error, make_run, run_main, spiky
 from jitterlab.describe import analysis
 from jitterlab.describe.analysis import describe_run, description_json, latency_views
 from jitterlab.describe.export import ExportOptions, export_bytes
 from jitterlab.stats import percentiles
 from jitterlab.store import load_run
-
-
-def spiky(seed: int, n: int) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    x = rng.lognormal(9.5, 0.2, n).astype(np.int64)
-    cluster = rng.random(n) < 0.03
-    x[cluster] += rng.integers(20_000, 80_000, int(cluster.sum()))
-    spike = rng.random(n) < 0.0005
-    x[spike] += rng.integers(500_000, 10_000_000, int(spike.sum()))
-    return x
 
 
 def both_paths(

@@ -9,7 +9,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from conftest import latency_clusters
+from conftest import heavy_tail, latency_clusters
 from jitterlab.stats import extremes
 from jitterlab.stats.extremes import (
     exact_total,
@@ -21,17 +21,6 @@ from jitterlab.stats.extremes import (
 from jitterlab.stats.gesd import generalized_esd, gesd_critical_values, stacked_gesd
 from jitterlab.stats.scan import LocalScan
 from jitterlab.stats.walsh import stacked_walsh, walsh_test
-
-
-def heavy_tail(seed: int, n: int) -> np.ndarray:
-    """A log-normal body near 22 µs, 2 % clusters 50-200 µs above it, 0.1 % spikes to 20 ms."""
-    rng = np.random.default_rng(seed)
-    x = rng.lognormal(10, 0.3, n).astype(np.int64)
-    cluster = rng.random(n) < 0.02
-    x[cluster] += rng.integers(50_000, 200_000, int(cluster.sum()))
-    spike = rng.random(n) < 0.001
-    x[spike] += rng.integers(1_000_000, 20_000_000, int(spike.sum()))
-    return x
 
 
 def scan_of(x: np.ndarray, size: int) -> LocalScan:

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import pytest
 
+from conftest import heavy_tail
 from jitterlab.stats import stacked_z_test, time_windows
 from jitterlab.stats.outofcore import (
     baseline_of_chunks,
@@ -23,17 +24,6 @@ from jitterlab.stats.zscore import robust_scale
 N = 1_000_000
 
 
-def heavy_tail(seed: int, n: int = N) -> np.ndarray:
-    """A log-normal body near 22 µs, 2 % clusters 50-200 µs above it, 0.1 % spikes to 20 ms."""
-    rng = np.random.default_rng(seed)
-    x = rng.lognormal(10, 0.3, n).astype(np.int64)
-    cluster = rng.random(n) < 0.02
-    x[cluster] += rng.integers(50_000, 200_000, int(cluster.sum()))
-    spike = rng.random(n) < 0.001
-    x[spike] += rng.integers(1_000_000, 20_000_000, int(spike.sum()))
-    return x
-
-
 def chunked(x: np.ndarray, size: int) -> Callable[[], Iterator[np.ndarray]]:
     return lambda: (x[i : i + size] for i in range(0, x.size, size))
 
@@ -46,7 +36,7 @@ def timed(t: np.ndarray, x: np.ndarray, size: int) -> Callable[[], Iterator[tupl
 @pytest.mark.parametrize("size", [1 << 16, 65_537, 100_003])
 @pytest.mark.parametrize("two_sided", [False, True])
 def test_stacked_z_streamed_equals_in_memory(size: int, two_sided: bool) -> None:
-    x = heavy_tail(1)
+    x = heavy_tail(1, N)
     expected = stacked_z_test(x, two_sided=two_sided)
     # in_memory_at=1000: every level is selected from the chunks, none gathered
     got = stacked_z_chunks(chunked(x, size), two_sided=two_sided, in_memory_at=1000)
@@ -77,7 +67,7 @@ def test_robust_scale_small_and_even_sizes(n: int) -> None:
 
 
 def test_baseline_categories_and_screening_streamed() -> None:
-    reference, trial = heavy_tail(4), heavy_tail(5)
+    reference, trial = heavy_tail(4, N), heavy_tail(5, N)
     trial[::500] += 3_000_000  # contaminated: more spikes than the baseline
     ref = stacked_z_test(reference)
     expected = stacked_z_test(trial, baseline=ref)

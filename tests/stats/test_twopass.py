@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import pytest
 
+from conftest import heavy_tail
 from jitterlab.stats import kernels, loglinear, stacked_z_test, time_windows, twopass, valuetable
 from jitterlab.stats.loglinear import layout_bounds, layout_count
 from jitterlab.stats.twopass import describe_two_pass, robust_scale_table, stacked_z_table
@@ -19,17 +20,6 @@ pytestmark = pytest.mark.skipif(not kernels.available(), reason="the C++ core is
 
 N = 400_000
 T0 = 1_000_000_000
-
-
-def heavy_tail(seed: int, n: int = N) -> np.ndarray:
-    """A log-normal body near 22 µs, 2 % clusters 50-200 µs above, 0.1 % spikes to 20 ms."""
-    rng = np.random.default_rng(seed)
-    x = rng.lognormal(10, 0.3, n).astype(np.int64)
-    cluster = rng.random(n) < 0.02
-    x[cluster] += rng.integers(50_000, 200_000, int(cluster.sum()))
-    spike = rng.random(n) < 0.001
-    x[spike] += rng.integers(1_000_000, 20_000_000, int(spike.sum()))
-    return x
 
 
 def pairs_stored_pair_after_pair(seed: int, n: int = N, pairs: int = 4) -> np.ndarray:

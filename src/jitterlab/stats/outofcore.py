@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
+from typing import Protocol
 
 import numpy as np
 
@@ -123,42 +124,92 @@ def stacked_z_scan(
     in_memory_at: int = IN_MEMORY_AT,
 ) -> StackedResult:
     """:func:`stacked_z_chunks` of a sample read by ``scan``."""
+    thresholds, levels, low = stacked_cuts(_ScanLevels(scan), threshold, two_sided, in_memory_at)
+    return categories_scan(scan, thresholds, low, levels, threshold, False)
+
+
+class Levels(Protocol):
+    """A sample as the stacked test walks it: read in chunks (:class:`_ScanLevels`) or held
+    as a table of values and counts (``jitterlab.stats.twopass``)."""
+
+    def above(self, cut: float) -> Levels:
+        """The values above ``cut``."""
+        ...
+
+    def size(self) -> int: ...
+
+    def robust_scale(self) -> RobustScale:
+        """Median, MAD and scale of a non-empty sample, as robust_scale_sorted gives them."""
+        ...
+
+    def sorted_values(self) -> np.ndarray:
+        """The values, sorted (a sample of at most ``in_memory_at`` values)."""
+        ...
+
+
+def stacked_cuts(
+    sample: Levels, threshold: float, two_sided: bool, in_memory_at: int
+) -> tuple[tuple[float, ...], tuple[RobustScale, ...], float | None]:
+    """The stacked z-score test's thresholds, the levels they came from and the low
+    threshold, level by level (:func:`jitterlab.stats.zscore.stacked_z_test`'s steps); a
+    level of at most ``in_memory_at`` values is sorted and finished in memory."""
     levels: list[RobustScale] = []
     thresholds: list[float] = []
 
-    def next_cut(sample: np.ndarray) -> float | None:  # the in-memory test's step
-        level = robust_scale_sorted(sample)
+    def next_cut(ordered: np.ndarray) -> float | None:  # the in-memory test's step
+        level = robust_scale_sorted(ordered)
         if level.scale == 0:
             return None
         levels.append(level)
         return level.center + threshold * level.scale
 
-    cut: float | None = None
+    current = sample
     for _ in range(MAX_LEVELS):
-        current = _above(scan, cut)
-        count, lowest, highest, _ = extent_by(current)
+        count = current.size()
         if count == 0:
-            if cut is None:
+            if not thresholds:
                 raise ValueError("stacked test of an empty sample")
             break
         if count <= in_memory_at:
-            tail = np.sort(np.concatenate(list(current.map(identity))))
-            thresholds += stack(tail, next_cut, MAX_LEVELS - len(thresholds))
+            thresholds += stack(current.sorted_values(), next_cut, MAX_LEVELS - len(thresholds))
             break
-        level = robust_scale_scan(current, count, lowest, highest)
+        level = current.robust_scale()
         if level.scale == 0:
             break
         levels.append(level)
-        new_cut = level.center + threshold * level.scale
-        above = extent_by(_above(current, new_cut))[0]
-        if above in (0, count):
+        cut = level.center + threshold * level.scale
+        upper = current.above(cut)
+        if upper.size() in (0, count):
             break
-        thresholds.append(new_cut)
-        cut = new_cut
-    low = None
-    if two_sided and levels:
-        low = levels[0].center - threshold * levels[0].scale
-    return categories_scan(scan, tuple(thresholds), low, tuple(levels[: len(thresholds)]), threshold, False)
+        thresholds.append(cut)
+        current = upper
+    low = levels[0].center - threshold * levels[0].scale if two_sided and levels else None
+    return tuple(thresholds), tuple(levels[: len(thresholds)]), low
+
+
+class _ScanLevels:
+    """A level read in chunks: its values through the filters of the levels below."""
+
+    def __init__(self, scan: Scan) -> None:
+        self.scan = scan
+        self._extent: tuple[int, int, int] | None = None
+
+    def extent(self) -> tuple[int, int, int]:
+        if self._extent is None:
+            self._extent = extent_by(self.scan)[:3]
+        return self._extent
+
+    def above(self, cut: float) -> _ScanLevels:
+        return _ScanLevels(_above(self.scan, cut))
+
+    def size(self) -> int:
+        return self.extent()[0]
+
+    def robust_scale(self) -> RobustScale:
+        return robust_scale_scan(self.scan, *self.extent())
+
+    def sorted_values(self) -> np.ndarray:
+        return np.sort(np.concatenate(list(self.scan.map(identity))))
 
 
 def categories_of_chunks(

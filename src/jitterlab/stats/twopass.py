@@ -33,17 +33,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from jitterlab.stats import kernels
-from jitterlab.stats.categories import StackedResult, categories_of_ranges, categorize, stack
+from jitterlab.stats.categories import StackedResult, categories_of_ranges, categorize
 from jitterlab.stats.loglinear import layout_bounds, layout_count
-from jitterlab.stats.outofcore import IN_MEMORY_AT, window_ranks, window_table
+from jitterlab.stats.outofcore import IN_MEMORY_AT, stacked_cuts, window_ranks, window_table
 from jitterlab.stats.valuetable import ValueCounter, ValueTable
 from jitterlab.stats.windows import WindowTable
 from jitterlab.stats.zscore import (
     MAD_CONSISTENCY,
-    MAX_LEVELS,
     MEANAD_CONSISTENCY,
     RobustScale,
-    robust_scale_sorted,
 )
 
 SendRecvChunks = Callable[[], Iterable[tuple[np.ndarray, np.ndarray]]]  # (t_send_ns, t_recv_ns)
@@ -139,43 +137,27 @@ def stacked_z_table(
     table: ValueTable, threshold: float = 3.5, two_sided: bool = False, in_memory_at: int = IN_MEMORY_AT
 ) -> StackedResult:
     """:func:`jitterlab.stats.outofcore.stacked_z_scan` of a sample held as a table."""
-    levels: list[RobustScale] = []
-    thresholds: list[float] = []
+    thresholds, levels, low = stacked_cuts(_TableLevels(table), threshold, two_sided, in_memory_at)
+    return categories_table(table, thresholds, low, levels, threshold)
 
-    def next_cut(sample: np.ndarray) -> float | None:  # the in-memory test's step
-        level = robust_scale_sorted(sample)
-        if level.scale == 0:
-            return None
-        levels.append(level)
-        return level.center + threshold * level.scale
 
-    cut: float | None = None
-    for _ in range(MAX_LEVELS):
-        current = _above(table, cut)
-        count = int(current.counts.sum())
-        if count == 0:
-            if cut is None:
-                raise ValueError("stacked test of an empty sample")
-            break
-        if count <= in_memory_at:
-            thresholds += stack(
-                np.repeat(current.values, current.counts), next_cut, MAX_LEVELS - len(thresholds)
-            )
-            break
-        level = robust_scale_table(current)
-        if level.scale == 0:
-            break
-        levels.append(level)
-        new_cut = level.center + threshold * level.scale
-        above = int(_above(current, new_cut).counts.sum())
-        if above in (0, count):
-            break
-        thresholds.append(new_cut)
-        cut = new_cut
-    low = None
-    if two_sided and levels:
-        low = levels[0].center - threshold * levels[0].scale
-    return categories_table(table, tuple(thresholds), low, tuple(levels[: len(thresholds)]), threshold)
+class _TableLevels:
+    """A level of the stacked test as a suffix of the table."""
+
+    def __init__(self, table: ValueTable) -> None:
+        self.table = table
+
+    def above(self, cut: float) -> _TableLevels:
+        return _TableLevels(_above(self.table, cut))
+
+    def size(self) -> int:
+        return int(self.table.counts.sum())
+
+    def robust_scale(self) -> RobustScale:
+        return robust_scale_table(self.table)
+
+    def sorted_values(self) -> np.ndarray:
+        return np.repeat(self.table.values, self.table.counts)
 
 
 def categories_table(
