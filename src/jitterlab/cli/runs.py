@@ -63,11 +63,8 @@ def add_parsers(sub: Any) -> None:
     p.add_argument(
         "--percentiles", type=percentile_list, help="also a table of these exact percentiles per run"
     )
-    p.add_argument(
-        "--union",
-        action="store_true",
-        help="first the runs described as one (exact, as merge would give, nothing stored), split by run",
-    )
+    union_help = "first the runs described as one (exact, as merge would give, nothing stored), split by run"
+    p.add_argument("--union", action="store_true", help=union_help)
     store_option(p)
     p = sub.add_parser("compare", help="compare run B against run A: verdict per percentile")
     p.add_argument("a", help="baseline run")
