@@ -462,15 +462,31 @@ def _window_order_statistics(
             rows = np.flatnonzero(open_[:, r])
             if rows.size == 0:
                 continue
-            cumulative = np.cumsum(hist[r].reshape(n_windows, nb)[rows], axis=1)
-            target = ranks[rows, r] - below[rows, r]
-            j = (cumulative <= target[:, None]).sum(axis=1)
-            before = np.where(j > 0, cumulative[np.arange(rows.size), np.maximum(j - 1, 0)], 0)
-            start = a[rows, r] + j * step[rows, r]
-            b[rows, r] = np.minimum(start + step[rows, r] - 1, b[rows, r])
-            a[rows, r] = start
-            below[rows, r] += before
+            narrow(hist[r].reshape(n_windows, nb)[rows], rows, r, ranks, a, b, below, step[rows, r])
     return a
+
+
+def narrow(
+    counts: np.ndarray,
+    rows: np.ndarray,
+    r: int,
+    ranks: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+    below: np.ndarray,
+    step: np.ndarray,
+) -> None:
+    """Narrow rank column ``r``'s interval [a, b] in the windows ``rows`` to the bucket that
+    holds the rank, from those windows' bucket counts (rows × buckets, buckets ``step`` wide
+    from a); ``below`` gains the values of the buckets before it. In place."""
+    cumulative = np.cumsum(counts, axis=1)
+    target = ranks[rows, r] - below[rows, r]
+    j = (cumulative <= target[:, None]).sum(axis=1)
+    before = np.where(j > 0, cumulative[np.arange(rows.size), np.maximum(j - 1, 0)], 0)
+    start = a[rows, r] + j * step
+    b[rows, r] = np.minimum(start + step - 1, b[rows, r])
+    a[rows, r] = start
+    below[rows, r] += before
 
 
 def baseline_of_chunks(chunks: Chunks, result: StackedResult) -> Baseline:

@@ -35,7 +35,7 @@ import numpy as np
 from jitterlab.stats import kernels
 from jitterlab.stats.categories import StackedResult, categories_of_ranges, categorize
 from jitterlab.stats.loglinear import layout_bounds, layout_count
-from jitterlab.stats.outofcore import IN_MEMORY_AT, stacked_cuts, window_ranks, window_table
+from jitterlab.stats.outofcore import IN_MEMORY_AT, narrow, stacked_cuts, window_ranks, window_table
 from jitterlab.stats.valuetable import ValueCounter, ValueTable
 from jitterlab.stats.windows import WindowTable
 from jitterlab.stats.zscore import (
@@ -244,14 +244,7 @@ def windows_two_pass(
         for g, rs in enumerate(groups.values()):
             for r in rs:
                 rows = np.flatnonzero(open_[:, r])
-                cumulative = np.cumsum(hist[g][rows], axis=1)
-                target = ranks[rows, r] - below[rows, r]
-                j = (cumulative <= target[:, None]).sum(axis=1)
-                before = np.where(j > 0, cumulative[np.arange(rows.size), np.maximum(j - 1, 0)], 0)
-                start = a[rows, r] + j * step[g, rows]
-                b[rows, r] = np.minimum(start + step[g, rows] - 1, b[rows, r])
-                a[rows, r] = start
-                below[rows, r] += before
+                narrow(hist[g][rows], rows, r, ranks, a, b, below, step[g, rows])
     first_slot = -1 if low is not None else 0
     return window_table(
         first.width_ns, counts, first.sum, first.highest, h, lo_rank, a, by_slot, categories, first_slot
