@@ -1,5 +1,5 @@
-// The inner loops of describe's two passes over a samples file (docs/statistics.md, "Two
-// passes"), called from Python through ctypes (jitterlab.stats.kernels). Integer work only:
+// The inner loops of describe's two passes over a samples file (docs/statistics.md, "describe
+// in two passes"), called from Python through ctypes (jitterlab.stats.kernels). Integer work only:
 // every result is a count, an exact integer sum, a minimum or a maximum, so chunks may be
 // folded in any order and the results equal the numpy passes they replace to the last bit.
 //

@@ -3,7 +3,7 @@ identical to :mod:`jitterlab.stats.outofcore` (and so to the in-memory functions
 
 :mod:`~jitterlab.stats.outofcore` finds every order statistic by radix refinement: about
 ten passes over the file for the stacked test and the windows. Here the file is read twice
-(docs/statistics.md, "Two passes"):
+(docs/statistics.md, "describe in two passes"):
 
 1. **First pass** (C++ kernel, one loop per chunk): per window the count, exact sum,
    minimum, maximum and a log-linear histogram (``sub_bits`` significant bits, buckets at
