@@ -15,7 +15,7 @@ from conftest import assert_one_line_error, make_run, run_main, spiky
 from jitterlab.describe import analysis
 from jitterlab.describe.analysis import describe_run, description_json, latency_views
 from jitterlab.describe.export import ExportOptions, export_bytes
-from jitterlab.stats import percentiles
+from jitterlab.stats import percentiles, stacked_z_test
 from jitterlab.store import load_run
 
 
@@ -158,3 +158,18 @@ def test_runs_percentiles(stored: tuple[Path, Path], capsys: pytest.CaptureFixtu
     code, _, err = run_main(["runs", "--percentiles", "0", "--store", store], capsys)
     assert code == 2
     assert_one_line_error(err)
+
+
+def test_a_stored_summary_without_extremes_is_described_by_the_radix_passes(tmp_path: Path) -> None:
+    """run.json is not covered by the samples' SHA-256: a stored summary whose minimum is null
+    (a damaged or hand-edited run.json; found by the fuzzer) must not size the two-pass
+    kernels' arrays (it was an internal error). The radix passes describe the run instead."""
+    x = spiky(3, 20_000)
+    run = make_run(tmp_path, x, pairs=2)
+    meta_path = run.path / "run.json"
+    meta = json.loads(meta_path.read_text())
+    meta["summary"]["latency_ns"]["min"] = None
+    meta_path.write_text(json.dumps(meta))
+    d = describe_run(load_run(run.path))
+    assert d.categories == stacked_z_test(x)
+    assert int(d.windows.count.sum()) == x.size

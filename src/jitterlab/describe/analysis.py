@@ -7,6 +7,7 @@ different way from the terminal output.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -265,7 +266,9 @@ def _categories_and_windows(
     one) and the time windows under them: in two passes here (stats/twopass.py) when the
     kernels are installed and the windows fit its histograms, else by the radix passes of
     stats/outofcore.py (on a cluster, over a --from/--to span); identical results."""
-    if engine is LOCAL and kernels.available():
+    # the stored summary's extremes size the kernels' arrays (a wrong one only sends the
+    # work to the radix passes; run.json is not covered by the samples' SHA-256)
+    if engine is LOCAL and kernels.available() and math.isfinite(summary.min) and math.isfinite(summary.max):
         extent = send_time_extent(path)
         if extent is not None:
             found = describe_two_pass(

@@ -123,14 +123,19 @@ class Agent:
     def _failure(self, line: str) -> str:
         try:
             err = self.proc.communicate(timeout=5)[1].decode(errors="replace").strip()
-        except subprocess.TimeoutExpired:
+        except (subprocess.TimeoutExpired, ValueError, OSError):  # ValueError: read already, pipes closed
             err = ""
         last = err.splitlines()[-1] if err else line.strip() or "no answer"
         return last
 
     def _line(self) -> str:
+        """The agent's next line; "" when it has exited (also once ``_failure`` has read its
+        output to the end and closed the pipe: another thread may be reading this agent)."""
         out: IO[bytes] = self.proc.stdout  # type: ignore[assignment]
-        return out.readline().decode(errors="replace")
+        try:
+            return out.readline().decode(errors="replace")
+        except ValueError:  # readline of closed file
+            return ""
 
     def send(self, line: str) -> None:
         stdin: IO[bytes] = self.proc.stdin  # type: ignore[assignment]
@@ -183,11 +188,14 @@ class Agent:
         (header, records, footer: its size follows from the header's record size). Cut short
         when the agent died while writing it: the reader keeps its whole records."""
         out: IO[bytes] = self.proc.stdout  # type: ignore[assignment]
-        head = out.read(HEADER_BYTES)
-        if len(head) < HEADER_BYTES:
-            return head
-        size = raw_image_size(head, count, f"{self._where()}: a block")
-        return head + out.read(size - HEADER_BYTES)
+        try:
+            head = out.read(HEADER_BYTES)
+            if len(head) < HEADER_BYTES:
+                return head
+            size = raw_image_size(head, count, f"{self._where()}: a block")
+            return head + out.read(size - HEADER_BYTES)
+        except ValueError:  # the pipe was closed meanwhile (see _line): nothing more came
+            return b""
 
     def serve(self, transport: str, bind: str, advertise: str, port: int, payload: int, node: int) -> int:
         """Listen; ``advertise`` is the address the others reach this node at (Artery needs it)."""
