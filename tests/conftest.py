@@ -233,3 +233,19 @@ def spiky(seed: int, n: int, far_spikes: bool = False) -> np.ndarray:
     if far_spikes and n > 1000:
         x[rng.choice(n, 5, replace=False)] = 20_000_000 * 2 ** np.arange(5)
     return x
+
+
+def sshd_in_namespace(tmp: Path, netns: str) -> subprocess.Popen[bytes]:
+    """A real sshd in ``netns`` that lets root in with the key in ``tmp/authorized_keys``
+    only (host key ``tmp/hostkey``): the tests' stand-in for another machine."""
+    config = tmp / "sshd_config"
+    config.write_text(
+        f"HostKey {tmp / 'hostkey'}\nAuthorizedKeysFile {tmp / 'authorized_keys'}\n"
+        "PermitRootLogin prohibit-password\nPasswordAuthentication no\nStrictModes no\nUsePAM no\n"
+        "PidFile none\nPort 22\n"
+    )
+    Path("/run/sshd").mkdir(exist_ok=True)
+    return subprocess.Popen(
+        ["ip", "netns", "exec", netns, "/usr/sbin/sshd", "-D", "-e", "-f", str(config)],
+        stderr=subprocess.DEVNULL,
+    )

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import assert_matches_schema, assert_one_line_error, run_cli
+from conftest import assert_matches_schema, assert_one_line_error, run_cli, sshd_in_namespace
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.warnings import CodedWarning, Warn
 from jitterlab.describe.network import network_text, ping_rows
@@ -388,19 +388,6 @@ def test_100ms_each_way_takes_synchronised_rendering_to_5_fps_and_not_the_other(
     assert fps[False] >= 45.0
 
 
-def _sshd(tmp: Path, netns: str) -> subprocess.Popen[bytes]:
-    config = tmp / "sshd_config"
-    config.write_text(
-        f"HostKey {tmp / 'hostkey'}\nAuthorizedKeysFile {tmp / 'authorized_keys'}\nPermitRootLogin prohibit-password\n"
-        "PasswordAuthentication no\nStrictModes no\nUsePAM no\nPidFile none\nPort 22\n"
-    )
-    Path("/run/sshd").mkdir(exist_ok=True)
-    return subprocess.Popen(
-        ["ip", "netns", "exec", netns, "/usr/sbin/sshd", "-D", "-e", "-f", str(config)],
-        stderr=subprocess.DEVNULL,
-    )
-
-
 @pytest.fixture
 def two_hosts(tmp_path: Path) -> Iterator[tuple[Path, topo.Topology]]:
     """Two namespaces, each running a real sshd; hosts.toml reaches them through nc."""
@@ -410,7 +397,7 @@ def two_hosts(tmp_path: Path) -> Iterator[tuple[Path, topo.Topology]]:
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / key)], check=True)
     shutil.copy(tmp_path / "clientkey.pub", tmp_path / "authorized_keys")
     t = topo.up(2)
-    daemons = [_sshd(tmp_path, ns) for ns in t.nodes]
+    daemons = [sshd_in_namespace(tmp_path, ns) for ns in t.nodes]
     agent = shutil.which("jitterlab-net") or str(Path(sys.executable).parent.parent / "lib")
     from jitterlab.core.programs import native_program
 

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from conftest import assert_matches_schema, assert_one_line_error, run_main
+from conftest import assert_matches_schema, assert_one_line_error, run_main, sshd_in_namespace
 from jitterlab.describe.replication import describe_replication, find_knee, replication_text
 from jitterlab.repl.snmp import delta, udp_counters
 from jitterlab.stats.intervals import stream_intervals
@@ -227,21 +227,6 @@ def test_across_namespaces_through_an_impaired_router(tmp_path: Path) -> None:
     assert name not in listed  # made for the command, removed after it
 
 
-def _sshd(tmp: Path, netns: str) -> subprocess.Popen[bytes]:
-    """A real sshd in ``netns`` that lets root in with the test's key only."""
-    config = tmp / "sshd_config"
-    config.write_text(
-        f"HostKey {tmp / 'hostkey'}\nAuthorizedKeysFile {tmp / 'authorized_keys'}\n"
-        "PermitRootLogin prohibit-password\nPasswordAuthentication no\nStrictModes no\nUsePAM no\n"
-        "PidFile none\nPort 22\n"
-    )
-    Path("/run/sshd").mkdir(exist_ok=True)
-    return subprocess.Popen(
-        ["ip", "netns", "exec", netns, "/usr/sbin/sshd", "-D", "-e", "-f", str(config)],
-        stderr=subprocess.DEVNULL,
-    )
-
-
 @pytest.fixture
 def three_hosts(tmp_path: Path) -> Iterator[tuple[Path, str]]:
     """Three namespaces joined through a router, each running a real sshd: hosts.toml reaches
@@ -257,7 +242,7 @@ def three_hosts(tmp_path: Path) -> Iterator[tuple[Path, str]]:
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / key)], check=True)
     shutil.copy(tmp_path / "clientkey.pub", tmp_path / "authorized_keys")
     t = topo.up(3, router=True)
-    daemons = [_sshd(tmp_path, ns) for ns in t.nodes]
+    daemons = [sshd_in_namespace(tmp_path, ns) for ns in t.nodes]
     agent = str(native_program("jitterlab-net"))
     hosts = '[clock]\nmode = "unsynchronised"\n'
     for i, ns in enumerate(t.nodes):
