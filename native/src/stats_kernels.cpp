@@ -7,10 +7,17 @@
 // sized its arrays for (then the caller discards every array and takes the numpy path).
 #include <jitterlab/stats_kernels_c.h>
 
+#include <algorithm>
+#include <array>
 #include <bit>
 #include <cstdint>
+#include <limits>
 
 namespace {
+
+// 128-bit integers (a GCC/Clang extension) for exact sums of squares
+__extension__ typedef __int128 Int128;
+__extension__ typedef unsigned __int128 UInt128;
 
 // Log-linear bucket of y >= 0: below 2^sub_bits every value has its own bucket; above, a
 // bucket spans 2^k values, k = bit_width(y) - sub_bits, so buckets are at most 2^(1-sub_bits)
@@ -137,6 +144,101 @@ int jl_windows_refine_pass(const std::int64_t* send, const std::int64_t* recv, s
       }
     }
   }
+  return 0;
+}
+
+int jl_summary_pass(const std::int64_t* a, const std::int64_t* b, std::int64_t n, std::int64_t base,
+                    std::int64_t* dense, std::int64_t dense_len, std::int64_t* beyond, std::int64_t* n_beyond,
+                    std::int64_t* moments) {
+  // Blocks of values, so that the common case vectorises: the differences with an overflow
+  // flag, the block's extremes, then its sums in int64 when its values are small enough for
+  // that to be exact (|x| < 2^26: x^2 < 2^52, a block's sum < 2^63), else in 128 bits.
+  // |x| <= 2^63, so the 128-bit sum cannot overflow for n < 2^64; the sum of squares is
+  // checked only when a value reaches 2^31 (below, n x^2 < 2^126).
+  constexpr std::int64_t kBlock = 2048;
+  std::array<std::int64_t, kBlock> xs{};
+  Int128 sum = 0;
+  UInt128 squares = 0;
+  std::int64_t lowest = std::numeric_limits<std::int64_t>::max();
+  std::int64_t highest = std::numeric_limits<std::int64_t>::min();
+  std::int64_t m = 0;
+  for (std::int64_t start = 0; start < n; start += kBlock) {
+    const std::int64_t len = std::min(kBlock, n - start);
+    const std::int64_t* bb = b + start;
+    std::uint64_t overflow = 0;
+    if (a == nullptr) {
+      std::copy(bb, bb + len, xs.begin());
+    } else {
+      const std::int64_t* aa = a + start;
+      for (std::int64_t i = 0; i < len; ++i) {
+        // two's complement subtraction; it overflowed when b and a differ in sign and x's
+        // sign is not b's
+        const auto x = static_cast<std::int64_t>(static_cast<std::uint64_t>(bb[i]) - static_cast<std::uint64_t>(aa[i]));
+        overflow |= static_cast<std::uint64_t>((bb[i] ^ aa[i]) & (bb[i] ^ x));
+        xs[i] = x;
+      }
+    }
+    if ((overflow >> 63) != 0) {
+      return -2;
+    }
+    std::int64_t lo = xs[0];
+    std::int64_t hi = xs[0];
+    for (std::int64_t i = 1; i < len; ++i) {
+      lo = std::min(lo, xs[i]);
+      hi = std::max(hi, xs[i]);
+    }
+    lowest = std::min(lowest, lo);
+    highest = std::max(highest, hi);
+    const auto magnitude = [](std::int64_t v) {
+      return v < 0 ? std::uint64_t{0} - static_cast<std::uint64_t>(v) : static_cast<std::uint64_t>(v);
+    };
+    const std::uint64_t largest = std::max(magnitude(lo), magnitude(hi));
+    if (largest < (std::uint64_t{1} << 26)) {
+      std::int64_t block_sum = 0;
+      std::int64_t block_squares = 0;
+      for (std::int64_t i = 0; i < len; ++i) {
+        block_sum += xs[i];
+        block_squares += xs[i] * xs[i];
+      }
+      sum += block_sum;
+      squares += static_cast<std::uint64_t>(block_squares);
+    } else {
+      for (std::int64_t i = 0; i < len; ++i) {
+        sum += xs[i];
+        const UInt128 u = magnitude(xs[i]);
+        if (largest < (std::uint64_t{1} << 31)) {
+          squares += u * u;
+        } else if (__builtin_add_overflow(squares, u * u, &squares)) {
+          return -4;
+        }
+      }
+    }
+    if (beyond != nullptr && lo >= base && hi - base < dense_len) {  // hi - base >= 0: no overflow
+      for (std::int64_t i = 0; i < len; ++i) {  // the usual block: every value in the dense range
+        dense[xs[i] - base] += 1;
+      }
+    } else if (beyond != nullptr) {
+      for (std::int64_t i = 0; i < len; ++i) {
+        std::int64_t y = 0;
+        if (!__builtin_sub_overflow(xs[i], base, &y) && y >= 0 && y < dense_len) {
+          dense[y] += 1;
+        } else {
+          beyond[m++] = xs[i];
+        }
+      }
+    }
+  }
+  if (n_beyond != nullptr) {
+    *n_beyond = m;
+  }
+  const auto words = [](UInt128 v, std::int64_t* out) {
+    out[0] = static_cast<std::int64_t>(static_cast<std::uint64_t>(v >> 64));
+    out[1] = static_cast<std::int64_t>(static_cast<std::uint64_t>(v));
+  };
+  moments[0] = lowest;
+  moments[1] = highest;
+  words(static_cast<UInt128>(sum), moments + 2);
+  words(squares, moments + 4);
   return 0;
 }
 

@@ -10,6 +10,10 @@
 
 namespace {
 
+// 128-bit integers (a GCC/Clang extension) for exact sums of squares
+__extension__ typedef __int128 Int128;
+__extension__ typedef unsigned __int128 UInt128;
+
 constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
 constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
 
@@ -107,4 +111,63 @@ TEST(StatsKernels, CountValuesDenseAndBeyond) {
   EXPECT_EQ(beyond[0], 5);
   EXPECT_EQ(beyond[1], 100);
   EXPECT_EQ(jl_count_values(x.data(), 5, -2, dense.data(), 6, beyond.data(), &n_beyond), -3);  // -3 < base
+}
+
+namespace {
+
+// A 128-bit word pair of jl_summary_pass's moments, as one number.
+Int128 words(const std::int64_t* w) {
+  return static_cast<Int128>((static_cast<UInt128>(static_cast<std::uint64_t>(w[0])) << 64) |
+                               static_cast<std::uint64_t>(w[1]));
+}
+
+}  // namespace
+
+TEST(StatsKernels, SummaryPassMomentsAndCountsOnBothSidesOfTheDenseRange) {
+  // 5000 values (more than one block), mostly small, some below and above the dense range
+  std::vector<std::int64_t> send(5000);
+  std::vector<std::int64_t> recv(5000);
+  Int128 sum = 0;
+  Int128 squares = 0;
+  for (std::size_t i = 0; i < send.size(); ++i) {
+    const std::int64_t x = i % 1000 == 7 ? -40 : (i % 1000 == 8 ? (std::int64_t{1} << 40) : 100 + i % 13);
+    send[i] = static_cast<std::int64_t>(i) * 3;
+    recv[i] = send[i] + x;
+    sum += x;
+    squares += static_cast<Int128>(x) * x;
+  }
+  std::vector<std::int64_t> dense(20);
+  std::vector<std::int64_t> beyond(send.size());
+  std::int64_t n_beyond = 0;
+  std::int64_t moments[6] = {};
+  ASSERT_EQ(jl_summary_pass(send.data(), recv.data(), 5000, 100, dense.data(), 20, beyond.data(), &n_beyond, moments), 0);
+  EXPECT_EQ(moments[0], -40);
+  EXPECT_EQ(moments[1], std::int64_t{1} << 40);
+  EXPECT_TRUE(words(moments + 2) == sum);
+  EXPECT_TRUE(words(moments + 4) == squares);
+  std::int64_t counted = 0;
+  for (const auto c : dense) counted += c;
+  EXPECT_EQ(counted, 5000 - 10);
+  ASSERT_EQ(n_beyond, 10);  // five -40s below the base and five 2^40s above the range
+  // without a first array, x is b itself; without beyond, nothing is counted
+  std::int64_t alone[6] = {};
+  const std::vector<std::int64_t> negative{-3, -1, -2};
+  ASSERT_EQ(jl_summary_pass(nullptr, negative.data(), 3, 0, nullptr, 0, nullptr, nullptr, alone), 0);
+  EXPECT_EQ(alone[0], -3);
+  EXPECT_EQ(alone[1], -1);
+  EXPECT_TRUE(words(alone + 2) == -6);
+  EXPECT_TRUE(words(alone + 4) == 14);
+}
+
+TEST(StatsKernels, SummaryPassRefusesOverflows) {
+  std::int64_t moments[6] = {};
+  const std::vector<std::int64_t> a{-1};
+  const std::vector<std::int64_t> b{kMax};
+  EXPECT_EQ(jl_summary_pass(a.data(), b.data(), 1, 0, nullptr, 0, nullptr, nullptr, moments), -2);  // kMax + 1
+  const std::vector<std::int64_t> huge(8, kMin);  // 8 x 2^126 passes 2^128
+  EXPECT_EQ(jl_summary_pass(nullptr, huge.data(), 8, 0, nullptr, 0, nullptr, nullptr, moments), -4);
+  const std::vector<std::int64_t> three(3, kMin);  // 3 x 2^126 fits
+  ASSERT_EQ(jl_summary_pass(nullptr, three.data(), 3, 0, nullptr, 0, nullptr, nullptr, moments), 0);
+  EXPECT_TRUE(static_cast<UInt128>(words(moments + 4)) == static_cast<UInt128>(3) << 126);
+  EXPECT_TRUE(words(moments + 2) == static_cast<Int128>(kMin) * 3);
 }

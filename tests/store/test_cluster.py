@@ -203,7 +203,8 @@ class DieOn(distributed.WorkerPlugin):  # type: ignore[misc]
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    ("command", "word"), [("describe", "window_chunk"), ("merge", "chunk_extent"), ("show", "block_squares")]
+    ("command", "word"),
+    [("describe", "window_chunk"), ("merge", "integer_moments"), ("show", "integer_moments")],
 )
 def test_a_worker_dying_mid_analysis_is_one_line_and_changes_nothing(
     big, tmp_path: Path, capsys, command: str, word: str

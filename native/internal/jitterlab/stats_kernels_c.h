@@ -31,6 +31,16 @@ __attribute__((visibility("default"))) int jl_windows_refine_pass(
     const double* cuts, int32_t n_cuts, int32_t has_low, double low, int64_t* slot_counts, int32_t n_groups,
     const int64_t* a, const int64_t* b, const int64_t* step, int64_t nb, int64_t* hist);
 
+// One chunk of the summary's single pass over x[i] = b[i] - a[i] (x[i] = b[i] when a is null):
+// moments = {min, max, sum_hi, sum_lo, squares_hi, squares_lo}, the chunk's extremes and its
+// exact sums of x and x^2 as 128-bit integers (high word signed, low word unsigned). When
+// beyond is not null, every value in [base, base + dense_len) is also counted in
+// dense[value - base] and the others (on either side) appended to beyond (room for n).
+// -2: b[i] - a[i] overflows; -4: the sum of squares overflows 128 bits; 0 otherwise (n >= 1).
+__attribute__((visibility("default"))) int jl_summary_pass(const int64_t* a, const int64_t* b, int64_t n,
+                                                           int64_t base, int64_t* dense, int64_t dense_len,
+                                                           int64_t* beyond, int64_t* n_beyond, int64_t* moments);
+
 #ifdef __cplusplus
 }
 #endif

@@ -3,7 +3,8 @@
 Loops over a chunk that numpy would make into a dozen temporaries each: describe's first
 pass over (t_send_ns, t_recv_ns) (window counts, exact sums, extremes, log-linear histograms
 and the exact count of every latency value), its refinement pass (window category counts and
-bucket counts inside given intervals), and the value counts of a plain chunk of latencies. Integer work only; the arrays are the caller's
+bucket counts inside given intervals), the value counts of a plain chunk of latencies, and the
+summary's single pass (extremes, exact sums of x and x², value counts). Integer work only; the arrays are the caller's
 and are added to in place. ctypes releases the GIL during a call, so a thread can decode the
 next row group meanwhile.
 """
@@ -42,6 +43,8 @@ def _library() -> Any:
     ]  # fmt: skip
     lib.jl_count_values.restype = ctypes.c_int
     lib.jl_count_values.argtypes = [p64, i64, i64, p64, i64, p64, p64]
+    lib.jl_summary_pass.restype = ctypes.c_int
+    lib.jl_summary_pass.argtypes = [p64, p64, i64, i64, p64, i64, p64, p64, p64]
     lib.jl_windows_refine_pass.restype = ctypes.c_int
     lib.jl_windows_refine_pass.argtypes = [
         p64, p64, i64, i64, i64, i64, pd, i32, i32, dbl, p64, i32, p64, p64, p64, i64, p64,
@@ -123,3 +126,38 @@ def refine_pass(
     )  # fmt: skip
     if code != 0:
         raise KernelRangeError(f"refinement pass: code {code}")
+
+
+_WORD = 1 << 64
+
+
+def summary_pass(
+    a: np.ndarray | None,
+    b: np.ndarray,
+    base: int = 0,
+    dense: np.ndarray | None = None,
+    beyond: np.ndarray | None = None,
+) -> tuple[int, int, int, int, np.ndarray | None]:
+    """(min, max, Σx, Σx², values beyond ``dense``) of one non-empty chunk x = b − a (x = b
+    when ``a`` is None), the sums exact; with ``dense`` and ``beyond``, every value is also
+    counted in ``dense`` from ``base`` or returned among those beyond it (either side)."""
+    n_beyond = ctypes.c_int64(0)
+    moments = np.zeros(6, np.int64)
+    code = _library().jl_summary_pass(
+        _pointer(a, ctypes.c_int64), _pointer(b, ctypes.c_int64), b.size, base,
+        _pointer(dense, ctypes.c_int64), 0 if dense is None else dense.size,
+        _pointer(beyond, ctypes.c_int64), ctypes.byref(n_beyond), _pointer(moments, ctypes.c_int64),
+    )  # fmt: skip
+    if code != 0:
+        raise KernelRangeError(f"summary pass: code {code}")
+    w = [int(v) % _WORD for v in moments[2:]]  # the words as unsigned
+    total = w[0] * _WORD + w[1]
+    total -= (1 << 128) if total >= 1 << 127 else 0  # two's complement, 128 bits
+    squares = w[2] * _WORD + w[3]
+    return (
+        int(moments[0]),
+        int(moments[1]),
+        total,
+        squares,
+        None if beyond is None else beyond[: n_beyond.value],
+    )

@@ -7,6 +7,7 @@ h = (n - 1) p / 100 and Q(p) = x_floor(h) + (h - floor(h)) (x_ceil(h) - x_floor(
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -86,21 +87,24 @@ def summarize(values: npt.ArrayLike, ordered: np.ndarray | None = None) -> Summa
 
     ``ordered`` is the sample sorted, when the caller has it (one sort serves the
     percentiles here and the stacked test). An empty sample gives count 0 and NaN
-    elsewhere.
+    elsewhere. For integers, the mean and std come from the exact sums of x and x²
+    (:func:`integer_moments`), as :func:`summarize_chunks` computes them: a sample read
+    whole and read in chunks of any size give the same figures to the last bit.
     """
     x = np.asarray(values)
     if x.size == 0:
         nan = float("nan")
         return Summary(0, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan)
-    # integers: the exact sum over the count (as summarize_chunks computes it, so a run read
-    # whole and a run read in chunks give the same mean and std to the last bit)
-    mean = exact_sum(x) / x.size if x.dtype.kind in "iu" else float(x.mean(dtype=np.float64))
     s = np.sort(x) if ordered is None else ordered
     p = percentiles_sorted(s, SUMMARY_PERCENTILES)
-    return summary_of(int(x.size), s[0], s[-1], mean, _squares(x, mean), p)
+    if x.dtype.kind in "iu":
+        count, _, _, total, squares = integer_moments(x)
+        return summary_of(count, s[0], s[-1], total / count, std_of(count, total, squares), p)
+    mean = float(x.mean(dtype=np.float64))
+    return summary_of(int(x.size), s[0], s[-1], mean, float(np.sqrt(_squares(x, mean) / x.size)), p)
 
 
-def summary_of(count: int, lowest: Any, highest: Any, mean: float, squares: float, p: np.ndarray) -> Summary:
+def summary_of(count: int, lowest: Any, highest: Any, mean: float, std: float, p: np.ndarray) -> Summary:
     """The :class:`Summary` of a non-empty sample from its parts (``p``: the percentiles of
     SUMMARY_PERCENTILES), however they were computed: in memory, in chunks or on a cluster."""
     return Summary(
@@ -108,7 +112,7 @@ def summary_of(count: int, lowest: Any, highest: Any, mean: float, squares: floa
         min=float(lowest),
         max=float(highest),
         mean=float(mean),
-        std=float(np.sqrt(squares / count)),
+        std=float(std),
         p50=float(p[0]),
         p90=float(p[1]),
         p99=float(p[2]),
@@ -118,45 +122,104 @@ def summary_of(count: int, lowest: Any, highest: Any, mean: float, squares: floa
     )
 
 
+def std_of(count: int, total: int, squares: int) -> float:
+    """The population standard deviation of ``count`` integers from their exact sums Σx and
+    Σx²: √((nΣx² − (Σx)²) / n²), the variance one correctly rounded division of integers."""
+    return math.sqrt((count * squares - total * total) / (count * count))
+
+
+Moments = tuple[int, int, int, int, int]  # count, min, max, Σx, Σx² (exact integers)
+
+
+def integer_moments(x: np.ndarray) -> Moments:
+    """(count, min, max, Σx, Σx²) of an integer array, exactly (min and max 0 when it is empty)."""
+    if x.size == 0:
+        return 0, 0, 0, 0, 0
+    if kernels.available():
+        try:
+            lowest, highest, total, squares, _ = kernels.summary_pass(None, np.ascontiguousarray(x, np.int64))
+            return int(x.size), lowest, highest, total, squares
+        except kernels.KernelRangeError:  # Σx² past 128 bits: Python integers below
+            pass
+    return int(x.size), int(x.min()), int(x.max()), exact_sum(x), exact_squares(x)
+
+
+def add_moments(a: Moments, b: Moments) -> Moments:
+    """The moments of two samples together (either may be empty)."""
+    if a[0] == 0 or b[0] == 0:
+        return b if a[0] == 0 else a
+    return a[0] + b[0], min(a[1], b[1]), max(a[2], b[2]), a[3] + b[3], a[4] + b[4]
+
+
+def summary_from(moments: Moments, p: np.ndarray) -> Summary:
+    """The :class:`Summary` of a non-empty integer sample from its moments and percentiles."""
+    count, lowest, highest, total, squares = moments
+    return summary_of(count, lowest, highest, total / count, std_of(count, total, squares), p)
+
+
 _SELECT_AT_MOST = 1 << 18  # values gathered to select an order statistic exactly (2 MiB)
 _BUCKETS = 1 << 16  # width of one refinement step
 
+Differences = Callable[[], Iterable[tuple[np.ndarray | None, np.ndarray]]]
+
 
 def summarize_chunks(chunks: Callable[[], Iterable[np.ndarray]]) -> Summary:
-    """:func:`summarize` of a sample too large to hold, read as chunks (each call of
-    ``chunks`` reads it again, in the same order), in memory independent of its size.
+    """:func:`summarize` of an integer sample too large to hold, read as chunks (each call of
+    ``chunks`` reads it again, in the same order), in memory independent of its size: in
+    one pass (:func:`summarize_differences`)."""
+    return summarize_differences(lambda: ((None, x) for x in chunks()), chunks)
 
-    Exact, not estimated: count, extremes and the sum in a first pass (the sum of int64 in
-    Python integers); the squared deviations in a second, in the chunking of
-    :func:`summarize`, and in the same pass the count of every value
-    (:class:`~jitterlab.stats.valuetable.ValueCounter`), whose table gives every order
-    statistic the type-7 percentiles need; for a sample of too many distinct values, each
-    by radix refinement instead (:func:`percentiles_of`). The mean is the exact sum divided by the count (it can differ
-    from :func:`summarize`'s pairwise floating-point sum in the last bit).
+
+def summarize_differences(pairs: Differences, chunks: Callable[[], Iterable[np.ndarray]]) -> Summary:
+    """:func:`summarize` of the sample x = b − a read as chunks (a, b) (``a`` None: x = b),
+    e.g. t_recv_ns and t_send_ns, without making x; ``chunks`` reads the same x again, for
+    the fallback.
+
+    Exact, not estimated, in one pass: count, extremes and the exact sums of x and x²
+    (for the mean and std) and the count of every value
+    (:class:`~jitterlab.stats.valuetable.ValueCounter`, sized from the first chunk), whose
+    table gives every order statistic the type-7 percentiles need. A sample of too many
+    distinct values (or a chunk the kernel refuses) has its percentiles by radix
+    refinement instead (:func:`percentiles_of`, more passes).
     """
-    count, lowest, highest, total = extent_of(chunks)
-    if count == 0:
+    moments: Moments = (0, 0, 0, 0, 0)
+    counter: ValueCounter | None = None
+    fast = kernels.available()
+    for a, b in pairs():
+        if b.size == 0:
+            continue
+        b = np.ascontiguousarray(b, np.int64)
+        a = None if a is None else np.ascontiguousarray(a, np.int64)
+        if fast and counter is None:
+            first = b if a is None else b - a
+            counter = ValueCounter.around(int(first.min()), int(first.max()))
+        counting = counter is not None and counter.exact
+        try:
+            if not fast:
+                raise kernels.KernelRangeError("no kernels")
+            lowest, highest, total, squares, beyond = kernels.summary_pass(
+                a,
+                b,
+                counter.base if counting and counter else 0,
+                counter.dense if counting and counter else None,
+                counter.buffer(b.size) if counting and counter else None,
+            )
+            chunk: Moments = (int(b.size), lowest, highest, total, squares)
+            if counting and counter and beyond is not None:
+                counter.add_beyond(beyond)
+        except kernels.KernelRangeError:  # a counted part of the chunk is lost: no table
+            if counter is not None:
+                counter.give_up()
+            chunk = integer_moments(b if a is None else b - a)
+        moments = add_moments(moments, chunk)
+    if moments[0] == 0:
         return summarize(np.zeros(0, np.int64))
-    mean = total / count
-    # the squared deviations in the same _CHUNK-sized blocks as summarize, whatever the
-    # chunks' sizes: the same float additions in the same order, so the same std; in the
-    # same pass, every value counted (stats/valuetable.py) for the percentiles
-    counter = ValueCounter(lowest, highest) if kernels.available() else None
-    squares, carry = 0.0, np.zeros(0, np.int64)
-    for x in chunks():
-        if counter is not None:
-            counter.add(x)
-        x = np.concatenate([carry, x]) if carry.size else x
-        whole = x.size - x.size % _CHUNK
-        squares = _squares(x[:whole], mean, squares)
-        carry = x[whole:]
-    squares = _squares(carry, mean, squares)
     table = counter.table() if counter is not None else None
     if table is not None:
         p = percentiles_table(table, SUMMARY_PERCENTILES)
     else:
-        p = percentiles_of(chunks, SUMMARY_PERCENTILES, (count, lowest, highest))
-    return summary_of(count, lowest, highest, mean, squares, p)
+        p = percentiles_of(chunks, SUMMARY_PERCENTILES, moments[:3])
+    return summary_from(moments, p)
 
 
 def percentiles_of_chunks(chunks: Callable[[], Iterable[np.ndarray]], ps: tuple[float, ...]) -> np.ndarray:
@@ -193,15 +256,6 @@ def order_statistics_of(
     return order_statistics(chunks, sorted(set(ranks)), lowest, highest, count)
 
 
-def block_squares(x: np.ndarray, mean: float) -> list[float]:
-    """Σ (x − mean)² of each _CHUNK-sized block of ``x`` (a chunk that starts on a block
-    boundary): what :func:`summarize_chunks` adds, one by one, for a pass run elsewhere."""
-    return [_block_squares(x[i : i + _CHUNK], mean) for i in range(0, x.size, _CHUNK)]
-
-
-SQUARES_BLOCK = _CHUNK
-
-
 def exact_sum(x: np.ndarray) -> int:
     """The sum of an integer array as a Python integer: int64 sums of blocks that cannot overflow."""
     if x.size == 0:
@@ -210,10 +264,24 @@ def exact_sum(x: np.ndarray) -> int:
     return sum(int(x[i : i + block].sum(dtype=np.int64)) for i in range(0, x.size, block))
 
 
+def exact_squares(x: np.ndarray) -> int:
+    """Σx² of an integer array as a Python integer, without the kernels: each value split
+    as h·2²¹ + l (0 ≤ l < 2²¹), so that h², h·l and l² sum in int64 blocks of 2²⁰ without
+    overflow while |x| < 2⁴²; larger values in Python integers."""
+    total = 0
+    for i in range(0, x.size, 1 << 20):
+        block = x[i : i + (1 << 20)].astype(np.int64)
+        if max(abs(int(block.min())), abs(int(block.max()))) >= 1 << 42:
+            total += sum(v * v for v in block.tolist())
+            continue
+        h, low = block >> 21, block & ((1 << 21) - 1)
+        total += (int((h * h).sum()) << 42) + (int((h * low).sum()) << 22) + int((low * low).sum())
+    return total
+
+
 def _squares(x: np.ndarray, mean: float, start: float = 0.0) -> float:
-    """``start`` + Σ (x − mean)² in blocks of _CHUNK values, added one block after the other
-    (no full-size temporaries; the same additions in the same order however the sample is
-    chunked, as long as chunks start on block boundaries)."""
+    """``start`` + Σ (x − mean)² of a float sample in blocks of _CHUNK values (no full-size
+    temporaries)."""
     squares = start
     for i in range(0, x.size, _CHUNK):
         squares += _block_squares(x[i : i + _CHUNK], mean)
@@ -221,8 +289,6 @@ def _squares(x: np.ndarray, mean: float, start: float = 0.0) -> float:
 
 
 def _block_squares(block: np.ndarray, mean: float) -> float:
-    # numpy's own pairwise sum, not BLAS's dot: a threaded BLAS adds in an order that depends
-    # on its thread count, so a Dask worker (one thread) and this process would differ
     deviation = block.astype(np.float64) - mean
     return float(np.add.reduce(deviation * deviation))
 

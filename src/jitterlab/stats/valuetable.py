@@ -6,7 +6,8 @@ each value gives the whole sample in bounded memory, and every order statistic o
 no further reading: the sorted sample is the values, each repeated its count.
 
 The counter keeps a dense array of counts from the sample's minimum (``DENSE_VALUES`` of
-them, 32 MiB) and counts the values beyond it apart (sorted and folded every ``FOLD_AT``
+them, 32 MiB), or, when the extremes are not known before the pass (:meth:`ValueCounter.around`),
+from a little below the first chunk's minimum, and counts the values beyond it (on either side) apart (sorted and folded every ``FOLD_AT``
 values); past ``BEYOND_AT_MOST`` distinct values beyond, it gives up (``table()`` is None)
 and the caller falls back on radix selection (:mod:`jitterlab.stats.summary`).
 """
@@ -66,6 +67,22 @@ class ValueCounter:
         self.exact = True
         self._buffer = np.zeros(0, np.int64)
 
+    @classmethod
+    def around(cls, lowest: int, highest: int) -> ValueCounter:
+        """A counter for a sample whose extremes are not known yet, sized from a first
+        chunk's: dense counts from a little below its minimum, four times its span wide
+        (at least 2^16, at most DENSE_VALUES); values on either side are counted apart."""
+        span = highest - lowest + 1
+        width = min(DENSE_VALUES, max(1 << 16, 4 * span))
+        base = lowest - max(width - span, 0) // 4
+        return cls(base, base + width - 1)
+
+    def give_up(self) -> None:
+        """Stop counting (a chunk could not be counted): ``table()`` is None from now on."""
+        self.exact = False
+        self._values = self._counts = np.zeros(0, np.int64)
+        self._pending, self._waiting = [], 0
+
     def buffer(self, size: int) -> np.ndarray:
         """Room for a chunk's values beyond the dense range (reused between chunks)."""
         if self._buffer.size < size:
@@ -94,8 +111,7 @@ class ValueCounter:
             self._values, self._counts = _merge(self._values, self._counts, np.concatenate(self._pending))
         self._pending, self._waiting = [], 0
         if self._values.size > BEYOND_AT_MOST:
-            self.exact = False
-            self._values = self._counts = np.zeros(0, np.int64)
+            self.give_up()
 
     def table(self) -> ValueTable | None:
         """The sample counted so far, or None when it had too many distinct values."""
@@ -104,8 +120,10 @@ class ValueCounter:
         if not self.exact:
             return None
         at = np.flatnonzero(self.dense)
+        split = int(np.searchsorted(self._values, self.base))  # values below the dense range come first
         return ValueTable(
-            np.concatenate([at + self.base, self._values]), np.concatenate([self.dense[at], self._counts])
+            np.concatenate([self._values[:split], at + self.base, self._values[split:]]),
+            np.concatenate([self._counts[:split], self.dense[at], self._counts[split:]]),
         )
 
 

@@ -26,17 +26,16 @@ import pyarrow.parquet as pq
 from jitterlab.core.errors import JitterlabError
 from jitterlab.stats.scan import Step, apply_steps
 from jitterlab.stats.summary import (
-    SQUARES_BLOCK,
     SUMMARY_PERCENTILES,
+    Moments,
     Summary,
-    block_squares,
-    extent_by,
+    add_moments,
+    integer_moments,
     percentiles_by,
     refine_by,
     summarize_chunks,
-    summary_of,
+    summary_from,
 )
-from jitterlab.store.writer import latency_chunks
 
 WORKERS_WITHIN_S = 10
 MISSING = "--cluster needs the optional package dask[distributed]: pip install 'jitterlab[cluster]'"
@@ -219,20 +218,18 @@ def engine(spec: str) -> Iterator[ClusterEngine]:
 
 
 def summarize_on_cluster(client: Any, path: Path, since: str = "t_send_ns") -> Summary:
-    """:func:`jitterlab.store.writer.summarize_file` of ``path`` computed by the cluster's workers."""
+    """:func:`jitterlab.store.writer.summarize_file` of ``path`` computed by the cluster's
+    workers: each row group's exact moments there, added here (integers: in any order, the
+    same figures), then the percentiles by radix refinement."""
     with pq.ParquetFile(path) as f:
-        sizes = [f.metadata.row_group(g).num_rows for g in range(f.metadata.num_row_groups)]
-    aligned = all(n % SQUARES_BLOCK == 0 for n in sizes[:-1])
-    if not aligned or not sizes:  # an older file's row groups: the single-process path
-        return summarize_chunks(lambda: latency_chunks(path, since))
-    scan = ClusterScan(client, path, since=since, groups=len(sizes))
-    count, lowest, highest, total = extent_by(scan)
-    if count == 0:
+        groups = f.metadata.num_row_groups
+    if not groups:
         return summarize_chunks(lambda: iter(()))
-    mean = total / count
-    squares = 0.0
-    for sums in scan.map(block_squares, mean):
-        for block in sums:  # one after the other, as the single-process path adds them
-            squares += block
-    p = percentiles_by(refine_by(scan), SUMMARY_PERCENTILES, (count, lowest, highest))
-    return summary_of(count, lowest, highest, mean, squares, p)
+    scan = ClusterScan(client, path, since=since, groups=groups)
+    moments: Moments = (0, 0, 0, 0, 0)
+    for part in scan.map(integer_moments):
+        moments = add_moments(moments, part)
+    if moments[0] == 0:
+        return summarize_chunks(lambda: iter(()))
+    p = percentiles_by(refine_by(scan), SUMMARY_PERCENTILES, moments[:3])
+    return summary_from(moments, p)

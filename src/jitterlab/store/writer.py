@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 
 from jitterlab.core.fileio import open_output
 from jitterlab.stats.scan import LocalScan, Scan
-from jitterlab.stats.summary import Summary, summarize_chunks
+from jitterlab.stats.summary import Summary, summarize_chunks, summarize_differences
 from jitterlab.store.schema import SCHEMA_VERSION
 
 ROW_GROUP_ROWS = 1 << 20  # 32 MiB of the four columns: large enough to scan fast, small enough to hold
@@ -208,9 +208,13 @@ def send_time_extent(path: Path) -> tuple[int, int] | None:
     return (min(lows), max(highs)) if lows else None
 
 
-def summarize_file(path: Path) -> Summary:
-    """The exact summary of the samples file's latencies, in memory independent of its size."""
-    return summarize_chunks(lambda: latency_chunks(path))
+def summarize_file(path: Path, since: str = "t_send_ns") -> Summary:
+    """The exact summary of the samples file's latencies (t_recv_ns − ``since``), in memory
+    independent of its size, in one pass over the file (row groups decoded by a thread while
+    the kernel counts the last)."""
+    if since == "t_send_ns":
+        return summarize_differences(lambda: send_recv_chunks(path), lambda: latency_chunks(path))
+    return summarize_chunks(lambda: latency_chunks(path, since))
 
 
 class Engine(Protocol):
@@ -240,17 +244,17 @@ class LocalEngine:
         return LocalScan(lambda: timed_latency_chunks(path))
 
     def summary(self, path: Path, since: str = "t_send_ns") -> Summary:
-        return summarize_chunks(lambda: latency_chunks(path, since))
+        return summarize_file(path, since)
 
 
 LOCAL = LocalEngine()
 
 
 # Names the computation behind a stored summary (exact type-7 percentiles, population std
-# from the exact mean in 2^16-value blocks). A run whose summary carries this name, and
+# from the exact integer sums of x and x^2). A run whose summary carries this name, and
 # whose samples file still has the size and SHA-256 recorded beside it, need not be read
 # again for its summary; change the name whenever summarize_chunks changes any figure.
-SUMMARY_METHOD = "exact-type7-blocks/1"
+SUMMARY_METHOD = "exact-type7-intmoments/2"
 
 
 def summary_block(summary: Summary) -> dict[str, Any]:
