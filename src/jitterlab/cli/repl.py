@@ -6,7 +6,7 @@ import argparse
 import dataclasses
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from jitterlab.cli.common import (
     Parser,
@@ -26,10 +26,7 @@ from jitterlab.cli.common import (
 )
 from jitterlab.cli.measuring import announce, check_report, report_option, write_runs_report
 from jitterlab.core.errors import JitterlabError
-from jitterlab.repl.options import PRESET_NAMES
-
-if TYPE_CHECKING:  # the bench brings numpy, scipy and the store: imported to run
-    from jitterlab.repl.bench import ReplOptions
+from jitterlab.repl.options import PRESETS, ReplOptions
 
 
 def client_counts(text: str) -> tuple[int, ...]:
@@ -49,7 +46,9 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("repl", help="multi-user replication scaling: N clients through one server (seed 003)")
     repl = p.add_subparsers(dest="repl_command", required=True, parser_class=Parser)
     q = repl.add_parser("bench", help="one run per N; the seed's Tables 3-4 with the knee and its cause")
-    q.add_argument("--preset", choices=PRESET_NAMES, help="seed-003: N = 2..125 at 90 Hz, tick 120 Hz, 30 s")
+    q.add_argument(
+        "--preset", choices=sorted(PRESETS), help="seed-003: N = 2..125 at 90 Hz, tick 120 Hz, 30 s"
+    )
     q.add_argument(
         "--clients", type=client_counts, help="numbers of clients, one run each (default 2,5,10,25)"
     )
@@ -84,8 +83,6 @@ def add_parser(sub: Any) -> None:
 
 
 def options(args: argparse.Namespace) -> ReplOptions:
-    from jitterlab.repl.bench import PRESETS, ReplOptions
-
     base = PRESETS[args.preset] if args.preset else ReplOptions()
     given = {
         "clients": args.clients,

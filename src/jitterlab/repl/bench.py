@@ -14,7 +14,7 @@ import socket
 import sys
 import tempfile
 from contextlib import nullcontext
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from jitterlab.net import impair
 from jitterlab.net import topo as topology
 from jitterlab.net.nodes import Nodes, from_hosts, namespace_nodes
 from jitterlab.repl.hosts import plan_json
+from jitterlab.repl.options import PRESETS, ReplOptions
 from jitterlab.repl.snmp import delta, udp_counters, udp_counters_of
 from jitterlab.stats import percentiles
 from jitterlab.store.rawfile import RawSamples
@@ -38,41 +39,6 @@ MAX_POSE_BYTES = 1172  # a 1200-byte datagram less the server's 28-byte header
 SPARE_FDS = 16  # beside one socket per client: stdio, epoll, the server socket, files
 GENERATOR_LAG_LIMIT_NS = 1_000_000  # p99 lag above this: the generator, not the server, is measured
 ADDRESS = "127.0.0.1"
-
-
-@dataclass(frozen=True)
-class ReplOptions:
-    clients: tuple[int, ...] = (2, 5, 10, 25)
-    rate_hz: float = 90.0
-    server_tick_hz: float = 120.0
-    payload: int = 144
-    observers: int = 2
-    duration_s: float = 30.0
-    warmup_s: float = 1.0
-    port: int = 0
-    pin_server: int | None = None  # None: CPU 0 when two or more CPUs are allowed
-    pin_clients: int | None = None  # None: CPU 1 likewise
-    policy: str = "other"
-    priority: int = 0
-    mlock: bool = True
-    # across nodes (namespaces): the server on node 0 and the clients split over `client_nodes`
-    # more; 0 with no `topo`: everything on this host's loopback
-    client_nodes: int = 0
-    topo: str | None = None  # an existing topology (`net topo up`); None: made for the command
-    router: bool = False
-    shape: dict[str, str] | None = None
-    impair: str | None = None  # an --impair spec (net/impair.py) on the router's links
-    hosts: Path | None = None  # hosts.toml (net/nodes.py): the server on the first host, over ssh
-
-    @property
-    def networked(self) -> bool:
-        return self.client_nodes > 0 or self.topo is not None or self.hosts is not None
-
-
-# The seed's EP1 (Latoschik et al. 2019, §5): VR clients replicate at 90 Hz, the server ticks at 120.
-PRESETS: dict[str, ReplOptions] = {
-    "seed-003": ReplOptions(clients=(2, 5, 10, 25, 50, 75, 100, 125), rate_hz=90.0, server_tick_hz=120.0)
-}
 
 
 def with_preset(name: str, **overrides: Any) -> ReplOptions:
