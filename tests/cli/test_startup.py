@@ -42,6 +42,26 @@ def test_version_and_help_import_no_heavy_library(args: list[str]) -> None:
     assert done.stdout.strip().splitlines()[-1] == "heavy:", f"imported by {args}: {done.stdout}"
 
 
+# cheaper than HEAVY but paid by every command: importlib.metadata (email, zipfile: ~40 ms)
+# for the version, tomllib (~20 ms) for the warning codes, secrets (hashlib, random) for a
+# random name; read from _build_info.json, on first use, and os.urandom instead
+MEDIUM = ("importlib.metadata", "tomllib", "secrets")
+
+
+@pytest.mark.parametrize(
+    "args", [["--version"], ["--help"], ["net", "topo", "--help"], ["net", "topo", "list"]]
+)
+def test_start_up_imports_no_medium_library(args: list[str]) -> None:
+    code = (
+        "import sys\nfrom jitterlab.cli import main\ntry:\n    main("
+        + repr(args)
+        + ")\nexcept SystemExit:\n    pass\n"
+        "print('medium:' + ','.join(m for m in " + repr(MEDIUM) + " if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "medium:", f"imported by {args}: {done.stdout}"
+
+
 def command_paths() -> list[list[str]]:
     """Every command and sub-command the parser knows (``bench``, ``model build``, ``mtp
     analyze``, ...), read from the parser itself so that a command added later is covered."""

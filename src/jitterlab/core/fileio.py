@@ -31,7 +31,6 @@ import hashlib
 import io
 import json
 import os
-import secrets
 import socket
 import stat
 import sys
@@ -314,7 +313,7 @@ def _replacing(path: Path, st: os.stat_result | None, mode: int | None, shown: s
         dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as e:
         raise JitterlabError(f"cannot write {shown}: folder {path.parent}: {os_error_text(e)}") from None
-    tmp = f".{path.name[:100]}.{secrets.token_hex(8)}.tmp"
+    tmp = f".{path.name[:100]}.{os.urandom(8).hex()}.tmp"
     try:
         try:
             fd = os.open(

@@ -3,14 +3,34 @@
 from __future__ import annotations
 
 import json
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-try:
-    __version__ = metadata.version("jitterlab")
-except metadata.PackageNotFoundError:  # running from a source tree without install
-    __version__ = "0.0.0+unknown"
+
+def _version() -> str:
+    """The version CMake wrote into ``_build_info.json`` at build time (from pyproject.toml).
+
+    ``importlib.metadata`` answers the same but costs about 40 ms of imports (email, zipfile)
+    that every command, ``--version`` first, would pay (issue 28 item 3); it stays the
+    fallback for a build without the file.
+    """
+    try:
+        version = json.loads((Path(__file__).resolve().parents[1] / "_build_info.json").read_text()).get(
+            "version"
+        )
+    except (OSError, ValueError):
+        version = None
+    if isinstance(version, str) and version and not version.startswith("@"):
+        return version
+    from importlib import metadata
+
+    try:
+        return metadata.version("jitterlab")
+    except metadata.PackageNotFoundError:  # running from a source tree without install
+        return "0.0.0+unknown"
+
+
+__version__ = _version()
 
 
 def build_info() -> dict[str, Any]:

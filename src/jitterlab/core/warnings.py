@@ -11,25 +11,41 @@ run partial.
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib import resources
+from pathlib import Path
 from typing import Any
-
-import tomllib
 
 from jitterlab.core.errors import escape_controls
 
 
-def _load() -> dict[str, dict[str, str]]:
-    text = resources.files("jitterlab.core").joinpath("warning_codes.toml").read_text(encoding="utf-8")
+@functools.cache
+def table() -> dict[str, dict[str, str]]:
+    """Every code with its entry (``fix``, ``detail`` …), read from warning_codes.toml on first use:
+    tomllib costs ~20 ms that ``--version`` and ``--help`` need not pay (issue 28 item 3)."""
+    import tomllib
+
+    text = (Path(__file__).parent / "warning_codes.toml").read_text(encoding="utf-8")
     return {code: dict(entry) for code, entry in tomllib.loads(text).items()}
 
 
-TABLE: dict[str, dict[str, str]] = _load()
-# code -> what to do about it
-CODES: dict[str, str] = {code: entry["fix"] for code, entry in TABLE.items()}
+@functools.cache
+def codes() -> dict[str, str]:
+    """code -> what to do about it."""
+    return {code: entry["fix"] for code, entry in table().items()}
+
+
+def __getattr__(name: str) -> Any:
+    """``TABLE`` and ``CODES``, the module's older names for :func:`table` and :func:`codes`."""
+    if name == "TABLE":
+        return table()
+    if name == "CODES":
+        return codes()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 UNKNOWN_FIX = "a warning code this jitterlab does not know (written by a newer tool): read its detail"
 
 
@@ -41,12 +57,12 @@ class CodedWarning:
     detail: str
 
     def __post_init__(self) -> None:
-        if self.code not in CODES:
+        if self.code not in codes():
             raise ValueError(f"warning code {self.code!r} is not in core/warning_codes.toml")
 
     @property
     def fix(self) -> str:
-        return CODES[self.code]
+        return codes()[self.code]
 
     def as_dict(self) -> dict[str, str]:
         return {"code": self.code, "detail": self.detail}
@@ -68,7 +84,7 @@ def warning(code: str, detail: str) -> dict[str, str]:
 
 def fix_for(code: str) -> str:
     """The fix of ``code``, or a generic line for a code from a newer tool."""
-    return CODES.get(code, UNKNOWN_FIX)
+    return codes().get(code, UNKNOWN_FIX)
 
 
 def normalized(entries: Any) -> list[dict[str, str]]:
@@ -87,6 +103,6 @@ def normalized(entries: Any) -> list[dict[str, str]]:
 def from_stored(entry: dict[str, str]) -> CodedWarning:
     """A stored ``{code, detail}`` to print: a code from a newer tool keeps its detail and is
     shown as ``unclassified`` with the original code named."""
-    if entry["code"] in CODES:
+    if entry["code"] in codes():
         return CodedWarning(entry["code"], entry["detail"])
     return CodedWarning("unclassified", f"{entry['detail']} (code {entry['code']})")

@@ -14,7 +14,6 @@ import ipaddress
 import json
 import os
 import re
-import secrets
 import shutil
 import subprocess
 import time
@@ -151,7 +150,7 @@ def up(
     net = check_range(subnet)
     if shape and "rate" in shape and shutil.which("tc") is None:
         raise JitterlabError("--shape needs tc: install the package iproute2")
-    name = f"{PREFIX}{secrets.token_hex(3)}"
+    name = f"{PREFIX}{os.urandom(3).hex()}"
     topo = Topology(
         name=name,
         nodes=[f"{name}-n{i}" for i in range(nodes)],

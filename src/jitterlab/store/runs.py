@@ -18,7 +18,6 @@ import errno
 import fcntl
 import json
 import os
-import secrets
 import shutil
 import stat
 from collections.abc import Iterator
@@ -80,7 +79,7 @@ def default_store_path() -> Path:
 
 def _id_suffix() -> str:
     """The random part of a run id: 2 bytes (a test replaces it to force ids to collide)."""
-    return secrets.token_hex(2)
+    return os.urandom(2).hex()
 
 
 def id_candidates(run_id: str) -> Iterator[str]:
