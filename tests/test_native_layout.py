@@ -36,10 +36,16 @@ def test_one_file_descriptor_owner() -> None:
 
 
 def test_every_tool_reads_its_arguments_with_the_one_reader() -> None:
+    """Every tool declares its options as a table read by ``tool::read_options`` (one loop, one
+    usage printer, one set of error lines); no tool walks argv in a loop of its own."""
     tools = [p for p in _sources() if re.search(r"\bint main\(", p.read_text())]
     assert len(tools) >= 8, "bench, hiccup, pipeline, inject, monitor-load, repl, net agent, net impair"
-    without = [str(p.relative_to(ROOT)) for p in tools if "tool::ArgReader" not in p.read_text()]
-    assert not without, f"tools that read argv by hand: {without}"
+    without = [
+        str(p.relative_to(ROOT)) for p in tools if not re.search(r"\b(tool|t)::read_options\(", p.read_text())
+    ]
+    assert not without, f"tools that do not read their options with tool::read_options: {without}"
+    own_loops = _holding(r"while\s*\(\s*\w+\.next\(\)\s*\)")
+    assert own_loops == ["native/src/tool_util.hpp"], f"argument loops outside the reader: {own_loops}"
     by_hand = _holding(r"\bargv\[")
     assert not by_hand, f"argv indexed outside the reader: {by_hand}"
 

@@ -36,14 +36,6 @@ constexpr const char* kTool = "jitterlab-bench";
 
 [[noreturn]] void usage_error(const std::string& message) { jl::tool::usage_error(kTool, message); }
 
-const char* kUsage =
-    "usage: jitterlab-bench --technique NAME --out DIR [--pairs N] [--samples N] [--warmup N]\n"
-    "  [--block-ints N] [--policy other|fifo|rr|deadline] [--priority P]\n"
-    "  [--dl-runtime NS --dl-deadline NS --dl-period NS] [--pin none|spread|compact|LIST]\n"
-    "  [--no-mlock] [--pause-ns NS] [--seed S] [--caf-scheduler stealing|sharing|detached]\n"
-    "  [--caf-threads N] [--no-record] [--floor-round-trips N]\n"
-    "  jitterlab-bench --list   (techniques, one per line: name, available, description)\n";
-
 struct Options {
     jl::HarnessConfig config;
     std::int64_t floor_round_trips = 20'000;
@@ -51,38 +43,48 @@ struct Options {
 };
 
 Options parse(int argc, char** argv) {
+    namespace t = jl::tool;
     Options o;
     auto& c = o.config;
-    jl::tool::ArgReader args(kTool, argc, argv, kUsage);
-    while (args.next()) {
-        const std::string& flag = args.flag();
-        if (flag == "--technique") c.technique = args.value();
-        else if (flag == "--out") c.out_dir = args.value();
-        else if (flag == "--pairs") c.pairs = static_cast<int>(args.integer(1, 1024));
-        else if (flag == "--samples") c.samples = args.integer(1, 1'000'000'000);
-        else if (flag == "--warmup") c.warmup = args.integer(0, 1'000'000'000);
-        else if (flag == "--block-ints") c.block_ints = args.integer(0, 1LL << 32);
-        else if (flag == "--policy") {
-            const std::string v = args.value();
-            if (!jl::parse_policy(v, c.policy.policy)) usage_error("--policy expects other, fifo, rr or deadline, got '" + v + "'");
-        } else if (flag == "--priority") c.policy.priority = static_cast<int>(args.integer(0, 99));
-        else if (flag == "--dl-runtime") c.policy.dl_runtime_ns = static_cast<std::uint64_t>(args.integer(1024, 1LL << 40));
-        else if (flag == "--dl-deadline") c.policy.dl_deadline_ns = static_cast<std::uint64_t>(args.integer(1024, 1LL << 40));
-        else if (flag == "--dl-period") c.policy.dl_period_ns = static_cast<std::uint64_t>(args.integer(1024, 1LL << 40));
-        else if (flag == "--pin") c.pin = args.value();
-        else if (flag == "--no-mlock") c.mlock = false;
-        else if (flag == "--pause-ns") c.pause_ns = args.integer(0, 60'000'000'000LL);
-        else if (flag == "--seed") c.seed = static_cast<std::uint64_t>(args.integer(0, INT64_MAX));
-        else if (flag == "--caf-scheduler") {
-            c.caf_scheduler = args.value();
-            if (c.caf_scheduler != "stealing" && c.caf_scheduler != "sharing" && c.caf_scheduler != "detached")
-                usage_error("--caf-scheduler expects stealing, sharing or detached");
-        } else if (flag == "--caf-threads") c.caf_threads = static_cast<int>(args.integer(1, 1024));
-        else if (flag == "--no-record") c.record = false;
-        else if (flag == "--floor-round-trips") o.floor_round_trips = args.integer(2, 100'000'000);
-        else if (flag == "--list") o.list = true;
-        else args.unknown();
-    }
+    auto policy = [&c](t::ArgReader& a) {
+        const std::string v = a.value();
+        if (!jl::parse_policy(v, c.policy.policy)) usage_error("--policy expects other, fifo, rr or deadline, got '" + v + "'");
+    };
+    auto caf_scheduler = [&c](t::ArgReader& a) {
+        c.caf_scheduler = a.value();
+        if (c.caf_scheduler != "stealing" && c.caf_scheduler != "sharing" && c.caf_scheduler != "detached")
+            usage_error("--caf-scheduler expects stealing, sharing or detached");
+    };
+    constexpr std::int64_t kDl = 1LL << 40;
+    t::read_options(
+        kTool, argc, argv, "--technique NAME --out DIR [options]",
+        "The n x (1:1) message-passing latency harness (seed 000): samples.jlraw and harness.json into --out.\n"
+        "jitterlab-bench --list prints the techniques, one per line: name, available, description.",
+        {
+            t::text_option("--technique", "NAME", "the channel technique (see --list)", c.technique),
+            t::text_option("--out", "DIR", "folder for samples.jlraw and harness.json (must exist)", c.out_dir),
+            t::int_option("--pairs", "N", "sender/receiver pairs (default 1)", c.pairs, 1, 1024),
+            t::int_option("--samples", "N", "recorded messages per pair (default 1000000)", c.samples, 1, 1'000'000'000),
+            t::int_option("--warmup", "N", "unrecorded messages per pair first (default 1000)", c.warmup, 0, 1'000'000'000),
+            t::int_option("--block-ints", "N", "ints of the block read at a random place per message (default 262144)", c.block_ints, 0,
+                          1LL << 32),
+            {"--policy", "other|fifo|rr|deadline", "scheduling policy of the measuring threads (default other)", policy},
+            t::int_option("--priority", "P", "priority for fifo/rr (1..99)", c.policy.priority, 0, 99),
+            t::int_option("--dl-runtime", "NS", "--policy deadline: runtime", c.policy.dl_runtime_ns, 1024, kDl),
+            t::int_option("--dl-deadline", "NS", "--policy deadline: deadline", c.policy.dl_deadline_ns, 1024, kDl),
+            t::int_option("--dl-period", "NS", "--policy deadline: period", c.policy.dl_period_ns, 1024, kDl),
+            t::text_option("--pin", "none|spread|compact|LIST", "CPU placement of the threads", c.pin),
+            t::switch_option("--no-mlock", "do not lock memory (mlockall)", c.mlock, false),
+            t::int_option("--pause-ns", "NS", "pause between messages (seed 000's 1 ms variant)", c.pause_ns, 0,
+                          60'000'000'000LL),
+            t::int_option("--seed", "S", "seed of the random reads and writes (default 1)", c.seed, 0, INT64_MAX),
+            {"--caf-scheduler", "stealing|sharing|detached", "CAF techniques: the actor scheduler", caf_scheduler},
+            t::int_option("--caf-threads", "N", "CAF techniques: scheduler threads", c.caf_threads, 1, 1024),
+            t::switch_option("--no-record", "measure without recording samples", c.record, false),
+            t::int_option("--floor-round-trips", "N", "round trips of the measurement-floor probe (default 20000)", o.floor_round_trips,
+                          2, 100'000'000),
+            t::switch_option("--list", "list the techniques and exit", o.list),
+        });
     if (o.list) return o;
     if (c.policy.policy == jl::Policy::deadline &&
         (c.policy.dl_runtime_ns == 0 || c.policy.dl_runtime_ns > c.policy.dl_deadline_ns || c.policy.dl_deadline_ns > c.policy.dl_period_ns))

@@ -431,10 +431,11 @@ int payload_of(const Params& p) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    jl::tool::ArgReader args(kTool, argc, argv,
-                             "usage: jitterlab-net [--version]   (a node agent: commands on stdin, see docs/net.md)\n");
-    while (args.next()) {
-        if (args.flag() != "--version") args.unknown();
+    bool version = false;
+    jl::tool::read_options(kTool, argc, argv, "[--version]",
+                           "A node agent of jitterlab net: commands on stdin, answers on stdout (docs/net.md).",
+                           {jl::tool::switch_option("--version", "print the tool, its version and protocol version", version)});
+    if (version) {
         std::printf("%s %s %d\n", kTool, JITTERLAB_VERSION, net::kProtocolVersion);
         return 0;
     }

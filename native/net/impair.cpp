@@ -103,18 +103,22 @@ struct NfqCloser {
 
 int main(int argc, char** argv) {
     Options o;
-    jl::tool::ArgReader args(kTool, argc, argv,
-                             "usage: jitterlab-net-impair --queue Q --model M.json [--loss SHARE] [--seed S] [--spin-ns NS] --out DIR\n");
-    while (args.next()) {
-        const std::string& flag = args.flag();
-        if (flag == "--queue") o.queue = static_cast<int>(args.integer(0, 65535));
-        else if (flag == "--model") o.model = args.value();
-        else if (flag == "--loss") o.loss = std::stod(args.value());
-        else if (flag == "--seed") o.seed = static_cast<std::uint64_t>(args.integer(0, INT64_MAX));
-        else if (flag == "--out") o.out_dir = args.value();
-        else if (flag == "--spin-ns") o.spin_ns = args.integer(0, 10'000'000);
-        else jl::tool::usage_error(kTool, "unknown option '" + flag + "'");
-    }
+    namespace t = jl::tool;
+    t::read_options(kTool, argc, argv, "--queue Q --model M.json --out DIR [options]",
+                    "Delays (and drops) the packets of an NFQUEUE by a latency model: the impairment of jitterlab net.",
+                    {
+                        t::int_option("--queue", "Q", "the NFQUEUE number", o.queue, 0, 65535),
+                        t::text_option("--model", "M.json", "the latency model (docs/model-format.md)", o.model),
+                        {"--loss", "SHARE", "share of packets dropped, in [0, 1] (default 0)",
+                         [&o](t::ArgReader& a) {
+                             o.loss = a.real(-1, 1);
+                             if (o.loss < 0) t::usage_error(kTool, "--loss expects a share in [0, 1]");
+                         }},
+                        t::int_option("--seed", "S", "seed of the model's draws and the losses", o.seed, 0, INT64_MAX),
+                        t::text_option("--out", "DIR", "folder for the statistics", o.out_dir),
+                        t::int_option("--spin-ns", "NS", "spin (not sleep) this last stretch before a release", o.spin_ns,
+                                      0, 10'000'000),
+                    });
     if (o.model.empty()) jl::tool::usage_error(kTool, "--model is required");
     jl::tool::install_signal_handlers();
     ::prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);

@@ -77,70 +77,58 @@ struct Options {
     bool stream_out = false;                  // --out -: files on stdout
 };
 
-const std::string kUsage = std::string(
-    "usage: jitterlab-repl --out DIR [options]\n"
-    "Seed 003 §7.3: N clients send poses at --rate Hz; a server ticking at --server-tick Hz replicates\n"
-    "every changed pose to every other client; observers record each update's latency.\n"
-    "  --clients N               clients, observers included (default 10)\n"
-    "  --observers K             clients that record every update (default 2)\n"
-    "  --rate HZ                 pose rate per client, in (0, 1000] (default 90)\n"
-    "  --server-tick HZ          server tick rate (default 120)\n"
-    "  --payload BYTES           pose size, header included, 24..1172 (default 144)\n"
-    "  --duration-ns NS          measured time (default 30 s)\n"
-    "  --warmup-ns NS            unmeasured time first (default 1 s)\n"
-    "  --ping-interval-ns NS     observers' ping period (default 100 ms)\n"
-    "  --address A --port P      server address (default 127.0.0.1) and port (default 0: any free)\n"
-    "  --pin-server CPU          pin the server thread (-1: not pinned); likewise --pin-clients\n"
-    "  --pin-clients CPU\n"
-    "  --server-netns NS         make the server's socket in network namespace NS (root)\n"
-    "  --fleet NS@ADDRESS        a client fleet in namespace NS sending to the server at ADDRESS;\n"
-    "                            repeat it to split the clients evenly across nodes (observers in the first)\n"
-    "  --role all|server|fleet   across hosts: this process runs the server only, or one fleet only; it\n"
-    "                            prints 'serving PORT' or 'ready', then waits for 'go' on stdin (default all)\n"
-    "  --first-client I --fleet-clients C   --role fleet: clients I … I+C−1 of --clients\n"
-    "  --server-address A        --role fleet: the server's address (with --port)\n"
-    "  --out -                   send the output files on stdout ('file NAME BYTES', bytes, 'end')\n") +
-    jl::tool::kCommonUsage;
-
 Options parse(int argc, char** argv) {
+    namespace t = jl::tool;
     Options o;
-    jl::tool::ArgReader args(kTool, argc, argv, kUsage.c_str());
-    auto value = [&] { return args.value(); };
-    auto integer = [&](std::int64_t lo, std::int64_t hi) { return args.integer(lo, hi); };
-    while (args.next()) {
-        const std::string& flag = args.flag();
-        if (flag == "--clients") o.clients = static_cast<int>(integer(2, 4000));
-        else if (flag == "--observers") o.observers = static_cast<int>(integer(1, 4000));
-        else if (flag == "--rate") o.rate_hz = args.real(0, 1000);
-        else if (flag == "--server-tick") o.tick_hz = args.real(0, 10000);
-        else if (flag == "--payload") o.payload = static_cast<int>(integer(rp::kPoseHeader, rp::kMaxPose));
-        else if (flag == "--duration-ns") o.duration_ns = integer(1'000'000, 86'400'000'000'000);
-        else if (flag == "--warmup-ns") o.warmup_ns = integer(0, 3'600'000'000'000);
-        else if (flag == "--ping-interval-ns") o.ping_interval_ns = integer(1'000'000, 60'000'000'000);
-        else if (flag == "--address") o.address = value();
-        else if (flag == "--port") o.port = static_cast<int>(integer(0, 65535));
-        else if (flag == "--pin-server") o.pin_server = static_cast<int>(integer(-1, 4095));
-        else if (flag == "--pin-clients") o.pin_clients = static_cast<int>(integer(-1, 4095));
-        else if (flag == "--server-netns") o.server_netns = value();
-        else if (flag == "--fleet") {
-            const std::string spec = value();
-            const auto at = spec.find('@');
-            if (at == std::string::npos || at == 0 || at + 1 == spec.size())
-                jl::tool::usage_error(kTool, "--fleet takes NETNS@ADDRESS, got '" + spec + "'");
-            o.fleets.push_back({spec.substr(0, at), spec.substr(at + 1)});
-        }
-        else if (flag == "--role") {
-            o.role = value();
-            if (o.role != "all" && o.role != "server" && o.role != "fleet")
-                jl::tool::usage_error(kTool, "--role takes all, server or fleet, got '" + o.role + "'");
-        }
-        else if (flag == "--first-client") o.first_client = static_cast<int>(integer(0, 3999));
-        else if (flag == "--fleet-clients") o.fleet_clients = static_cast<int>(integer(1, 4000));
-        else if (flag == "--server-address") o.server_address = value();
-        else if (!jl::tool::parse_common_flag(kTool, flag, value, o.policy, o.mlock, o.out_dir))
-            jl::tool::usage_error(kTool, "unknown option '" + flag + "'");
-    }
-    jl::tool::check_policy(kTool, o.policy);
+    auto fleet = [&o](t::ArgReader& a) {
+        const std::string spec = a.value();
+        const auto at = spec.find('@');
+        if (at == std::string::npos || at == 0 || at + 1 == spec.size())
+            t::usage_error(kTool, "--fleet takes NETNS@ADDRESS, got '" + spec + "'");
+        o.fleets.push_back({spec.substr(0, at), spec.substr(at + 1)});
+    };
+    auto role = [&o](t::ArgReader& a) {
+        o.role = a.value();
+        if (o.role != "all" && o.role != "server" && o.role != "fleet")
+            t::usage_error(kTool, "--role takes all, server or fleet, got '" + o.role + "'");
+    };
+    t::read_options(
+        kTool, argc, argv, "--out DIR [options]",
+        "Seed 003 §7.3: N clients send poses at --rate Hz; a server ticking at --server-tick Hz replicates\n"
+        "every changed pose to every other client; observers record each update's latency.\n"
+        "--out - sends the output files on stdout ('file NAME BYTES', bytes, 'end').",
+        {
+            t::int_option("--clients", "N", "clients, observers included (default 10)", o.clients, 2, 4000),
+            t::int_option("--observers", "K", "clients that record every update (default 2)", o.observers, 1, 4000),
+            t::real_option("--rate", "HZ", "pose rate per client, in (0, 1000] (default 90)", o.rate_hz, 0, 1000),
+            t::real_option("--server-tick", "HZ", "server tick rate (default 120)", o.tick_hz, 0, 10000),
+            t::int_option("--payload", "BYTES", "pose size, header included, 24..1172 (default 144)", o.payload,
+                          rp::kPoseHeader, rp::kMaxPose),
+            t::int_option("--duration-ns", "NS", "measured time (default 30 s)", o.duration_ns, 1'000'000,
+                          86'400'000'000'000),
+            t::int_option("--warmup-ns", "NS", "unmeasured time first (default 1 s)", o.warmup_ns, 0, 3'600'000'000'000),
+            t::int_option("--ping-interval-ns", "NS", "observers' ping period (default 100 ms)", o.ping_interval_ns,
+                          1'000'000, 60'000'000'000),
+            t::text_option("--address", "A", "server address (default 127.0.0.1)", o.address),
+            t::int_option("--port", "P", "server port (default 0: any free)", o.port, 0, 65535),
+            t::int_option("--pin-server", "CPU", "pin the server thread (-1: not pinned)", o.pin_server, -1, 4095),
+            t::int_option("--pin-clients", "CPU", "pin the client threads (-1: not pinned)", o.pin_clients, -1, 4095),
+            t::text_option("--server-netns", "NS", "make the server's socket in network namespace NS (root)",
+                           o.server_netns),
+            {"--fleet", "NS@ADDRESS",
+             "a client fleet in namespace NS sending to the server at ADDRESS;\n"
+             "repeat it to split the clients evenly across nodes (observers in the first)",
+             fleet},
+            {"--role", "all|server|fleet",
+             "across hosts: this process runs the server only, or one fleet only; it\n"
+             "prints 'serving PORT' or 'ready', then waits for 'go' on stdin (default all)",
+             role},
+            t::int_option("--first-client", "I", "--role fleet: its first client, of --clients", o.first_client, 0, 3999),
+            t::int_option("--fleet-clients", "C", "--role fleet: how many clients, I … I+C−1", o.fleet_clients, 1, 4000),
+            t::text_option("--server-address", "A", "--role fleet: the server's address (with --port)", o.server_address),
+        },
+        t::common_options(kTool, o.policy, o.mlock, o.out_dir));
+    t::check_policy(kTool, o.policy);
     o.stream_out = o.out_dir == "-";
     if (o.role == "fleet") {
         if (o.server_address.empty() || o.port == 0 || o.fleet_clients == 0)

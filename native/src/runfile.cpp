@@ -4,25 +4,41 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
+#include <bit>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <fstream>
 #include <stdexcept>
+
+#ifndef JITTERLAB_HAVE_ZLIB
+#define JITTERLAB_HAVE_ZLIB 0
+#endif
+#if JITTERLAB_HAVE_ZLIB
+#include <zlib.h>
+#endif
 
 namespace jitterlab {
 namespace {
 
 constexpr std::size_t kBufferBytes = 1 << 20;
 
-std::array<std::uint32_t, 256> make_crc_table() noexcept {
-    std::array<std::uint32_t, 256> table{};
+using CrcTables = std::array<std::array<std::uint32_t, 256>, 8>;
+
+/// t[0] is the byte-at-a-time table of the reflected polynomial 0xEDB88320; t[k][i] is the CRC
+/// of byte i followed by k zero bytes, so eight lookups advance the CRC by eight bytes.
+CrcTables make_crc_tables() noexcept {
+    CrcTables t{};
     for (std::uint32_t i = 0; i < 256; ++i) {
         std::uint32_t c = i;
         for (int k = 0; k < 8; ++k) c = (c & 1U) ? 0xEDB88320U ^ (c >> 1) : c >> 1;
-        table[i] = c;
+        t[0][i] = c;
     }
-    return table;
+    for (std::size_t k = 1; k < 8; ++k)
+        for (std::size_t i = 0; i < 256; ++i) t[k][i] = (t[k - 1][i] >> 8) ^ t[0][t[k - 1][i] & 0xFFU];
+    return t;
 }
 
 void put_u32(char* at, std::uint32_t v) noexcept { std::memcpy(at, &v, sizeof v); }
@@ -52,12 +68,41 @@ void write_all(int fd, const char* data, std::size_t size, const std::string& pa
 
 }  // namespace
 
-std::uint32_t crc32_update(std::uint32_t crc, const void* data, std::size_t size) noexcept {
-    static const auto table = make_crc_table();
+std::uint32_t crc32_slicing_by_8(std::uint32_t crc, const void* data, std::size_t size) noexcept {
+    static const CrcTables t = make_crc_tables();
     const auto* bytes = static_cast<const unsigned char*>(data);
     crc = ~crc;
-    for (std::size_t i = 0; i < size; ++i) crc = table[(crc ^ bytes[i]) & 0xFFU] ^ (crc >> 8);
+    if constexpr (std::endian::native == std::endian::little) {
+        for (; size >= 8; size -= 8, bytes += 8) {
+            std::uint32_t lo, hi;
+            std::memcpy(&lo, bytes, 4);
+            std::memcpy(&hi, bytes + 4, 4);
+            lo ^= crc;
+            crc = t[7][lo & 0xFFU] ^ t[6][(lo >> 8) & 0xFFU] ^ t[5][(lo >> 16) & 0xFFU] ^ t[4][lo >> 24] ^
+                  t[3][hi & 0xFFU] ^ t[2][(hi >> 8) & 0xFFU] ^ t[1][(hi >> 16) & 0xFFU] ^ t[0][hi >> 24];
+        }
+    }
+    for (; size > 0; --size, ++bytes) crc = t[0][(crc ^ *bytes) & 0xFFU] ^ (crc >> 8);
     return ~crc;
+}
+
+const char* crc32_backend() noexcept { return JITTERLAB_HAVE_ZLIB ? "zlib" : "slicing-by-8"; }
+
+std::uint32_t crc32_update(std::uint32_t crc, const void* data, std::size_t size) noexcept {
+#if JITTERLAB_HAVE_ZLIB
+    // zlib's crc32 (folding with PCLMULQDQ where the CPU has it); its length is a uInt
+    const auto* bytes = static_cast<const Bytef*>(data);
+    uLong c = crc;
+    while (size > 0) {
+        const auto chunk = static_cast<uInt>(std::min<std::size_t>(size, UINT_MAX / 2));
+        c = ::crc32(c, bytes, chunk);
+        bytes += chunk;
+        size -= chunk;
+    }
+    return static_cast<std::uint32_t>(c);
+#else
+    return crc32_slicing_by_8(crc, data, size);
+#endif
 }
 
 std::array<char, kRawHeaderBytes> raw_header(std::uint32_t record_bytes) noexcept {

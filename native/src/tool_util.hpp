@@ -1,15 +1,19 @@
-// Small helpers shared by the native command-line tools (bench, hiccup, pipeline).
+// Small helpers shared by the native command-line tools: the one option reader and usage
+// printer (read_options), signal handling, atomic files.
 #pragma once
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "jitterlab/sched.hpp"
 
@@ -67,7 +71,7 @@ inline double parse_real(const char* tool, const std::string& flag, const std::s
     }
 }
 
-/// The one argument reader of every native tool: walks argv, `next()` gives each flag,
+/// Walks argv for read_options (and for a tool's sub-command word): `next()` gives each flag,
 /// `value()` its argument, `integer()` and `real()` a checked number. `--help` and `-h`
 /// print `usage` and exit 0.
 class ArgReader {
@@ -84,14 +88,6 @@ public:
         return true;
     }
     const std::string& flag() const { return flag_; }
-    /// True when the flag is `name` or its old spelling `old`: an old spelling still works for
-    /// this release, with the warning the Python CLI prints for its own (code deprecated-option).
-    bool is(const char* name, const char* old) const {
-        if (flag_ == name) return true;
-        if (flag_ != old) return false;
-        std::fprintf(stderr, "warning[deprecated-option]: %s is an old spelling: use %s\n", old, name);
-        return true;
-    }
     std::string value() {
         if (i_ + 1 >= argc_) usage_error(tool_, flag_ + " needs a value");
         return argv_[++i_];
@@ -109,32 +105,95 @@ private:
     std::string flag_;
 };
 
-/// The flags every measuring tool shares, for the tools' --help.
-constexpr const char* kCommonUsage =
-    "  --out DIR                 folder for samples.jlraw and harness.json (must exist)\n"
-    "  --policy other|fifo|rr    scheduling policy of the measuring threads (default other)\n"
-    "  --priority 1..99          priority for fifo/rr\n"
-    "  --no-mlock                do not lock memory (mlockall)\n";
+/// One option of a tool: its spelling, the name of its argument (empty: a switch), its help
+/// (a '\n' continues it on the next line, under the help column), what it does with the reader
+/// positioned on it, and an old spelling that still works for this release (with the
+/// warning the Python CLI prints for its own, code deprecated-option).
+struct Option {
+    std::string name;
+    std::string arg;
+    std::string help;
+    std::function<void(ArgReader&)> apply;
+    std::string old = {};
+};
+using OptionTable = std::vector<Option>;
 
-/// The flags every measuring tool shares: --policy other|fifo|rr, --priority, --no-mlock,
-/// --out. Returns false when `flag` is none of them; `value` reads the flag's argument.
-template <typename ValueFn>
-bool parse_common_flag(const char* tool, const std::string& flag, ValueFn&& value, PolicyRequest& policy, bool& mlock,
-                       std::string& out_dir) {
-    if (flag == "--policy") {
-        const std::string v = value();
-        if (!parse_policy(v, policy.policy) || policy.policy == Policy::deadline)
-            usage_error(tool, "--policy expects other, fifo or rr");
-    } else if (flag == "--priority") {
-        policy.priority = static_cast<int>(parse_int(tool, flag, value(), 1, 99));
-    } else if (flag == "--no-mlock") {
-        mlock = false;
-    } else if (flag == "--out") {
-        out_dir = value();
-    } else {
-        return false;
+/// An integer option in [lo, hi] stored into `target`.
+template <typename T>
+Option int_option(std::string name, std::string arg, std::string help, T& target, std::int64_t lo, std::int64_t hi) {
+    return {std::move(name), std::move(arg), std::move(help),
+            [&target, lo, hi](ArgReader& a) { target = static_cast<T>(a.integer(lo, hi)); }};
+}
+
+/// A number option in (lo, hi] stored into `target`.
+inline Option real_option(std::string name, std::string arg, std::string help, double& target, double lo, double hi) {
+    return {std::move(name), std::move(arg), std::move(help), [&target, lo, hi](ArgReader& a) { target = a.real(lo, hi); }};
+}
+
+/// An option whose text is stored into `target` as given.
+inline Option text_option(std::string name, std::string arg, std::string help, std::string& target) {
+    return {std::move(name), std::move(arg), std::move(help), [&target](ArgReader& a) { target = a.value(); }};
+}
+
+/// A switch (no argument) that sets `target` to `value`.
+inline Option switch_option(std::string name, std::string help, bool& target, bool value = true) {
+    return {std::move(name), "", std::move(help), [&target, value](ArgReader&) { target = value; }};
+}
+
+inline constexpr std::size_t kHelpColumn = 28;
+
+/// The one usage printer: "usage: TOOL SYNOPSIS", the description, then one line per option
+/// (its spelling and argument, its help from column 28).
+inline std::string usage_text(const char* tool, const std::string& synopsis, const std::string& about,
+                              const OptionTable& options) {
+    std::string text = "usage: " + std::string(tool) + " " + synopsis + "\n";
+    if (!about.empty()) text += about + "\n";
+    for (const Option& o : options) {
+        std::string left = "  " + o.name + (o.arg.empty() ? "" : " " + o.arg);
+        left += left.size() < kHelpColumn ? std::string(kHelpColumn - left.size(), ' ') : "  ";
+        for (std::size_t start = 0;;) {
+            const std::size_t end = o.help.find('\n', start);
+            text += left + o.help.substr(start, end - start) + "\n";
+            if (end == std::string::npos) break;
+            start = end + 1;
+            left.assign(kHelpColumn, ' ');
+        }
     }
-    return true;
+    return text;
+}
+
+/// The one argument loop of every native tool: each flag of argv is looked up in `options`
+/// then `more` (the shared ones, such as common_options) and applied; `--help` prints
+/// usage_text and exits 0; an unknown flag, a missing value or a number out of range is one
+/// line "TOOL: error: ..." and exit code 2.
+inline void read_options(const char* tool, int argc, char** argv, const std::string& synopsis, const std::string& about,
+                         OptionTable options, const OptionTable& more = {}) {
+    options.insert(options.end(), more.begin(), more.end());
+    const std::string usage = usage_text(tool, synopsis, about, options);
+    ArgReader args(tool, argc, argv, usage.c_str());
+    while (args.next()) {
+        const std::string& flag = args.flag();
+        const auto o = std::find_if(options.begin(), options.end(),
+                                    [&](const Option& x) { return flag == x.name || (!x.old.empty() && flag == x.old); });
+        if (o == options.end()) args.unknown();
+        if (flag == o->old)
+            std::fprintf(stderr, "warning[deprecated-option]: %s is an old spelling: use %s\n", o->old.c_str(), o->name.c_str());
+        o->apply(args);
+    }
+}
+
+/// The options every measuring tool shares: --out, --policy other|fifo|rr, --priority, --no-mlock.
+inline OptionTable common_options(const char* tool, PolicyRequest& policy, bool& mlock, std::string& out_dir) {
+    return {
+        text_option("--out", "DIR", "folder for samples.jlraw and harness.json (must exist)", out_dir),
+        {"--policy", "other|fifo|rr", "scheduling policy of the measuring threads (default other)",
+         [tool, &policy](ArgReader& a) {
+             if (!parse_policy(a.value(), policy.policy) || policy.policy == Policy::deadline)
+                 usage_error(tool, "--policy expects other, fifo or rr");
+         }},
+        int_option("--priority", "1..99", "priority for fifo/rr", policy.priority, 1, 99),
+        switch_option("--no-mlock", "do not lock memory (mlockall)", mlock, false),
+    };
 }
 
 /// A real-time policy needs a priority.

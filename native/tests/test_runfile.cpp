@@ -3,7 +3,9 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdint>
 #include <filesystem>
+#include <span>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -30,6 +32,34 @@ std::vector<SampleRecord> make_records(int n) {
 TEST(RawFile, Crc32MatchesTheZlibCheckValue) {
     const char* text = "123456789";
     EXPECT_EQ(crc32_update(0, text, 9), 0xCBF43926U);
+    EXPECT_EQ(crc32_slicing_by_8(0, text, 9), 0xCBF43926U);
+    EXPECT_EQ(crc32_update(0, text, 0), 0U);
+}
+
+// The records of make_records(100'000): the same constant stands in the JVM's known-answer
+// test (HarnessTest.crcOfKnownRecordsMatchesNativeAndPython), from Python's zlib.crc32.
+TEST(RawFile, Crc32OfKnownRecordsMatchesJavaAndPython) {
+    const auto records = make_records(100'000);
+    const auto bytes = std::as_bytes(std::span(records));
+    EXPECT_EQ(crc32_update(0, bytes.data(), bytes.size()), 0xB2096047U) << crc32_backend();
+    EXPECT_EQ(crc32_slicing_by_8(0, bytes.data(), bytes.size()), 0xB2096047U);
+}
+
+TEST(RawFile, Crc32InPiecesAtAnyAlignmentEqualsTheWhole) {
+    std::vector<unsigned char> data(1 << 16);
+    std::uint32_t x = 12345;
+    for (auto& b : data) b = static_cast<unsigned char>((x = x * 1103515245U + 12345U) >> 24);
+    const auto whole = crc32_slicing_by_8(0, data.data(), data.size());
+    EXPECT_EQ(crc32_update(0, data.data(), data.size()), whole);
+    for (std::size_t cut : {1U, 3U, 7U, 8U, 9U, 4097U}) {
+        for (std::size_t offset : {0U, 1U, 5U}) {
+            const auto head = crc32_slicing_by_8(0, data.data(), offset + cut);
+            EXPECT_EQ(crc32_slicing_by_8(head, data.data() + offset + cut, data.size() - offset - cut), whole);
+            EXPECT_EQ(crc32_update(crc32_update(0, data.data(), offset + cut), data.data() + offset + cut,
+                                   data.size() - offset - cut),
+                      whole);
+        }
+    }
 }
 
 TEST(RawFile, RoundTripKeepsEveryRecord) {

@@ -67,40 +67,33 @@ std::int64_t smallest_gap(std::int64_t span_ns) {
     return best;
 }
 
-const std::string kUsage = std::string(
-    "usage: jitterlab-hiccup --out DIR [options]\n"
-    "Per-CPU OS-noise meter: a busy loop on each CPU records every gap longer than the threshold.\n"
-    "  --duration-ns NS          how long to measure (1 ms .. 1 day; default 10 s)\n"
-    "  --cpus all|LIST           CPUs to measure, such as 0,1 or 0-3 (default all)\n"
-    "  --threshold-ns NS         smallest gap recorded; 0 = auto (default)\n"
-    "  --auto-multiple K         auto threshold = K x the smallest gap seen (default 10)\n"
-    "  --max-gaps N              gaps kept per CPU (later ones are counted, not recorded)\n") +
-    jl::tool::kCommonUsage;
-
 Options parse(int argc, char** argv) {
+    namespace t = jl::tool;
     Options o;
-    jl::tool::ArgReader args(kTool, argc, argv, kUsage.c_str());
-    auto value = [&] { return args.value(); };
-    auto integer = [&](std::int64_t lo, std::int64_t hi) { return args.integer(lo, hi); };
-    while (args.next()) {
-        const std::string& flag = args.flag();
-        if (flag == "--duration-ns") o.duration_ns = integer(1'000'000, 86'400'000'000'000LL);
-        else if (flag == "--cpus") {
-            const std::string list = value();
-            if (list != "all") {
-                try {
-                    o.cpus = jl::parse_cpu_list(list);
-                } catch (const std::invalid_argument& e) {
-                    jl::tool::usage_error(kTool, std::string("--cpus: ") + e.what());
-                }
-            }
-        } else if (flag == "--threshold-ns") o.threshold_ns = integer(0, 1'000'000'000'000LL);
-        else if (flag == "--auto-multiple") o.auto_multiple = integer(2, 1'000'000);
-        else if (flag == "--max-gaps") o.max_gaps = integer(1, 1LL << 30);
-        else if (!jl::tool::parse_common_flag(kTool, flag, value, o.policy, o.mlock, o.out_dir))
-            jl::tool::usage_error(kTool, "unknown option '" + flag + "'");
-    }
-    jl::tool::check_policy(kTool, o.policy);
+    auto cpus = [&o](t::ArgReader& a) {
+        const std::string list = a.value();
+        if (list == "all") return;
+        try {
+            o.cpus = jl::parse_cpu_list(list);
+        } catch (const std::invalid_argument& e) {
+            t::usage_error(kTool, std::string("--cpus: ") + e.what());
+        }
+    };
+    t::read_options(kTool, argc, argv, "--out DIR [options]",
+                    "Per-CPU OS-noise meter: a busy loop on each CPU records every gap longer than the threshold.",
+                    {
+                        t::int_option("--duration-ns", "NS", "how long to measure (1 ms .. 1 day; default 10 s)",
+                                      o.duration_ns, 1'000'000, 86'400'000'000'000LL),
+                        {"--cpus", "all|LIST", "CPUs to measure, such as 0,1 or 0-3 (default all)", cpus},
+                        t::int_option("--threshold-ns", "NS", "smallest gap recorded; 0 = auto (default)", o.threshold_ns,
+                                      0, 1'000'000'000'000LL),
+                        t::int_option("--auto-multiple", "K", "auto threshold = K x the smallest gap seen (default 10)",
+                                      o.auto_multiple, 2, 1'000'000),
+                        t::int_option("--max-gaps", "N", "gaps kept per CPU (later ones are counted, not recorded)",
+                                      o.max_gaps, 1, 1LL << 30),
+                    },
+                    t::common_options(kTool, o.policy, o.mlock, o.out_dir));
+    t::check_policy(kTool, o.policy);
     return o;
 }
 

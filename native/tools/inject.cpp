@@ -491,54 +491,34 @@ private:
     std::int64_t started_ = 0, next_stats_ = jl::kNever, deadline_ = jl::kNever;
 };
 
-constexpr const char* kProxyUsage =
-    "usage: jitterlab-inject proxy --listen [HOST:]PORT --forward HOST:PORT (--model FILE | --zero) [options]\n"
-    "Delays each datagram (or the TCP stream) by the latency model before forwarding it.\n"
-    "  --tcp                     one TCP stream at a time instead of UDP datagrams\n"
-    "  --seed S                  seed of the injector's draws (default 0)\n"
-    "  --reorder                 independent delays instead of the in-order queue (UDP only)\n"
-    "  --queue-limit N           most items held (default 65536); more are dropped and counted\n"
-    "  --queue-bytes B           most bytes held\n"
-    "  --busy-poll               never sleep: microsecond-accurate, costs a core\n"
-    "  --spin-us US              spin (not sleep) for this last stretch before an item is due (default 60)\n"
-    "  --stats-interval S        print statistics every S seconds (0: only at exit)\n"
-    "  --stats-json FILE         write the final statistics as JSON\n"
-    "  --record FILE             record each item's arrival and release (raw sample file)\n"
-    "  --record-limit N          most items recorded\n"
-    "  --duration S              stop after S seconds (0: until SIGINT/SIGTERM)\n";
-
-constexpr const char* kProbeUsage =
-    "usage: jitterlab-inject probe --target HOST:PORT --receive [HOST:]PORT [options]\n"
-    "Sends timestamped datagrams to --target and records when each comes back on --receive.\n"
-    "  --samples N               datagrams (default 10000; old spelling --count)\n"
-    "  --rate HZ                 datagrams per second (default 1000; 0: as fast as possible)\n"
-    "  --size BYTES              datagram size (default 64)\n"
-    "  --drain-ms MS             wait this long for the last datagrams (default 2000)\n"
-    "  --out DIR                 folder for samples.jlraw and harness.json\n";
-
 int run_proxy(int argc, char** argv) {
     ProxyOptions o;
-    tool::ArgReader args(kTool, argc, argv, kProxyUsage);
-    while (args.next()) {
-        const std::string& flag = args.flag();
-        if (flag == "--listen") o.listen = args.value();
-        else if (flag == "--forward") o.forward = args.value();
-        else if (flag == "--model") o.model_path = args.value();
-        else if (flag == "--zero") o.zero = true;
-        else if (flag == "--tcp") o.tcp = true;
-        else if (flag == "--reorder") o.reorder = true;
-        else if (flag == "--seed") o.seed = static_cast<std::uint64_t>(args.integer(0, INT64_MAX));
-        else if (flag == "--queue-limit") o.queue_limit = args.integer(1, 1LL << 30);
-        else if (flag == "--queue-bytes") o.queue_bytes = args.integer(kMaxDatagram, 1LL << 40);
-        else if (flag == "--stats-interval") o.stats_interval_s = static_cast<double>(args.integer(0, 86'400));
-        else if (flag == "--duration") o.duration_s = static_cast<double>(args.integer(0, 86'400 * 365));
-        else if (flag == "--stats-json") o.stats_json = args.value();
-        else if (flag == "--record") o.record_path = args.value();
-        else if (flag == "--spin-us") o.spin_ns = args.integer(0, 10'000) * 1'000;
-        else if (flag == "--busy-poll") o.busy_poll = true;
-        else if (flag == "--record-limit") o.record_limit = args.integer(1, 1LL << 32);
-        else tool::usage_error(kTool, "unknown proxy option '" + flag + "'");
-    }
+    auto spin_us = [&o](tool::ArgReader& a) { o.spin_ns = a.integer(0, 10'000) * 1'000; };
+    tool::read_options(
+        kTool, argc, argv, "proxy --listen [HOST:]PORT --forward HOST:PORT (--model FILE | --zero) [options]",
+        "Delays each datagram (or the TCP stream) by the latency model before forwarding it.",
+        {
+            tool::text_option("--listen", "[HOST:]PORT", "where the proxy receives", o.listen),
+            tool::text_option("--forward", "HOST:PORT", "where it sends what it delayed", o.forward),
+            tool::text_option("--model", "FILE", "the latency model (docs/model-format.md)", o.model_path),
+            tool::switch_option("--zero", "no delay: the proxy's own cost", o.zero),
+            tool::switch_option("--tcp", "one TCP stream at a time instead of UDP datagrams", o.tcp),
+            tool::int_option("--seed", "S", "seed of the injector's draws (default 0)", o.seed, 0, INT64_MAX),
+            tool::switch_option("--reorder", "independent delays instead of the in-order queue (UDP only)", o.reorder),
+            tool::int_option("--queue-limit", "N", "most items held (default 65536); more are dropped and counted",
+                             o.queue_limit, 1, 1LL << 30),
+            tool::int_option("--queue-bytes", "B", "most bytes held", o.queue_bytes, kMaxDatagram, 1LL << 40),
+            tool::switch_option("--busy-poll", "never sleep: microsecond-accurate, costs a core", o.busy_poll),
+            {"--spin-us", "US", "spin (not sleep) for this last stretch before an item is due (default 60)", spin_us},
+            tool::int_option("--stats-interval", "S", "print statistics every S seconds (0: only at exit)",
+                             o.stats_interval_s, 0, 86'400),
+            tool::text_option("--stats-json", "FILE", "write the final statistics as JSON", o.stats_json),
+            tool::text_option("--record", "FILE", "record each item's arrival and release (raw sample file)",
+                              o.record_path),
+            tool::int_option("--record-limit", "N", "most items recorded", o.record_limit, 1, 1LL << 32),
+            tool::int_option("--duration", "S", "stop after S seconds (0: until SIGINT/SIGTERM)", o.duration_s, 0,
+                             86'400 * 365),
+        });
     if (o.listen.empty() || o.forward.empty()) tool::usage_error(kTool, "proxy needs --listen and --forward");
     if (o.zero == !o.model_path.empty()) tool::usage_error(kTool, "proxy needs exactly one of --model FILE or --zero");
     if (o.tcp && o.reorder) tool::usage_error(kTool, "--reorder cannot apply to a TCP byte stream");
@@ -562,18 +542,24 @@ constexpr std::uint64_t kProbeMagic = 0x4a4c50524f424531ULL;  // "JLPROBE1"
 
 int run_probe(int argc, char** argv) {
     ProbeOptions o;
-    tool::ArgReader args(kTool, argc, argv, kProbeUsage);
-    while (args.next()) {
-        const std::string& flag = args.flag();
-        if (flag == "--target") o.target = args.value();
-        else if (flag == "--receive") o.receive = args.value();
-        else if (args.is("--samples", "--count")) o.count = args.integer(1, 100'000'000);
-        else if (flag == "--rate") o.rate_hz = args.integer(0, 10'000'000);
-        else if (flag == "--size") o.size = args.integer(static_cast<std::int64_t>(sizeof(ProbePayload)), 65'000);
-        else if (flag == "--drain-ms") o.drain_ms = args.integer(0, 3'600'000);
-        else if (flag == "--out") o.out_dir = args.value();
-        else tool::usage_error(kTool, "unknown probe option '" + flag + "'");
-    }
+    tool::Option samples =
+        tool::int_option("--samples", "N", "datagrams (default 10000; old spelling --count)", o.count, 1, 100'000'000);
+    samples.old = "--count";
+    tool::read_options(
+        kTool, argc, argv, "probe --target HOST:PORT --receive [HOST:]PORT [options]",
+        "Sends timestamped datagrams to --target and records when each comes back on --receive.",
+        {
+            tool::text_option("--target", "HOST:PORT", "where the datagrams go", o.target),
+            tool::text_option("--receive", "[HOST:]PORT", "where they come back", o.receive),
+            samples,
+            tool::int_option("--rate", "HZ", "datagrams per second (default 1000; 0: as fast as possible)", o.rate_hz, 0,
+                             10'000'000),
+            tool::int_option("--size", "BYTES", "datagram size (default 64)", o.size,
+                             static_cast<std::int64_t>(sizeof(ProbePayload)), 65'000),
+            tool::int_option("--drain-ms", "MS", "wait this long for the last datagrams (default 2000)", o.drain_ms, 0,
+                             3'600'000),
+            tool::text_option("--out", "DIR", "folder for samples.jlraw and harness.json", o.out_dir),
+        });
     if (o.target.empty() || o.receive.empty()) tool::usage_error(kTool, "probe needs --target and --receive");
     tool::require_writable_dir(kTool, o.out_dir);
     const Address target = parse_address("--target", o.target, nullptr, false);

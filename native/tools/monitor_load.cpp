@@ -18,16 +18,6 @@
 namespace {
 
 constexpr const char* kTool = "jitterlab-monitor-load";
-constexpr const char* kUsage =
-    "usage: jitterlab-monitor-load --channel NAME [options]\n"
-    "  --samples N        samples to record (default 1000000; old spelling --count)\n"
-    "  --rate HZ          samples per second, paced (0: as fast as possible; default 0)\n"
-    "  --latency-ns L     the latency recorded (default 1000000)\n"
-    "  --jitter-ns S      normal jitter SD added to it (default 0)\n"
-    "  --trial TAG        record the samples inside a trial with this tag\n"
-    "  --cost             time every call with the TSC: record (with its clock read) and span\n"
-    "  --seed S           seed of the jitter (default 1)\n";
-
 std::uint64_t tsc() {
   _mm_lfence();
   const std::uint64_t t = __rdtsc();
@@ -58,19 +48,25 @@ int main(int argc, char** argv) {
   std::string channel, trial;
   std::int64_t count = 1'000'000, rate = 0, latency = 1'000'000, jitter = 0, seed = 1;
   bool cost = false;
-  tool::ArgReader args(kTool, argc, argv, kUsage);
-  while (args.next()) {
-    const std::string& flag = args.flag();
-    if (flag == "--channel") channel = args.value();
-    else if (args.is("--samples", "--count")) count = args.integer(1, 2'000'000'000);
-    else if (flag == "--rate") rate = args.integer(0, 100'000'000);
-    else if (flag == "--latency-ns") latency = args.integer(0, INT64_MAX / 4);
-    else if (flag == "--jitter-ns") jitter = args.integer(0, INT64_MAX / 4);
-    else if (flag == "--trial") trial = args.value();
-    else if (flag == "--cost") cost = true;
-    else if (flag == "--seed") seed = args.integer(0, INT64_MAX);
-    else tool::usage_error(kTool, "unknown option '" + flag + "'");
-  }
+  tool::Option samples =
+      tool::int_option("--samples", "N", "samples to record (default 1000000; old spelling --count)", count, 1, 2'000'000'000);
+  samples.old = "--count";
+  tool::read_options(kTool, argc, argv, "--channel NAME [options]",
+                     "Records synthetic samples into a monitor channel: a load for jitterlab monitor serve.",
+                     {
+                         tool::text_option("--channel", "NAME", "the monitor channel", channel),
+                         samples,
+                         tool::int_option("--rate", "HZ", "samples per second, paced (0: as fast as possible; default 0)",
+                                          rate, 0, 100'000'000),
+                         tool::int_option("--latency-ns", "L", "the latency recorded (default 1000000)", latency, 0,
+                                          INT64_MAX / 4),
+                         tool::int_option("--jitter-ns", "S", "normal jitter SD added to it (default 0)", jitter, 0,
+                                          INT64_MAX / 4),
+                         tool::text_option("--trial", "TAG", "record the samples inside a trial with this tag", trial),
+                         tool::switch_option("--cost", "time every call with the TSC: record (with its clock read) and span",
+                                             cost),
+                         tool::int_option("--seed", "S", "seed of the jitter (default 1)", seed, 0, INT64_MAX),
+                     });
   if (channel.empty()) tool::usage_error(kTool, "--channel is required");
   tool::install_signal_handlers();
   char err[256] = {0};

@@ -91,35 +91,27 @@ struct Series {
     std::vector<jl::SampleRecord> records;
 };
 
-const std::string kUsage = std::string(
-    "usage: jitterlab-pipeline --out DIR [options]\n"
-    "Seed 002's System Jitter Utility: a producer busy-spins between publications to an accumulator\n"
-    "and a journaller; four latency series (transit and inter-message for each consumer).\n"
-    "  --samples N               recorded messages (default 500000; old spelling --messages)\n"
-    "  --warmup N                unrecorded messages first (default 1000)\n"
-    "  --interval-ns NS          producer busy-spin between publications (default 10000)\n"
-    "  --pin-producer CPU        pin the producer (-1: not pinned); likewise\n"
-    "  --pin-accumulator CPU     --pin-accumulator and --pin-journaller\n"
-    "  --pin-journaller CPU\n") +
-    jl::tool::kCommonUsage;
-
 Options parse(int argc, char** argv) {
+    namespace t = jl::tool;
     Options o;
-    jl::tool::ArgReader args(kTool, argc, argv, kUsage.c_str());
-    auto value = [&] { return args.value(); };
-    auto integer = [&](std::int64_t lo, std::int64_t hi) { return args.integer(lo, hi); };
-    while (args.next()) {
-        const std::string& flag = args.flag();
-        if (args.is("--samples", "--messages")) o.samples = integer(1, 1'000'000'000);
-        else if (flag == "--warmup") o.warmup = integer(0, 1'000'000'000);
-        else if (flag == "--interval-ns") o.interval_ns = integer(0, 1'000'000'000);
-        else if (flag == "--pin-producer") o.pin_producer = static_cast<int>(integer(-1, 4095));
-        else if (flag == "--pin-accumulator") o.pin_accumulator = static_cast<int>(integer(-1, 4095));
-        else if (flag == "--pin-journaller") o.pin_journaller = static_cast<int>(integer(-1, 4095));
-        else if (!jl::tool::parse_common_flag(kTool, flag, value, o.policy, o.mlock, o.out_dir))
-            jl::tool::usage_error(kTool, "unknown option '" + flag + "'");
-    }
-    jl::tool::check_policy(kTool, o.policy);
+    t::Option samples = t::int_option("--samples", "N", "recorded messages (default 500000; old spelling --messages)",
+                                      o.samples, 1, 1'000'000'000);
+    samples.old = "--messages";
+    t::read_options(
+        kTool, argc, argv, "--out DIR [options]",
+        "Seed 002's System Jitter Utility: a producer busy-spins between publications to an accumulator\n"
+        "and a journaller; four latency series (transit and inter-message for each consumer).",
+        {
+            samples,
+            t::int_option("--warmup", "N", "unrecorded messages first (default 1000)", o.warmup, 0, 1'000'000'000),
+            t::int_option("--interval-ns", "NS", "producer busy-spin between publications (default 10000)",
+                          o.interval_ns, 0, 1'000'000'000),
+            t::int_option("--pin-producer", "CPU", "pin the producer (-1: not pinned)", o.pin_producer, -1, 4095),
+            t::int_option("--pin-accumulator", "CPU", "pin the accumulator (-1: not pinned)", o.pin_accumulator, -1, 4095),
+            t::int_option("--pin-journaller", "CPU", "pin the journaller (-1: not pinned)", o.pin_journaller, -1, 4095),
+        },
+        t::common_options(kTool, o.policy, o.mlock, o.out_dir));
+    t::check_policy(kTool, o.policy);
     return o;
 }
 

@@ -15,6 +15,10 @@ from conftest import run_main
 from jitterlab.cli.main import main as cli_main
 
 HEAVY = ("numpy", "pandas", "pyarrow", "scipy", "matplotlib")
+# cheaper but paid by every command: importlib.metadata (email, zipfile: ~40 ms) for the
+# version, tomllib (~20 ms) for the warning codes, secrets (hashlib, random) for a random
+# name; they come from _build_info.json, on first use, and os.urandom instead
+MEDIUM = ("importlib.metadata", "tomllib", "secrets")
 
 
 @pytest.mark.parametrize(
@@ -32,34 +36,15 @@ HEAVY = ("numpy", "pandas", "pyarrow", "scipy", "matplotlib")
     ],
 )
 def test_version_and_help_import_no_heavy_library(args: list[str]) -> None:
+    heavy = HEAVY + MEDIUM
     code = (
         "import sys\nfrom jitterlab.cli import main\ntry:\n    main("
         + repr(args)
         + ")\nexcept SystemExit:\n    pass\n"
-        "print('heavy:' + ','.join(m for m in " + repr(HEAVY) + " if m in sys.modules))"
+        "print('heavy:' + ','.join(m for m in " + repr(heavy) + " if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip().splitlines()[-1] == "heavy:", f"imported by {args}: {done.stdout}"
-
-
-# cheaper than HEAVY but paid by every command: importlib.metadata (email, zipfile: ~40 ms)
-# for the version, tomllib (~20 ms) for the warning codes, secrets (hashlib, random) for a
-# random name; read from _build_info.json, on first use, and os.urandom instead
-MEDIUM = ("importlib.metadata", "tomllib", "secrets")
-
-
-@pytest.mark.parametrize(
-    "args", [["--version"], ["--help"], ["net", "topo", "--help"], ["net", "topo", "list"]]
-)
-def test_start_up_imports_no_medium_library(args: list[str]) -> None:
-    code = (
-        "import sys\nfrom jitterlab.cli import main\ntry:\n    main("
-        + repr(args)
-        + ")\nexcept SystemExit:\n    pass\n"
-        "print('medium:' + ','.join(m for m in " + repr(MEDIUM) + " if m in sys.modules))"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip().splitlines()[-1] == "medium:", f"imported by {args}: {done.stdout}"
 
 
 def command_paths() -> list[list[str]]:

@@ -44,8 +44,15 @@ inline constexpr std::size_t kRawHeaderBytes = 64;
 inline constexpr std::size_t kRawFooterBytes = 32;
 inline constexpr std::uint64_t kFooterFlagPartial = 1;
 
-/// CRC-32 (IEEE 802.3, the polynomial of zlib.crc32 and java.util.zip.CRC32).
+/// CRC-32 (IEEE 802.3, the polynomial of zlib.crc32 and java.util.zip.CRC32): `crc` is the
+/// value so far (0 to start). zlib's crc32 where the build found zlib, else slicing-by-8.
 std::uint32_t crc32_update(std::uint32_t crc, const void* data, std::size_t size) noexcept;
+
+/// The same CRC-32 without zlib: slicing-by-8 (eight table lookups per eight bytes).
+std::uint32_t crc32_slicing_by_8(std::uint32_t crc, const void* data, std::size_t size) noexcept;
+
+/// Which implementation crc32_update uses: "zlib" or "slicing-by-8".
+const char* crc32_backend() noexcept;
 
 /// The 64-byte header of a raw sample file of `record_bytes`-byte records.
 std::array<char, 64> raw_header(std::uint32_t record_bytes) noexcept;

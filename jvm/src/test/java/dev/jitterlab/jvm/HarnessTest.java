@@ -143,6 +143,24 @@ class HarnessTest {
         assertTrue(!Files.exists(dir.resolve("samples.jlraw.tmp")));
     }
 
+    /**
+     * Known answer: records (i % 3, 0, i, 1000 + i, 1500 + 2i) for i below 100,000 (the writer's
+     * batches of 4,096 split them) have the CRC-32 Python's zlib.crc32 gives, the constant the
+     * native test RawFile.Crc32OfKnownRecordsMatchesJavaAndPython checks too.
+     */
+    @Test
+    void crcOfKnownRecordsMatchesNativeAndPython(@TempDir Path dir) throws Exception {
+        Path file = dir.resolve("samples.jlraw");
+        try (RawSampleWriter w = new RawSampleWriter(file)) {
+            for (int i = 0; i < 100_000; i++) w.write(i % 3, i, 1000 + i, 1500 + 2L * i);
+            w.finish(false);
+        }
+        ByteBuffer b = ByteBuffer.wrap(Files.readAllBytes(file)).order(ByteOrder.LITTLE_ENDIAN);
+        int footer = 64 + 100_000 * 32;
+        assertEquals(100_000L, b.getLong(footer + 8));
+        assertEquals(0xB2096047, b.getInt(footer + 16));
+    }
+
     @Test
     void thePipelineRecordsFourSeriesAndJournalsEveryMessage(@TempDir Path dir) throws Exception {
         PipelineBenchmark p = new PipelineBenchmark(5_000, 100, 10_000, dir.resolve("journal.bin"));
