@@ -2,10 +2,19 @@
 imported histogram).
 
 Layout and fields are documented in docs/run-format.md and :mod:`jitterlab.store.schema`.
-Every run enters the store through :meth:`ResultsStore.commit` (samples) or
-:meth:`ResultsStore.commit_histogram` (an imported HdrHistogram log); both end in the one
-:meth:`ResultsStore._publish`, which writes run.json last and renames the folder into place,
-so a listed run is always complete on disk. Loading verifies the samples file against the
+Every run with samples enters the store along one path: a stream of chunks (pair, seq,
+t_send_ns, t_recv_ns and any extra int64 columns) → :meth:`ResultsStore.commit_chunks`, which
+writes them as row groups of the samples file (one chunk in memory at a time) →
+:meth:`ResultsStore.publish_samples`, the one metadata builder (samples block with size, rows
+and SHA-256, summary read back from the file, samples per pair) → :meth:`ResultsStore._publish`,
+which writes run.json last and renames the folder into place, so a listed run is always
+complete on disk. The other public entries are thin adapters that only say where the chunks
+come from: :meth:`~ResultsStore.commit` (a harness's raw file), :meth:`~ResultsStore.commit_latencies`
+(arrays computed in Python), :meth:`~ResultsStore.commit_parts` (a recorder's rolling parts);
+a producer that writes its own samples file (merge, ingest, the JVM's several runs) hands its
+closed writer to :meth:`~ResultsStore.publish_samples`. An imported HdrHistogram log has no
+samples: :meth:`~ResultsStore.commit_histogram` adds its block and ends in the same
+:meth:`~ResultsStore._publish`. Loading verifies the samples file against the
 size, row count and SHA-256 recorded in run.json, so truncation and corruption are named
 instead of silently analysed.
 """
@@ -20,7 +29,7 @@ import json
 import os
 import shutil
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -66,6 +75,10 @@ DEFAULT_STORE = "jitterlab-results"
 STAGING = ".staging"
 PARTS_DIR = "parts"  # rolling sample parts of a long-running recorder (a monitor)
 DRAFT_JSON = "run.draft.json"  # its run.json so far, for recover
+
+# One chunk of samples on the way into the store: pair (an array, or one pair for all),
+# seq, t_send_ns, t_recv_ns, and the extra int64 columns by name (ResultsStore.commit_chunks).
+Chunk = tuple["np.ndarray | int", "np.ndarray", "np.ndarray", "np.ndarray", "dict[str, np.ndarray]"]
 
 
 MAX_ID_ATTEMPTS = 1_000  # names tried for one run before giving up (each try is one taken name)
@@ -509,21 +522,23 @@ class ResultsStore:
         """
         import numpy as np
 
-        from jitterlab.store.writer import SampleWriter
-
         extra = extra_columns or {}
         own = raw.extra  # columns of an extended record
-        with SampleWriter(staging / SAMPLES_FILE, meta["id"], (*own, *extra)) as writer:
+
+        def chunks() -> Iterator[Chunk]:
             start = 0
             for chunk in raw.chunks():
                 end = start + len(chunk)
                 columns = {name: chunk[name].astype(np.int64) for name in own}
                 columns |= {name: values[start:end] for name, values in extra.items()}
-                writer.write(chunk["pair"], chunk["seq"], chunk["t_send_ns"], chunk["t_recv_ns"], **columns)
+                yield chunk["pair"], chunk["seq"], chunk["t_send_ns"], chunk["t_recv_ns"], columns
                 start = end
-        if raw.path is not None and raw.path.parent == staging:
-            raw.path.unlink()
-        return self.publish_samples(staging, meta, writer)
+
+        def drop_raw() -> None:
+            if raw.path is not None and raw.path.parent == staging:
+                raw.path.unlink()
+
+        return self.commit_chunks(staging, meta, chunks(), (*own, *extra), written=drop_raw)
 
     def commit_latencies(
         self, meta: dict[str, Any], t_send_ns: np.ndarray, t_recv_ns: np.ndarray, partial: bool = False
@@ -532,12 +547,31 @@ class ResultsStore:
         whose results are latencies (a video, a sensor log) writes."""
         import numpy as np
 
-        from jitterlab.store.writer import SampleWriter
-
         staging = self.staging_dir(meta["id"])
         meta["id"] = staging.name
-        with SampleWriter(staging / SAMPLES_FILE, meta["id"]) as writer:
-            writer.write(0, np.arange(len(t_recv_ns)), t_send_ns, t_recv_ns)
+        chunk: Chunk = (0, np.arange(len(t_recv_ns)), t_send_ns, t_recv_ns, {})
+        return self.commit_chunks(staging, meta, [chunk], ())
+
+    def commit_chunks(
+        self,
+        staging: Path,
+        meta: dict[str, Any],
+        chunks: Iterable[Chunk],
+        extra: tuple[str, ...] = (),
+        written: Callable[[], None] | None = None,
+    ) -> Run:
+        """The one way samples enter the store: each chunk of ``chunks`` becomes a row group
+        of ``staging``'s samples file (columns: the four every run has, then ``extra``; one
+        chunk in memory at a time), ``written`` then removes what the chunks came from (a raw
+        file, parts: before the folder is published, so the run holds only its own files),
+        and :meth:`publish_samples` describes the file in run.json and publishes the run."""
+        from jitterlab.store.writer import SampleWriter
+
+        with SampleWriter(staging / SAMPLES_FILE, meta["id"], extra) as writer:
+            for pair, seq, t_send_ns, t_recv_ns, columns in chunks:
+                writer.write(pair, seq, t_send_ns, t_recv_ns, **columns)
+        if written is not None:
+            written()
         return self.publish_samples(staging, meta, writer)
 
     def publish_samples(
@@ -620,7 +654,6 @@ class ResultsStore:
         import pyarrow.parquet as pq
 
         from jitterlab.store.rawfile import read_raw_samples
-        from jitterlab.store.writer import SampleWriter
 
         folder = staging / PARTS_DIR
         part_files = (
@@ -636,7 +669,8 @@ class ResultsStore:
                 break
             except (pa.ArrowInvalid, OSError, CorruptRunError):
                 continue
-        with SampleWriter(staging / SAMPLES_FILE, meta["id"], extra=extra) as writer:
+
+        def chunks() -> Iterator[Chunk]:
             for part in part_files:
                 if part.suffix == ".jlraw":
                     try:
@@ -645,7 +679,7 @@ class ResultsStore:
                             continue  # not this run's layout
                         for c in raw.chunks():
                             columns = {name: c[name].astype(np.int64) for name in extra}
-                            writer.write(c["pair"], c["seq"], c["t_send_ns"], c["t_recv_ns"], **columns)
+                            yield c["pair"], c["seq"], c["t_send_ns"], c["t_recv_ns"], columns
                     except (OSError, CorruptRunError):
                         continue  # a part cut off by a crash: the parts before it are whole
                     continue
@@ -655,13 +689,20 @@ class ResultsStore:
                 except (pa.ArrowInvalid, OSError, KeyError):
                     continue  # a part cut off by a crash: the parts before it are whole
                 for b in batches:
-                    writer.write(
-                        *(b.column(i).to_numpy() for i in range(4)),
-                        **{name: b.column(4 + k).to_numpy() for k, name in enumerate(extra)},
+                    pair, seq, t_send, t_recv = (b.column(i).to_numpy() for i in range(4))
+                    yield (
+                        pair,
+                        seq,
+                        t_send,
+                        t_recv,
+                        {name: b.column(4 + k).to_numpy() for k, name in enumerate(extra)},
                     )
-        shutil.rmtree(staging / PARTS_DIR, ignore_errors=True)
-        (staging / DRAFT_JSON).unlink(missing_ok=True)
-        return self.publish_samples(staging, meta, writer)
+
+        def drop_parts() -> None:
+            shutil.rmtree(staging / PARTS_DIR, ignore_errors=True)
+            (staging / DRAFT_JSON).unlink(missing_ok=True)
+
+        return self.commit_chunks(staging, meta, chunks(), extra, written=drop_parts)
 
     @staticmethod
     def check_leftover(staging: Path) -> None:
