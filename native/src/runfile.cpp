@@ -90,7 +90,7 @@ const char* crc32_backend() noexcept { return JITTERLAB_HAVE_ZLIB ? "zlib" : "sl
 
 std::uint32_t crc32_update(std::uint32_t crc, const void* data, std::size_t size) noexcept {
 #if JITTERLAB_HAVE_ZLIB
-    // zlib's crc32 (folding with PCLMULQDQ where the CPU has it); its length is a uInt
+    // zlib's crc32 (several bytes per step, as slicing-by-8); its length is a uInt, so in chunks
     const auto* bytes = static_cast<const Bytef*>(data);
     uLong c = crc;
     while (size > 0) {
