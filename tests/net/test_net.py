@@ -728,6 +728,63 @@ def test_sigterm_between_stream_steps_ends_the_run_with_its_samples(tmp_path: Pa
     assert ours(run.meta["topology"]["name"]) == []
 
 
+@pytest.mark.parametrize(
+    ("scenario", "options", "signum"),
+    [
+        ("ping", (), signal.SIGINT),
+        ("open-loop", ("--rate", "1000"), signal.SIGINT),
+        ("frame-sync", (), signal.SIGINT),
+        ("stream", ("--samples", "20000", "--steps", "5000"), signal.SIGINT),
+        ("ping", (), signal.SIGTERM),  # the coordinator hands a SIGTERM on to the agent as SIGINT
+    ],
+    ids=["ping", "open-loop", "frame-sync", "stream", "ping-sigterm"],
+)
+def test_ctrl_c_of_a_jvm_net_bench_keeps_a_partial_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scenario: str, options: tuple[str, ...], signum: int
+) -> None:
+    """Issue 24: on Ctrl-C the coordinator sends SIGINT to the measuring agent, which stops at
+    its next check and reports. The JVM agent (pekko-artery) ended on SIGINT instead, so the
+    coordinator lost its result and exited 2. Now it stops and reports as the native agent
+    does: exit 130, a partial run with the samples so far, no agent, namespace or state left."""
+    monkeypatch.setenv("JITTERLAB_NET_STATE", str(tmp_path / "state"))
+    store = tmp_path / "s"
+    proc = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "jitterlab", "net", "bench", "--scenario", scenario),
+            *("--transport", "pekko-artery", "--router", "--duration", "60s", "--warmup", "0.2s"),
+            *(*options, "--store", str(store)),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        # Ctrl-C in a terminal: SIGINT reaches the coordinator (not ignored, whatever ran the suite)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    try:
+        deadline = time.monotonic() + 90  # a JVM agent takes seconds to start on a loaded machine
+        while not list((store / ".staging").glob("*/parts/part-000002.jlraw")):
+            assert time.monotonic() < deadline and proc.poll() is None, "no second part written"
+            time.sleep(0.05)
+        children = ["pgrep", "-P", str(proc.pid), "-f", "NetAgent"]
+        agents = [int(pid) for pid in subprocess.run(children, capture_output=True, text=True).stdout.split()]
+        name = json.loads(next((store / ".staging").glob("*/run.draft.json")).read_text())["topology"]["name"]
+        proc.send_signal(signum)
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    (run,) = ResultsStore(store).runs()
+    assert run.partial and "interrupted" in run.meta["partial_reason"], run.meta.get("partial_reason")
+    assert run.config["transport"] == "pekko-artery" and run.config["scenario"] == scenario
+    assert run.latency_ns.size > 0 and (run.latency_ns > 0).all()
+    assert agents and [pid for pid in agents if _alive(pid)] == []
+    assert ours(name) == [] and list((tmp_path / "state").glob("jl-*.json")) == []
+    staging = store / ".staging"
+    assert not staging.exists() or list(staging.iterdir()) == [], list(staging.iterdir())
+
+
 def _alive(pid: int) -> bool:
     """True while ``pid`` runs (a zombie waiting for its parent to reap it has stopped)."""
     try:

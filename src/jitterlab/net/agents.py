@@ -70,6 +70,9 @@ class Launcher:
 def _die_with_parent() -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    # the coordinator stops a measuring agent with SIGINT: a coordinator started with SIGINT
+    # ignored (a shell's background job) would hand that on, and a JVM keeps an ignored signal
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def spawn(launcher: Launcher) -> subprocess.Popen[bytes]:

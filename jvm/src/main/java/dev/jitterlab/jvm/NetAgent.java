@@ -41,6 +41,11 @@ import org.apache.pekko.actor.ExtendedActorSystem;
  *
  * <p>Pekko logs to stdout by default, which would corrupt the protocol: stdout is kept for
  * the protocol only and System.out is pointed at stderr.
+ *
+ * <p>SIGINT, as the native agent takes it (issue 24): the coordinator sends it on Ctrl-C while a
+ * scenario runs; the scenario stops at its next check and reports (its result says
+ * {@code interrupted=1}, the samples so far follow). Outside a scenario SIGINT ends the agent
+ * as the JVM's own handler did (exit 130).
  */
 public final class NetAgent {
     static final int HEADER = 32, PING = 1, PONG = 2, START = 3, DATA = 4, END = 5, READY = 6, STATE = 7, FRAME = 8, DONE = 9;
@@ -51,6 +56,10 @@ public final class NetAgent {
     static final int PAIR = 0, SEQ = 1, SEND = 2, RECV = 3, INTENDED = 4, ACTUAL = 5, SRC = 6, DST = 7;
 
     private static OutputStream proto;
+    /** A scenario is running: SIGINT stops it instead of ending the process. */
+    static volatile boolean measuring;
+    /** SIGINT arrived while a scenario ran: it stops at its next check and reports. */
+    static volatile boolean stopRequested;
 
     private NetAgent() {}
 
@@ -223,9 +232,22 @@ public final class NetAgent {
         return v == null ? fallback : Double.parseDouble(v);
     }
 
+    /** SIGINT while measuring: stop and report (the native agent's g_signal); else exit 130. */
+    static void stopOnSigint() {
+        try {
+            sun.misc.Signal.handle(new sun.misc.Signal("INT"), sig -> {
+                if (measuring) stopRequested = true;
+                else System.exit(130);
+            });
+        } catch (IllegalArgumentException e) {  // SIGINT ignored (-Xrs) or reserved: the JVM's way
+            System.err.println("SIGINT is not handled: " + e.getMessage());
+        }
+    }
+
     public static void main(String[] args) throws Exception {
         proto = new BufferedOutputStream(new FileOutputStream(FileDescriptor.out));
         System.setOut(System.err);
+        stopOnSigint();
         String version = NetAgent.class.getPackage().getImplementationVersion();
         say("hello jitterlab-net " + (version == null ? "0.0.0-dev" : version) + " " + PROTOCOL + " pekko-artery");
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
@@ -308,7 +330,13 @@ public final class NetAgent {
             Scenario s = new Scenario(p, peers, inbox, queue, in);
             s.pmQos = pmQos;
             long t0 = System.nanoTime();
-            s.run(t0);
+            stopRequested = false;
+            measuring = true;
+            try {
+                s.run(t0);
+            } finally {
+                measuring = false;
+            }
             s.report(System.nanoTime() - t0 - num(p, "warmup_ns", 0));
             if (awake != null) awake.close();
             return true;
@@ -365,6 +393,12 @@ public final class NetAgent {
             }
         }
 
+        /** True once SIGINT asked the scenario to stop (then the result says interrupted). */
+        boolean stopping() {
+            if (stopRequested) interrupted = true;
+            return interrupted;
+        }
+
         /** Progress about every 0.2 s and, about every second, the records made final since
          *  the last part (between two messages, never inside a measured round trip). */
         void progress() throws IOException {
@@ -408,7 +442,7 @@ public final class NetAgent {
         }
 
         void ping() throws InterruptedException, IOException {
-            for (long seq = 0; System.nanoTime() < end; seq++) {
+            for (long seq = 0; System.nanoTime() < end && !stopping(); seq++) {
                 progress();
                 long t = send(0, PING, seq, 0);
                 sent++;
@@ -433,7 +467,7 @@ public final class NetAgent {
             long period = (long) (1e9 / rate);
             for (long seq = 0;; seq++) {
                 long due = t0 + seq * period;
-                if (due >= end) break;
+                if (due >= end || stopping()) break;
                 progress();
                 while (System.nanoTime() < due) if (receive(due)) take(pending);
                 long t = send(0, PING, seq, due);
@@ -444,7 +478,7 @@ public final class NetAgent {
                 if (lag > LATE_NS) late++;
             }
             long grace = System.nanoTime() + timeout;
-            while (answered < sent && System.nanoTime() < grace) if (receive(grace)) take(pending);
+            while (answered < sent && System.nanoTime() < grace && !stopRequested) if (receive(grace)) take(pending);
             lost = sent - answered;
             for (long[] r : pending) if (r[RECV] != 0 && r[INTENDED] >= warmEnd) records.add(r);
         }
@@ -463,7 +497,7 @@ public final class NetAgent {
 
         void stream(long messages, long stepCount) throws InterruptedException, IOException {
             boolean stepPause = num(p, "step_pause", 0) != 0;
-            for (long step = 0; step < stepCount; step++) {
+            for (long step = 0; step < stepCount && !stopping(); step++) {
                 // the coordinator collects the receiver's records between steps, while nothing is measured
                 if (step > 0 && stepPause && !pausedBetweenSteps(step - 1)) break;
                 progress();
@@ -472,16 +506,20 @@ public final class NetAgent {
                 for (long k = 0; k < messages; k++) {
                     send(0, DATA, step * messages + k, 0);
                     // a step longer than a second: progress lets the coordinator pull the receiver's part
-                    if ((k & 0x3fff) == 0x3fff) progress();
+                    if ((k & 0x3fff) == 0x3fff) {
+                        progress();
+                        if (stopping()) break;
+                    }
                 }
                 send(0, END, messages, 0);
                 sent += messages;
                 boolean ready = false;
-                while (receive(System.nanoTime() + Math.max(timeout, 30_000_000_000L)))
-                    if (header(last.message()).getInt(0) == READY) {
-                        ready = true;
-                        break;
-                    }
+                // the receiver's count, within 30 s or the timeout; a stop ends the wait (the
+                // step's messages then count as lost, as the native agent counts them)
+                long giveUp = System.nanoTime() + Math.max(timeout, 30_000_000_000L);
+                while (!ready && System.nanoTime() < giveUp && !stopRequested)
+                    if (receive(Math.min(giveUp, System.nanoTime() + 100_000_000)))
+                        ready = header(last.message()).getInt(0) == READY;
                 long t = System.nanoTime();
                 if (!ready) {
                     lost += messages;
@@ -509,11 +547,12 @@ public final class NetAgent {
             long period = (long) (1e9 / fps);
             List<long[]> frameTimes = new ArrayList<>();  // intended, sent, dones
             long due = t0;
-            for (long f = 0; due < end; f++) {
+            for (long f = 0; due < end && !stopping(); f++) {
                 progress();
                 if (sync && f > 0) {
                     long giveUp = System.nanoTime() + timeout;
-                    while (frameTimes.get(frameTimes.size() - 1)[2] < peers.size() && System.nanoTime() < giveUp)
+                    while (frameTimes.get(frameTimes.size() - 1)[2] < peers.size() && System.nanoTime() < giveUp
+                            && !stopping())
                         if (receive(giveUp)) done(frameTimes);
                 }
                 while (System.nanoTime() < due) if (receive(due)) done(frameTimes);
@@ -532,7 +571,8 @@ public final class NetAgent {
                 if (System.nanoTime() > due) due = System.nanoTime();
             }
             long grace = System.nanoTime() + timeout;
-            while (framesComplete < frames && System.nanoTime() < grace) if (receive(grace)) done(frameTimes);
+            while (framesComplete < frames && System.nanoTime() < grace && !stopRequested)
+                if (receive(grace)) done(frameTimes);
             for (long[] ft : frameTimes) answered += ft[2];
             lost = sent - answered;
         }

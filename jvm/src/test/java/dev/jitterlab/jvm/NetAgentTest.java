@@ -3,12 +3,15 @@ package dev.jitterlab.jvm;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayOutputStream;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.zip.CRC32;
 import org.junit.jupiter.api.Test;
 
@@ -85,5 +88,26 @@ class NetAgentTest {
         crc.update(file, 64, 2 * 56);
         assertEquals((int) crc.getValue(), b.getInt(footer + 16));
         assertEquals(0, b.getLong(footer + 24));
+    }
+
+    @Test
+    void aStopRequestEndsEveryScenarioAtItsFirstCheckAsInterrupted() throws Exception {
+        // SIGINT while measuring sets stopRequested (issue 24): no scenario sends another
+        // message (there is no peer here: a send would fail) and each reports interrupted
+        try {
+            NetAgent.stopRequested = true;
+            for (String scenario : List.of("ping", "open-loop", "stream", "frame-sync")) {
+                NetAgent.Scenario s = new NetAgent.Scenario(
+                        Map.of("scenario", scenario, "duration_ns", "60000000000", "steps", "3"), List.of(), null,
+                        new LinkedBlockingQueue<>(), null);
+                long t0 = System.nanoTime();
+                s.run(t0);
+                assertTrue(s.interrupted, scenario);
+                assertEquals(0, s.sent, scenario);
+                assertTrue(System.nanoTime() - t0 < 5_000_000_000L, scenario);
+            }
+        } finally {
+            NetAgent.stopRequested = false;
+        }
     }
 }
