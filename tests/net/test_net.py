@@ -803,8 +803,17 @@ def _alive(pid: int) -> bool:
         ("ping", (), "pekko-artery"),  # the JVM agent hands over parts too (issue 24 item 10)
         ("open-loop", ("--rate", "1000"), "pekko-artery"),
         ("stream", ("--samples", "20000", "--steps", "5000"), "pekko-artery"),
+        ("frame-sync", (), "pekko-artery"),  # synchronised frames, node 1 renders (issue 24)
     ],
-    ids=["open-loop", "stream-short-steps", "stream-long-steps", "jvm-ping", "jvm-open-loop", "jvm-stream"],
+    ids=[
+        "open-loop",
+        "stream-short-steps",
+        "stream-long-steps",
+        "jvm-ping",
+        "jvm-open-loop",
+        "jvm-stream",
+        "jvm-frame-sync",
+    ],
 )
 @pytest.mark.parametrize("killed", ["coordinator", "agent"])
 def test_kill_9_mid_open_loop_or_stream_keeps_the_samples_so_far(
@@ -872,7 +881,12 @@ def test_kill_9_mid_open_loop_or_stream_keeps_the_samples_so_far(
     t_recv = run.t_recv_ns
     assert t_recv.size == in_parts  # every record of every part, nothing else
     # two parts, about 2 s (fewer when loaded: a JVM's open loop falls behind its schedule)
-    least = {"ping": 100, "open-loop": 1000 if transport == "udp" else 200, "stream": 10_000}[scenario]
+    least = {
+        "ping": 100,
+        "open-loop": 1000 if transport == "udp" else 200,
+        "stream": 10_000,
+        "frame-sync": 60,
+    }[scenario]
     assert t_recv.size >= least
     assert t_recv.max() < killed_at and (run.latency_ns > 0).all()  # recorded before the kill
     assert np.unique(run.seq).size == run.seq.size  # every sample once, in no two parts
