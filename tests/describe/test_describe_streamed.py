@@ -160,15 +160,26 @@ def test_runs_percentiles(stored: tuple[Path, Path], capsys: pytest.CaptureFixtu
     assert_one_line_error(err)
 
 
-def test_a_stored_summary_without_extremes_is_described_by_the_radix_passes(tmp_path: Path) -> None:
-    """run.json is not covered by the samples' SHA-256: a stored summary whose minimum is null
-    (a damaged or hand-edited run.json; found by the fuzzer) must not size the two-pass
-    kernels' arrays (it was an internal error). The radix passes describe the run instead."""
+@pytest.mark.parametrize(
+    ("lowest", "highest"),
+    # found by the long fuzz run (issue 24, seed 51): a minimum above the maximum, 1e308
+    [(None, "keep"), (1e308, "keep"), ("keep", -1e-308), (-1e300, -1e300), (2.0**63, 2.0**64)],
+    ids=["min-null", "min-1e308", "max-below-min", "both-beyond-int64", "beyond-int64"],
+)
+def test_a_stored_summary_without_extremes_is_described_by_the_radix_passes(
+    tmp_path: Path, lowest: object, highest: object
+) -> None:
+    """run.json is not covered by the samples' SHA-256: a stored summary whose minimum is null,
+    above its maximum or beyond int64 (a damaged or hand-edited run.json; found by the fuzzer)
+    must not size the two-pass kernels' arrays (it was an internal error). The radix passes
+    describe the run instead."""
     x = spiky(3, 20_000)
     run = make_run(tmp_path, x, pairs=2)
     meta_path = run.path / "run.json"
     meta = json.loads(meta_path.read_text())
-    meta["summary"]["latency_ns"]["min"] = None
+    figures = meta["summary"]["latency_ns"]
+    figures["min"] = figures["min"] if lowest == "keep" else lowest
+    figures["max"] = figures["max"] if highest == "keep" else highest
     meta_path.write_text(json.dumps(meta))
     d = describe_run(load_run(run.path))
     assert d.categories == stacked_z_test(x)

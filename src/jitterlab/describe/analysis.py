@@ -267,8 +267,10 @@ def _categories_and_windows(
     kernels are installed and the windows fit its histograms, else by the radix passes of
     stats/outofcore.py (on a cluster, over a --from/--to span); identical results."""
     # the stored summary's extremes size the kernels' arrays (a wrong one only sends the
-    # work to the radix passes; run.json is not covered by the samples' SHA-256)
-    if engine is LOCAL and kernels.available() and math.isfinite(summary.min) and math.isfinite(summary.max):
+    # work to the radix passes; run.json is not covered by the samples' SHA-256): used only
+    # when they are int64 values in order (a minimum above the maximum, or 1e308, was an
+    # internal error: found by the long fuzz run, issue 24)
+    if engine is LOCAL and kernels.available() and _int64_extremes(summary.min, summary.max):
         extent = send_time_extent(path)
         if extent is not None:
             found = describe_two_pass(
@@ -283,6 +285,15 @@ def _categories_and_windows(
                 return found
     categories = categories_of(None)
     return categories, time_windows_scan(engine.timed(path), window_ns, categories)
+
+
+def _int64_extremes(lowest: float, highest: float) -> bool:
+    """True when ``lowest <= highest`` are finite and both fit an int64."""
+    return (
+        math.isfinite(lowest)
+        and math.isfinite(highest)
+        and -(2**63) <= int(lowest) <= int(highest) <= 2**63 - 1
+    )
 
 
 def time_range(run: Run, from_s: float | None, to_s: float | None) -> Run:
