@@ -10,12 +10,16 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 
-from conftest import latency_clusters, make_run, run_main
+from conftest import latency_clusters, make_run, run_cli, run_main
+from jitterlab.measure.bench import BenchPlan, bench_points
+from jitterlab.measure.runner import Plan, run_plan
 from jitterlab.store import ResultsStore
 from jitterlab.store.runs import DRAFT_JSON, RUN_JSON
 
@@ -151,6 +155,10 @@ def test_publishing_never_replaces_what_is_at_the_name(
     assert recovered.id != CLASH and recovered.id.startswith(CLASH + "-")
     assert recovered.latency_ns.size == 100 and (recovered.latency_ns == 7_000).all()
     assert json.loads((recovered.path / RUN_JSON).read_text())["id"] == recovered.id
+    # the samples file named the id drawn first (CLASH) in its metadata; nothing read it:
+    # the run's id is its folder's and run.json's, one id (issue 24)
+    metadata = pq.read_schema(recovered.path / "samples.parquet").metadata
+    assert b"jitterlab.run_id" not in metadata and metadata[b"jitterlab.schema_version"] == b"1"
     assert not (store.root / ".staging" / CLASH).exists()
 
 
@@ -161,3 +169,46 @@ def test_a_staging_name_held_by_another_writer_gives_the_next_id(tmp_path: Path)
     second = store.staging_dir(CLASH)
     assert first.name == CLASH and second.name != CLASH and second.name.startswith(CLASH + "-")
     assert first.is_dir() and second.is_dir()
+
+
+class _RecoverAtTheClaim(ResultsStore):
+    """A store whose writer is overtaken by a real ``jitterlab recover`` (another process) at
+    the worst moment: the staging folder is made, its lock about to be taken."""
+
+    recovered: list[subprocess.CompletedProcess[str]]
+
+    def staging_lock(self, run_id: str) -> Iterator[None]:  # type: ignore[override]
+        self.recovered.append(run_cli("recover", "--store", str(self.root)))
+        return super().staging_lock(run_id)
+
+
+def test_recover_at_the_instant_of_the_claim_leaves_a_live_writers_folder(tmp_path: Path) -> None:
+    """Issue 24: `run_native_job` (and the monitor server) made the staging folder first and
+    locked it only afterwards; a `recover` in between found an empty folder without a lock
+    and removed it ("nothing was recorded"), and the measurement then had nowhere to write.
+    The lock is now taken before the folder exists and held until it is published."""
+    store = _RecoverAtTheClaim(tmp_path / "store")
+    store.recovered = []
+    plan = BenchPlan(techniques=("mutex",), samples=2_000, warmup=100)
+    outcome = run_plan(Plan("bench", bench_points(plan)), store, lambda _w: None)
+    (done,) = store.recovered
+    assert done.returncode == 0, done.stderr
+    assert "nothing was recorded" not in done.stderr, done.stderr  # the live folder was not taken
+    assert outcome.failures == [] and len(outcome.runs) == 1, outcome.failures
+    (run,) = store.runs()
+    assert run.latency_ns.size == 2_000 and not run.partial
+    assert [p.name for p in (store.root / ".staging").iterdir()] == []  # folder and lock gone
+
+
+def test_a_folder_claimed_with_its_lock_is_no_leftover_until_released(tmp_path: Path) -> None:
+    """The lock of ``staging_dir(lock=True)`` is held from the claim on: another process's
+    `recover` leaves the (empty) folder alone; once released it is an ordinary leftover."""
+    store = ResultsStore(tmp_path / "store")
+    staging = store.staging_dir(CLASH, lock=True)
+    done = run_cli("recover", "--store", str(store.root))
+    assert done.returncode == 0 and staging.is_dir(), done.stderr
+    store.release_staging(staging)
+    assert not (store.root / ".staging" / f"{CLASH}.lock").exists()
+    done = run_cli("recover", "--store", str(store.root))
+    assert done.returncode == 0 and not staging.exists(), done.stderr
+    assert "nothing was recorded" in done.stderr

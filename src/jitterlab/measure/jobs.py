@@ -191,7 +191,8 @@ def _execute(
 def run_native_job(ctx: Context, job: NativeJob) -> Done:
     """Run ``job`` and store its output: one run, or one per series (``job.series``)."""
     store = ctx.store
-    staging = store.staging_dir(store.new_run_id(*job.id_parts))  # its name is the run's id
+    # its name is the run's id; locked from the moment it exists (recover leaves it alone)
+    staging = store.staging_dir(store.new_run_id(*job.id_parts), lock=True)
     with store.staging_lock(staging.name):
         result, interrupted, failure = _execute(ctx, job, staging)
         if result is None:

@@ -225,7 +225,8 @@ class Server:
         if baseline is not None:
             self.state.category_counts = np.zeros(len(baseline.thresholds) + 1, np.int64)
         self.part_samples = part_samples
-        self.staging = store.staging_dir(store.new_run_id("monitor", safe_id_part(channel)))
+        # locked from the moment it exists: recover never takes a live server's folder
+        self.staging = store.staging_dir(store.new_run_id("monitor", safe_id_part(channel)), lock=True)
         self.run_id = self.staging.name
         self.started = dt.datetime.now(dt.timezone.utc)
         self.t_start_ns: int | None = None

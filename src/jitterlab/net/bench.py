@@ -151,12 +151,13 @@ def _run_one(store: ResultsStore, o: NetOptions, nodes: Nodes, case: Case, warn:
         *([] if sync is None else ["sync" if sync else "async"]),
         *(["intra"] if case.intra else []),
     )
-    staging = store.staging_dir(run_id)
+    staging = store.staging_dir(run_id, lock=True)  # recover leaves it alone while this runs
     run_id = staging.name  # another writer may hold the id drawn: the folder's name is the run's
     try:
         return _measure(store, o, nodes, case, warn, run_id, started, staging)
     except JitterlabError as e:  # an agent died or failed mid-run: what it handed over is kept
         if any((staging / PARTS_DIR).glob("part-*")):
+            store.release_staging(staging)  # left to recover from here on
             raise JitterlabError(
                 f"{e}; the samples recorded until then are kept in {staging.parent}: "
                 "'jitterlab recover' stores them as a partial run"

@@ -73,6 +73,10 @@ from jitterlab.store.schema import (
 
 DEFAULT_STORE = "jitterlab-results"
 STAGING = ".staging"
+# staging folders this process claimed together with their lock (``staging_dir(lock=True)``):
+# the folder's path -> the open descriptor of its flock()ed ``ID.lock``, held until the
+# folder is published or discarded (or the process ends: the kernel drops the lock)
+_CLAIMED: dict[str, int] = {}
 PARTS_DIR = "parts"  # rolling sample parts of a long-running recorder (a monitor)
 DRAFT_JSON = "run.draft.json"  # its run.json so far, for recover
 
@@ -93,6 +97,13 @@ def default_store_path() -> Path:
 def _id_suffix() -> str:
     """The random part of a run id: 2 bytes (a test replaces it to force ids to collide)."""
     return os.urandom(2).hex()
+
+
+def _unlock(fd: int | None) -> None:
+    """Release a lock :meth:`ResultsStore._lock_name` took (its file stays: another process
+    may hold it by then; ``recover`` and :meth:`ResultsStore.staging_lock` remove it)."""
+    if fd is not None:
+        os.close(fd)
 
 
 def id_candidates(run_id: str) -> Iterator[str]:
@@ -413,26 +424,39 @@ class ResultsStore:
         with suppress(OSError):
             os.chown(staging, root.st_uid, root.st_gid, follow_symlinks=False)
 
-    def staging_dir(self, run_id: str) -> Path:
+    def staging_dir(self, run_id: str, lock: bool = False) -> Path:
         """A fresh folder (0700) for a harness to write into, named by the run's id; fails
         early with a clear message.
 
         The folder is claimed with ``mkdir`` (which fails when the name is taken): when
         another writer already holds ``run_id`` in staging or in the store (two writers that
         picked the same id in the same second), the next of :func:`id_candidates` is taken.
-        **The run's id is the returned folder's name**, which callers use from then on."""
+        **The run's id is the returned folder's name**, which callers use from then on.
+
+        With ``lock``, the folder's lock (``ID.lock``, see :meth:`staging_lock`) is taken
+        *before* the folder is made and held until the folder is published or discarded:
+        ``recover`` never sees the folder without its live lock, so it never removes a
+        writer's folder that is still empty (issue 24: the lock came after the claim)."""
         root = self.staging_root()
         for candidate in id_candidates(run_id):
             directory = root / candidate
+            held = self._lock_name(root, candidate) if lock else None
+            if lock and held is None:
+                continue  # another live writer holds this id
             try:
                 os.mkdir(directory, 0o700)
             except FileExistsError:
+                _unlock(held)
                 continue
             except OSError as e:
+                _unlock(held)
                 raise JitterlabError(f"cannot write to results store {self.root}: {os_error_text(e)}") from e
             if os.path.lexists(self.root / candidate):  # published already: the store's name is taken
                 os.rmdir(directory)
+                _unlock(held)
                 continue
+            if held is not None:
+                _CLAIMED[str(directory)] = held
             break
         try:
             probe = os.open(
@@ -441,20 +465,58 @@ class ResultsStore:
             os.close(probe)
             os.unlink(directory / ".write-test")
         except OSError as e:
+            self.discard_if_empty(directory)
             raise JitterlabError(f"cannot write to results store {self.root}: {os_error_text(e)}") from e
         return directory
+
+    def _lock_name(self, root: Path, name: str) -> int | None:
+        """``root/NAME.lock`` opened (never through a link) and locked; None when another
+        live process holds it."""
+        try:
+            fd = os.open(
+                root / f"{name}.lock", os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+            )
+        except OSError as e:
+            raise JitterlabError(f"cannot write to results store {self.root}: {os_error_text(e)}") from e
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    @staticmethod
+    def release_staging(staging: Path) -> None:
+        """The lock taken with ``staging_dir(lock=True)`` removed and released (the folder is
+        published, discarded, or left to ``recover``); nothing for a folder claimed without."""
+        fd = _CLAIMED.pop(str(staging), None)
+        if fd is not None:
+            staging.parent.joinpath(f"{staging.name}.lock").unlink(missing_ok=True)
+            os.close(fd)
 
     @staticmethod
     def discard_if_empty(staging: Path) -> None:
         """Remove a staging folder in which nothing was recorded (a measurement that failed
-        before its first sample); one that holds anything is kept for ``recover``."""
+        before its first sample); one that holds anything is kept for ``recover`` (its lock,
+        if this process holds it, is released either way)."""
         with suppress(OSError):
             os.rmdir(staging)
+        ResultsStore.release_staging(staging)
 
     @contextmanager
     def staging_lock(self, run_id: str) -> Iterator[None]:
         """Held while a run is measured and stored: :meth:`leftovers` never offers a staging
         folder whose writer is still alive (the kernel drops the lock when it dies)."""
+        folder = self.staging_root() / run_id
+        if str(folder) in _CLAIMED:  # taken with the folder (staging_dir(lock=True)): held already
+            try:
+                yield
+            finally:
+                self.release_staging(folder)
+            return
         path = self.staging_root() / f"{run_id}.lock"
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
@@ -784,6 +846,7 @@ class ResultsStore:
                     break
             except OSError as e:
                 raise JitterlabError(f"cannot store run {run_id} in {self.root}: {os_error_text(e)}") from e
+        self.release_staging(staging)  # published: nothing of it is left in staging
         fsync_dir(self.root)
         return Run(final, meta)
 
@@ -852,6 +915,7 @@ class ResultsStore:
 
     def discard_staging(self, staging: Path) -> None:
         shutil.rmtree(staging, ignore_errors=True)
+        self.release_staging(staging)
 
 
 def _is_file(path: Path) -> bool:

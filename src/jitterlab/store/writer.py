@@ -43,12 +43,14 @@ SAMPLE_SCHEMA = pa.schema(
 )
 
 
-def sample_schema(run_id: str, extra: Sequence[str] = ()) -> pa.Schema:
-    """The four columns every run has, then ``extra`` int64 columns, with the run's id."""
+def sample_schema(extra: Sequence[str] = ()) -> pa.Schema:
+    """The four columns every run has, then ``extra`` int64 columns, with the schema version.
+
+    The run's id is not stored in the file: it is the run folder's name (and run.json's
+    ``id``), and a run renamed on an id clash when it is published would otherwise carry
+    two ids (issue 24)."""
     fields = [*SAMPLE_SCHEMA, *(pa.field(name, pa.int64(), nullable=False) for name in extra)]
-    return pa.schema(fields).with_metadata(
-        {"jitterlab.schema_version": str(SCHEMA_VERSION), "jitterlab.run_id": run_id}
-    )
+    return pa.schema(fields).with_metadata({"jitterlab.schema_version": str(SCHEMA_VERSION)})
 
 
 def open_sample_file(f: IO[bytes], schema: pa.Schema) -> pq.ParquetWriter:
@@ -80,8 +82,9 @@ class SampleWriter:
 
     def __init__(self, path: Path, run_id: str, extra: Sequence[str] = ()) -> None:
         self.path = path
+        self.run_id = run_id  # the id it is written for (not stored in the file: sample_schema)
         self.extra = tuple(extra)
-        self.schema = sample_schema(run_id, self.extra)
+        self.schema = sample_schema(self.extra)
         self.rows = 0
         self._pending: list[pa.RecordBatch] = []
         self._pending_rows = 0
