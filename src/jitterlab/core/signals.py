@@ -4,12 +4,25 @@ send must keep every recorded sample, exactly as an interrupt from the terminal 
 :func:`stop_on_signals` turns each into :class:`Interrupted` (a ``KeyboardInterrupt``, so
 every ``except KeyboardInterrupt`` path applies) and remembers which signal arrived, so a
 child can be sent the same one.
+
+A stop is never lost: Python runs a signal's handler in whatever Python code the main
+thread runs next, and when that is a finalizer (``__del__``), a weakref callback or an
+at-fork hook (``logging`` registers one, run around every ``subprocess`` start with a
+``preexec_fn``), the exception it raises is swallowed ("Exception ignored in …") and the
+command went on as if nothing had arrived (issue 24: a SIGTERM about 0.1 s after `net bench`
+made its namespaces, while it started its agents, let the run finish complete, exit 0).
+:func:`stop_on_signals` installs a ``sys.unraisablehook`` that delivers such a stop again a
+moment later, from outside that code.
 """
 
 from __future__ import annotations
 
+import os
 import signal
+import sys
+import threading
 from types import FrameType
+from typing import Any
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
@@ -30,10 +43,34 @@ def _raise(signum: int, _frame: FrameType | None) -> None:
     raise Interrupted(signum)
 
 
+_REDELIVER_S = 0.01  # long enough for the main thread to have left the code that swallowed it
+
+
+def _unraisable(unraisable: Any) -> None:
+    """A stop swallowed where exceptions cannot propagate: the same signal again, shortly
+    and from another thread, so that its handler runs in the command's own code; any other
+    unraisable exception goes to the hook that was there before."""
+    error = unraisable.exc_value
+    if isinstance(error, KeyboardInterrupt):
+        signum = error.signum if isinstance(error, Interrupted) else signal.SIGINT
+        again = threading.Timer(_REDELIVER_S, os.kill, (os.getpid(), signum))
+        again.daemon = True
+        again.start()
+        return
+    _previous_hook(unraisable)
+
+
+_previous_hook = sys.unraisablehook
+
+
 def stop_on_signals() -> None:
     """Install the handlers (main thread only; called once by the CLI)."""
+    global _previous_hook
     for signum in STOP_SIGNALS:
         signal.signal(signum, _raise)
+    if sys.unraisablehook is not _unraisable:
+        _previous_hook = sys.unraisablehook
+        sys.unraisablehook = _unraisable
 
 
 def last_signal() -> int:

@@ -1,0 +1,53 @@
+"""A stop signal is never lost (issue 24): Python runs a signal's handler in whatever Python
+code runs next, and an exception raised in a finalizer or an at-fork hook is swallowed. A
+`net bench` sent SIGTERM while it started its agents (``subprocess`` with a ``preexec_fn``
+runs ``logging``'s at-fork hook) measured on to the end and exited 0."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+PROGRAM = """
+import os, signal, subprocess, sys, time
+from jitterlab.core.signals import Interrupted, stop_on_signals
+
+stop_on_signals()
+
+
+def stop_now():
+    os.kill(os.getpid(), signal.SIGTERM)  # the handler runs in the next Python code: below
+    for _ in range(10_000):
+        pass
+
+
+class Dropped:
+    def __del__(self):
+        stop_now()
+
+
+if sys.argv[1] == "finalizer":
+    trigger = lambda: Dropped()
+else:  # an at-fork hook, as logging's around a subprocess start with a preexec_fn
+    os.register_at_fork(after_in_parent=stop_now)
+    trigger = lambda: subprocess.run(["true"], preexec_fn=lambda: None, check=True)
+try:
+    trigger()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        time.sleep(0.001)
+    print("went on")
+except Interrupted as e:
+    print("stopped by", e)
+"""
+
+
+@pytest.mark.parametrize("where", ["finalizer", "at-fork"])
+def test_a_stop_signal_whose_handler_runs_where_exceptions_are_swallowed_still_stops(where: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", PROGRAM, where], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.stdout.strip() == "stopped by SIGTERM", (done.stdout, done.stderr)
+    assert "Exception ignored" not in done.stderr, done.stderr
