@@ -5,6 +5,7 @@ runs ``logging``'s at-fork hook) measured on to the end and exited 0."""
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 
@@ -51,3 +52,46 @@ def test_a_stop_signal_whose_handler_runs_where_exceptions_are_swallowed_still_s
     )
     assert done.stdout.strip() == "stopped by SIGTERM", (done.stdout, done.stderr)
     assert "Exception ignored" not in done.stderr, done.stderr
+
+
+REAPED = """
+import os, signal, sys, threading
+from pathlib import Path
+from jitterlab.core.signals import stop_on_signals
+from jitterlab.net.topo import _run
+
+stop_on_signals()
+signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C, as a terminal's CLI has it
+threading.Timer(0.5, os.kill, (os.getpid(), int(sys.argv[1]))).start()
+try:
+    _run(["sleep", "30"])
+    print("went on")
+except KeyboardInterrupt:
+    mine = [p for p in Path("/proc").iterdir() if p.name.isdigit() and p.name != str(os.getpid())]
+    children = []
+    for p in mine:
+        try:
+            fields = (p / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == os.getpid():
+            children.append((p.name, fields[0]))
+    print("children", children)
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_stop_during_a_topology_command_waits_for_that_command_to_end(signum: int) -> None:
+    """Issue 24 item 5: ``subprocess.run`` interrupted by Ctrl-C (a ``KeyboardInterrupt``
+    itself; SIGTERM's subclass is waited for) kills its child but does not wait for it; an
+    ``ip netns add`` inside its last system call could then make its namespace after the
+    cleanup had listed the namespaces to remove. The child is gone (reaped, not even a
+    zombie) before the interrupt goes on."""
+    done = subprocess.run(
+        [sys.executable, "-c", REAPED, str(int(signum))],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.stdout.strip() == "children []", (done.stdout, done.stderr)

@@ -70,15 +70,35 @@ def require_tools() -> None:
         )
 
 
+def _run(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    """``argv`` run to its end. Interrupted (a stop signal), the child is killed and waited
+    for before the interrupt goes on: ``subprocess.run`` leaves it unreaped then, and an
+    ``ip netns add`` still inside its last system call could make its namespace after the
+    cleanup had listed what to remove (issue 24 item 5: namespaces left with no state file)."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = proc.communicate()
+    except BaseException:
+        proc.kill()
+        while True:
+            try:
+                proc.wait()
+                break
+            except KeyboardInterrupt:  # a second stop: the child is still to be waited for
+                continue
+        raise
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
 def _ip(*args: str, netns: str | None = None) -> None:
     argv = ["ip", *(["-n", netns] if netns else []), *args]
-    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    done = _run(argv)
     if done.returncode != 0:
         raise JitterlabError(f"{' '.join(argv)}: {done.stderr.strip() or 'failed'}")
 
 
 def _run_in(netns: str, *argv: str) -> None:
-    done = subprocess.run(["ip", "netns", "exec", netns, *argv], capture_output=True, text=True, check=False)
+    done = _run(["ip", "netns", "exec", netns, *argv])
     if done.returncode != 0:
         raise JitterlabError(f"{' '.join(argv)} in {netns}: {done.stderr.strip() or 'failed'}")
 
