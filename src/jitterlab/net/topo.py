@@ -23,6 +23,7 @@ from typing import Any
 
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.fileio import atomic_write_json, make_dir
+from jitterlab.core.signals import held_stops
 
 STATE_DIR = Path(os.environ.get("JITTERLAB_NET_STATE", "/run/jitterlab/net"))
 PREFIX = "jl-"  # every namespace jitterlab makes starts with this
@@ -71,23 +72,13 @@ def require_tools() -> None:
 
 
 def _run(argv: list[str]) -> subprocess.CompletedProcess[str]:
-    """``argv`` run to its end. Interrupted (a stop signal), the child is killed and waited
-    for before the interrupt goes on: ``subprocess.run`` leaves it unreaped then, and an
-    ``ip netns add`` still inside its last system call could make its namespace after the
-    cleanup had listed what to remove (issue 24 item 5: namespaces left with no state file)."""
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        out, err = proc.communicate()
-    except BaseException:
-        proc.kill()
-        while True:
-            try:
-                proc.wait()
-                break
-            except KeyboardInterrupt:  # a second stop: the child is still to be waited for
-                continue
-        raise
-    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+    """``argv`` run to its end, a stop signal held until then (:func:`held_stops`): a stop
+    inside ``Popen()`` left the child running unknown to this process, and
+    ``subprocess.run`` interrupted by Ctrl-C kills its child without waiting for it; either
+    way an ``ip netns add`` could make its namespace after the cleanup had listed the ones to
+    remove (issue 24 item 5: reproduced, a namespace left with no state file)."""
+    with held_stops():
+        return subprocess.run(argv, capture_output=True, text=True, check=False)
 
 
 def _ip(*args: str, netns: str | None = None) -> None:
@@ -180,8 +171,8 @@ def up(
         created_by_pid=os.getpid(),
         created_s=time.time(),
     )
-    _save(topo)  # first: a run killed halfway leaves a state file that names what to remove
     try:
+        _save(topo)  # first: a run killed halfway leaves a state file that names what to remove
         base = int(net.network_address)
         for ns in [*topo.nodes, *([topo.router] if topo.router else [])]:
             _ip("netns", "add", ns)
@@ -337,11 +328,12 @@ def down(name: str) -> list[str]:
     file; also namespaces of that name with no state file. Returns what was removed."""
     check_name(name)
     removed = []
-    for ns in namespaces():
-        if ns.startswith(name + "-"):
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
-            removed.append(ns)
-    _state_file(name).unlink(missing_ok=True)
+    with held_stops():  # never cut in two: what a stop leaves is what the state file names
+        for ns in namespaces():
+            if ns.startswith(name + "-"):
+                subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
+                removed.append(ns)
+        _state_file(name).unlink(missing_ok=True)
     return removed
 
 
