@@ -17,10 +17,11 @@ moment later, from outside that code.
 
 from __future__ import annotations
 
+import _thread
 import os
 import signal
 import sys
-import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
@@ -48,7 +49,11 @@ def _stop(signum: int) -> KeyboardInterrupt:
 
 
 def _raise(signum: int, _frame: FrameType | None) -> None:
+    global _late
     _received.append(signum)
+    if _in_hook:  # the hook below is running: raised here, the stop would be swallowed again
+        _late = signum
+        return
     if _held and not _pending:  # a second stop while held is not held: a way out of a hang
         _pending.append(signum)
         return
@@ -82,24 +87,37 @@ def held_stops() -> Iterator[None]:
 
 
 _REDELIVER_S = 0.01  # long enough for the main thread to have left the code that swallowed it
+_in_hook = False
+_late: int | None = None  # a stop whose handler ran while the hook ran
 
 
 def _unraisable(unraisable: Any) -> None:
     """A stop swallowed where exceptions cannot propagate: the same signal again, shortly
     and from another thread, so that its handler runs in the command's own code; any other
-    unraisable exception goes to the hook that was there before."""
+    unraisable exception goes to the hook that was there before. Nothing here waits in
+    Python code (a thread's ``start()`` does: the stop sent again could land in it)."""
+    global _in_hook, _late
     error = unraisable.exc_value
-    if isinstance(error, KeyboardInterrupt):
-        _deliver_again(error.signum if isinstance(error, Interrupted) else signal.SIGINT)
+    if not isinstance(error, KeyboardInterrupt):
+        _previous_hook(unraisable)
         return
-    _previous_hook(unraisable)
+    _in_hook = True
+    _late = None
+    _deliver_again(error.signum if isinstance(error, Interrupted) else signal.SIGINT)
+    if _late is not None:
+        _deliver_again(_late)
+    _in_hook = False
+
+
+def _send_later(signum: int) -> None:
+    time.sleep(_REDELIVER_S)
+    os.kill(os.getpid(), signum)
 
 
 def _deliver_again(signum: int) -> None:
-    """``signum`` sent to this process again in a moment, from another thread."""
-    again = threading.Timer(_REDELIVER_S, os.kill, (os.getpid(), signum))
-    again.daemon = True
-    again.start()
+    """``signum`` sent to this process again in a moment, from a new thread (started
+    without waiting for it: ``_thread``, not ``threading``)."""
+    _thread.start_new_thread(_send_later, (signum,))
 
 
 _previous_hook = sys.unraisablehook
