@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -250,6 +251,20 @@ def test_report_percentiles_are_columns_with_the_runs_exact_values(tmp_path: Pat
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "101" in bad.stderr
 
 
+def active_children_during(run_jobs: Any) -> set[int]:
+    """The worker pids that answer six jobs of ``run_jobs``: each job sleeps a little, so every
+    worker of a pool takes one."""
+    return set(run_jobs([(_sleep_then_pid, (0.2,)) for _ in range(6)], None))
+
+
+def _sleep_then_pid(seconds: float) -> int:
+    import os
+    import time
+
+    time.sleep(seconds)
+    return os.getpid()
+
+
 def test_a_small_report_renders_in_this_process_and_keeps_no_runs_columns(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -270,6 +285,11 @@ def test_a_small_report_renders_in_this_process_and_keeps_no_runs_columns(
         pytest.skip("one CPU: every report renders in this process")
     with rep._workers(rep.IN_PROCESS_SAMPLES + 1) as run_jobs:
         assert run_jobs([(os.getpid, ())], None) != [os.getpid()]
+    # never more workers than jobs: one huge run forks one worker, not one per CPU
+    with rep._workers(rep.IN_PROCESS_SAMPLES + 1, 1) as run_jobs:
+        assert len(active_children_during(run_jobs)) == 1
+    with rep._workers(rep.IN_PROCESS_SAMPLES + 1, 5) as run_jobs:
+        assert len(active_children_during(run_jobs)) == min(5, len(os.sched_getaffinity(0)))
     monkeypatch.setattr(rep, "IN_PROCESS_SAMPLES", 0)
     forked = rep.build_report(runs)
     stamp = re.compile(r"generated [0-9-]+ [0-9:]+ UTC")

@@ -535,7 +535,7 @@ def _rows(run: Run) -> int:
 
 
 @contextlib.contextmanager
-def _workers(samples: int = IN_PROCESS_SAMPLES + 1) -> Iterator[JobRunner]:
+def _workers(samples: int = IN_PROCESS_SAMPLES + 1, jobs: int | None = None) -> Iterator[JobRunner]:
     """A job runner on every allowed CPU: forked worker processes, each loading its own runs
     and dropping them, so no process holds all samples. Results come back in job order,
     feeding the progress bar. On one CPU, or for a report of at most IN_PROCESS_SAMPLES
@@ -543,8 +543,13 @@ def _workers(samples: int = IN_PROCESS_SAMPLES + 1) -> Iterator[JobRunner]:
     its own ~80 MB (copies of the parent's pages, matplotlib's caches) and its own warm-up,
     which a small report does not win back (the main job's 28 runs, 8.4 M samples, on 2
     vCPUs: 7.0 s and 268 MB PSS here against 7.9 s and 382 MB with two workers;
-    docs/results/scale.md)."""
-    count = len(os.sched_getaffinity(0)) if samples > IN_PROCESS_SAMPLES else 1
+    docs/results/scale.md). Never more workers than ``jobs``: the report of one huge run forks
+    one worker, not one per CPU (the idle one cost ~25 MB PSS and doubled the tree's RSS; a
+    10⁸-sample run, docs/results/scale.md). It still forks that one: rendered in this process
+    the same run measured 9.0–9.2 s of CPU against 7.5–7.9 s forked, interleaved, with six
+    times the page faults (not understood, and not seen in every later repeat)."""
+    cpus = len(os.sched_getaffinity(0))
+    count = min(cpus, jobs if jobs is not None else cpus) if samples > IN_PROCESS_SAMPLES and cpus > 1 else 0
 
     def inline(jobs: list[Job], progress: ProgressBar | None) -> list[Any]:
         results = []
@@ -554,7 +559,7 @@ def _workers(samples: int = IN_PROCESS_SAMPLES + 1) -> Iterator[JobRunner]:
                 progress.update(k + 1)
         return results
 
-    if count <= 1:
+    if count == 0:
         yield inline
         return
     context = multiprocessing.get_context("fork")
@@ -625,7 +630,7 @@ def build_report(
     ps = tuple(percentiles or ())
     jobs: list[Job] = [(_section_job, (r, f"run{i}", ps)) for i, r in enumerate(sample_runs)]
     jobs += [(compare_runs_for_report, (base, other)) for base, other in pairs]
-    with _workers(sum(_rows(r) for r in sample_runs)) as run_jobs:
+    with _workers(sum(_rows(r) for r in sample_runs), len(jobs)) as run_jobs:
         progress = ProgressBar("rendering the report", len(jobs))
         results = run_jobs(jobs, progress)
         progress.close()
