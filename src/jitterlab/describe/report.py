@@ -544,8 +544,8 @@ def _workers(samples: int = IN_PROCESS_SAMPLES + 1, jobs: int | None = None) -> 
     which a small report does not win back (the main job's 28 runs, 8.4 M samples, on 2
     vCPUs: 7.0 s and 268 MB PSS here against 7.9 s and 382 MB with two workers;
     docs/results/scale.md). Never more workers than ``jobs``: the report of one huge run forks
-    one worker, not one per CPU (the idle one cost ~25 MB PSS and doubled the tree's RSS; a
-    10⁸-sample run, docs/results/scale.md). It still forks that one: rendered in this process
+    one worker, not one per CPU (the idle one added ~90 MB to the tree's RSS, a few MB of
+    PSS, for a 10⁸-sample run: docs/results/scale.md). It still forks that one: rendered in this process
     the same run measured 9.0–9.2 s of CPU against 7.5–7.9 s forked, interleaved, with six
     times the page faults (not understood, and not seen in every later repeat)."""
     cpus = len(os.sched_getaffinity(0))
