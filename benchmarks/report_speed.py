@@ -16,7 +16,7 @@ tree's RSS, which counts the workers' shared pages once per worker, is printed b
 ``--store DIR`` renders an existing store instead (the main job's ./jitterlab-results).
 
 ``--cli`` measures the whole command a user runs, ``jitterlab report --store STORE -o OUT``
-(interpreter start and imports included: about 0.7 s of CPU and 30 MB of PSS more than the
+(interpreter start and imports included: about 0.8 s of CPU and 20 MB of PSS more than the
 child), which is what the target counts. The CPU seconds of the tree (workers included) are
 printed beside the wall time: on a shared machine the wall time is the CPU time plus the wait
 for a CPU, so they say what the code costs when the load average is far above the CPU count.
