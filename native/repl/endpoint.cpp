@@ -191,7 +191,8 @@ void Server::drain(std::int64_t now, const Schedule& schedule) {
             if (h.kind == Kind::ping) {
                 std::byte* at = in_buffers_.data() + static_cast<std::size_t>(k) * kSlot;
                 put(at + 4, static_cast<std::uint8_t>(Kind::pong));
-                ::sendto(fd_.get(), at, len, MSG_DONTWAIT, reinterpret_cast<const sockaddr*>(&in_names_[k]),
+                put(at + kPoseHeader, now);  // the tick that answers it: ping = tick wait + the way back
+                ::sendto(fd_.get(), at, kPong, MSG_DONTWAIT, reinterpret_cast<const sockaddr*>(&in_names_[k]),
                          sizeof(sockaddr_in));
                 if (counted) {
                     ++stats_.ping_datagrams_in;
@@ -308,6 +309,8 @@ ClientFleet::ClientFleet(int first, int count, int total, int observers, double 
     const double window_s = static_cast<double>(schedule.t_measure_end - schedule.t_measure_start) / 1e9;
     stats_.lag_ns.reserve(static_cast<std::size_t>(clients * rate_hz * (window_s + 1)) + 1024);
     stats_.updates.reserve(static_cast<std::size_t>(observers_ * (total - 1) * rate_hz * (window_s + 1) * 1.05) + 1024);
+    stats_.ping_send_ns.reserve(static_cast<std::size_t>(observers_ * (window_s + 1) * 1e9 / ping_interval_ns) + 16);
+    stats_.ping_tick_ns.reserve(static_cast<std::size_t>(observers_ * (window_s + 1) * 1e9 / ping_interval_ns) + 16);
     stats_.ping_rtt_ns.reserve(static_cast<std::size_t>(observers_ * (window_s + 1) * 1e9 / ping_interval_ns) + 16);
 }
 
@@ -365,6 +368,8 @@ void ClientFleet::receive(int i, const Schedule& schedule) {
                 if (h.t_send_ns >= schedule.t_measure_start && h.t_send_ns < schedule.t_measure_end) {
                     ++stats_.pongs;
                     stats_.ping_rtt_ns.push_back(t_recv - h.t_send_ns);
+                    stats_.ping_send_ns.push_back(h.t_send_ns);
+                    stats_.ping_tick_ns.push_back(len >= kPong ? get<std::int64_t>(bytes.data() + kPoseHeader) : 0);
                 }
                 continue;
             }
@@ -482,6 +487,8 @@ FleetStats combined(std::vector<FleetStats*> fleets) {
         };
         join(all.lag_ns, f->lag_ns);
         join(all.ping_rtt_ns, f->ping_rtt_ns);
+        join(all.ping_send_ns, f->ping_send_ns);
+        join(all.ping_tick_ns, f->ping_tick_ns);
         join(all.updates, f->updates);
     }
     return all;

@@ -62,6 +62,8 @@ struct FleetStats {
     int rcvbuf_bytes = 0;
     std::vector<std::int64_t> lag_ns;        // actual send time minus scheduled, every pose in the window
     std::vector<std::int64_t> ping_rtt_ns;   // observers' round trips
+    std::vector<std::int64_t> ping_send_ns;  // when each of those pings was sent (same order)
+    std::vector<std::int64_t> ping_tick_ns;  // when the server tick that answered it began (the server's clock)
     std::vector<SampleRecord> updates;       // observers: pair = observer * clients + avatar
 };
 

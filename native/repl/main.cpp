@@ -463,6 +463,8 @@ int main(int argc, char** argv) {
             {"proc_stat", kernel.json()},
             {"ticks_per_s", ::sysconf(_SC_CLK_TCK)}};
         j["repl"]["ping_rtt_ns"] = fs.ping_rtt_ns;
+        j["repl"]["ping_send_ns"] = fs.ping_send_ns;
+        j["repl"]["ping_tick_ns"] = fs.ping_tick_ns;
         j["repl"]["udp_snmp"] = kernel.udp_json();
         j["repl"]["ping_phase"] = {{"interval_ns", o.ping_interval_ns}, {"seed", rp::kPingPhaseSeed}, {"distribution", "uniform"}};
         j["policy_requested"] = jl::policy_json(o.policy);

@@ -3,7 +3,8 @@
 //
 // client -> server   pose  = PoseHeader (24 B) + filler up to --payload bytes
 //                    ping  = PoseHeader with kind ping (24 B)
-// server -> client   pong  = the ping echoed with kind pong
+// server -> client   pong  = the ping echoed with kind pong, then t_tick_ns (8 B): when the
+//                            server tick that answered it began (32 B in all)
 //                    updates = ServerHeader (28 B) + whole poses of other avatars, so a
 //                    datagram never exceeds kMaxDatagram (1200 B): the largest pose is 1172 B.
 #pragma once
@@ -23,6 +24,7 @@ inline constexpr std::uint8_t kVersion = 1;
 inline constexpr std::size_t kMaxDatagram = 1200;
 inline constexpr std::size_t kPoseHeader = 24;
 inline constexpr std::size_t kServerHeader = 28;
+inline constexpr std::size_t kPong = kPoseHeader + 8;  // the ping's header, then the answering tick's start
 inline constexpr std::size_t kMaxPose = kMaxDatagram - kServerHeader;  // 1172
 
 enum class Kind : std::uint8_t { pose = 1, ping = 2, pong = 3, updates = 4 };

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy.stats import kstest
 
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.warnings import CodedWarning, Warn
@@ -144,6 +145,46 @@ def _ticks_block(ticks: np.ndarray, server: dict[str, Any], tick_hz: float) -> d
         "busy_share": float(busy.sum() / 1e9 / window_s),
         "cpu_share": server.get("cpu_ns", 0) / 1e9 / window_s,
         "period_ns": 1e9 / tick_hz,
+    }
+
+
+def _uniform_fit(share: np.ndarray, instants: int) -> dict[str, Any]:
+    ks = float(kstest(share, "uniform").statistic)
+    critical = 1.95 / np.sqrt(max(instants, 1))  # Kolmogorov-Smirnov at 0.1 % (Massey 1951)
+    return {
+        "ks": ks,
+        "critical": float(critical),
+        "uniform": bool(ks < critical),
+        "quartiles": [float(q) for q in np.percentile(share, (25, 50, 75))],
+    }
+
+
+def ping_phase_check(
+    send_ns: np.ndarray, tick_start_ns: np.ndarray, observers: int, tick_hz: float
+) -> dict[str, Any]:
+    """Where the pings were sent against the server's tick, as a share of a tick (0 at its
+    start, 1 at the next's), each against U(0, 1) (issue 27 item 7):
+
+    ``schedule``: against the tick grid the server keeps when it is on time (period 1/tick_hz
+    from its first tick in the window). Pings at random phases give U(0, 1) whatever the load;
+    pings on a fixed period that is a multiple of the tick's hold one share (the old pacer,
+    which runs on SCHED_FIFO, wakes within a small part of a tick even on a loaded host).
+    ``ticks``: against the ticks as they happened; a loaded server's late ticks move its grid,
+    so this one spreads a fixed phase too (recorded, not decisive).
+    ``critical`` is for the n distinct ping instants (the observers ping together)."""
+    send = np.sort(np.asarray(send_ns, dtype=np.int64))
+    starts = np.asarray(tick_start_ns, dtype=np.int64)
+    after = np.searchsorted(starts, send, side="right")
+    inside = (after >= 1) & (after < starts.size)
+    if not inside.any():
+        return {"pings": 0}
+    send, k = send[inside], after[inside]
+    instants = int(inside.sum()) // max(observers, 1)
+    period = 1e9 / tick_hz
+    return {
+        "pings": int(inside.sum()),
+        "schedule": _uniform_fit(((send - starts[0]) % period) / period, instants),
+        "ticks": _uniform_fit((send - starts[k - 1]) / (starts[k] - starts[k - 1]), instants),
     }
 
 
@@ -344,6 +385,14 @@ def _job(
         repl["rates_bytes_per_s"] = rates(repl, clients)
         repl["predicted_bytes_per_s"] = predicted_rates(o.payload, o.rate_hz, clients)
         repl["updates_missing"] = _missing_updates(raw.records)
+        sent = np.asarray(repl.pop("ping_send_ns", []), dtype=np.int64)
+        answered = np.asarray(repl.pop("ping_tick_ns", []), dtype=np.int64)
+        if not on_hosts and sent.size:  # across hosts the ticks are on another host's clock
+            phase = dict(repl.get("ping_phase") or {})
+            check = ping_phase_check(sent, ticks[:, 0], o.observers, o.server_tick_hz)
+            repl["ping_phase"] = phase | {"tick_share": check}
+            if answered.size == sent.size:  # the wait for the answering tick, the way there included
+                repl["ping_tick_wait_ns"] = [int(w) for w in answered - sent]
         blocks: dict[str, Any] = {"repl": repl}
         if nodes:
             blocks |= {"topology": nodes.describe(), "clock": nodes.clock()}
