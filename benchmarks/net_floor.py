@@ -14,7 +14,8 @@ Targets: udp/tcp round-trip p50 within 1.2x of sockperf's; caf-io and pekko-arte
 with their full distributions; the Artery stream >= 90,000 msg/s with 0 messages lost;
 topology up and down in < 1 s each; nothing left after kill -9 plus ``net topo down``.
 
-Usage: python benchmarks/net_floor.py [--duration 10] (as root)
+Usage: python benchmarks/net_floor.py [--duration 10] [--ping-only] (as root); --ping-only
+measures the udp and tcp ping beside sockperf and nothing else (the floor alone, in seconds).
 """
 
 from __future__ import annotations
@@ -116,6 +117,9 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--duration", type=float, default=10.0)
+    parser.add_argument(
+        "--ping-only", action="store_true", help="udp and tcp ping beside sockperf only (no stream, no JVM)"
+    )
     args = parser.parse_args()
     failures = []
     if shutil.which("sockperf") is None:
@@ -129,7 +133,10 @@ def main() -> int:
         try:
             nodes = from_topology(t)
             o = NetOptions(duration_s=args.duration, warmup_s=2.0, messages=100_000, steps=5)
-            cases = [Case("ping", tr) for tr in TRANSPORTS] + [Case("stream", tr) for tr in TRANSPORTS]
+            if args.ping_only:
+                cases = [Case("ping", tr) for tr in ("udp", "tcp")]
+            else:
+                cases = [Case("ping", tr) for tr in TRANSPORTS] + [Case("stream", tr) for tr in TRANSPORTS]
             runs = run_plan(bench_plan(o, cases, lambda: nullcontext(nodes)), store).runs
             floor = {tr: sockperf_rtt_p50_us(t, tr == "tcp", args.duration) for tr in ("udp", "tcp")}
         finally:
@@ -164,6 +171,9 @@ def main() -> int:
                     failures += [] if ok else ["Artery stream below 90,000 msg/s or lossy"]
                     verdict = f"(target >= 90,000, 0 lost) {'met' if ok else 'MISSED'}"
                 print(f"  {tr:12} {net['msg_per_s']:>12,.0f} msg/s   lost {net['lost']} {verdict}")
+        if args.ping_only:
+            print("all targets met" if not failures else "MISSED: " + "; ".join(failures))
+            return 0 if not failures else 1
         ok_up = up_s < 1 and down_s < 1
         failures += [] if ok_up else ["topology up/down >= 1 s"]
         print(
