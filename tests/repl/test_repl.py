@@ -406,6 +406,65 @@ def test_the_server_and_the_client_fleets_on_hosts_over_ssh(three_hosts: tuple[P
     assert "3 hosts over ssh" in replication_text([run])
 
 
+def _qdiscs(netns: str) -> str:
+    return subprocess.run(
+        ["ip", "netns", "exec", netns, "tc", "qdisc", "show"], capture_output=True, text=True
+    ).stdout
+
+
+def test_hosts_that_are_namespaces_here_get_the_impairment_and_the_shape(
+    three_hosts: tuple[Path, str],
+) -> None:
+    """Issue 27 item 8: `--hosts` with `--impair` and `--shape`, the hosts being namespaces of
+    this machine (an sshd in each): the engine holds every packet 2 ms in their topology's
+    router, so a pose (client to server to observer) and a ping cross it twice: no update or
+    ping under 4 ms; a token bucket sits on every link while it runs, and none after."""
+    hosts, name = three_hosts
+    store = hosts.parent / "results"
+    argv = [
+        *("repl", "bench", "--clients", "4", "--rate", "50", "--duration", "1s", "--warmup", "0.3s"),
+        *("--hosts", str(hosts), "--impair", "delay=2ms", "--shape", "rate=50mbit", "--store", str(store)),
+    ]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jitterlab", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    seen_tbf = False
+    while proc.poll() is None and not seen_tbf:
+        seen_tbf = "tbf" in _qdiscs(f"{name}-r") and "tbf" in _qdiscs(f"{name}-n0")
+        time.sleep(0.2)
+    _out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert seen_tbf, "no token bucket on the links during the run"
+    assert all("tbf" not in _qdiscs(ns) for ns in (f"{name}-r", f"{name}-n0", f"{name}-n1", f"{name}-n2"))
+    (run,) = ResultsStore(store).runs()
+    config, repl = run.config, run.meta["repl"]
+    assert (config["placement"], config["nodes"], config["router"]) == ("hosts", 3, True)
+    assert (config["impaired"], config["shape"]) == ("delay=2ms", {"rate": "50mbit"})
+    assert run.table.num_rows > 0 and run.latency_ns.min() >= 4_000_000
+    assert len(repl["ping_rtt_ns"]) > 0 and min(repl["ping_rtt_ns"]) >= 4_000_000
+    check = run.meta["impairment"]["check"]
+    assert check["reproduced"] and check["packets"] >= repl["server"]["pose_datagrams_received"]
+
+
+def test_impairing_hosts_that_are_not_namespaces_here_is_refused_in_one_line(tmp_path: Path) -> None:
+    hosts = tmp_path / "hosts.toml"
+    hosts.write_text(
+        '[[host]]\nname = "far"\naddress = "192.0.2.7"\nssh = "root@192.0.2.7"\n'
+        '[[host]]\nname = "near"\naddress = "192.0.2.8"\nssh = "root@192.0.2.8"\n'
+    )
+    for extra in (["--impair", "delay=2ms"], ["--shape", "rate=10mbit"]):
+        argv = ["repl", "bench", "--clients", "2", "--duration", "1s", "--hosts", str(hosts), *extra]
+        done = subprocess.run(
+            [sys.executable, "-m", "jitterlab", *argv, "--store", str(tmp_path / "s")],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 2, done.stderr
+        assert_one_line_error(done.stderr)
+        assert "not namespaces of this machine" in done.stderr and "remote host's links" in done.stderr
+
+
 def test_sigterm_across_hosts_stops_every_part_and_keeps_a_partial_run(
     three_hosts: tuple[Path, str],
 ) -> None:
@@ -502,8 +561,11 @@ def test_udp_counters_and_their_delta(tmp_path: Path) -> None:
         (["--clients", "4", "--nodes", "1"], "--nodes"),
         (["--clients", "4", "--topo", "jl-nosuchtopo"], "jl-nosuchtopo"),
         (["--clients", "4", "--hosts", "/nonexistent.toml"], "no such file"),
-        (["--clients", "4", "--hosts", "/nonexistent.toml", "--router"], "are for namespaces"),
-        (["--clients", "4", "--hosts", "/nonexistent.toml", "--nodes", "3"], "are for namespaces"),
+        (["--clients", "4", "--hosts", "/nonexistent.toml", "--router"], "are for namespaces made or named"),
+        (
+            ["--clients", "4", "--hosts", "/nonexistent.toml", "--nodes", "3"],
+            "are for namespaces made or named",
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(

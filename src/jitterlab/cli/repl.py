@@ -66,9 +66,15 @@ def add_parser(sub: Any) -> None:
         "(default: one host's loopback)",
     )
     q.add_argument("--router", action="store_true", help="join the nodes through a router namespace")
-    q.add_argument("--shape", type=link_shape, help="rate-limit every link with tbf, e.g. rate=10mbit")
     q.add_argument(
-        "--impair", help="delay=5ms | model=m.json | loss=0.1%% on the router's links (needs --router)"
+        "--shape",
+        type=link_shape,
+        help="rate-limit every link with tbf, e.g. rate=10mbit (namespaces; --hosts only if they are namespaces here)",
+    )
+    q.add_argument(
+        "--impair",
+        help="delay=5ms | model=m.json | loss=0.1%% on the router's links (needs --router; with --hosts, "
+        "the router of the topology those hosts are namespaces of)",
     )
     q.add_argument("--topo", help="run on an existing topology (from `net topo up`)")
     q.add_argument(

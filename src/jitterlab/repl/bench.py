@@ -30,6 +30,7 @@ from jitterlab.net import impair
 from jitterlab.net import topo as topology
 from jitterlab.net.nodes import Nodes, from_hosts, namespace_nodes
 from jitterlab.repl.hosts import plan_json
+from jitterlab.repl.links import hosts_links, resolve
 from jitterlab.repl.options import PRESETS, ReplOptions
 from jitterlab.repl.snmp import delta, udp_counters, udp_counters_of
 from jitterlab.stats import percentiles
@@ -63,9 +64,9 @@ def check_options(o: ReplOptions) -> None:
             f"--payload must be {POSE_HEADER_BYTES}..{MAX_POSE_BYTES} bytes (the pose header is "
             f"{POSE_HEADER_BYTES} B; a 1200 B datagram holds one pose of at most {MAX_POSE_BYTES} B), got {o.payload}"
         )
-    if o.hosts and (o.topo or o.router or o.shape or o.impair):
+    if o.hosts and (o.topo or o.router):
         raise JitterlabError(
-            "--hosts runs on real hosts: --nodes, --topo, --router, --shape and --impair are for namespaces"
+            "--hosts runs on hosts: --nodes, --topo and --router are for namespaces made or named here"
         )
     if o.networked and o.client_nodes < 1:
         raise JitterlabError("across nodes the server and the clients need two or more nodes")
@@ -83,7 +84,7 @@ def check_options(o: ReplOptions) -> None:
         )
     if o.impair is not None:
         impair.parse(o.impair)  # a bad spec is one line now, not after the first N
-        if not (o.router or o.topo):
+        if not (o.router or o.topo or o.hosts):  # hosts: their topology's router (repl/links.py)
             raise JitterlabError("--impair needs a router between the nodes: add --router")
     if (o.router or o.shape or o.impair) and not o.networked:
         raise JitterlabError(
@@ -241,9 +242,9 @@ def scaling_plan(o: ReplOptions) -> Plan:
     namespaces are made once around them all (or ``o.topo``'s are used)."""
     hosts = None
     if o.hosts:  # read and checked now: a bad hosts.toml is one line before anything runs
-        if o.client_nodes or o.topo or o.router or o.shape or o.impair:
+        if o.client_nodes or o.topo or o.router:
             raise JitterlabError(
-                "--hosts runs on real hosts: --nodes, --topo, --router, --shape and --impair are for namespaces"
+                "--hosts runs on hosts: --nodes, --topo and --router are for namespaces made or named here"
             )
         hosts = from_hosts(o.hosts)
         o = replace(o, client_nodes=hosts.count - 1)
@@ -255,7 +256,10 @@ def scaling_plan(o: ReplOptions) -> Plan:
     pin_clients = auto_clients if o.pin_clients is None else o.pin_clients
     total = len(o.clients) * (o.duration_s + o.warmup_s)
     setup: Any = None
-    if hosts is not None:
+    if hosts is not None and (o.impair or o.shape):  # hosts that are namespaces here, or refused
+        setup = partial(hosts_links, hosts, bool(o.impair), o.shape, str(o.hosts))
+        resolve(hosts, bool(o.impair), o.shape, str(o.hosts))  # refused now, before anything runs
+    elif hosts is not None:
         chosen = hosts
         setup = lambda: nullcontext(chosen)  # noqa: E731
     elif o.networked:
@@ -360,6 +364,7 @@ def _job(
         "nodes": o.client_nodes + 1 if nodes else 1,
         "router": bool(nodes and nodes.router),
         "impaired": o.impair,
+        "shape": o.shape,
         "pin": {"server": pin_server, "clients": pin_clients},
         "policy": o.policy,
         "priority": o.priority,
