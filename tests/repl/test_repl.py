@@ -413,7 +413,7 @@ def _qdiscs(netns: str) -> str:
 
 
 def test_hosts_that_are_namespaces_here_get_the_impairment_and_the_shape(
-    three_hosts: tuple[Path, str],
+    three_hosts: tuple[Path, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Issue 27 item 8: `--hosts` with `--impair` and `--shape`, the hosts being namespaces of
     this machine (an sshd in each): the engine holds every packet 2 ms in their topology's
@@ -425,6 +425,18 @@ def test_hosts_that_are_namespaces_here_get_the_impairment_and_the_shape(
         *("repl", "bench", "--clients", "4", "--rate", "50", "--duration", "1s", "--warmup", "0.3s"),
         *("--hosts", str(hosts), "--impair", "delay=2ms", "--shape", "rate=50mbit", "--store", str(store)),
     ]
+    # another topology up beside it (the default range: the same addresses) makes the hosts
+    # ambiguous: one line asking for --topo, which names theirs
+    from jitterlab.net import topo
+
+    other = topo.up(3, router=True)
+    try:
+        code, _out, err = run_main(argv, capsys)
+        assert code == 2 and "name theirs with --topo" in err, err
+        assert_one_line_error(err)
+    finally:
+        topo.down(other.name)
+    argv += ["--topo", name]
     proc = subprocess.Popen(
         [sys.executable, "-m", "jitterlab", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )

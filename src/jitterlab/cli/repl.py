@@ -76,7 +76,11 @@ def add_parser(sub: Any) -> None:
         help="delay=5ms | model=m.json | loss=0.1%% on the router's links (needs --router; with --hosts, "
         "the router of the topology those hosts are namespaces of)",
     )
-    q.add_argument("--topo", help="run on an existing topology (from `net topo up`)")
+    q.add_argument(
+        "--topo",
+        help="run on an existing topology (from `net topo up`); with --hosts and --impair/--shape: "
+        "the topology those hosts are namespaces of",
+    )
     q.add_argument(
         "--hosts",
         type=Path,

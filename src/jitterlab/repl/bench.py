@@ -64,9 +64,10 @@ def check_options(o: ReplOptions) -> None:
             f"--payload must be {POSE_HEADER_BYTES}..{MAX_POSE_BYTES} bytes (the pose header is "
             f"{POSE_HEADER_BYTES} B; a 1200 B datagram holds one pose of at most {MAX_POSE_BYTES} B), got {o.payload}"
         )
-    if o.hosts and (o.topo or o.router):
+    if o.hosts and (o.router or (o.topo and not (o.impair or o.shape))):
         raise JitterlabError(
-            "--hosts runs on hosts: --nodes, --topo and --router are for namespaces made or named here"
+            "--hosts runs on hosts: --nodes, --topo and --router are for namespaces made or named here "
+            "(--topo with --hosts only names the topology whose router --impair/--shape use)"
         )
     if o.networked and o.client_nodes < 1:
         raise JitterlabError("across nodes the server and the clients need two or more nodes")
@@ -242,9 +243,10 @@ def scaling_plan(o: ReplOptions) -> Plan:
     namespaces are made once around them all (or ``o.topo``'s are used)."""
     hosts = None
     if o.hosts:  # read and checked now: a bad hosts.toml is one line before anything runs
-        if o.client_nodes or o.topo or o.router:
+        if o.client_nodes or o.router or (o.topo and not (o.impair or o.shape)):
             raise JitterlabError(
-                "--hosts runs on hosts: --nodes, --topo and --router are for namespaces made or named here"
+                "--hosts runs on hosts: --nodes, --topo and --router are for namespaces made or named here "
+                "(--topo with --hosts only names the topology whose router --impair/--shape use)"
             )
         hosts = from_hosts(o.hosts)
         o = replace(o, client_nodes=hosts.count - 1)
@@ -257,8 +259,8 @@ def scaling_plan(o: ReplOptions) -> Plan:
     total = len(o.clients) * (o.duration_s + o.warmup_s)
     setup: Any = None
     if hosts is not None and (o.impair or o.shape):  # hosts that are namespaces here, or refused
-        setup = partial(hosts_links, hosts, bool(o.impair), o.shape, str(o.hosts))
-        resolve(hosts, bool(o.impair), o.shape, str(o.hosts))  # refused now, before anything runs
+        setup = partial(hosts_links, hosts, bool(o.impair), o.shape, str(o.hosts), o.topo)
+        resolve(hosts, bool(o.impair), o.shape, str(o.hosts), o.topo)  # refused now, before anything runs
     elif hosts is not None:
         chosen = hosts
         setup = lambda: nullcontext(chosen)  # noqa: E731

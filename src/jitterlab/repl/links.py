@@ -3,7 +3,8 @@
 Impairment and shaping act on links this machine controls: the router namespace of a
 topology (``net topo up --router``) and the veth devices of its nodes. When every host of
 hosts.toml is a node of one such topology (its address is that node's; each host reached over
-ssh inside its namespace, as tests/conftest.py's ``sshd_in_namespace`` does), ``--impair`` runs
+ssh inside its namespace, as tests/conftest.py's ``sshd_in_namespace`` does; ``--topo NAME``
+names that topology when several hold the same addresses), ``--impair`` runs
 the impairment engine in that router, as ``repl bench --nodes/--topo`` and ``net bench`` do, and
 ``--shape`` puts a token bucket on each node's link for the run and removes it after. For real
 remote hosts there is no router of ours on their path: refused in one line (``net bench
@@ -25,9 +26,23 @@ from jitterlab.net.nodes import Nodes
 SHAPE_BURST = "64kb"  # as net/topo.py's links made with --shape
 
 
-def local_topology(nodes: Nodes) -> topology.Topology | None:
-    """The topology on this machine whose nodes carry every host's address, if one does."""
+def _holds(topo: topology.Topology, addresses: list[str]) -> bool:
+    own = {link["a_addr"] for link in topo.links if link["a"] >= 0}
+    own |= {link["b_addr"] for link in topo.links if link["b"] >= 0}
+    return all(address in own for address in addresses)
+
+
+def local_topology(nodes: Nodes, name: str | None, path: str) -> topology.Topology | None:
+    """The topology on this machine whose nodes carry every host's address: ``name``'s
+    (checked), else the only one that does; several (topologies share the default address
+    range) are one line asking for ``--topo``."""
     wanted = [nodes.address(0, k) for k in range(nodes.count)]  # hosts.toml: one address per host
+    if name:
+        topo = topology.load(name)
+        if not _holds(topo, wanted):
+            raise JitterlabError(f"--hosts {path}: the hosts' addresses are not nodes of topology {name}")
+        return topo
+    found = []
     for row in topology.listing():
         if row["state"] != "up":
             continue
@@ -35,11 +50,14 @@ def local_topology(nodes: Nodes) -> topology.Topology | None:
             topo = topology.load(row["name"])
         except JitterlabError:
             continue
-        own = {link["a_addr"]: link["a"] for link in topo.links if link["a"] >= 0}
-        own |= {link["b_addr"]: link["b"] for link in topo.links if link["b"] >= 0}
-        if all(address in own for address in wanted):
-            return topo
-    return None
+        if _holds(topo, wanted):
+            found.append(topo)
+    if len(found) > 1:
+        raise JitterlabError(
+            f"--hosts {path}: the hosts' addresses are nodes of {len(found)} topologies here "
+            f"({', '.join(t.name for t in found)}): name theirs with --topo"
+        )
+    return found[0] if found else None
 
 
 def _tc(netns: str, *args: str) -> None:
@@ -48,10 +66,12 @@ def _tc(netns: str, *args: str) -> None:
         raise JitterlabError(f"tc {' '.join(args)} in {netns}: {done.stderr.strip() or 'failed'}")
 
 
-def resolve(nodes: Nodes, impair: bool, shape: dict[str, str] | None, path: str) -> topology.Topology:
+def resolve(
+    nodes: Nodes, impair: bool, shape: dict[str, str] | None, path: str, name: str | None = None
+) -> topology.Topology:
     """The topology the hosts live in, checked for what is asked of it; one line when the
     hosts are not ours or it cannot give it."""
-    topo = local_topology(nodes)
+    topo = local_topology(nodes, name, path)
     if topo is None:
         raise JitterlabError(
             f"--impair and --shape with --hosts {path}: these hosts are not namespaces of this machine "
@@ -70,10 +90,12 @@ def resolve(nodes: Nodes, impair: bool, shape: dict[str, str] | None, path: str)
 
 
 @contextmanager
-def hosts_links(nodes: Nodes, impair: bool, shape: dict[str, str] | None, path: str) -> Iterator[Nodes]:
+def hosts_links(
+    nodes: Nodes, impair: bool, shape: dict[str, str] | None, path: str, name: str | None = None
+) -> Iterator[Nodes]:
     """``nodes`` with the router of the topology the hosts live in (for ``--impair``), their
     links shaped while the plan runs (``--shape``) and unshaped after, on every way out."""
-    topo = resolve(nodes, impair, shape, path)
+    topo = resolve(nodes, impair, shape, path, name)
     devices = [
         (ns, dev)
         for link in topo.links
