@@ -66,6 +66,13 @@ TEST(ReplLoopback, EveryObserverGetsEveryOtherPose) {
     EXPECT_GE(ss.pose_datagrams_received, fs.poses_sent / 2);
     EXPECT_LE(ss.pose_datagrams_received, fs.poses_sent + kClients);
     EXPECT_GT(fs.pongs, 0);
+    // each pong carries the start of the tick that answered it: after the ping, before the pong was read
+    ASSERT_EQ(fs.ping_tick_ns.size(), fs.ping_rtt_ns.size());
+    ASSERT_EQ(fs.ping_send_ns.size(), fs.ping_rtt_ns.size());
+    for (std::size_t i = 0; i < fs.ping_rtt_ns.size(); ++i) {
+        EXPECT_GE(fs.ping_tick_ns[i], fs.ping_send_ns[i]);
+        EXPECT_LE(fs.ping_tick_ns[i], fs.ping_send_ns[i] + fs.ping_rtt_ns[i]);
+    }
     EXPECT_EQ(server.stats().bad_datagrams, 0);
     // every counted tick ran on some CPU; the thread's user + system time is its CPU time
     // (both from the scheduler's runtime; rusage rounds to microseconds)
