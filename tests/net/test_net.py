@@ -916,7 +916,8 @@ def test_an_agents_parts_and_samples_are_raw_files_the_raw_reader_reads(
         client.expect("ready")
         client.send("go")
         client.expect("result")
-        final = client.records()
+        block = client.records(tmp_path / "final.jlraw")  # streamed from the pipe to a file
+        final = block.records
     finally:
         client.close()
         server.close()

@@ -15,18 +15,25 @@ import signal
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO, Any
 
-import numpy as np
-
-from jitterlab.core.errors import JitterlabError
+from jitterlab.core.errors import CorruptRunError, JitterlabError
+from jitterlab.core.fileio import open_output
 from jitterlab.core.programs import native_program
 from jitterlab.core.version import __version__
-from jitterlab.store.rawfile import HEADER_BYTES, NET_RECORD_DTYPE, raw_image_size, read_raw_bytes
+from jitterlab.store.rawfile import (
+    HEADER_BYTES,
+    NET_RECORD_DTYPE,
+    RawSamples,
+    raw_image_size,
+    read_raw_samples,
+)
 
 # 2: records are the run format's raw file (docs/run-format.md), no longer a 40-byte record of
 # the agents' own
 PROTOCOL = 2
+COPY_BYTES = 8 << 20  # a samples block is copied from the pipe to its file this much at a time
 
 
 @dataclass(frozen=True)
@@ -177,14 +184,37 @@ class Agent:
             if line.startswith(word):
                 return line.strip()
 
-    def records(self) -> np.ndarray:
-        """The ``samples N`` block that follows a result, decoded by the run format's raw-file
-        reader (:data:`NET_RECORD_DTYPE`: the columns the run stores)."""
-        data = self._block(int(self.expect("samples").split()[1]))
-        raw = read_raw_bytes(data, f"{self._where()}: its samples")
-        if raw.loaded is None or raw.loaded.dtype != NET_RECORD_DTYPE:
+    def records(self, path: Path) -> RawSamples:
+        """The ``samples N`` block that follows a result, copied from the pipe to ``path``
+        as it comes (a few MiB at a time, never the whole block in memory; written
+        atomically) and checked by the run format's raw-file reader: its records are
+        :data:`NET_RECORD_DTYPE`, the columns the run stores, read from ``path`` as used."""
+        count = int(self.expect("samples").split()[1])
+        out: IO[bytes] = self.proc.stdout  # type: ignore[assignment]
+        with open_output(path) as f:
+            try:
+                head = out.read(HEADER_BYTES)
+                f.write(head)
+                left = (
+                    raw_image_size(head, count, f"{self._where()}: its samples") - HEADER_BYTES
+                    if len(head) == HEADER_BYTES
+                    else 0
+                )
+                while left:
+                    data = out.read(min(left, COPY_BYTES))
+                    if not data:
+                        break  # the agent died while writing: the reader keeps the whole records
+                    f.write(data)
+                    left -= len(data)
+            except ValueError:  # the pipe was closed meanwhile (see _line): nothing more came
+                pass
+        try:
+            raw = read_raw_samples(path)
+        except CorruptRunError as e:
+            raise JitterlabError(f"{self._where()}: its samples: {e}") from None
+        if raw.dtype != NET_RECORD_DTYPE:
             raise JitterlabError(f"{self._where()}: its samples are not net records")
-        return raw.loaded
+        return raw
 
     def _block(self, count: int) -> bytes:
         """The raw sample file of ``count`` records that follows a ``samples``/``part`` line
@@ -219,10 +249,11 @@ class Agent:
             raise JitterlabError(f"{self._where()}: {line[6:].strip()}")
         raise JitterlabError(f"{self._where()}: the agent exited ({self._failure(line)})")
 
-    def collect(self) -> tuple[dict[str, Any], np.ndarray]:
+    def collect(self, path: Path) -> tuple[dict[str, Any], RawSamples]:
+        """A serving agent's result and its records (copied to ``path``: :meth:`records`)."""
         self.send("collect")
         result = parse_result(self.expect("result"))
-        return result, self.records()
+        return result, self.records(path)
 
     def close(self) -> None:
         """Ask the agent to quit; stop it if it does not."""

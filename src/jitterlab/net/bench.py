@@ -38,8 +38,8 @@ from jitterlab.net.options import (  # the options the command line parses, ligh
     check_options,
 )
 from jitterlab.store import ResultsStore, Run
-from jitterlab.store.rawfile import FOOTER_BYTES, HEADER_BYTES, NET_RECORD_DTYPE, RawSamples
-from jitterlab.store.runs import DRAFT_JSON, PARTS_DIR
+from jitterlab.store.rawfile import FOOTER_BYTES, HEADER_BYTES, RawSamples
+from jitterlab.store.runs import BLOCKS_DIR, DRAFT_JSON, PARTS_DIR
 
 # The JVM agent: with a parallel collector and a fixed heap its stream steps ran at
 # 130,000-220,000 msg/s here; with G1 and a growing heap at 60,000-90,000.
@@ -163,7 +163,8 @@ def _run_one(store: ResultsStore, o: NetOptions, nodes: Nodes, case: Case, warn:
                 "'jitterlab recover' stores them as a partial run"
             ) from None
         (staging / DRAFT_JSON).unlink(missing_ok=True)
-        shutil.rmtree(staging / PARTS_DIR, ignore_errors=True)
+        for name in (PARTS_DIR, BLOCKS_DIR):
+            shutil.rmtree(staging / name, ignore_errors=True)
         store.discard_if_empty(staging)  # a failed run leaves no empty folder (issue 24 item 13)
         raise
     except BaseException:
@@ -192,7 +193,7 @@ def _measure(
     total = int((o.warmup_s + o.duration_s) * 1e9)
     bar = ProgressBar(label, total, scale=1e9, unit="s")
     interrupted = False
-    server_records = np.zeros(0, NET_RECORD_DTYPE)
+    server_blocks: list[RawSamples] = []
     server_results: list[dict[str, Any]] = []
     log = np.zeros((0, 3), np.int64)
     program, versions = (
@@ -288,22 +289,24 @@ def _measure(
                 interrupted = True
                 client.proc.send_signal(signal.SIGINT)  # the agent stops at its next check and reports
                 result = parse_result(client.expect("result"))
-            records = client.records()
+            # each agent's whole block goes to a file of its own, never into memory
+            blocks = staging / BLOCKS_DIR
+            blocks.mkdir(mode=0o700, exist_ok=True)
+            records = client.records(blocks / "node-0.jlraw")
             t_end = _now_ns()
             if scenario == "stream":
-                for server in servers:
-                    res, recs = server.collect()
+                for k, server in enumerate(servers, start=1):
+                    res, block = server.collect(blocks / f"node-{k}.jlraw")
                     server_results.append(res)
-                    server_records = np.concatenate([server_records, recs])
+                    server_blocks.append(block)
         finally:
             bar.close()
             if link:
                 log = link.stop()
-    # finished: the whole result replaces the parts (they were only for a coordinator killed mid-run)
-    shutil.rmtree(staging / PARTS_DIR, ignore_errors=True)
-    (staging / DRAFT_JSON).unlink(missing_ok=True)
+    # finished: the whole result replaces the parts (they were only for a coordinator killed
+    # mid-run); they go once the run's samples file is written (ResultsStore.commit_blocks)
     # stream: one-way per message, timed at the receiver; else the client's records
-    samples = server_records if scenario == "stream" else records
+    samples = server_blocks if scenario == "stream" else [records]
     net_block = _net_block(o, scenario, transport, result, records, server_results) | {
         "runtime_versions": versions,
         **({"render_nodes": count - 1} if scenario == "frame-sync" else {}),
@@ -355,7 +358,7 @@ def _net_block(
     scenario: str,
     transport: str,
     result: dict[str, Any],
-    records: np.ndarray,
+    records: RawSamples,
     server_results: list[dict[str, Any]],
 ) -> dict[str, Any]:
     sent = int(result.get("sent", 0))
@@ -406,7 +409,8 @@ def _net_block(
         block["frames"] = frames
         block["frames_complete"] = int(result.get("frames_complete", 0))
         block["fps"] = frames / (window_s + o.warmup_s)
-        block["skew"] = _skew(records)
+        # frame-sync records are frames x render nodes (60 fps x 9 nodes x 10 s: 5,400): small
+        block["skew"] = _skew(records.records)
     return block
 
 
@@ -479,11 +483,10 @@ def _server_parts(servers: list[Agent], write: PartWriter) -> Callable[[bool], N
     return pull
 
 
-def _commit(store: ResultsStore, staging: Any, meta: dict[str, Any], samples: np.ndarray) -> Run:
-    """The agents' records (already the run format's net records) stored in pair, seq order."""
-    order = np.lexsort((samples["seq"], samples["pair"]))
-    raw = RawSamples(samples[order], partial=meta["status"] == "partial", truncated=False, note="")
-    return store.commit(staging, raw, meta)
+def _commit(store: ResultsStore, staging: Path, meta: dict[str, Any], blocks: list[RawSamples]) -> Run:
+    """The agents' blocks (raw files of the run format's net records) stored in pair, seq
+    order, streaming (an external merge sort: memory independent of the run's size)."""
+    return store.commit_blocks(staging, blocks, meta)
 
 
 ROUND_TRIP_TOLERANCE_NS = 500_000  # the issue's ±0.5 ms on the added round trip

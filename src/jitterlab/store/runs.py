@@ -79,6 +79,9 @@ STAGING = ".staging"
 _CLAIMED: dict[str, int] = {}
 PARTS_DIR = "parts"  # rolling sample parts of a long-running recorder (a monitor)
 DRAFT_JSON = "run.draft.json"  # its run.json so far, for recover
+# a net run's finished blocks (the agents' raw files) and the scratch files of their sort:
+# a run killed before it was stored is recovered from its parts, and this folder dropped
+BLOCKS_DIR = "blocks"
 
 # One chunk of samples on the way into the store: pair (an array, or one pair for all),
 # seq, t_send_ns, t_recv_ns, and the extra int64 columns by name (ResultsStore.commit_chunks).
@@ -364,6 +367,14 @@ def read_run_json(directory: Path) -> dict[str, Any]:
     return validate_run_json(meta, path)
 
 
+def _drop_sources(staging: Path) -> None:
+    """Remove what a staging folder's samples were written from (a recorder's parts, a net
+    run's blocks, its draft): called once the samples file is whole, before publishing."""
+    for name in (PARTS_DIR, BLOCKS_DIR):
+        shutil.rmtree(staging / name, ignore_errors=True)
+    (staging / DRAFT_JSON).unlink(missing_ok=True)
+
+
 class ResultsStore:
     """A folder of runs (default ``./jitterlab-results``)."""
 
@@ -602,6 +613,31 @@ class ResultsStore:
 
         return self.commit_chunks(staging, meta, chunks(), (*own, *extra), written=drop_raw)
 
+    def commit_blocks(
+        self, staging: Path, blocks: list[RawSamples], meta: dict[str, Any], rows: int | None = None
+    ) -> Run:
+        """Store raw files of one layout (a ``jitterlab net`` run's blocks, each as an agent
+        handed it over) as one run in (pair, seq) order, streaming: an external merge sort
+        (:func:`jitterlab.store.sorting.sorted_records`, ``rows`` records at a time) feeds the
+        samples file, never every record at once. The run's parts, draft and ``blocks/``
+        (with the sort's scratch files) are removed only once the samples file is written: a
+        process killed before leaves them for ``recover``."""
+        import numpy as np
+
+        from jitterlab.store.rawfile import CHUNK_RECORDS
+        from jitterlab.store.sorting import sorted_records
+
+        extra = blocks[0].extra if blocks else ()
+        folder = staging / BLOCKS_DIR
+        folder.mkdir(mode=0o700, exist_ok=True)
+
+        def chunks() -> Iterator[Chunk]:
+            for c in sorted_records(blocks, folder / "sorted", rows or CHUNK_RECORDS):
+                columns = {name: c[name].astype(np.int64) for name in extra}
+                yield c["pair"], c["seq"], c["t_send_ns"], c["t_recv_ns"], columns
+
+        return self.commit_chunks(staging, meta, chunks(), extra, written=lambda: _drop_sources(staging))
+
     def commit_latencies(
         self, meta: dict[str, Any], t_send_ns: np.ndarray, t_recv_ns: np.ndarray, partial: bool = False
     ) -> Run:
@@ -760,11 +796,7 @@ class ResultsStore:
                         {name: b.column(4 + k).to_numpy() for k, name in enumerate(extra)},
                     )
 
-        def drop_parts() -> None:
-            shutil.rmtree(staging / PARTS_DIR, ignore_errors=True)
-            (staging / DRAFT_JSON).unlink(missing_ok=True)
-
-        return self.commit_chunks(staging, meta, chunks(), extra, written=drop_parts)
+        return self.commit_chunks(staging, meta, chunks(), extra, written=lambda: _drop_sources(staging))
 
     @staticmethod
     def check_leftover(staging: Path) -> None:
