@@ -9,13 +9,19 @@ recording becomes a stored run.
   run.json and one-second parts of 1 M samples), which runs the same code as the stop
   (``ResultsStore.commit_parts``) in a process of its own, so the figure is that path's
   alone, not the serve's drain loop.
+- ``jitterlab net bench --scenario stream`` (udp, namespaces: needs root) of ``--net-samples``
+  messages at each of two sizes (default 1 M and 4 M, in 4 steps): the receiving agent's
+  block copied to staging and stored by the external merge sort. The tree includes the
+  agents, and the receiving agent holds its records until the end (56 B a message): that
+  part grows with the size by design; the coordinator's does not. ``--net-samples ""`` skips it.
 
 Each is run ``--repeats`` times (default 3) and measured with ``treemem.run_measured``
 (the sum of the RSS of the command and all its descendants, sampled every 20 ms); the
 median and range are printed. Targets: ≤ 1 GB each. The stored run's summary is checked
 against the generated data's (the count, and the exact p50/max).
 
-    python benchmarks/write_memory.py [--rows 100000000] [--monitor-samples 28000000] [--quick]
+    python benchmarks/write_memory.py [--rows 100000000] [--monitor-samples 28000000]
+        [--net-samples 1000000,4000000] [--quick]
 """
 
 from __future__ import annotations
@@ -115,47 +121,73 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=100_000_000)
     parser.add_argument("--monitor-samples", type=int, default=28_000_000)
+    parser.add_argument("--net-samples", default="1000000,4000000", help="stream sizes ('' skips)")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--only", default="import,monitor,net", help="which cases (comma-separated)")
     parser.add_argument("--quick", action="store_true", help="2 M rows and 2 M monitor samples, once")
     parser.add_argument("--json", action="store_true", help="one object of the figures on the last line")
     args = parser.parse_args()
     if args.quick:  # all.py repeats the whole script
         args.rows, args.monitor_samples, args.repeats = 2_000_000, 2_000_000, 1
+        args.net_samples = "200000,400000"
     exe = [sys.executable, "-m", "jitterlab"]
     figures: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="jl-write-memory-", dir=os.environ.get("TMPDIR")) as tmp:
         root = Path(tmp)
-        csv_path = root / "samples.csv"
-        rows, largest = write_csv(csv_path, args.rows, seed=1)
-        print(f"CSV: {rows:,} rows, {csv_path.stat().st_size / 1e9:.2f} GB")
-        stores = iter(range(args.repeats))
-        import_results = []
-        for _ in range(args.repeats):
-            store = root / f"import-{next(stores)}"
-            import_results += measure(
-                "import", [*exe, "import", str(csv_path), "--store", str(store)], 1, None
+        only = set(args.only.split(","))
+        if "import" in only:
+            csv_path = root / "samples.csv"
+            rows, largest = write_csv(csv_path, args.rows, seed=1)
+            print(f"CSV: {rows:,} rows, {csv_path.stat().st_size / 1e9:.2f} GB")
+            stores = iter(range(args.repeats))
+            import_results = []
+            for _ in range(args.repeats):
+                store = root / f"import-{next(stores)}"
+                import_results += measure(
+                    "import", [*exe, "import", str(csv_path), "--store", str(store)], 1, None
+                )
+                run = ResultsStore(store).runs()[0]
+                summary = run.meta["summary"]["latency_ns"]
+                assert summary["count"] == rows and summary["max"] == largest, summary
+            csv_path.unlink()
+            report(f"import of a {rows / 1e6:g} M-row CSV", import_results)
+            figures["import_peak_mb"] = float(np.median([b / 1e6 for _, b in import_results]))
+            figures["import_s"] = float(np.median([s for s, _ in import_results]))
+
+        if "monitor" in only:
+            store = root / "monitor"
+
+            def prepare() -> None:
+                monitor_staging(store, args.monitor_samples, seed=2)
+
+            stop_results = measure("recover", [*exe, "recover", "--store", str(store)], args.repeats, prepare)
+            runs = ResultsStore(store).runs()
+            assert len(runs) == args.repeats and all(
+                r.meta["summary"]["latency_ns"]["count"] == args.monitor_samples for r in runs
             )
-            run = ResultsStore(store).runs()[0]
-            summary = run.meta["summary"]["latency_ns"]
-            assert summary["count"] == rows and summary["max"] == largest, summary
-        csv_path.unlink()
-        report(f"import of a {rows / 1e6:g} M-row CSV", import_results)
-        figures["import_peak_mb"] = float(np.median([b / 1e6 for _, b in import_results]))
-        figures["import_s"] = float(np.median([s for s, _ in import_results]))
-
-        store = root / "monitor"
-
-        def prepare() -> None:
-            monitor_staging(store, args.monitor_samples, seed=2)
-
-        stop_results = measure("recover", [*exe, "recover", "--store", str(store)], args.repeats, prepare)
-        runs = ResultsStore(store).runs()
-        assert len(runs) == args.repeats and all(
-            r.meta["summary"]["latency_ns"]["count"] == args.monitor_samples for r in runs
-        )
-        report(f"monitor stop with {args.monitor_samples / 1e6:g} M samples (parts → run)", stop_results)
-        figures["monitor_stop_peak_mb"] = float(np.median([b / 1e6 for _, b in stop_results]))
-        figures["monitor_stop_s"] = float(np.median([s for s, _ in stop_results]))
+            report(f"monitor stop with {args.monitor_samples / 1e6:g} M samples (parts → run)", stop_results)
+            figures["monitor_stop_peak_mb"] = float(np.median([b / 1e6 for _, b in stop_results]))
+            figures["monitor_stop_s"] = float(np.median([s for s, _ in stop_results]))
+        for n in [int(x) for x in args.net_samples.split(",") if x and "net" in only]:
+            net_results = []
+            for k in range(args.repeats):
+                store = root / f"net-{n}-{k}"
+                cmd = [
+                    *exe,
+                    "net",
+                    "bench",
+                    "--scenario",
+                    "stream",
+                    "--transport",
+                    "udp",
+                    "--store",
+                    str(store),
+                ]
+                net_results += measure("net bench", [*cmd, "--samples", str(n // 4), "--steps", "4"], 1, None)
+                run = ResultsStore(store).runs()[0]
+                assert run.meta["samples"]["rows"] > 0, run.meta["net"]
+            report(f"net bench stream of {n / 1e6:g} M messages (blocks → run)", net_results)
+            figures[f"net_stream_{n}_peak_mb"] = float(np.median([b / 1e6 for _, b in net_results]))
     if args.json:
         print(json.dumps(figures))
     return 0

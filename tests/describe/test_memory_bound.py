@@ -18,12 +18,22 @@ def test_an_analysis_that_would_not_fit_refuses_in_one_line_and_streaming_ones_g
     rows = run.meta["samples"]["rows"]
     monkeypatch.setenv("JITTERLAB_MEMORY_LIMIT_MB", "1")  # far below rows × 80 B
     out_file = str(tmp_path / "out.csv")
+    model_file = str(tmp_path / "model.json")
     code, out, err = run_main(
-        ["export", run.id, "--format", "csv", "-o", out_file, "--store", str(store)], capsys
+        ["model", "build", run.id, "--kde", "-o", model_file, "--store", str(store)], capsys
     )
-    assert code == 2 and out == ""
+    assert code == 2 and out == "" and not Path(model_file).exists()
     assert_one_line_error(err)
-    assert f"all {rows:,} samples" in err and "GB available" in err and "describe (any --test" in err
+    assert f"all {rows:,} samples" in err and "GB available" in err and "without --kde" in err
+    # export streams every format (issue 25 item 3), so does model build without --kde
+    for fmt in ("csv", "parquet"):
+        code, _, err = run_main(
+            ["export", run.id, "--format", fmt, "--from", "0.1", "-o", out_file, "--store", str(store)],
+            capsys,
+        )
+        assert code == 0, (fmt, err)
+    code, _, err = run_main(["model", "build", run.id, "-o", model_file, "--store", str(store)], capsys)
+    assert code == 0, err
     # describe streams whatever the test and the time range (issue 25 item 1)
     streamed = {}
     for args in ([], ["--test", "gesd"], ["--test", "walsh"], ["--from", "0.1", "--to", "0.4"]):
@@ -35,7 +45,7 @@ def test_an_analysis_that_would_not_fit_refuses_in_one_line_and_streaming_ones_g
     code, out, _ = run_main(["show", run.id, "--store", str(store), "--json", "--recompute"], capsys)
     assert code == 0 and json.loads(out)["summary_ns"]["count"] == rows
     monkeypatch.setenv("JITTERLAB_MEMORY_LIMIT_MB", "1000")  # room enough: held in memory as before
-    code, _, _ = run_main(
-        ["export", run.id, "--format", "csv", "-o", out_file, "--store", str(store)], capsys
+    code, _, err = run_main(
+        ["model", "build", run.id, "--kde", "-o", model_file, "--store", str(store)], capsys
     )
-    assert code == 0
+    assert code == 0, err

@@ -195,7 +195,7 @@ def _describe_streamed(
             lambda _table: _other_test_streamed(engine.latency(path), test, alpha, summary.count),
         )
         return RunDescription(
-            run, summary, test, categories, windows, None, spike_attribution(run, categories)
+            run, summary, test, categories, windows, None, spike_attribution(run, categories, span)
         )
     reference = None
     screening = None
@@ -226,7 +226,7 @@ def _describe_streamed(
         categories,
         windows,
         baseline.id if baseline else None,
-        spike_attribution(run, categories),
+        spike_attribution(run, categories, span),
         screening,
     )
 
@@ -244,13 +244,12 @@ def _other_test_streamed(scan: Scan, test: str, alpha: float, count: int) -> Sta
 
 def restrict(run: Run, from_s: float | None, to_s: float | None) -> tuple[Run, Span | None]:
     """``--from``/``--to`` of a sample run for ``describe``: the run and the span its
-    analyses read in row groups (:mod:`jitterlab.store.span`), or, for a traced run (its
-    spike attribution takes the spikes' pairs and times from the samples in memory), the
-    run restricted in memory by :func:`time_range` and no span."""
+    analyses read in row groups (:mod:`jitterlab.store.span`; a traced run's spike
+    attribution too), or, for a run in memory, the run restricted by :func:`time_range`
+    and no span."""
     if from_s is None and to_s is None:
         return run, None
-    traced = (run.meta.get("trace") or {}).get("available")
-    if traced or run.loaded:
+    if run.loaded:
         return time_range(run, from_s, to_s), None
     return run, time_span(run, from_s, to_s)
 

@@ -11,34 +11,48 @@ preempting its vCPU — or "no traced event" on bare metal: never guessed.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
+import pyarrow.parquet as pq
 
 from jitterlab.stats import StackedResult
 from jitterlab.store import Run
+from jitterlab.store.runs import verified_samples_path
+from jitterlab.store.span import Span
 from jitterlab.store.trace import TRACE_FILE, TraceEvents, read_trace_events
+from jitterlab.store.writer import READ_BATCH_ROWS
+
+Spikes = tuple[np.ndarray, np.ndarray, np.ndarray]  # cpu, start, end of each spike
 
 
 def attribute(
     events: TraceEvents, cpus: np.ndarray, starts: np.ndarray, ends: np.ndarray, in_vm: bool
 ) -> dict[str, Any]:
     """Causes of each spike (cpu, [start, end]) and their totals."""
+    return attribute_chunks(events, [(cpus, starts, ends)], in_vm)
+
+
+def attribute_chunks(events: TraceEvents, chunks: Iterable[Spikes], in_vm: bool) -> dict[str, Any]:
+    """:func:`attribute` of spikes that come chunk by chunk (a run read in row groups)."""
     nothing = "no guest event (host or hypervisor)" if in_vm else "no traced event"
     gaps: Counter[str] = Counter()
     time_ns: Counter[str] = Counter()
     attributed = 0
-    for cpu, start, end in zip(cpus.tolist(), starts.tolist(), ends.tolist(), strict=True):
-        t = events.times.get(cpu)
-        found: set[str] = set()
-        if t is not None:
-            lo, hi = np.searchsorted(t, start, "left"), np.searchsorted(t, end, "right")
-            found = set(events.causes[cpu][lo:hi])
-        attributed += bool(found)
-        for cause in found or {nothing}:
-            gaps[cause] += 1
-            time_ns[cause] += end - start
-    total = int(cpus.size)
+    total = 0
+    for cpus, starts, ends in chunks:
+        total += int(cpus.size)
+        for cpu, start, end in zip(cpus.tolist(), starts.tolist(), ends.tolist(), strict=True):
+            t = events.times.get(cpu)
+            found: set[str] = set()
+            if t is not None:
+                lo, hi = np.searchsorted(t, start, "left"), np.searchsorted(t, end, "right")
+                found = set(events.causes[cpu][lo:hi])
+            attributed += bool(found)
+            for cause in found or {nothing}:
+                gaps[cause] += 1
+                time_ns[cause] += end - start
     causes = [
         {"cause": c, "spikes": n, "share": n / max(total, 1), "time_ns": int(time_ns[c])}
         for c, n in gaps.most_common(25)
@@ -46,8 +60,12 @@ def attribute(
     return {"spikes": total, "attributed": attributed, "causes": causes}
 
 
-def spike_attribution(run: Run, categories: StackedResult | None = None) -> dict[str, Any] | None:
-    """The attribution block of a traced run (None when the run was not traced).
+def spike_attribution(
+    run: Run, categories: StackedResult | None = None, span: Span | None = None
+) -> dict[str, Any] | None:
+    """The attribution block of a traced run (None when the run was not traced), its
+    samples read in row groups unless the run is in memory (only the spikes' cpu and
+    times are kept, chunk by chunk); ``span``: of the samples sent in it only.
 
     ``categories``: the outlier test's result for this run; samples above its first
     threshold are the spikes (ignored for runs whose every sample is a spike, like hiccup).
@@ -61,19 +79,22 @@ def spike_attribution(run: Run, categories: StackedResult | None = None) -> dict
     where = trace.get("spike_cpu") or {}
     if not where.get("available"):
         return {"available": False, "reason": where.get("reason")}
-    latency = run.latency_ns
-    if trace.get("spikes") == "all":
-        spikes = np.ones(latency.size, dtype=bool)
-    else:
-        cut = categories.thresholds if categories is not None else ()
-        spikes = latency > cut[0] if cut else np.zeros(latency.size, dtype=bool)
-    pair = run.pair[spikes]
-    if where.get("from") == "pair":
-        cpus = pair.astype(np.int64)
-    else:
-        cpus = np.asarray(where["cpu_of_pair"], dtype=np.int64)[pair]
+    everything = trace.get("spikes") == "all"
+    cut = categories.thresholds if categories is not None else ()
+    cpu_of_pair = None if where.get("from") == "pair" else np.asarray(where["cpu_of_pair"], dtype=np.int64)
+
+    def spikes() -> Iterator[Spikes]:
+        for pair, send, recv in _columns(run, span):
+            keep = (
+                np.ones(send.size, dtype=bool)
+                if everything
+                else (recv - send > cut[0] if cut else np.zeros(send.size, dtype=bool))
+            )
+            pair = pair[keep].astype(np.int64)
+            yield pair if cpu_of_pair is None else cpu_of_pair[pair], send[keep], recv[keep]
+
     events = read_trace_events(run.path / str(trace.get("file", TRACE_FILE)), trace.get("events", {}))
-    result = attribute(events, cpus, run.t_send_ns[spikes], run.t_recv_ns[spikes], bool(trace.get("in_vm")))
+    result = attribute_chunks(events, spikes(), bool(trace.get("in_vm")))
     return {
         "available": True,
         "tool": trace.get("tool"),
@@ -81,3 +102,18 @@ def spike_attribution(run: Run, categories: StackedResult | None = None) -> dict
         "events": trace.get("events"),
         **result,
     }
+
+
+def _columns(run: Run, span: Span | None) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """(pair, t_send_ns, t_recv_ns) of the run: its columns when it is in memory, else its
+    file batch by batch (memory independent of the run's size), of the span when given."""
+    if run.loaded:
+        yield run.pair, run.t_send_ns, run.t_recv_ns
+        return
+    with pq.ParquetFile(verified_samples_path(run), pre_buffer=False) as f:
+        for batch in f.iter_batches(batch_size=READ_BATCH_ROWS, columns=["pair", "t_send_ns", "t_recv_ns"]):
+            pair, send, recv = (batch.column(k).to_numpy() for k in range(3))
+            if span is not None:
+                keep = span.keeps(send)
+                pair, send, recv = pair[keep], send[keep], recv[keep]
+            yield pair, send, recv

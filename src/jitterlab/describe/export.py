@@ -1,9 +1,14 @@
 """Exporters: a stored run written as HdrHistogram (.hgrm, .hlog), CSV or Parquet.
 
 One exporter per format behind one interface (hyperfine's habit): each is a function
-``(run, options) -> bytes`` registered in :data:`EXPORTERS`; :func:`export_run` picks one,
-checks what the run holds, and writes the file atomically. A new format is one function
-and one line in the table.
+``(run, options, out)`` that writes to the binary file ``out``, registered in
+:data:`EXPORTERS`; :func:`export_run` picks one, checks what the run holds, and streams it
+to the file (atomically: core/fileio.py's writer) or standard output. A new format is one
+function and one line in the table.
+
+CSV and Parquet stream: the run's file is read row group by row group (of ``--from/--to``,
+only the row groups that can hold the span, store/span.py) and written batch by batch,
+never the run in memory; the bytes are the same as writing the whole table at once.
 
 The HdrHistogram formats are HdrHistogram Java 2.2.2's, read back equal by its
 HistogramLogReader and HistogramLogProcessor (tests/store/test_hdr_oracle.py):
@@ -19,9 +24,11 @@ HistogramLogReader and HistogramLogProcessor (tests/store/test_hdr_oracle.py):
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Iterable, Sequence
+import shutil
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 import pyarrow as pa
@@ -29,7 +36,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from jitterlab.core.errors import JitterlabError
-from jitterlab.core.fileio import atomic_write_bytes
+from jitterlab.core.fileio import open_output
 from jitterlab.core.version import __version__
 from jitterlab.describe.analysis import time_range
 from jitterlab.store import Run
@@ -38,8 +45,8 @@ from jitterlab.store.hdr.log import LogWriter
 from jitterlab.store.hdr.streams import UNITS_NS, read_figures
 from jitterlab.store.hdr.text import percentile_distribution
 from jitterlab.store.runs import verified_samples_path
-from jitterlab.store.span import span_timed_chunks, time_span
-from jitterlab.store.writer import timed_latency_chunks
+from jitterlab.store.span import Span, span_timed_chunks, time_span
+from jitterlab.store.writer import READ_BATCH_ROWS, timed_latency_chunks
 
 MAX_UNIT_RATIO = 1e6  # an interval's max is logged in milliseconds of the ns values, as jHiccup does
 DIGITS = 3
@@ -86,24 +93,76 @@ def _timed_chunks(run: Run, o: ExportOptions) -> Callable[[], Iterable[tuple[np.
     return lambda: span_timed_chunks(path, span)
 
 
-def export_parquet(run: Run, o: ExportOptions) -> bytes:
+# pq.write_table's row groups (pyarrow's default): the streamed Parquet export writes the
+# same, so that its file is the one the whole table gave
+PARQUET_ROW_GROUP_ROWS = 1024 * 1024
+COPY_BYTES = 8 << 20
+
+
+def _batches(run: Run, o: ExportOptions) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+    """The schema of the run's samples and their record batches in file order (of the span
+    when one is given), read in row groups; a run in memory gives its own table's."""
+    if run.loaded:
+        table = _time_range(run, o).table
+        return table.schema, iter(table.to_batches(max_chunksize=READ_BATCH_ROWS))
+    path = verified_samples_path(run)
+    span = time_span(run, o.from_s, o.to_s)
+    schema = pq.read_schema(path)
+    return schema, _file_batches(path, span)
+
+
+def _file_batches(path: Path, span: Span | None) -> Iterator[pa.RecordBatch]:
+    with pq.ParquetFile(path, pre_buffer=False) as f:  # pre-buffering keeps every row group read
+        for batch in f.iter_batches(batch_size=READ_BATCH_ROWS):
+            if span is not None:
+                keep = span.keeps(batch.column("t_send_ns").to_numpy())
+                if not keep.all():
+                    if not keep.any():
+                        continue
+                    batch = batch.filter(pa.array(keep))
+            yield batch
+
+
+def export_parquet(run: Run, o: ExportOptions, out: BinaryIO) -> None:
+    """The run's samples file as it is stored; of a span, its rows written in row groups
+    of pq.write_table's size (the file write_table of the span's table gives)."""
     if o.from_s is None and o.to_s is None:
-        return (run.path / str(run.meta["samples"]["file"])).read_bytes()
-    buffer = io.BytesIO()
-    pq.write_table(_time_range(run, o).table, buffer)
-    return buffer.getvalue()
+        with open(run.path / str(run.meta["samples"]["file"]), "rb") as f:
+            shutil.copyfileobj(f, out, COPY_BYTES)
+        return
+    schema, batches = _batches(run, o)
+    with pq.ParquetWriter(out, schema) as writer:
+        pending: list[pa.RecordBatch] = []
+        rows = 0
+        for batch in batches:
+            pending.append(batch)
+            rows += batch.num_rows
+            while rows >= PARQUET_ROW_GROUP_ROWS:
+                table = pa.Table.from_batches(pending, schema)
+                writer.write_table(table.slice(0, PARQUET_ROW_GROUP_ROWS), PARQUET_ROW_GROUP_ROWS)
+                rest = table.slice(PARQUET_ROW_GROUP_ROWS)
+                pending, rows = rest.combine_chunks().to_batches(), rest.num_rows
+        if rows:
+            writer.write_table(pa.Table.from_batches(pending, schema), PARQUET_ROW_GROUP_ROWS)
 
 
-def export_csv(run: Run, o: ExportOptions) -> bytes:
-    run = _time_range(run, o)
-    table = run.table.append_column("latency_ns", pa.array(run.latency_ns))
-    buffer = io.BytesIO()
-    pacsv.write_csv(table, buffer)
-    return buffer.getvalue()
+def export_csv(run: Run, o: ExportOptions, out: BinaryIO) -> None:
+    """Every column of the samples and ``latency_ns``, batch by batch."""
+    schema, batches = _batches(run, o)
+    schema = schema.append(pa.field("latency_ns", pa.int64()))
+    with pacsv.CSVWriter(out, schema) as writer:
+        for batch in batches:
+            send = batch.column("t_send_ns").to_numpy()
+            latency = pa.array(batch.column("t_recv_ns").to_numpy() - send)
+            writer.write_batch(pa.RecordBatch.from_arrays([*batch.columns, latency], schema=schema))
 
 
-def export_hgrm(run: Run, o: ExportOptions) -> bytes:
-    """HdrHistogram's percentile distribution, in ``o.unit``."""
+def export_hgrm(run: Run, o: ExportOptions, out: BinaryIO) -> None:
+    """HdrHistogram's percentile distribution, in ``o.unit`` (one histogram in memory)."""
+    out.write(_hgrm(run, o))
+
+
+def _hgrm(run: Run, o: ExportOptions) -> bytes:
     if run.histogram_only:
         histogram, scale = _stored_stream(run, o)
         ratio = UNITS_NS[o.unit] / scale
@@ -134,14 +193,16 @@ def _stored_stream(run: Run, o: ExportOptions) -> tuple[Histogram, int]:
     return stream.whole, scale  # type: ignore[return-value]
 
 
-def export_hlog(run: Run, o: ExportOptions) -> bytes:
-    """An HdrHistogram V2 interval log: one histogram per window of send time."""
+def export_hlog(run: Run, o: ExportOptions, out: BinaryIO) -> None:
+    """An HdrHistogram V2 interval log: one histogram per window of send time (of a
+    histogram-only run, its stored log, copied line by line as it is read)."""
     if run.histogram_only:
         info = run.meta["histogram"]
         path = run.path / str(info["file"])
         if o.tag is None and o.from_s is None and o.to_s is None:
-            return path.read_bytes()
-        out = io.BytesIO()
+            with open(path, "rb") as f:
+                shutil.copyfileobj(f, out, COPY_BYTES)
+            return
         with open(path, "rb") as f:
             read_figures(
                 f,
@@ -151,7 +212,11 @@ def export_hlog(run: Run, o: ExportOptions) -> bytes:
                 to_s=o.to_s,
                 copy_to=out,
             )
-        return out.getvalue()
+        return
+    out.write(_hlog(run, o))
+
+
+def _hlog(run: Run, o: ExportOptions) -> bytes:
     if _streams(run, o):
         return _hlog_streamed(run, o)
     run = _time_range(run, o)
@@ -224,7 +289,7 @@ def _hlog_streamed(run: Run, o: ExportOptions) -> bytes:
     return text.getvalue().encode()
 
 
-Exporter = Callable[[Run, ExportOptions], bytes]
+Exporter = Callable[[Run, ExportOptions, BinaryIO], None]
 EXPORTERS: dict[str, Exporter] = {
     "hgrm": export_hgrm,
     "hlog": export_hlog,
@@ -235,7 +300,14 @@ FORMATS = tuple(EXPORTERS)
 
 
 def export_bytes(run: Run, fmt: str, options: ExportOptions) -> bytes:
-    """``run`` encoded as ``fmt``."""
+    """``run`` encoded as ``fmt``, in memory (small runs, tests: :func:`export_run` streams)."""
+    out = io.BytesIO()
+    _exporter(run, fmt, options)(run, options, out)
+    return out.getvalue()
+
+
+def _exporter(run: Run, fmt: str, options: ExportOptions) -> Exporter:
+    """The exporter of ``fmt``, once the run and options are known to fit it (one line else)."""
     exporter = EXPORTERS.get(fmt)
     if exporter is None:
         raise JitterlabError(f"unknown export format '{fmt}' (choose from {', '.join(FORMATS)})")
@@ -243,9 +315,12 @@ def export_bytes(run: Run, fmt: str, options: ExportOptions) -> bytes:
         raise JitterlabError(f"run {run.id} holds a histogram only: it exports as hlog or hgrm, not {fmt}")
     if options.tag is not None and not run.histogram_only:
         raise JitterlabError("--tag selects a stream of an imported HdrHistogram log; this run has samples")
-    return exporter(run, options)
+    return exporter
 
 
 def export_run(run: Run, fmt: str, out: Path, options: ExportOptions = ExportOptions()) -> None:
-    """Write ``run`` as ``fmt`` to ``out`` (atomically)."""
-    atomic_write_bytes(out, export_bytes(run, fmt, options))
+    """Stream ``run`` as ``fmt`` to ``out`` (atomically; ``-``: standard output), in memory
+    independent of the run's size for CSV, Parquet and the histograms of a run's file."""
+    exporter = _exporter(run, fmt, options)
+    with open_output(out) as f:
+        exporter(run, options, f)

@@ -36,7 +36,7 @@ from jitterlab.stats import StackedResult, percentiles, stacked_z_test
 from jitterlab.stats.outofcore import stacked_z_chunks
 from jitterlab.stats.summary import extent_of, percentiles_of, percentiles_of_chunks, percentiles_sorted
 from jitterlab.store import Run
-from jitterlab.store.runs import verified_samples_path
+from jitterlab.store.runs import memory_bound_bytes, verified_samples_path
 from jitterlab.store.schema import strict_json
 from jitterlab.store.writer import latency_chunks, timed_latency_chunks
 
@@ -128,6 +128,26 @@ def _kde_quantiles(sample: np.ndarray, points: int, seed: int = 0) -> QuantileFu
     return QuantileFunction.of(drawn, points)
 
 
+# What the in-memory model (--kde, or --scale 0) takes per sample: the run's columns and
+# latency array as every in-memory analysis (store/runs.py: 80 B), and the KDE's float64
+# copies of the main cluster (its positive values, their logs, the fitted dataset: 24 B)
+IN_MEMORY_MODEL_BYTES_PER_SAMPLE = 104
+
+
+def _check_fits_in_memory(run: Run, kde: bool) -> None:
+    """Refuse, in one line and before reading a sample, a run whose in-memory model would
+    not fit the memory available (:func:`jitterlab.store.runs.memory_bound_bytes`)."""
+    rows = int((run.meta.get("samples") or {}).get("rows") or 0)
+    need, bound = rows * IN_MEMORY_MODEL_BYTES_PER_SAMPLE, memory_bound_bytes()
+    if need > bound:
+        what = "--kde" if kde else "--scale 0"
+        raise JitterlabError(
+            f"run {run.id}: model build {what} holds all {rows:,} samples in memory (about "
+            f"{need / 1e9:.2f} GB at {IN_MEMORY_MODEL_BYTES_PER_SAMPLE} B a sample, more than the "
+            f"{bound / 1e9:.2f} GB available); without {what} the model is built in row groups"
+        )
+
+
 MIN_SPIKES_PER_CATEGORY = 30  # below this a category's empirical distributions are rough
 
 
@@ -164,6 +184,8 @@ def build_model(
         )
     if not kde and scale > 0 and not run.loaded:
         return _build_streamed(run, points, min_category, scale)
+    if not run.loaded:
+        _check_fits_in_memory(run, kde)
     latency = run.latency_ns
     if latency.size < 10:
         raise JitterlabError(f"run {run.id} has too few samples for a model ({latency.size})")

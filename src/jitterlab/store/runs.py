@@ -338,7 +338,7 @@ def _check_fits(run: Run, rows: int) -> None:
         raise JitterlabError(
             f"run {run.id}: this analysis holds all {rows:,} samples in memory (about {need / 1e9:.1f} GB, "
             f"more than the {bound / 1e9:.1f} GB available); what streams instead: show, compare, export "
-            "--format hgrm|hlog, model build, and describe (any --test, --from/--to; an untraced run)"
+            "--format, model build without --kde, and describe (any --test, --from/--to, a traced run)"
         )
 
 
