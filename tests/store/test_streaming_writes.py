@@ -114,3 +114,72 @@ def test_every_run_says_its_samples_per_pair_and_old_runs_still_read(tmp_path: P
     assert run.config["samples"] == 10 and samples_per_pair(run.config) == 10
     assert samples_per_pair({"samples_per_pair": 300}) == 300
     assert samples_per_pair({}) is None
+
+
+class ArrowPeak:
+    """The peak of pyarrow's allocations above where they were when it started, sampled
+    every millisecond by a thread (Parquet buffers are not Python allocations)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        import pyarrow as pa
+
+        self._pa = pa
+        self.base = pa.total_allocated_bytes()
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def _watch(self) -> None:
+        while not self._stop.wait(0.001):
+            self.peak = max(self.peak, self._pa.total_allocated_bytes() - self.base)
+
+    def __enter__(self) -> ArrowPeak:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def test_merge_and_import_read_stored_samples_without_keeping_row_groups(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 25 item 3: merge's copy of each run and import's read-back of the stored samples
+    opened Parquet files with pre-buffering, which keeps every row group read until the file
+    closes (a 10^8-sample run: its whole file in memory). 48 row groups of 65,536 samples
+    (3.1 M rows, a file of ~20 MB) read a row group at a time: pyarrow's allocations stay
+    below 8 MB."""
+    from conftest import make_run
+    from jitterlab.store import ingest
+    from jitterlab.store import merge as merge_module
+    from jitterlab.store.merge import merge
+
+    rows = 1 << 16
+    monkeypatch.setattr(writer_module, "ROW_GROUP_ROWS", rows)
+    for module in (writer_module, merge_module, ingest):  # batches of a row group
+        monkeypatch.setattr(module, "READ_BATCH_ROWS", rows)
+    monkeypatch.setattr(ingest, "READ_BLOCK_BYTES", 1 << 20)  # the CSV read a MiB of text at a time
+    n = 48 * rows
+    rng = np.random.default_rng(4)
+    # values that do not pack to a few bits (about 7 B a row stored): a file of ~20 MB
+    t_send = 1_000_000_000 + np.cumsum(rng.integers(1, 1 << 20, n))
+    run = make_run(tmp_path / "s", rng.integers(1_000, 1 << 36, n), t_send=t_send)
+    assert pq.ParquetFile(run.path / "samples.parquet").metadata.num_row_groups == 48
+    bound = 8 << 20  # a few row groups of 65,536 rows (1.8 MB each as read) in flight
+    store = ResultsStore(tmp_path / "s")
+    with ArrowPeak() as peak:
+        merged = merge(store, [run.id, run.id], "twice")
+    assert merged.meta["samples"]["rows"] == 2 * n
+    assert peak.peak < bound, f"merge: pyarrow held {peak.peak / 1e6:.0f} MB"
+    csv = tmp_path / "samples.csv"
+    latency = rng.integers(1_000, 1 << 36, n)
+    csv.write_text(
+        "t_send_ns,t_recv_ns\n" + "".join(f"{t},{t + x}\n" for t, x in zip(t_send.tolist(), latency.tolist()))
+    )
+    with ArrowPeak() as peak:
+        imported = import_csv(csv, store)
+    assert imported.meta["samples"]["rows"] == n
+    assert peak.peak < bound, f"import: pyarrow held {peak.peak / 1e6:.0f} MB"

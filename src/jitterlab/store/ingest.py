@@ -31,7 +31,7 @@ from jitterlab.store.hdr.log import YEAR_S, unit_named_in
 from jitterlab.store.hdr.streams import UNITS_NS, corrected_figures, figures, in_unit, read_figures
 from jitterlab.store.runs import ResultsStore, Run
 from jitterlab.store.schema import HISTOGRAM_FILE, SAMPLES_FILE, run_meta
-from jitterlab.store.writer import SampleWriter, latency_chunks
+from jitterlab.store.writer import READ_BATCH_ROWS, SampleWriter, latency_chunks
 
 
 @dataclass(frozen=True)
@@ -382,8 +382,8 @@ def _send_steps(samples: Path, pair: int) -> Iterator[tuple[np.ndarray, np.ndarr
     later sample) of a samples file, batch by batch."""
     last: tuple[int, int] | None = None  # (row, t_send) of the pair's last sample so far
     offset = 0
-    with pq.ParquetFile(samples) as f:
-        for batch in f.iter_batches(batch_size=1 << 20, columns=["pair", "t_send_ns"]):
+    with pq.ParquetFile(samples, pre_buffer=False) as f:  # pre-buffering keeps every row group read
+        for batch in f.iter_batches(batch_size=READ_BATCH_ROWS, columns=["pair", "t_send_ns"]):
             rows = np.flatnonzero(batch.column(0).to_numpy() == pair)
             t = batch.column(1).to_numpy()[rows]
             rows += offset

@@ -224,7 +224,7 @@ def _sources_text(sources: list[Source]) -> str:
 
 def first_send(path: Path, engine: Engine = LOCAL) -> int:
     """The earliest t_send_ns of a samples file (row-group statistics when written, else a scan)."""
-    with pq.ParquetFile(path) as f:
+    with pq.ParquetFile(path, pre_buffer=False) as f:
         column = f.schema_arrow.get_field_index("t_send_ns")
         lows: list[int] = []
         for g in range(f.metadata.num_row_groups):
@@ -256,7 +256,8 @@ def _merge_samples(
         for source, path in zip(sources, paths, strict=True):
             start = first_send(path, engine)
             rows = 0
-            with pq.ParquetFile(path) as f:
+            # pre-buffering would keep every row group read until the file closes
+            with pq.ParquetFile(path, pre_buffer=False) as f:
                 for b in f.iter_batches(batch_size=READ_BATCH_ROWS, columns=wanted):
                     col = {name: b.column(i).to_numpy() for i, name in enumerate(wanted)}
                     n = len(col["seq"])

@@ -782,7 +782,7 @@ class ResultsStore:
                         continue  # a part cut off by a crash: the parts before it are whole
                     continue
                 try:
-                    with pq.ParquetFile(part) as f:
+                    with pq.ParquetFile(part, pre_buffer=False) as f:
                         batches = list(f.iter_batches(columns=[*SAMPLE_COLUMNS, *extra]))
                 except (pa.ArrowInvalid, OSError, KeyError):
                     continue  # a part cut off by a crash: the parts before it are whole
