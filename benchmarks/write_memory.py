@@ -13,7 +13,8 @@ recording becomes a stored run.
   messages at each of two sizes (default 1 M and 4 M, in 4 steps): the receiving agent's
   block copied to staging and stored by the external merge sort. The tree includes the
   agents, and the receiving agent holds its records until the end (56 B a message): that
-  part grows with the size by design; the coordinator's does not. ``--net-samples ""`` skips it.
+  part grows with the size by design; the coordinator's own peak RSS is printed beside it.
+  ``--net-samples ""`` skips it.
 
 Each is run ``--repeats`` times (default 3) and measured with ``treemem.run_measured``
 (the sum of the RSS of the command and all its descendants, sampled every 20 ms); the
@@ -44,6 +45,13 @@ from jitterlab.store.schema import run_meta
 from treemem import median_range, run_measured
 
 CHUNK = 1_000_000
+# `python -m jitterlab ARGS` that prints its own peak RSS (the coordinator alone, no agent)
+COORDINATOR = (
+    "import atexit, resource, runpy, sys; "
+    "atexit.register(lambda: print('coordinator maxrss kB', "
+    "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)); "
+    "sys.argv = ['jitterlab', *sys.argv[1:]]; runpy.run_module('jitterlab', run_name='__main__')"
+)
 TARGET_MB = 1000
 
 
@@ -170,24 +178,24 @@ def main() -> int:
             figures["monitor_stop_s"] = float(np.median([s for s, _ in stop_results]))
         for n in [int(x) for x in args.net_samples.split(",") if x and "net" in only]:
             net_results = []
+            own = []
             for k in range(args.repeats):
                 store = root / f"net-{n}-{k}"
-                cmd = [
-                    *exe,
-                    "net",
-                    "bench",
-                    "--scenario",
-                    "stream",
-                    "--transport",
-                    "udp",
-                    "--store",
-                    str(store),
-                ]
-                net_results += measure("net bench", [*cmd, "--samples", str(n // 4), "--steps", "4"], 1, None)
+                argv = ["net", "bench", "--scenario", "stream", "--transport", "udp", "--store", str(store)]
+                argv += ["--samples", str(n // 4), "--steps", "4"]
+                m = run_measured([sys.executable, "-c", COORDINATOR, *argv])
+                if m.returncode != 0:
+                    raise SystemExit(f"net bench failed ({m.returncode}): {m.stderr.strip()[-500:]}")
+                net_results.append((m.seconds, m.peak_tree_rss_bytes))
+                own.append(int(m.stderr.rsplit("coordinator maxrss kB ", 1)[1].split()[0]) * 1e3)
                 run = ResultsStore(store).runs()[0]
                 assert run.meta["samples"]["rows"] > 0, run.meta["net"]
-            report(f"net bench stream of {n / 1e6:g} M messages (blocks → run)", net_results)
+            label = f"net bench stream of {n / 1e6:g} M messages (blocks → run)"
+            report(label, net_results)
+            mb, lo, hi = median_range([b / 1e6 for b in own])
+            print(f"{label}: coordinator peak RSS {mb:.0f} MB (range {lo:.0f}–{hi:.0f})")
             figures[f"net_stream_{n}_peak_mb"] = float(np.median([b / 1e6 for _, b in net_results]))
+            figures[f"net_stream_{n}_coordinator_mb"] = mb
     if args.json:
         print(json.dumps(figures))
     return 0

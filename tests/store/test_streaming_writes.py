@@ -177,7 +177,8 @@ def test_merge_and_import_read_stored_samples_without_keeping_row_groups(
     csv = tmp_path / "samples.csv"
     latency = rng.integers(1_000, 1 << 36, n)
     csv.write_text(
-        "t_send_ns,t_recv_ns\n" + "".join(f"{t},{t + x}\n" for t, x in zip(t_send.tolist(), latency.tolist()))
+        "t_send_ns,t_recv_ns\n"
+        + "".join(f"{t},{t + x}\n" for t, x in zip(t_send.tolist(), latency.tolist(), strict=True))
     )
     with ArrowPeak() as peak:
         imported = import_csv(csv, store)
