@@ -15,6 +15,9 @@ recording becomes a stored run.
   agents, and the receiving agent holds its records until the end (56 B a message): that
   part grows with the size by design; the coordinator's own peak RSS is printed beside it.
   ``--net-samples ""`` skips it.
+- ``jitterlab export --format csv`` and ``--format parquet --from 0.1`` of a stored run of
+  ``--export-samples`` samples (default 1 M and 4 M) to /dev/null: streamed, row group by
+  row group.
 
 Each is run ``--repeats`` times (default 3) and measured with ``treemem.run_measured``
 (the sum of the RSS of the command and all its descendants, sampled every 20 ms); the
@@ -130,14 +133,15 @@ def main() -> int:
     parser.add_argument("--rows", type=int, default=100_000_000)
     parser.add_argument("--monitor-samples", type=int, default=28_000_000)
     parser.add_argument("--net-samples", default="1000000,4000000", help="stream sizes ('' skips)")
+    parser.add_argument("--export-samples", default="1000000,4000000", help="export sizes ('' skips)")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--only", default="import,monitor,net", help="which cases (comma-separated)")
+    parser.add_argument("--only", default="import,monitor,net,export", help="which cases (comma-separated)")
     parser.add_argument("--quick", action="store_true", help="2 M rows and 2 M monitor samples, once")
     parser.add_argument("--json", action="store_true", help="one object of the figures on the last line")
     args = parser.parse_args()
     if args.quick:  # all.py repeats the whole script
         args.rows, args.monitor_samples, args.repeats = 2_000_000, 2_000_000, 1
-        args.net_samples = "200000,400000"
+        args.net_samples = args.export_samples = "200000,400000"
     exe = [sys.executable, "-m", "jitterlab"]
     figures: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="jl-write-memory-", dir=os.environ.get("TMPDIR")) as tmp:
@@ -196,6 +200,29 @@ def main() -> int:
             print(f"{label}: coordinator peak RSS {mb:.0f} MB (range {lo:.0f}–{hi:.0f})")
             figures[f"net_stream_{n}_peak_mb"] = float(np.median([b / 1e6 for _, b in net_results]))
             figures[f"net_stream_{n}_coordinator_mb"] = mb
+        for n in [int(x) for x in args.export_samples.split(",") if x and "export" in only]:
+            store = root / f"export-{n}"
+            rs = ResultsStore(store)
+            monitor_staging(store, n, seed=3)
+            run = rs.recover_parts(rs.leftovers()[0])
+            assert run is not None
+            for fmt, extra in (("csv", []), ("parquet", ["--from", "0.1"])):
+                cmd = [
+                    *exe,
+                    "export",
+                    run.id,
+                    "--format",
+                    fmt,
+                    *extra,
+                    "-o",
+                    os.devnull,
+                    "--store",
+                    str(store),
+                ]
+                label = f"export --format {fmt}{' --from 0.1' if extra else ''} of {n / 1e6:g} M samples"
+                results = measure(label, cmd, args.repeats, None)
+                report(label, results)
+                figures[f"export_{fmt}_{n}_peak_mb"] = float(np.median([b / 1e6 for _, b in results]))
     if args.json:
         print(json.dumps(figures))
     return 0

@@ -367,12 +367,15 @@ def read_run_json(directory: Path) -> dict[str, Any]:
     return validate_run_json(meta, path)
 
 
-def _drop_sources(staging: Path) -> None:
-    """Remove what a staging folder's samples were written from (a recorder's parts, a net
-    run's blocks, its draft): called once the samples file is whole, before publishing."""
+def _drop_sources(run: Run) -> Run:
+    """``run`` without what its samples were written from (a recorder's parts, a net run's
+    blocks, its draft), removed only once it is published: a process killed at any moment
+    before leaves them for ``recover`` (killed during this, the stored run is whole and keeps
+    a stray folder)."""
     for name in (PARTS_DIR, BLOCKS_DIR):
-        shutil.rmtree(staging / name, ignore_errors=True)
-    (staging / DRAFT_JSON).unlink(missing_ok=True)
+        shutil.rmtree(run.path / name, ignore_errors=True)
+    (run.path / DRAFT_JSON).unlink(missing_ok=True)
+    return run
 
 
 class ResultsStore:
@@ -620,8 +623,8 @@ class ResultsStore:
         handed it over) as one run in (pair, seq) order, streaming: an external merge sort
         (:func:`jitterlab.store.sorting.sorted_records`, ``rows`` records at a time) feeds the
         samples file, never every record at once. The run's parts, draft and ``blocks/``
-        (with the sort's scratch files) are removed only once the samples file is written: a
-        process killed before leaves them for ``recover``."""
+        (with the sort's scratch files) are removed only once the run is published: a
+        process killed before leaves them for ``recover``, so nothing recorded is lost."""
         import numpy as np
 
         from jitterlab.store.rawfile import CHUNK_RECORDS
@@ -636,7 +639,7 @@ class ResultsStore:
                 columns = {name: c[name].astype(np.int64) for name in extra}
                 yield c["pair"], c["seq"], c["t_send_ns"], c["t_recv_ns"], columns
 
-        return self.commit_chunks(staging, meta, chunks(), extra, written=lambda: _drop_sources(staging))
+        return _drop_sources(self.commit_chunks(staging, meta, chunks(), extra))
 
     def commit_latencies(
         self, meta: dict[str, Any], t_send_ns: np.ndarray, t_recv_ns: np.ndarray, partial: bool = False
@@ -796,7 +799,7 @@ class ResultsStore:
                         {name: b.column(4 + k).to_numpy() for k, name in enumerate(extra)},
                     )
 
-        return self.commit_chunks(staging, meta, chunks(), extra, written=lambda: _drop_sources(staging))
+        return _drop_sources(self.commit_chunks(staging, meta, chunks(), extra))
 
     @staticmethod
     def check_leftover(staging: Path) -> None:
