@@ -11,12 +11,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from jitterlab.core.render import render
+from jitterlab.describe.analysis import file_summary
 from jitterlab.describe.context import command_context
-from jitterlab.stats import percentiles
+from jitterlab.stats.summary import Summary
 from jitterlab.store import Run
+from jitterlab.store.runs import verified_samples_path
+from jitterlab.store.writer import LOCAL
 
 # Wiebusch et al. (seed 004) Tables 5-6: Simulator X's platform layer, Scala actors, Akka.
 SEED_THROUGHPUT = {"intra-node": ("120,000", "—", "1,140,000"), "inter-node": ("11,400", "11,400", "90,000")}
@@ -37,12 +38,18 @@ def _ms(ns: float) -> str:
     return f"{ns / 1e6:.3f}"
 
 
-def _latency(run: Run) -> tuple[float, float, float, float, float]:
-    lat = run.latency_ns.astype(np.float64)
-    if lat.size == 0:
+def _summary(run: Run, since: str = "t_send_ns") -> Summary:
+    """The exact summary of the run's latencies (from ``since``), read in row groups (the
+    one stored at commit when it is this version's): never the run in memory."""
+    path = verified_samples_path(run)
+    return file_summary(run, path) if since == "t_send_ns" else LOCAL.summary(path, since)
+
+
+def _latency(run: Run, summary: Summary | None = None) -> tuple[float, float, float, float, float]:
+    s = summary or _summary(run)
+    if s.count == 0:
         return (float("nan"),) * 5
-    p50, p99, p999 = percentiles(lat, (50.0, 99.0, 99.9))
-    return float(lat.mean()), float(lat.std()), float(p50), float(p99), float(p999)
+    return s.mean, s.std, s.p50, s.p99, s.p99_9
 
 
 def _where(run: Run) -> str:
@@ -61,7 +68,9 @@ def ping_rows(runs: Sequence[Run]) -> tuple[list[str], list[list[Any]]]:
     for run in runs:
         if run.config.get("scenario") != "ping":
             continue
-        m, sd, p50, p99, p999 = _latency(run)
+        whole = _summary(run)
+        m, sd, p50, p99, p999 = _latency(run, whole)
+        count, top = whole.count, whole.max
         net = run.meta["net"]
         rows.append(
             [
@@ -70,8 +79,8 @@ def ping_rows(runs: Sequence[Run]) -> tuple[list[str], list[list[Any]]]:
                 _ms(p50),
                 _ms(p99),
                 _ms(p999),
-                _ms(float(run.latency_ns.max()) if run.latency_ns.size else 0),
-                run.latency_ns.size,  # the stored pings: the warm-up's answered ones are not stored
+                _ms(float(top) if count else 0),
+                count,  # the stored pings: the warm-up's answered ones are not stored
                 _measured_lost(net),
             ]
         )
@@ -96,11 +105,9 @@ def open_loop_rows(runs: Sequence[Run]) -> tuple[list[str], list[list[Any]]]:
         if run.config.get("scenario") != "open-loop":
             continue
         _, _, p50, p99, p999 = _latency(run)
-        actual = (
-            run.column("t_actual_send_ns") if "t_actual_send_ns" in run.table.column_names else run.t_send_ns
-        )
-        raw = (run.t_recv_ns - actual).astype(np.float64)
-        u99, u999 = percentiles(raw, (99.0, 99.9)) if raw.size else (float("nan"), float("nan"))
+        columns = (run.meta.get("samples") or {}).get("columns") or []
+        raw = _summary(run, "t_actual_send_ns" if "t_actual_send_ns" in columns else "t_send_ns")
+        u99, u999 = (raw.p99, raw.p99_9) if raw.count else (float("nan"), float("nan"))
         net = run.meta["net"]
         rows.append(
             [

@@ -11,19 +11,12 @@ Records that fit in one chunk are sorted in memory, as before.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from jitterlab.store.rawfile import CHUNK_RECORDS, RawSamples
-
-INDEX = "_index"  # the record's place among all records: makes every key unique (stability)
-
-
-def _keyed(dtype: np.dtype) -> np.dtype:
-    return np.dtype([*((name, dtype[name]) for name in dtype.names or ()), (INDEX, np.int64)])
 
 
 def _chunks(raws: Sequence[RawSamples], rows: int) -> Iterator[np.ndarray]:
@@ -32,8 +25,18 @@ def _chunks(raws: Sequence[RawSamples], rows: int) -> Iterator[np.ndarray]:
         yield from raw.chunks(rows)
 
 
+def _order(pair: np.ndarray, seq: np.ndarray) -> np.ndarray | None:
+    """The stable (pair, seq) order of records; None when they are in it already (an agent's
+    records mostly are: one pair, sequence numbers rising, a few reordered)."""
+    p, q = pair.astype(np.int64), seq
+    if p.size < 2 or bool(np.all((p[1:] > p[:-1]) | ((p[1:] == p[:-1]) & (q[1:] >= q[:-1])))):
+        return None
+    return np.lexsort((seq, pair))
+
+
 def _sort(records: np.ndarray) -> np.ndarray:
-    return records[np.lexsort((records["seq"], records["pair"]))]
+    order = _order(records["pair"], records["seq"])
+    return records if order is None else records[order]
 
 
 def sorted_records(
@@ -41,7 +44,9 @@ def sorted_records(
 ) -> Iterator[np.ndarray]:
     """The records of ``raws`` (one layout) in (pair, seq) order, at most about ``rows`` at a
     time; memory about ``3 * rows`` records whatever their number. Sorted chunks are
-    written to ``scratch-N`` files (removed when done, also on an error)."""
+    written to ``scratch-N`` files, each with ``scratch-N.index`` (every record's place
+    among all records: equal keys keep their order across chunks); removed when done,
+    also on an error."""
     total = sum(raw.rows for raw in raws)
     if total == 0:
         return
@@ -49,34 +54,35 @@ def sorted_records(
         yield _sort(np.concatenate(list(_chunks(raws, rows))))
         return
     first = next(raw for raw in raws if raw.rows)
-    dtype = _keyed(first.loaded.dtype if first.loaded is not None else first.dtype)
-    files: list[tuple[Path, int]] = []
+    dtype = first.loaded.dtype if first.loaded is not None else first.dtype
+    files: list[tuple[Path, Path, int]] = []
     try:
         start = 0
         for chunk in _chunks(raws, rows):
-            keyed = np.empty(len(chunk), dtype)
-            for name in chunk.dtype.names or ():
-                keyed[name] = chunk[name]
-            keyed[INDEX] = np.arange(start, start + len(chunk))
+            order = _order(chunk["pair"], chunk["seq"])
+            index = np.arange(start, start + len(chunk), dtype=np.int64)
             start += len(chunk)
             path = scratch.with_name(f"{scratch.name}-{len(files)}")
-            _sort(keyed).tofile(path)
-            files.append((path, len(chunk)))
+            where = path.with_name(path.name + ".index")
+            (chunk if order is None else chunk[order]).tofile(path)
+            (index if order is None else index[order]).tofile(where)
+            files.append((path, where, len(chunk)))
         yield from _merge(files, dtype, rows)
     finally:
-        for path, _ in files:
+        for path, where, _ in files:
             path.unlink(missing_ok=True)
+            where.unlink(missing_ok=True)
 
 
 class _Slice:
     """The part of one sorted file in memory: its records, their keys as contiguous arrays
     (binary searches need them), and how many were taken already."""
 
-    def __init__(self, records: np.ndarray) -> None:
+    def __init__(self, records: np.ndarray, index: np.ndarray) -> None:
         self.records = records
         self.pair = np.ascontiguousarray(records["pair"])
         self.seq = np.ascontiguousarray(records["seq"])
-        self.index = np.ascontiguousarray(records[INDEX])
+        self.index = index
         self.taken = 0
 
     @property
@@ -86,35 +92,39 @@ class _Slice:
     def last(self) -> tuple[int, int, int]:
         return int(self.pair[-1]), int(self.seq[-1]), int(self.index[-1])
 
-    def upto(self, pair: int, seq: int, index: int) -> np.ndarray:
-        """Take the records not taken yet whose key is <= (pair, seq, index): three binary
-        searches, not a pass over them."""
+    def upto(self, pair: int, seq: int, index: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Take the records not taken yet whose key is <= (pair, seq, index), with their
+        keys: three binary searches, not a pass over them."""
         lo = int(np.searchsorted(self.pair, pair, "left"))
         hi = int(np.searchsorted(self.pair, pair, "right"))
         at = lo + int(np.searchsorted(self.seq[lo:hi], seq, "left"))
         past = lo + int(np.searchsorted(self.seq[lo:hi], seq, "right"))
         end = max(at + int(np.searchsorted(self.index[at:past], index, "right")), self.taken)
-        out = self.records[self.taken : end]
+        taken = slice(self.taken, end)
         self.taken = end
-        return out
+        return self.records[taken], self.pair[taken], self.seq[taken], self.index[taken]
 
 
-def _merge(files: list[tuple[Path, int]], dtype: np.dtype, rows: int) -> Iterator[np.ndarray]:
+def _merge(files: list[tuple[Path, Path, int]], dtype: np.dtype, rows: int) -> Iterator[np.ndarray]:
     """The sorted files merged: each round takes, from every file's slice, the records up
     to the smallest last key of the slices (all of them sort before any record not read
-    yet), sorts them together and yields them without the index column. Each round empties
-    one slice at least, so there are about (records / slice) + files rounds."""
-    out = np.dtype([(name, dtype[name]) for name in dtype.names or () if name != INDEX])
+    yet), sorts them together and yields them. Each round empties one slice at least, so
+    there are about (records / slice) + files rounds."""
     step = max(rows // len(files), 1024)
-    handles = [open(path, "rb") for path, _ in files]  # noqa: SIM115 (closed below)
+    handles = [(open(path, "rb"), open(where, "rb")) for path, where, _ in files]  # noqa: SIM115
     try:
-        unread = [count for _, count in files]
-        slices = [_Slice(np.zeros(0, dtype)) for _ in files]
+        unread = [count for _, _, count in files]
+        slices = [_Slice(np.zeros(0, dtype), np.zeros(0, np.int64)) for _ in files]
 
         def refill(k: int) -> None:
             if slices[k].left == 0 and unread[k]:
-                slices[k] = _Slice(np.fromfile(handles[k], dtype, count=min(step, unread[k])))
-                unread[k] -= slices[k].records.size
+                n = min(step, unread[k])
+                records, index = (
+                    np.fromfile(handles[k][0], dtype, count=n),
+                    np.fromfile(handles[k][1], np.int64, count=n),
+                )
+                slices[k] = _Slice(records, index)
+                unread[k] -= n
 
         for k in range(len(files)):
             refill(k)
@@ -125,21 +135,13 @@ def _merge(files: list[tuple[Path, int]], dtype: np.dtype, rows: int) -> Iterato
                 if s.left:
                     taken.append(s.upto(*frontier))
                     refill(k)
-            merged = _sort_keyed(np.concatenate(taken))
-            result = np.empty(merged.size, out)
-            for name in out.names or ():
-                result[name] = merged[name]
-            yield result
+            pieces = [t for t in taken if t[0].size]
+            if len(pieces) == 1:  # in order already
+                yield pieces[0][0]
+            elif pieces:
+                records, pair, seq, index = (np.concatenate([t[i] for t in pieces]) for i in range(4))
+                yield records[np.lexsort((index, seq, pair))]
     finally:
-        for f in handles:
-            f.close()
-
-
-def _sort_keyed(records: np.ndarray) -> np.ndarray:
-    return records[np.lexsort((records[INDEX], records["seq"], records["pair"]))]
-
-
-def remove_scratch(scratch: Path) -> None:
-    """Scratch files a killed sort left beside ``scratch`` (``scratch-N``)."""
-    for path in scratch.parent.glob(f"{scratch.name}-*"):
-        os.unlink(path)
+        for data_file, index_file in handles:
+            data_file.close()
+            index_file.close()
