@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 from pathlib import Path
 from typing import Any
@@ -120,6 +121,44 @@ def test_describe_on_a_cluster_prints_the_same_numbers(client, big, capsys) -> N
 
 
 @pytest.mark.slow
+def test_describe_on_a_cluster_runs_the_two_passes_on_the_workers(client, big, tmp_path, capsys) -> None:
+    """describe's categories and windows come from the two-pass kernels run on the workers
+    (a first pass, then refinement passes; no radix pass); where the single-process path
+    leaves the kernels (windows too many for the histograms, samples outside the stored
+    extents) the cluster takes the radix passes too: the same numbers either way."""
+    from distributed import get_task_stream
+
+    store, (run, _small, gaps) = big
+    tampered = tmp_path / "store"
+    shutil.copytree(store / run, tampered / run)
+    meta_path = tampered / run / "run.json"
+    meta = json.loads(meta_path.read_text())
+    meta["summary"]["latency_ns"]["min"] += 1  # a sample below the stored minimum
+    meta_path.write_text(json.dumps(meta))
+    two_pass = {"first_pass_group", "refine_group"}
+    cases = [
+        ((run, "--json"), lambda names: names == two_pass),
+        ((run, "--json", "--test", "gesd"), lambda names: two_pass <= names and "window_chunk" not in names),
+        (
+            (gaps, "--json", "--window", "100us"),
+            lambda names: names & two_pass == set() and "window_chunk" in names,
+        ),
+    ]
+    for case, expected in [
+        *(((*c, "--store", str(store)), e) for c, e in cases),
+        (
+            (run, "--json", "--store", str(tampered)),
+            lambda names: {"first_pass_group", "window_chunk"} <= names,
+        ),
+    ]:
+        with get_task_stream(client) as stream:
+            clustered = _numbers(_cli(capsys, "describe", *case, "--cluster", client.scheduler.address))
+        names = {str(task["key"]).split("-")[1] for task in stream.data}
+        assert expected(names), (case, names)
+        assert clustered == _numbers(_cli(capsys, "describe", *case)), case
+
+
+@pytest.mark.slow
 def test_merge_on_a_cluster_stores_the_same_run(client, big, tmp_path: Path, capsys) -> None:
     store, (run, small, gaps) = big
     write_hlog(tmp_path / "host.hlog", seed=7)
@@ -204,7 +243,7 @@ class DieOn(distributed.WorkerPlugin):  # type: ignore[misc]
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("command", "word"),
-    [("describe", "window_chunk"), ("merge", "integer_moments"), ("show", "integer_moments")],
+    [("describe", "refine_group"), ("merge", "integer_moments"), ("show", "integer_moments")],
 )
 def test_a_worker_dying_mid_analysis_is_one_line_and_changes_nothing(
     big, tmp_path: Path, capsys, command: str, word: str

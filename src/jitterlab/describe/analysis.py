@@ -46,7 +46,13 @@ from jitterlab.stats.outofcore import (
 )
 from jitterlab.stats.scan import Scan
 from jitterlab.stats.summary import percentiles_of_scan
-from jitterlab.stats.twopass import categories_table, describe_two_pass, stacked_z_table
+from jitterlab.stats.twopass import (
+    PassReader,
+    SendRecvChunks,
+    categories_table,
+    describe_two_pass,
+    stacked_z_table,
+)
 from jitterlab.stats.valuetable import ValueTable
 from jitterlab.store import Run
 from jitterlab.store.hdr.streams import corrected_figures
@@ -262,18 +268,24 @@ def _categories_and_windows(
     categories_of: Callable[[ValueTable | None], StackedResult],
 ) -> tuple[StackedResult, WindowTable]:
     """A test's categories (``categories_of``, given the sample's value table when there is
-    one) and the time windows under them: in two passes here (stats/twopass.py) when the
-    kernels are installed and the windows fit its histograms, else by the radix passes of
-    stats/outofcore.py (on a cluster, over a --from/--to span); identical results."""
+    one) and the time windows under them: in two passes (stats/twopass.py; here when the
+    kernels are installed, or on a cluster's workers: store/cluster_twopass.py) when the
+    windows fit its histograms, else by the radix passes of stats/outofcore.py (over a
+    --from/--to span, or when the kernels cannot take the sample); identical results."""
+    reader: SendRecvChunks | PassReader | None = None
+    if engine is LOCAL:
+        reader = (lambda: send_recv_chunks(path)) if kernels.available() else None
+    elif hasattr(engine, "two_pass"):  # a cluster's workers
+        reader = engine.two_pass(path)
     # the stored summary's extremes size the kernels' arrays (a wrong one only sends the
     # work to the radix passes; run.json is not covered by the samples' SHA-256): used only
     # when they are int64 values in order (a minimum above the maximum, or 1e308, was an
     # internal error: found by the long fuzz run, issue 24)
-    if engine is LOCAL and kernels.available() and _int64_extremes(summary.min, summary.max):
+    if reader is not None and _int64_extremes(summary.min, summary.max):
         extent = send_time_extent(path)
         if extent is not None:
             found = describe_two_pass(
-                lambda: send_recv_chunks(path),
+                reader,
                 int(summary.min),
                 int(summary.max),
                 *extent,

@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -52,6 +53,81 @@ _INT64_MAX = np.iinfo(np.int64).max
 _INT64_MIN = np.iinfo(np.int64).min
 
 
+class PassReader(Protocol):
+    """Where the two passes read the sample: each method adds the whole sample's share to
+    the caller's arrays in place (the kernels' arguments, see stats/kernels.py), and
+    raises :class:`~jitterlab.stats.kernels.KernelRangeError` to send the work elsewhere."""
+
+    def first(
+        self,
+        t0: int,
+        width_ns: int,
+        base: int,
+        sub_bits: int,
+        arrays: dict[str, np.ndarray],
+        counter: ValueCounter,
+    ) -> None: ...
+
+    def refine(
+        self,
+        t0: int,
+        width_ns: int,
+        n_windows: int,
+        cuts: np.ndarray,
+        low: float | None,
+        slot_counts: np.ndarray | None,
+        a: np.ndarray,
+        b: np.ndarray,
+        step: np.ndarray,
+        hist: np.ndarray,
+    ) -> None: ...
+
+
+class ChunkReader:
+    """The :class:`PassReader` of chunks read in this process, one kernel call each."""
+
+    def __init__(self, chunks: SendRecvChunks) -> None:
+        self.chunks = chunks
+
+    def first(
+        self,
+        t0: int,
+        width_ns: int,
+        base: int,
+        sub_bits: int,
+        arrays: dict[str, np.ndarray],
+        counter: ValueCounter,
+    ) -> None:
+        for send, recv in self.chunks():
+            beyond = counter.buffer(send.size)
+            counter.add_beyond(
+                kernels.first_pass(send, recv, t0, width_ns, base, sub_bits, arrays, counter.dense, beyond)
+            )
+
+    def refine(
+        self,
+        t0: int,
+        width_ns: int,
+        n_windows: int,
+        cuts: np.ndarray,
+        low: float | None,
+        slot_counts: np.ndarray | None,
+        a: np.ndarray,
+        b: np.ndarray,
+        step: np.ndarray,
+        hist: np.ndarray,
+    ) -> None:
+        for send, recv in self.chunks():
+            kernels.refine_pass(send, recv, t0, width_ns, n_windows, cuts, low, slot_counts, a, b, step, hist)
+
+
+def _reader(chunks: SendRecvChunks | PassReader) -> PassReader:
+    """A reader as given, or the chunks callable wrapped in a :class:`ChunkReader`."""
+    if callable(chunks):
+        return ChunkReader(chunks)
+    return chunks
+
+
 @dataclass
 class FirstPass:
     """What the first pass gathers (see the module docs)."""
@@ -69,7 +145,7 @@ class FirstPass:
 
 
 def first_pass(
-    chunks: SendRecvChunks, lowest: int, highest: int, t0: int, t_last: int, width_ns: int
+    chunks: SendRecvChunks | PassReader, lowest: int, highest: int, t0: int, t_last: int, width_ns: int
 ) -> FirstPass | None:
     """The first pass over a sample whose latencies span [lowest, highest] and whose sends
     span [t0, t_last]; None when its histograms would not fit COUNTERS."""
@@ -86,11 +162,7 @@ def first_pass(
         "hist": np.zeros((n_windows, layout_count(span, sub_bits)), np.int64),
     }
     counter = ValueCounter(lowest, highest)
-    for send, recv in chunks():
-        beyond = counter.buffer(send.size)
-        counter.add_beyond(
-            kernels.first_pass(send, recv, t0, width_ns, lowest, sub_bits, arrays, counter.dense, beyond)
-        )
+    _reader(chunks).first(t0, width_ns, lowest, sub_bits, arrays, counter)
     return FirstPass(t0, width_ns, lowest, sub_bits, table=counter.table(), **arrays)
 
 
@@ -204,10 +276,11 @@ def _locate(first: FirstPass, ranks: np.ndarray, filled: np.ndarray) -> tuple[np
 
 
 def windows_two_pass(
-    chunks: SendRecvChunks, first: FirstPass, categories: StackedResult | None
+    chunks: SendRecvChunks | PassReader, first: FirstPass, categories: StackedResult | None
 ) -> WindowTable:
     """The second pass (and, rarely, more): :func:`jitterlab.stats.outofcore.time_windows_scan`
     from the first pass's products."""
+    reader = _reader(chunks)
     counts = first.count
     n_windows = counts.size
     filled = counts > 0
@@ -235,11 +308,10 @@ def windows_two_pass(
         step = np.maximum(-(-(g_b - g_a + 1) // nb), 1)
         hist = np.zeros((len(leaders), n_windows, nb), np.int64)
         slot_counts = by_slot if first_round else None
-        for send, recv in chunks():
-            kernels.refine_pass(
-                send, recv, first.t0, first.width_ns, n_windows, cuts, low, slot_counts,
-                np.ascontiguousarray(g_a), np.ascontiguousarray(g_b), np.ascontiguousarray(step), hist,
-            )  # fmt: skip
+        reader.refine(
+            first.t0, first.width_ns, n_windows, cuts, low, slot_counts,
+            np.ascontiguousarray(g_a), np.ascontiguousarray(g_b), np.ascontiguousarray(step), hist,
+        )  # fmt: skip
         first_round = False
         for g, rs in enumerate(groups.values()):
             for r in rs:
@@ -252,7 +324,7 @@ def windows_two_pass(
 
 
 def describe_two_pass(
-    chunks: SendRecvChunks,
+    chunks: SendRecvChunks | PassReader,
     lowest: int,
     highest: int,
     t0: int,
@@ -262,7 +334,9 @@ def describe_two_pass(
 ) -> tuple[StackedResult, WindowTable] | None:
     """The stacked-z categories (``stacked`` of the first pass's table, which may be None:
     then it must compute them another way) and the time windows of a sample; None when its
-    windows are too many for the histograms, or a sample lies outside the given extents."""
+    windows are too many for the histograms, or a sample lies outside the given extents.
+    ``chunks``: the (t_send_ns, t_recv_ns) chunks read here, or a :class:`PassReader` that
+    runs the passes elsewhere (a cluster's workers: jitterlab.store.cluster_twopass)."""
     if width_ns <= 0:
         raise ValueError("window width must be positive")
     try:

@@ -125,40 +125,41 @@ class ClusterScan:
     def map(self, fn: Any, *args: Any) -> Iterator[Any]:
         """``fn`` of every row group on the workers, results in row-group order; a worker
         that dies, a file a worker cannot read or a scheduler that goes away is one line."""
-        futures: list[Any] = []
-        try:
-            # the pass's arguments (window intervals: arrays) travel once, not once per task
-            [packed] = self.client.scatter([args], broadcast=True, hash=False)
-            pass_id = uuid.uuid4().hex[:12]
-            futures = [
-                self.client.submit(
-                    _scan_task,
-                    self.path,
-                    group,
-                    self.timed,
-                    self.since,
-                    self.steps,
-                    fn,
-                    packed,
-                    key=f"jitterlab-{fn.__name__}-{pass_id}-{group}",
-                )
-                for group in range(self.groups)
-            ]
-            for i in range(len(futures)):
-                result = futures[i].result()
-                futures[i] = None  # the worker may forget it
-                yield result
-        except JitterlabError:
-            raise
-        except (OSError, TimeoutError) as e:
-            raise JitterlabError(f"--cluster: a worker could not read the run ({_cause(e)})") from None
-        except Exception as e:  # KilledWorker, CommClosedError, CancelledError: dask's own types
-            raise JitterlabError(f"--cluster: the analysis failed on the cluster ({_cause(e)})") from None
-        finally:
-            live = [f for f in futures if f is not None]
-            if live:
-                with contextlib.suppress(Exception):
-                    self.client.cancel(live)
+        head = (self.timed, self.since, self.steps, fn)
+        return map_groups(self.client, self.path, self.groups, _scan_task, fn.__name__, head, args)
+
+
+def map_groups(
+    client: Any, path: str, groups: int, task: Any, name: str, head: tuple[Any, ...], args: tuple[Any, ...]
+) -> Iterator[Any]:
+    """``task(path, group, *head, args)`` of every row group on the workers (task keys
+    ``jitterlab-NAME-…``), results in row-group order; ``args`` travel to every worker once
+    per pass. A worker that dies, a file a worker cannot read or a scheduler that goes away
+    is one line."""
+    futures: list[Any] = []
+    try:
+        # the pass's arguments (window intervals: arrays) travel once, not once per task
+        [packed] = client.scatter([args], broadcast=True, hash=False)
+        pass_id = uuid.uuid4().hex[:12]
+        futures = [
+            client.submit(task, path, group, *head, packed, key=f"jitterlab-{name}-{pass_id}-{group}")
+            for group in range(groups)
+        ]
+        for i in range(len(futures)):
+            result = futures[i].result()
+            futures[i] = None  # the worker may forget it
+            yield result
+    except JitterlabError:
+        raise
+    except (OSError, TimeoutError) as e:
+        raise JitterlabError(f"--cluster: a worker could not read the run ({_cause(e)})") from None
+    except Exception as e:  # KilledWorker, CommClosedError, CancelledError: dask's own types
+        raise JitterlabError(f"--cluster: the analysis failed on the cluster ({_cause(e)})") from None
+    finally:
+        live = [f for f in futures if f is not None]
+        if live:
+            with contextlib.suppress(Exception):
+                client.cancel(live)
 
 
 def _probe(spec: str) -> None:
@@ -208,6 +209,13 @@ class ClusterEngine:
 
     def summary(self, path: Path, since: str = "t_send_ns") -> Summary:
         return summarize_on_cluster(self.client, path, since)
+
+    def two_pass(self, path: Path) -> Any:
+        """describe's two passes over ``path`` on the workers (a
+        :class:`jitterlab.stats.twopass.PassReader`)."""
+        from jitterlab.store.cluster_twopass import ClusterPasses
+
+        return ClusterPasses(self.client, path)
 
 
 @contextlib.contextmanager
