@@ -110,6 +110,7 @@ def test_describe_on_a_cluster_prints_the_same_numbers(client, big, capsys) -> N
         ("describe", run, "--json", "--test", "gesd"),
         ("describe", run, "--json", "--test", "walsh", "--window", "3s"),
         ("show", run, "--json", "--percentiles", "99.999,max"),
+        ("show", run, "--json", "--recompute"),
     ]
     for case in cases:
         alone = _numbers(_cli(capsys, *case, *at))
@@ -156,6 +157,12 @@ def test_describe_on_a_cluster_runs_the_two_passes_on_the_workers(client, big, t
         names = {str(task["key"]).split("-")[1] for task in stream.data}
         assert expected(names), (case, names)
         assert clustered == _numbers(_cli(capsys, "describe", *case)), case
+    # show --recompute: the summary in two passes, its percentiles from every value counted
+    case = ("show", run, "--json", "--recompute", "--store", str(store))
+    with get_task_stream(client) as stream:
+        clustered = _numbers(_cli(capsys, *case, "--cluster", client.scheduler.address))
+    assert {str(task["key"]).split("-")[1] for task in stream.data} == {"integer_moments", "counts_of"}
+    assert clustered == _numbers(_cli(capsys, *case))
 
 
 @pytest.mark.slow
@@ -243,7 +250,7 @@ class DieOn(distributed.WorkerPlugin):  # type: ignore[misc]
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("command", "word"),
-    [("describe", "refine_group"), ("merge", "integer_moments"), ("show", "integer_moments")],
+    [("describe", "refine_group"), ("merge", "integer_moments"), ("show", "counts_of")],
 )
 def test_a_worker_dying_mid_analysis_is_one_line_and_changes_nothing(
     big, tmp_path: Path, capsys, command: str, word: str
@@ -260,7 +267,7 @@ def test_a_worker_dying_mid_analysis_is_one_line_and_changes_nothing(
     args = {
         "describe": ["describe", str(store / run)],
         "merge": ["merge", str(store / run), str(store / small), "--as", "x"],
-        "show": ["show", str(store / run)],
+        "show": ["show", str(store / run), "--recompute"],
     }[command]
     with (
         dask.config.set({"distributed.scheduler.allowed-failures": 0}),

@@ -44,7 +44,7 @@ def add_parsers(sub: Any) -> None:
         type=percentile_list,
         help="also these percentiles, exact (e.g. 50,90,99,99.9,99.99,99.999,max)",
     )
-    cluster_option(p, "the summary")
+    cluster_option(p, "the summary (with --recompute) and --percentiles")
     p.add_argument(
         "--recompute", action="store_true", help="read every sample, not the summary stored at commit"
     )
@@ -143,7 +143,7 @@ def cmd_recover(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from jitterlab.describe.analysis import run_percentiles, run_summary
+    from jitterlab.describe.analysis import file_summary, run_percentiles, run_summary
     from jitterlab.describe.text import show_json, show_text
 
     run = load(args.run, args)
@@ -154,7 +154,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         from jitterlab.store.runs import verified_samples_path
 
         with engine(args.cluster) as cluster:
-            summary = cluster.summary(verified_samples_path(run)).to_dict()
+            summary = file_summary(run, verified_samples_path(run), args.recompute, cluster).to_dict()
             chosen = run_percentiles(run, args.percentiles, cluster) if args.percentiles else None
     else:
         summary = run_summary(run, recompute=args.recompute)  # verifies the samples file

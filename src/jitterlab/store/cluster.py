@@ -36,6 +36,7 @@ from jitterlab.stats.summary import (
     summarize_chunks,
     summary_from,
 )
+from jitterlab.stats.valuetable import ValueCounter, percentiles_table
 
 WORKERS_WITHIN_S = 10
 MISSING = "--cluster needs the optional package dask[distributed]: pip install 'jitterlab[cluster]'"
@@ -227,17 +228,33 @@ def engine(spec: str) -> Iterator[ClusterEngine]:
 
 def summarize_on_cluster(client: Any, path: Path, since: str = "t_send_ns") -> Summary:
     """:func:`jitterlab.store.writer.summarize_file` of ``path`` computed by the cluster's
-    workers: each row group's exact moments there, added here (integers: in any order, the
-    same figures), then the percentiles by radix refinement."""
+    workers in two passes: each row group's exact moments (added here: integers, so in any
+    order the same mean and std), then each row group's value counts (the percentiles from
+    the merged table; by radix refinement without the kernels)."""
     with pq.ParquetFile(path) as f:
         groups = f.metadata.num_row_groups
     if not groups:
         return summarize_chunks(lambda: iter(()))
+    from jitterlab.store.cluster_twopass import counts_of
+
     scan = ClusterScan(client, path, since=since, groups=groups)
     moments: Moments = (0, 0, 0, 0, 0)
     for part in scan.map(integer_moments):
         moments = add_moments(moments, part)
     if moments[0] == 0:
         return summarize_chunks(lambda: iter(()))
-    p = percentiles_by(refine_by(scan), SUMMARY_PERCENTILES, moments[:3])
+    count, lowest, highest = moments[:3]
+    counter: ValueCounter | None = ValueCounter(lowest, highest)
+    for counted in scan.map(counts_of, lowest, highest):
+        if counted is None:  # a worker without the kernels: radix selection below
+            counter = None
+        elif counter is not None:
+            dense_at, dense_n, beyond = counted
+            counter.dense[dense_at] += dense_n
+            counter.add_beyond(beyond)
+    table = counter.table() if counter is not None else None
+    if table is not None:  # every value counted, as summarize_file counts them
+        p = percentiles_table(table, SUMMARY_PERCENTILES)
+    else:
+        p = percentiles_by(refine_by(scan), SUMMARY_PERCENTILES, (count, lowest, highest))
     return summary_from(moments, p)

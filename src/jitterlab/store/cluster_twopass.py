@@ -181,3 +181,16 @@ def refine_group(
     flat = hist.reshape(-1)
     at = np.flatnonzero(flat)
     return w, n, slots, at, flat[at]
+
+
+def counts_of(x: np.ndarray, lowest: int, highest: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """One row group's share of the summary's value counts: the nonzero dense counts from
+    ``lowest`` (the sample's minimum) and the values beyond them, or None without the kernels."""
+    if not kernels.available():
+        return None
+    counter = ValueCounter(lowest, highest)
+    beyond = kernels.count_values(
+        np.ascontiguousarray(x, np.int64), lowest, counter.dense, counter.buffer(x.size)
+    )
+    at = np.flatnonzero(counter.dense)
+    return at, counter.dense[at], beyond.copy()
