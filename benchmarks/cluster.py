@@ -1,4 +1,4 @@
-"""Cluster overhead: `jitterlab show` and `describe` of one stored run on a local Dask
+"""Cluster overhead: `jitterlab show`, `show --recompute` and `describe` of one stored run on a local Dask
 cluster of 2 worker processes against the single-process path, side by side, in one run
 (issue 25 item 5).
 
@@ -7,7 +7,8 @@ mixture, bounded memory), 10⁷ samples by default. Three ways, each a fresh pro
 (``benchmarks/treemem.py``: wall time and the peak RSS of the whole process tree),
 interleaved repeat by repeat so that a noisy neighbour hits all three alike:
 
-- ``alone``: ``jitterlab show|describe RUN --json``, the single-process path;
+- ``alone``: ``jitterlab show|describe RUN --json`` (``show-recompute``: ``show --recompute``,
+  the summary read from the samples again), the single-process path;
 - ``local:2``: ``--cluster local:2``: the command starts a scheduler and 2 worker
   processes, runs its passes on them, stops them (the worker processes are in the tree);
 - ``address``: ``--cluster tcp://…``: a cluster of 2 worker processes already running
@@ -37,6 +38,7 @@ from scale import fmt, generate
 from treemem import median_range, run_measured
 
 WAYS = ("alone", "local:2", "address")
+COMMANDS = ("show", "show-recompute", "describe")
 
 
 def figures_of(out: str) -> object:
@@ -48,7 +50,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--samples", default="1e7", help="samples in the run (default 1e7)")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--commands", default="show,describe", help="show, describe or both")
+    parser.add_argument(
+        "--commands",
+        default="show,show-recompute,describe",
+        help="of show, show-recompute (show --recompute: the summary read again), describe",
+    )
     parser.add_argument("--dir", default=None, help="where the generated store goes (default: a temp folder)")
     parser.add_argument("--json", action="store_true", help="one JSON object of named figures")
     args = parser.parse_args()
@@ -57,8 +63,10 @@ def main() -> int:
     except ValueError:
         n = 0
     commands = [c for c in args.commands.split(",") if c]
-    if args.repeats < 1 or n < 16 or not set(commands) <= {"show", "describe"} or not commands:
-        print("cluster.py: --repeats ≥ 1, --samples ≥ 16, --commands show,describe", file=sys.stderr)
+    if args.repeats < 1 or n < 16 or not set(commands) <= set(COMMANDS) or not commands:
+        print(
+            "cluster.py: --repeats ≥ 1, --samples ≥ 16, --commands of " + ",".join(COMMANDS), file=sys.stderr
+        )
         return 2
     try:
         from distributed import Client
@@ -88,7 +96,16 @@ def main() -> int:
                 "address": ["--cluster", cluster.scheduler_address],
             }
             for command in commands:
-                cmd = [*jl, command, run_id, "--json", "--store", str(store)]
+                recompute = ["--recompute"] if command == "show-recompute" else []
+                cmd = [
+                    *jl,
+                    command.removesuffix("-recompute"),
+                    run_id,
+                    "--json",
+                    *recompute,
+                    "--store",
+                    str(store),
+                ]
                 seconds: dict[str, list[float]] = {w: [] for w in WAYS}
                 peaks: dict[str, list[float]] = {w: [] for w in WAYS}
                 outputs: dict[str, object] = {}
@@ -103,7 +120,7 @@ def main() -> int:
                         peaks[way].append(m.peak_tree_rss_bytes / 1e6)
                         outputs[way] = figures_of(m.stdout)
                 for way in WAYS:
-                    line = f"{command:8} {way:8} {fmt(seconds[way])} s, peak {fmt(peaks[way], 0)} MB"
+                    line = f"{command:14} {way:8} {fmt(seconds[way])} s, peak {fmt(peaks[way], 0)} MB"
                     if way != "alone":
                         same = outputs[way] == outputs["alone"]
                         ratios = [c / a for c, a in zip(seconds[way], seconds["alone"], strict=True)]
