@@ -161,8 +161,27 @@ def test_describe_on_a_cluster_runs_the_two_passes_on_the_workers(client, big, t
     case = ("show", run, "--json", "--recompute", "--store", str(store))
     with get_task_stream(client) as stream:
         clustered = _numbers(_cli(capsys, *case, "--cluster", client.scheduler.address))
-    assert {str(task["key"]).split("-")[1] for task in stream.data} == {"integer_moments", "counts_of"}
+    assert {str(task["key"]).split("-")[1] for task in stream.data} == {"integer_moments", "value_counts"}
     assert clustered == _numbers(_cli(capsys, *case))
+
+
+@pytest.mark.slow
+def test_compare_on_a_cluster_prints_the_same_comparison(client, big, capsys) -> None:
+    """compare --cluster: both runs read by the workers (extent, every value counted, the
+    subsample's positions), never by the client; every number as in one process."""
+    from distributed import get_task_stream
+
+    store, (run, small, gaps) = big
+    for case in (
+        ("compare", small, run, "--json"),
+        ("compare", run, gaps, "--json", "--percentiles", "50,99.9,max", "--noise", "0.01"),
+    ):
+        at = (*case, "--store", str(store))
+        with get_task_stream(client) as stream:
+            clustered = _numbers(_cli(capsys, *at, "--cluster", client.scheduler.address))
+        names = {str(task["key"]).split("-")[1] for task in stream.data}
+        assert {"chunk_extent", "value_counts", "positions"} <= names, names
+        assert clustered == _numbers(_cli(capsys, *at)), case
 
 
 @pytest.mark.slow
@@ -196,6 +215,7 @@ def test_a_silent_cluster_is_one_line_and_changes_nothing(big, capsys) -> None:
         ["show", run, "--cluster", SILENT],
         ["describe", run, "--cluster", SILENT],
         ["merge", run, small, "--as", "x", "--cluster", SILENT],
+        ["compare", run, small, "--cluster", SILENT],
         ["describe", run, "--cluster", "local:0"],
         ["describe", run, "--cluster", "nonsense"],
     ):
@@ -250,7 +270,7 @@ class DieOn(distributed.WorkerPlugin):  # type: ignore[misc]
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("command", "word"),
-    [("describe", "refine_group"), ("merge", "integer_moments"), ("show", "counts_of")],
+    [("describe", "refine_group"), ("merge", "integer_moments"), ("show", "value_counts")],
 )
 def test_a_worker_dying_mid_analysis_is_one_line_and_changes_nothing(
     big, tmp_path: Path, capsys, command: str, word: str

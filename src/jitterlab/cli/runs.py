@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 from pathlib import Path
 from typing import Any
 
 from jitterlab.cli.common import (
+    cluster_engine,
     cluster_option,
     load,
     non_negative_float,
@@ -30,24 +32,17 @@ def add_parsers(sub: Any) -> None:
     p = sub.add_parser("runs", help="list stored runs")
     p.add_argument("--json", action="store_true")
     p.add_argument("--strict", action="store_true", help="exit 1 when a run is damaged")
-    p.add_argument(
-        "--percentiles",
-        type=percentile_list,
-        help="these percentiles of every run instead of p50/p99/max, exact (reads every run's samples)",
-    )
+    every = "these percentiles of every run instead of p50/p99/max, exact (reads every run's samples)"
+    p.add_argument("--percentiles", type=percentile_list, help=every)
     store_option(p)
     p = sub.add_parser("show", help="summary of one run")
     p.add_argument("run", help="run id (or unique prefix) or run folder")
     p.add_argument("--json", action="store_true")
-    p.add_argument(
-        "--percentiles",
-        type=percentile_list,
-        help="also these percentiles, exact (e.g. 50,90,99,99.9,99.99,99.999,max)",
-    )
+    also = "also these percentiles, exact (e.g. 50,90,99,99.9,99.99,99.999,max)"
+    p.add_argument("--percentiles", type=percentile_list, help=also)
     cluster_option(p, "the summary (with --recompute) and --percentiles")
-    p.add_argument(
-        "--recompute", action="store_true", help="read every sample, not the summary stored at commit"
-    )
+    again = "read every sample, not the summary stored at commit"
+    p.add_argument("--recompute", action="store_true", help=again)
     store_option(p)
     p = sub.add_parser("report", help="write one self-contained HTML report of runs")
     p.add_argument("runs", nargs="*", help="run ids or folders (default: every run in the store)")
@@ -75,6 +70,7 @@ def add_parsers(sub: Any) -> None:
     )
     p.add_argument("--fail-on-regression", action="store_true", help="exit 1 when the verdict is 'regressed'")
     p.add_argument("--percentiles", type=percentile_list, help="also these exact percentiles of A and B, B/A")
+    cluster_option(p, "the comparison's passes over both runs")
     store_option(p)
     p = sub.add_parser(
         "recover", help="store what killed measurements left in the store's .staging/ as partial runs"
@@ -221,11 +217,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from jitterlab.describe.context import context_header
 
     HEADERS, comparison_rows, tests_line = cmp.HEADERS, cmp.comparison_rows, cmp.tests_line
-    rc = cmp.compare_runs(load(args.a, args), load(args.b, args), args.noise)
+    a, b = load(args.a, args), load(args.b, args)
+    with contextlib.ExitStack() as stack:
+        engine = cluster_engine(args, stack)
+        rc = cmp.compare_runs(a, b, args.noise, engine)
+        chosen = cmp.chosen_percentiles(rc, args.percentiles, engine) if args.percentiles else None
     for w in rc.warnings:
         warn(w)
     c = rc.result
-    chosen = cmp.chosen_percentiles(rc, args.percentiles) if args.percentiles else None
     if args.json:
         print_json(cmp.comparison_json(rc) | ({"percentiles_ns": chosen} if chosen else {}))
     else:

@@ -22,7 +22,7 @@ from jitterlab.stats import Comparison
 from jitterlab.stats.compare import MAX_ROW, ChunkedSample, OrderedSample, SortedSample, compare_ordered
 from jitterlab.store import Run
 from jitterlab.store.runs import verified_samples_path
-from jitterlab.store.writer import latency_chunks
+from jitterlab.store.writer import LOCAL, Engine, latency_chunks
 
 HEADERS = ["percentile", "A", "B", "change", "CI", "verdict"]
 
@@ -35,13 +35,14 @@ class RunComparison:
     warnings: list[CodedWarning]
 
 
-def compare_runs(a: Run, b: Run, noise: float = 0.05) -> RunComparison:
-    """B against A, with the warnings a reader needs before trusting the verdict."""
+def compare_runs(a: Run, b: Run, noise: float = 0.05, engine: Engine | None = None) -> RunComparison:
+    """B against A, with the warnings a reader needs before trusting the verdict; ``engine``:
+    where the passes over the samples run (a cluster's: jitterlab.store.cluster)."""
     samples = []
     for run in (a, b):
         if run.histogram_only:
             raise JitterlabError(f"run {run.id} holds a histogram only: compare needs raw samples")
-        samples.append(run_sample(run))
+        samples.append(run_sample(run, engine))
         if samples[-1].size == 0:
             raise JitterlabError(f"run {run.id} has no samples to compare")
     warnings = []
@@ -60,13 +61,18 @@ def compare_runs(a: Run, b: Run, noise: float = 0.05) -> RunComparison:
 IN_MEMORY_AT_MOST = 1 << 24  # samples (128 MiB as float64): below, one sort beats the passes
 
 
-def run_sample(run: Run) -> OrderedSample:
+def run_sample(run: Run, engine: Engine | None = None) -> OrderedSample:
     """A run's latencies as a sample: held in memory up to :data:`IN_MEMORY_AT_MOST`
     samples (one sort is ~6× faster than the refinement's passes), read in row groups above
-    (the file verified first). Both give the same comparison to the last bit. Held, it is
+    (the file verified first); on a cluster, read by its workers whatever the size
+    (store/cluster_sample.py). All give the same comparison to the last bit. Held, it is
     the latency column alone, read batch by batch (a run already in memory gives its own):
     the table's other columns are never read."""
     path = verified_samples_path(run)
+    on_cluster = getattr(engine, "sample", None)
+    if on_cluster is not None and not run.loaded:
+        sample: OrderedSample = on_cluster(path)
+        return sample
     rows = int((run.meta.get("samples") or {}).get("rows", IN_MEMORY_AT_MOST + 1))
     if rows <= IN_MEMORY_AT_MOST:
         if run.loaded:
@@ -143,9 +149,12 @@ def chosen_rows(a: dict[str, float], b: dict[str, float]) -> list[list[str]]:
     return [[key, format_ns(v), format_ns(b[key]), f"{b[key] / v:.3f}" if v else "—"] for key, v in a.items()]
 
 
-def chosen_percentiles(rc: RunComparison, ps: tuple[float, ...]) -> dict[str, dict[str, float]]:
+def chosen_percentiles(
+    rc: RunComparison, ps: tuple[float, ...], engine: Engine | None = None
+) -> dict[str, dict[str, float]]:
     """``compare --percentiles``: A's and B's exact percentiles at the chosen levels, read in
-    row groups (the verdict's rows keep their own levels)."""
+    row groups by ``engine`` (the verdict's rows keep their own levels)."""
     from jitterlab.describe.analysis import run_percentiles
 
-    return {"a": run_percentiles(rc.a, ps), "b": run_percentiles(rc.b, ps)}
+    engine = engine or LOCAL
+    return {"a": run_percentiles(rc.a, ps, engine), "b": run_percentiles(rc.b, ps, engine)}

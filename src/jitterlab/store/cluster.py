@@ -211,6 +211,13 @@ class ClusterEngine:
     def summary(self, path: Path, since: str = "t_send_ns") -> Summary:
         return summarize_on_cluster(self.client, path, since)
 
+    def sample(self, path: Path) -> Any:
+        """The file's latencies as a :class:`jitterlab.stats.compare.OrderedSample` whose
+        passes run on the workers (``compare --cluster``)."""
+        from jitterlab.store.cluster_sample import ClusterSample
+
+        return ClusterSample(self.client, path)
+
     def two_pass(self, path: Path) -> Any:
         """describe's two passes over ``path`` on the workers (a
         :class:`jitterlab.stats.twopass.PassReader`)."""
@@ -235,7 +242,7 @@ def summarize_on_cluster(client: Any, path: Path, since: str = "t_send_ns") -> S
         groups = f.metadata.num_row_groups
     if not groups:
         return summarize_chunks(lambda: iter(()))
-    from jitterlab.store.cluster_twopass import counts_of
+    from jitterlab.store.cluster_twopass import add_counts, value_counts
 
     scan = ClusterScan(client, path, since=since, groups=groups)
     moments: Moments = (0, 0, 0, 0, 0)
@@ -245,13 +252,11 @@ def summarize_on_cluster(client: Any, path: Path, since: str = "t_send_ns") -> S
         return summarize_chunks(lambda: iter(()))
     count, lowest, highest = moments[:3]
     counter: ValueCounter | None = ValueCounter(lowest, highest)
-    for counted in scan.map(counts_of, lowest, highest):
+    for counted in scan.map(value_counts, lowest, highest):
         if counted is None:  # a worker without the kernels: radix selection below
             counter = None
         elif counter is not None:
-            dense_at, dense_n, beyond = counted
-            counter.dense[dense_at] += dense_n
-            counter.add_beyond(beyond)
+            add_counts(counter, counted)
     table = counter.table() if counter is not None else None
     if table is not None:  # every value counted, as summarize_file counts them
         p = percentiles_table(table, SUMMARY_PERCENTILES)

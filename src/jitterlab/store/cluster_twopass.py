@@ -183,9 +183,12 @@ def refine_group(
     return w, n, slots, at, flat[at]
 
 
-def counts_of(x: np.ndarray, lowest: int, highest: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """One row group's share of the summary's value counts: the nonzero dense counts from
-    ``lowest`` (the sample's minimum) and the values beyond them, or None without the kernels."""
+def value_counts(
+    x: np.ndarray, lowest: int, highest: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """One row group's share of a :class:`~jitterlab.stats.valuetable.ValueCounter` whose
+    sample spans [lowest, highest]: the nonzero dense counts (index, count) and the values
+    beyond them; None without the kernels."""
     if not kernels.available():
         return None
     counter = ValueCounter(lowest, highest)
@@ -194,3 +197,10 @@ def counts_of(x: np.ndarray, lowest: int, highest: int) -> tuple[np.ndarray, np.
     )
     at = np.flatnonzero(counter.dense)
     return at, counter.dense[at], beyond.copy()
+
+
+def add_counts(counter: ValueCounter, counted: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+    """A :func:`value_counts` share added into the client's counter."""
+    dense_at, dense_n, beyond = counted
+    counter.dense[dense_at] += dense_n
+    counter.add_beyond(beyond)
