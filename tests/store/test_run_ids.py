@@ -212,3 +212,61 @@ def test_a_folder_claimed_with_its_lock_is_no_leftover_until_released(tmp_path: 
     done = run_cli("recover", "--store", str(store.root))
     assert done.returncode == 0 and not staging.exists(), done.stderr
     assert "nothing was recorded" in done.stderr
+
+
+def _recover_during_the_first_write(
+    monkeypatch: pytest.MonkeyPatch, root: Path
+) -> list[subprocess.CompletedProcess[str]]:
+    """Make the first row group any writer writes run a real ``jitterlab recover`` (another
+    process) on ``root`` first: the moment a writer's staging folder holds no raw file, no
+    draft and no samples yet."""
+    from jitterlab.store import writer
+
+    recovered: list[subprocess.CompletedProcess[str]] = []
+    original = writer.SampleWriter.write
+
+    def write(self: writer.SampleWriter, *args: object, **kwargs: object) -> None:
+        if not recovered:
+            recovered.append(run_cli("recover", "--store", str(root)))
+        original(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(writer.SampleWriter, "write", write)
+    return recovered
+
+
+@pytest.mark.parametrize("writer_path", ["import", "merge", "latencies"])
+def test_recover_during_an_import_merge_or_analysis_leaves_the_writers_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, writer_path: str
+) -> None:
+    """Issue 24: `import`, `merge` and the analyses that store latencies (`mtp`,
+    `commit_latencies`) claimed their staging folder without its lock, so a `recover` while
+    they wrote found "nothing recorded" and removed it. They claim with the lock now."""
+    from jitterlab.store.ingest import import_file
+    from jitterlab.store.merge import merge
+
+    store = ResultsStore(tmp_path / "store")
+    sources = [make_run(store.root, latency_clusters(seed, 3_000)) for seed in (1, 2)]
+    csv = tmp_path / "x.csv"
+    csv.write_text("latency_ns\n" + "\n".join(str(10_000 + i % 97) for i in range(5_000)) + "\n")
+    recovered = _recover_during_the_first_write(monkeypatch, store.root)
+    if writer_path == "import":
+        run = import_file(csv, store)
+    elif writer_path == "merge":
+        run = merge(store, [s.id for s in sources], "both")
+    else:
+        t = np.arange(4_000, dtype=np.int64) * 1_000
+        meta = {
+            "schema_version": 1,
+            "kind": "run",
+            "id": store.new_run_id("mtp", "x"),
+            "created_utc": "2026-01-01T00:00:00.000+00:00",
+            "status": "complete",
+            "partial_reason": "",
+            "config": {"runtime": "synthetic", "technique": "mtp", "pairs": 1, "policy": "other"},
+            "timing": {"started_realtime_ns": 1_700_000_000_000_000_000},
+        }
+        run = store.commit_latencies(meta, t, t + 500)
+    (done,) = recovered
+    assert done.returncode == 0, done.stderr
+    assert "nothing was recorded" not in done.stderr, done.stderr
+    assert store.resolve(run.id).is_dir() and int(run.meta["samples"]["rows"]) > 0

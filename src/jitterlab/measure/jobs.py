@@ -213,7 +213,7 @@ def _store_series(
     try:
         for name in job.series:
             part = copy.deepcopy(meta)
-            folder = store.staging_dir(store.new_run_id(*job.id_parts, name))
+            folder = store.staging_dir(store.new_run_id(*job.id_parts, name), lock=True)
             part["id"] = folder.name
             part["config"] = part["config"] | {"series": name, "pairs": 1, "scenario_run": meta["id"]}
             metas.append(part)

@@ -205,7 +205,7 @@ def settings_of(runs: list[Run]) -> dict[str, SettingResult]:
 def store_injected(store: ResultsStore, record: Path, probe_run: Run, setting: str) -> Run:
     """The proxy's own record (arrival at the proxy → release) as a run of its own: the
     delay the injector actually added, free of the loopback floor."""
-    staging = store.staging_dir(store.new_run_id("inject", setting, "injected"))
+    staging = store.staging_dir(store.new_run_id("inject", setting, "injected"), lock=True)
     run_id = staging.name
     meta = common_meta(run_id, dt.datetime.now(dt.timezone.utc)) | {
         "status": "complete",

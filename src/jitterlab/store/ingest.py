@@ -117,7 +117,7 @@ def import_hlog(
     unit = resolve_unit(path, options.unit, _header_unit(path))
     scale = UNITS_NS[unit]
     expected = in_unit(options.expected_interval_ns, scale)
-    staging = store.staging_dir(store.new_run_id("import", path.stem))
+    staging = store.staging_dir(store.new_run_id("import", path.stem), lock=True)
     run_id = staging.name
     try:
         with open(path, "rb") as source, open(staging / HISTOGRAM_FILE, "wb") as copy:
@@ -476,7 +476,7 @@ def import_csv(
         )
     layout = _csv_layout(path, header, options)
     meta = _import_meta(store, path, "csv")
-    staging = store.staging_dir(meta["id"])
+    staging = store.staging_dir(meta["id"], lock=True)
     meta["id"] = staging.name
     try:
         try:

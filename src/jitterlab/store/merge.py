@@ -193,7 +193,7 @@ def merge(
         floor={},
         timing={},
     )
-    staging = store.staging_dir(run_id)
+    staging = store.staging_dir(run_id, lock=True)
     meta["id"] = staging.name
     try:
         if all(s.samples for s in sources):

@@ -102,10 +102,14 @@ def _id_suffix() -> str:
     return os.urandom(2).hex()
 
 
-def _unlock(fd: int | None) -> None:
-    """Release a lock :meth:`ResultsStore._lock_name` took (its file stays: another process
-    may hold it by then; ``recover`` and :meth:`ResultsStore.staging_lock` remove it)."""
+def _unlock(fd: int | None, path: Path | None = None) -> None:
+    """Release a lock :meth:`ResultsStore._lock_name` took; with ``path``, its file removed
+    first, while still held (as :meth:`ResultsStore.staging_lock` does: a name this writer
+    gives up leaves no lock file behind). Without, the file stays (another process may hold
+    it by then; ``recover`` and :meth:`ResultsStore.staging_lock` remove it)."""
     if fd is not None:
+        if path is not None:
+            path.unlink(missing_ok=True)
         os.close(fd)
 
 
@@ -457,17 +461,18 @@ class ResultsStore:
             held = self._lock_name(root, candidate) if lock else None
             if lock and held is None:
                 continue  # another live writer holds this id
+            lock_file = root / f"{candidate}.lock"
             try:
                 os.mkdir(directory, 0o700)
             except FileExistsError:
-                _unlock(held)
+                _unlock(held, lock_file)
                 continue
             except OSError as e:
-                _unlock(held)
+                _unlock(held, lock_file)
                 raise JitterlabError(f"cannot write to results store {self.root}: {os_error_text(e)}") from e
             if os.path.lexists(self.root / candidate):  # published already: the store's name is taken
                 os.rmdir(directory)
-                _unlock(held)
+                _unlock(held, lock_file)
                 continue
             if held is not None:
                 _CLAIMED[str(directory)] = held
@@ -648,7 +653,7 @@ class ResultsStore:
         whose results are latencies (a video, a sensor log) writes."""
         import numpy as np
 
-        staging = self.staging_dir(meta["id"])
+        staging = self.staging_dir(meta["id"], lock=True)
         meta["id"] = staging.name
         chunk: Chunk = (0, np.arange(len(t_recv_ns)), t_send_ns, t_recv_ns, {})
         return self.commit_chunks(staging, meta, [chunk], ())
