@@ -86,3 +86,34 @@ def test_tree_memory_counts_children(figures_module) -> None:
     m = treemem.run_measured(["sh", "-c", f'{sys.executable} -c "{code}"; true'])
     assert m.returncode == 0
     assert m.peak_tree_rss_bytes > 190_000_000
+
+
+def test_a_regime_not_met_keeps_its_published_figure(figures_module) -> None:
+    """A session in the fast regime publishes its figures without erasing the slow regime's
+    spsc/c2c ratio: that one stays, marked with the date, commit and regime it came from."""
+    benches = figures_module.load_registry()
+    slow = {"date": "2026-11-25 13:17 UTC", "commit": "5af53cc", "cpu": "x", "cpus": "2", "kernel": "k"}
+    fig = {"median": 0.91, "min": 0.86, "max": 0.98, "repeats": 3, "unit": "×", "target": "≤ 1.3"}
+    section = {
+        "machine": slow,
+        "regime_before": "slow (c2c p50 188 ns)",
+        "regime_after": "slow (c2c p50 165 ns)",
+        "benches": {
+            "harness_floor": {"command": "c", "figures": {"spsc_over_c2c_slow": fig, "c2c_p50_ns": fig}}
+        },
+    }
+    fast = dict(fig, median=1.05, min=1.0, max=1.06)
+    now = {"harness_floor": {"command": "c", "figures": {"spsc_over_c2c_fast": fast}, "failures": []}}
+    today = {"machine": dict(slow, date="2026-11-27 08:00 UTC", commit="abc1234"), "regime_before": "fast"}
+    figures_module.publish(section, now, today | {"regime_after": "fast"}, some_only=False, benches=benches)
+    figures = section["benches"]["harness_floor"]["figures"]
+    assert figures["spsc_over_c2c_fast"]["median"] == 1.05
+    assert figures["spsc_over_c2c_slow"]["median"] == 0.91  # carried, not erased
+    assert figures["spsc_over_c2c_slow"]["carried"]["machine"]["commit"] == "5af53cc"
+    assert "c2c_p50_ns" not in figures  # not optional: this session's figures replace it
+    assert section["machine"]["commit"] == "abc1234"
+    # carried again by a later fast session: still the session that measured it
+    again = {"harness_floor": {"command": "c", "figures": {"spsc_over_c2c_fast": fast}, "failures": []}}
+    figures_module.publish(section, again, today | {"regime_after": "fast"}, some_only=False, benches=benches)
+    carried = section["benches"]["harness_floor"]["figures"]["spsc_over_c2c_slow"]["carried"]
+    assert carried["machine"]["commit"] == "5af53cc" and carried["regime_before"].startswith("slow")
