@@ -1,4 +1,5 @@
-"""--cluster (issue 25 item 5): show, describe and merge computed on a real local Dask
+"""--cluster (issue 25 item 5): show, describe, compare, merge, report, model build and
+export computed on a real local Dask
 cluster of 2 worker processes equal the single-process path, number for number; a missing
 extra, an address that does not answer, and a worker that dies mid-analysis are one line
 and exit 2, with the store unchanged."""
@@ -7,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 from pathlib import Path
@@ -184,6 +186,81 @@ def test_compare_on_a_cluster_prints_the_same_comparison(client, big, capsys) ->
         assert clustered == _numbers(_cli(capsys, *at)), case
 
 
+def _without_time(page: str) -> str:
+    """A report's HTML without the minute it was generated in."""
+    return re.sub(r"generated [0-9-]+ [0-9:]+ UTC", "generated", page)
+
+
+@pytest.mark.slow
+def test_report_on_a_cluster_writes_the_same_report(client, big, tmp_path, capsys, monkeypatch) -> None:
+    """report --cluster: every section's numbers and the comparisons from the workers (the
+    two-pass kernels, the comparison's passes), the panels from a local streamed pass; the
+    page equals the local report's streamed one (a small memory bound sends the local
+    report to the row-group path the cluster takes at any size), figures included."""
+    from distributed import get_task_stream
+
+    monkeypatch.setenv("JITTERLAB_MEMORY_LIMIT_MB", "1")
+    store, (run, small, gaps) = big
+    pages = {}
+    for where in ("alone", "cluster"):
+        out = tmp_path / f"{where}.html"
+        args = ["report", run, small, gaps, "-o", str(out), "--percentiles", "50,99.99,max"]
+        cluster = ["--cluster", client.scheduler.address] if where == "cluster" else []
+        with get_task_stream(client) as stream:
+            _cli(capsys, *args, *cluster, "--store", str(store))
+        names = {str(task["key"]).split("-")[1] for task in stream.data}
+        if where == "cluster":
+            assert {"first_pass_group", "value_counts", "positions"} <= names, names
+        else:
+            assert not names
+        pages[where] = _without_time(out.read_text())
+    assert "data-ns" in pages["alone"] and "verdict" in pages["alone"].lower()
+    assert pages["cluster"] == pages["alone"]
+
+
+@pytest.mark.slow
+def test_model_build_and_export_on_a_cluster_write_the_same_files(client, big, tmp_path, capsys) -> None:
+    store, (run, small, gaps) = big
+    address = client.scheduler.address
+    cases = [
+        ("model", "build", run),
+        ("model", "build", small, "--points", "64", "--scale", "2"),
+        ("export", run, "--format", "hgrm"),
+        ("export", gaps, "--format", "hgrm", "--percentiles", "50,99.9,99.999,max", "--unit", "ns"),
+        ("export", run, "--format", "hlog", "--window", "500ms"),
+        ("export", gaps, "--format", "hlog"),
+    ]
+    for i, case in enumerate(cases):
+        written = []
+        for cluster in ([], ["--cluster", address]):
+            out = tmp_path / f"{i}-{len(cluster)}.out"
+            _cli(capsys, *case, "-o", str(out), *cluster, "--store", str(store))
+            written.append(out.read_bytes())
+        assert written[0] == written[1], case
+        assert len(written[0]) > 200, case
+
+
+def test_export_and_model_refuse_on_a_cluster_what_they_do_here(tmp_path: Path, capsys) -> None:
+    """csv and parquet exports are copies (nothing to compute); a range is filtered here;
+    --kde holds every sample here: each one line, exit 2, before a cluster starts."""
+    store = tmp_path / "store"
+    run = make_run(store, latency_clusters(seed=6, n=5_000))
+    before = _files(store)
+    for args, words in (
+        (["export", run.id, "--format", "csv"], "copies the samples"),
+        (["export", run.id, "--format", "parquet"], "copies the samples"),
+        (["export", run.id, "--format", "hgrm", "--from", "0", "--to", "0.01"], "--from/--to"),
+        (["model", "build", run.id, "--kde"], "--kde"),
+        (["report", run.id, "--union"], "--union"),
+    ):
+        out = tmp_path / "out"
+        code, _, err = run_main([*args, "-o", str(out), "--cluster", "local:1", "--store", str(store)], capsys)
+        assert code == 2 and words in err, (args, err)
+        assert_one_line_error(err)
+        assert not out.exists()
+    assert _files(store) == before
+
+
 @pytest.mark.slow
 def test_merge_on_a_cluster_stores_the_same_run(client, big, tmp_path: Path, capsys) -> None:
     store, (run, small, gaps) = big
@@ -216,6 +293,9 @@ def test_a_silent_cluster_is_one_line_and_changes_nothing(big, capsys) -> None:
         ["describe", run, "--cluster", SILENT],
         ["merge", run, small, "--as", "x", "--cluster", SILENT],
         ["compare", run, small, "--cluster", SILENT],
+        ["report", run, "-o", str(store / "r.html"), "--cluster", SILENT],
+        ["model", "build", run, "-o", str(store / "m.json"), "--cluster", SILENT],
+        ["export", run, "--format", "hgrm", "-o", str(store / "x.hgrm"), "--cluster", SILENT],
         ["describe", run, "--cluster", "local:0"],
         ["describe", run, "--cluster", "nonsense"],
     ):

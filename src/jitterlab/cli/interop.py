@@ -4,10 +4,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 from pathlib import Path
 from typing import Any
 
 from jitterlab.cli.common import (
+    cluster_engine,
+    cluster_option,
     expected_interval_ns,
     expected_interval_option,
     load,
@@ -51,6 +55,7 @@ def add_parsers(sub: Any) -> None:
         "--tag", help="imported HdrHistogram log: export this tag's intervals (default: the run's)"
     )
     time_range_options(p)
+    cluster_option(p, "the histograms of hgrm and hlog (refused for csv and parquet: copies)")
     store_option(p)
     p = sub.add_parser("import", help="store an HdrHistogram log (.hlog) or a CSV of samples as a run")
     p.add_argument("file")
@@ -74,7 +79,11 @@ def add_parsers(sub: Any) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from jitterlab.describe.export import ExportOptions, export_run  # numpy, pyarrow: now
+    from jitterlab.describe.export import (  # numpy, pyarrow: now
+        ExportOptions,
+        export_run,
+        refuse_export_on_cluster,
+    )
 
     window = round(args.window * 1e9)
     if window <= 0:
@@ -92,7 +101,11 @@ def cmd_export(args: argparse.Namespace) -> int:
     )
     run = load(args.run, args)
     out = Path(args.output or f"{run.id}.{args.format}")
-    export_run(run, args.format, out, options)  # "-": standard output
+    if args.cluster and not run.histogram_only:  # a stored log is read here, as show reads it
+        refuse_export_on_cluster(args.format, args.from_s is not None or args.to_s is not None)
+    with contextlib.ExitStack() as stack:
+        engine = cluster_engine(args, stack) if not run.histogram_only else None
+        export_run(run, args.format, out, dataclasses.replace(options, engine=engine))  # "-": stdout
     if args.output != "-":
         note(f"wrote {out}")
     return 0

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 from pathlib import Path
 from typing import Any
 
 from jitterlab.cli.common import (
     Parser,
+    cluster_engine,
+    cluster_option,
     integer,
     load,
     note,
@@ -55,6 +58,7 @@ def add_parser(sub: Any) -> None:
         default=1.0,
         help="multiply spike durations (a more pathogenic system)",
     )
+    cluster_option(q, "the categories and quantile functions (not with --kde)")
     store_option(q)
     q = models.add_parser("make", help="a model from parameters, for designing conditions without a run")
     q.add_argument("-o", "--output", required=True)
@@ -123,7 +127,12 @@ def _write_model(args: argparse.Namespace) -> int:
     if args.model_command == "build":
         if args.scale <= 0:
             raise JitterlabError("--scale must be positive")
-        built = m.build_model(load(args.run, args), args.points, args.kde, args.min_category, args.scale)
+        run = load(args.run, args)
+        if args.cluster and args.kde:
+            raise JitterlabError(m.CLUSTER_NEEDS_STREAMED)  # before a cluster is started
+        with contextlib.ExitStack() as stack:
+            engine = cluster_engine(args, stack)
+            built = m.build_model(run, args.points, args.kde, args.min_category, args.scale, engine)
         for problem in m.thin_parts(built):
             warn(CodedWarning("model-thin", problem))
     else:

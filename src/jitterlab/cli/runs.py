@@ -60,6 +60,7 @@ def add_parsers(sub: Any) -> None:
     )
     union_help = "first the runs described as one (exact, as merge would give, nothing stored), split by run"
     p.add_argument("--union", action="store_true", help=union_help)
+    cluster_option(p, "every number of the runs' sections and comparisons (not with --union)")
     store_option(p)
     p = sub.add_parser("compare", help="compare run B against run A: verdict per percentile")
     p.add_argument("a", help="baseline run")
@@ -196,18 +197,23 @@ def cmd_report(args: argparse.Namespace) -> int:
         if all(r.id != baseline_id for r in runs):
             runs = [baseline, *runs]
     if args.union:
+        if args.cluster:
+            raise JitterlabError("--union describes the runs as one here: drop --union or --cluster")
         from jitterlab.describe.sources import open_union
 
         open_union(runs)  # refused in one line before any work (units, clocks, histograms)
-    note(f"writing the report of {len(runs)} run(s)…")
-    size = write_report(
-        runs,
-        Path(args.output),
-        args.title,
-        baseline_id=baseline_id,
-        percentiles=args.percentiles,
-        union=args.union,
-    )
+    with contextlib.ExitStack() as stack:
+        engine = cluster_engine(args, stack)  # reached (one line if not) before the note
+        note(f"writing the report of {len(runs)} run(s)…")
+        size = write_report(
+            runs,
+            Path(args.output),
+            args.title,
+            baseline_id=baseline_id,
+            percentiles=args.percentiles,
+            union=args.union,
+            engine=engine,
+        )
     note(f"wrote {args.output} ({size / 1e6:.1f} MB)")
     return 1 if args.strict and damaged else 0
 

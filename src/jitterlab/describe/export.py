@@ -39,6 +39,7 @@ from jitterlab.core.errors import JitterlabError
 from jitterlab.core.fileio import open_output
 from jitterlab.core.version import __version__
 from jitterlab.describe.analysis import time_range
+from jitterlab.stats.scan import LocalScan, Scan
 from jitterlab.store import Run
 from jitterlab.store.hdr.histogram import Histogram
 from jitterlab.store.hdr.log import LogWriter
@@ -46,7 +47,7 @@ from jitterlab.store.hdr.streams import UNITS_NS, read_figures
 from jitterlab.store.hdr.text import percentile_distribution
 from jitterlab.store.runs import verified_samples_path
 from jitterlab.store.span import Span, span_timed_chunks, time_span
-from jitterlab.store.writer import READ_BATCH_ROWS, timed_latency_chunks
+from jitterlab.store.writer import READ_BATCH_ROWS, Engine, timed_latency_chunks
 
 MAX_UNIT_RATIO = 1e6  # an interval's max is logged in milliseconds of the ns values, as jHiccup does
 DIGITS = 3
@@ -61,6 +62,7 @@ class ExportOptions:
     tag: str | None = None  # histogram-only runs: which tag (default: the run's own stream)
     from_s: float | None = None  # seconds from the run's start (a log's StartTime)
     to_s: float | None = None
+    engine: Engine | None = None  # hgrm/hlog of a run's file: where its passes run (--cluster)
 
 
 def _time_range(run: Run, o: ExportOptions) -> Run:
@@ -81,6 +83,43 @@ def _streams(run: Run, o: ExportOptions) -> bool:
     """Whether the run is read in row groups (its file, not loaded; only the samples sent
     in ``--from/--to`` when given, store/span.py) or in memory."""
     return not run.loaded
+
+
+def _timed_scan(run: Run, o: ExportOptions) -> Scan:
+    """The (send time, latency) chunks of the run's file as a scan: read here (of the span
+    when one is given), or by a cluster's workers (``o.engine``: whole runs only)."""
+    if o.engine is not None:
+        return o.engine.timed(verified_samples_path(run))
+    return LocalScan(_timed_chunks(run, o))
+
+
+def value_counts_chunk(chunk: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct latencies of a timed chunk and their counts (a pass: what one chunk
+    records into a histogram)."""
+    return np.unique(chunk[1], return_counts=True)
+
+
+def extent_chunk(chunk: tuple[np.ndarray, np.ndarray]) -> tuple[int, int, int, int]:
+    """(count, first send, last send, largest latency) of a timed chunk (a pass)."""
+    t, x = chunk
+    if t.size == 0:
+        return 0, 0, 0, 0
+    return int(t.size), int(t.min()), int(t.max()), int(x.max())
+
+
+def window_counts_chunk(
+    chunk: tuple[np.ndarray, np.ndarray], t0: int, window_ns: int
+) -> list[tuple[int, np.ndarray, np.ndarray, int]]:
+    """Per window of send time a timed chunk touches: (window, distinct latencies, their
+    counts, last send in it) (a pass: what the chunk records into each window's histogram)."""
+    t, x = chunk
+    w = (t - t0) // window_ns
+    out = []
+    for k in np.unique(w).tolist():
+        inside = w == k
+        distinct, counts = np.unique(x[inside], return_counts=True)
+        out.append((k, distinct, counts, int(t[inside].max())))
+    return out
 
 
 def _timed_chunks(run: Run, o: ExportOptions) -> Callable[[], Iterable[tuple[np.ndarray, np.ndarray]]]:
@@ -167,7 +206,9 @@ def _hgrm(run: Run, o: ExportOptions) -> bytes:
         histogram, scale = _stored_stream(run, o)
         ratio = UNITS_NS[o.unit] / scale
     elif _streams(run, o):
-        histogram = latency_histogram(x for _, x in _timed_chunks(run, o)())
+        histogram = Histogram.auto(DIGITS)
+        for distinct, counts in _timed_scan(run, o).map(value_counts_chunk):
+            histogram.record(distinct, counts)
         ratio = float(UNITS_NS[o.unit])
     else:
         histogram, ratio = latency_histogram(_time_range(run, o).latency_ns), float(UNITS_NS[o.unit])
@@ -258,14 +299,12 @@ def _hlog_streamed(run: Run, o: ExportOptions) -> bytes:
     """:func:`export_hlog` of a run (or its --from/--to span) read in row groups: one pass for the first and last
     send and the largest latency, one recording each window's histogram (one histogram per
     window in memory, never the samples); the same log as from the samples in memory."""
-    chunks = _timed_chunks(run, o)
-    t0, t_last, top, n = 0, 0, 1, 0
-    for t, x in chunks():
-        if t.size:
-            t0, t_last = (
-                (int(t.min()), int(t.max())) if n == 0 else (min(t0, int(t.min())), max(t_last, int(t.max())))
-            )
-            top, n = max(top, int(x.max())), n + t.size
+    scan = _timed_scan(run, o)
+    t0, top, n = 0, 1, 0
+    for size, first, _last, largest in scan.map(extent_chunk):
+        if size:
+            t0 = first if n == 0 else min(t0, first)
+            top, n = max(top, largest), n + size
     text = io.StringIO()
     writer = _hlog_writer(run, text)
     if n == 0:
@@ -274,14 +313,11 @@ def _hlog_streamed(run: Run, o: ExportOptions) -> bytes:
     window_ns = o.window_ns
     histograms: dict[int, Histogram] = {}
     last_send: dict[int, int] = {}
-    for t, x in chunks():
-        w = (t - t0) // window_ns
-        for k in np.unique(w).tolist():
-            inside = w == k
+    for windows in scan.map(window_counts_chunk, t0, window_ns):
+        for k, distinct, counts, last in windows:
             histogram = histograms.setdefault(k, Histogram(1, highest, DIGITS))
-            distinct, counts = np.unique(x[inside], return_counts=True)
             histogram.record(distinct, counts)
-            last_send[k] = max(last_send.get(k, t0), int(t[inside].max()))
+            last_send[k] = max(last_send.get(k, t0), last)
     for k in sorted(histograms):
         start = k * window_ns / 1e9  # seconds since StartTime, as jHiccup logs them
         end = min(start + window_ns / 1e9, (last_send[k] - t0) / 1e9 + 1e-9)
@@ -315,7 +351,22 @@ def _exporter(run: Run, fmt: str, options: ExportOptions) -> Exporter:
         raise JitterlabError(f"run {run.id} holds a histogram only: it exports as hlog or hgrm, not {fmt}")
     if options.tag is not None and not run.histogram_only:
         raise JitterlabError("--tag selects a stream of an imported HdrHistogram log; this run has samples")
+    if options.engine is not None and not run.histogram_only:
+        refuse_export_on_cluster(fmt, options.from_s is not None or options.to_s is not None or run.loaded)
     return exporter
+
+
+def refuse_export_on_cluster(fmt: str, ranged: bool) -> None:
+    """What ``export --cluster`` refuses, in one line (before a cluster is started): csv and
+    parquet (copies of the samples, not analyses: nothing to compute on the workers) and a
+    --from/--to range (its filter reads the samples here)."""
+    if fmt not in ("hgrm", "hlog"):
+        raise JitterlabError(
+            f"--cluster computes the histograms of hgrm and hlog; a {fmt} export copies the samples "
+            "(nothing to compute): drop --cluster"
+        )
+    if ranged:
+        raise JitterlabError("--cluster exports whole stored runs: drop --from/--to or --cluster")
 
 
 def export_run(run: Run, fmt: str, out: Path, options: ExportOptions = ExportOptions()) -> None:

@@ -30,6 +30,7 @@ from jitterlab.stats.compare import compare_ordered
 from jitterlab.stats.loglinear import LogLinear
 from jitterlab.stats.summary import percentiles_sorted
 from jitterlab.store import Run
+from jitterlab.store.writer import Engine
 
 PALETTE = [
     "#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860",
@@ -84,10 +85,10 @@ def digest_of_histogram(run: Run, summary: Summary, histogram: LogLinear) -> Run
     )
 
 
-def compare_runs_for_report(base: Run, other: Run) -> Comparison:
+def compare_runs_for_report(base: Run, other: Run, engine: Engine | None = None) -> Comparison:
     """The report's comparison of two runs (KS distance and the verdict; the other tests
-    are not shown there, so not computed)."""
-    return compare_ordered(run_sample(base), run_sample(other), distribution_tests=False)
+    are not shown there, so not computed); ``engine``: a cluster's, which reads both runs."""
+    return compare_ordered(run_sample(base, engine), run_sample(other, engine), distribution_tests=False)
 
 
 def log_axis(axis: Any) -> None:

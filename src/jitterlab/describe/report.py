@@ -77,7 +77,7 @@ from jitterlab.describe.tables import (
 from jitterlab.stats.summary import percentiles_sorted
 from jitterlab.store import Run
 from jitterlab.store.runs import IN_MEMORY_BYTES_PER_SAMPLE, memory_bound_bytes, verified_samples_path
-from jitterlab.store.writer import LOCAL, send_time_extent
+from jitterlab.store.writer import LOCAL, Engine, send_time_extent
 
 MAX_SCATTER_POINTS = 20_000  # drawn points per timeline; above this, M4-decimated (and said so)
 SCATTER_COLUMNS = 600  # M4 columns of the timeline: more than its axes' width in pixels at 96 dpi
@@ -468,7 +468,7 @@ need raw samples, which an HdrHistogram log does not hold, so they are not shown
 
 
 def _section_job(
-    run: Run, anchor: str, ps: tuple[float, ...] = ()
+    run: Run, anchor: str, ps: tuple[float, ...] = (), engine: Engine | None = None
 ) -> tuple[str, RunDigest, dict[str, float] | None]:
     """One run's section and the overview's numbers of it (in a worker process); ``ps``:
     the percentiles ``--percentiles`` chose, the same type-7 values ``show --percentiles``
@@ -477,20 +477,23 @@ def _section_job(
     A run of at most IN_MEMORY_AT_MOST samples is read once and described in memory (one
     sort serves the summary, the stacked test, the digest and the chosen percentiles):
     about 4x faster than the row-group passes at the main job's sizes, identical numbers,
-    and its plots need the whole columns anyway."""
+    and its plots need the whole columns anyway. ``engine`` (``report --cluster``): every
+    number from passes on the cluster's workers, whatever the size; the panels from one
+    local streamed pass (the M4 timeline and the log-linear histogram are drawings)."""
     # a copy of the run: its columns, read here, go with it when the job ends, also when the
     # jobs run in this process (one CPU), where the caller's Run would keep every run's table
     run = dataclasses.replace(run)
     rows = _rows(run)
-    if rows <= IN_MEMORY_AT_MOST and rows * IN_MEMORY_BYTES_PER_SAMPLE <= memory_bound_bytes():
+    fits = rows <= IN_MEMORY_AT_MOST and rows * IN_MEMORY_BYTES_PER_SAMPLE <= memory_bound_bytes()
+    if engine is None and fits:
         run.table  # noqa: B018 (read here: describe_run then works on the columns in memory)
-    d = describe_run(run)
+    d = describe_run(run, engine=engine)
     if not run.loaded:  # too large to hold: every panel from one streamed pass, nothing subsampled
         path = verified_samples_path(run)
         panels, histogram = streamed_panels(
             LOCAL.timed(path), d.summary, d.categories, SCATTER_COLUMNS, send_time_extent(path)
         )
-        chosen = run_percentiles(run, ps) if ps else None
+        chosen = run_percentiles(run, ps, engine or LOCAL) if ps else None
         section = _run_section(d, anchor, chosen, panels)
         return section, digest_of_histogram(run, d.summary, histogram), chosen
     ordered = d.ordered if d.ordered is not None else np.sort(run.latency_ns)
@@ -611,6 +614,7 @@ def build_report(
     baseline_id: str | None = None,
     percentiles: Sequence[float] | None = None,
     union: bool = False,
+    engine: Engine | None = None,
 ) -> str:
     """The HTML of the report (a string; the caller writes it atomically). ``preface_html``
     goes first, before the overview (for example the validation of an injector);
@@ -621,16 +625,20 @@ def build_report(
     The runs' sections and the comparisons are computed one run at a time in this process
     for a report of at most IN_PROCESS_SAMPLES samples in all, else in parallel worker
     processes (:func:`_workers`); a progress bar shows on a terminal. ``union``
-    (``report --union``): the sample runs described as one first (:func:`union_section`)."""
+    (``report --union``): the sample runs described as one first (:func:`union_section`).
+    ``engine`` (``report --cluster``): the passes over the samples run on a cluster's workers
+    and the jobs run here, one after the other (the cluster is the one source of parallelism:
+    a forked worker cannot share the client's connection)."""
     united = union_section([r for r in runs if not r.histogram_only]) if union else ""
     histogram_runs = [r for r in runs if r.histogram_only]
     sample_runs = [r for r in runs if not r.histogram_only]
     groups = comparison_groups(sample_runs, baseline_id) if len(sample_runs) > 1 else []
     pairs = [(base, other) for base, others in groups for other in others]
     ps = tuple(percentiles or ())
-    jobs: list[Job] = [(_section_job, (r, f"run{i}", ps)) for i, r in enumerate(sample_runs)]
-    jobs += [(compare_runs_for_report, (base, other)) for base, other in pairs]
-    with _workers(sum(_rows(r) for r in sample_runs), len(jobs)) as run_jobs:
+    jobs: list[Job] = [(_section_job, (r, f"run{i}", ps, engine)) for i, r in enumerate(sample_runs)]
+    jobs += [(compare_runs_for_report, (base, other, engine)) for base, other in pairs]
+    samples = sum(_rows(r) for r in sample_runs) if engine is None else 0  # 0: the jobs run here
+    with _workers(samples, len(jobs)) as run_jobs:
         progress = ProgressBar("rendering the report", len(jobs))
         results = run_jobs(jobs, progress)
         progress.close()
@@ -691,9 +699,10 @@ def write_report(
     baseline_id: str | None = None,
     percentiles: Sequence[float] | None = None,
     union: bool = False,
+    engine: Engine | None = None,
 ) -> int:
     """Build the report and write it to ``out`` atomically; returns its size in bytes."""
-    page = build_report(runs, title, preface_html, baseline_id, percentiles, union).encode()
+    page = build_report(runs, title, preface_html, baseline_id, percentiles, union, engine).encode()
     try:
         atomic_write_bytes(out, page)
     except OSError as e:

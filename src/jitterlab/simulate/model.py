@@ -21,7 +21,7 @@ Format: docs/model-format.md (schema_version 1).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeGuard
@@ -33,12 +33,19 @@ from scipy import stats
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.units import format_ns, parse_duration_ns
 from jitterlab.stats import StackedResult, percentiles, stacked_z_test
-from jitterlab.stats.outofcore import stacked_z_chunks
-from jitterlab.stats.summary import extent_of, percentiles_of, percentiles_of_chunks, percentiles_sorted
+from jitterlab.stats.outofcore import stacked_z_scan
+from jitterlab.stats.scan import LocalScan, Scan
+from jitterlab.stats.summary import (
+    extent_by,
+    percentiles_by,
+    percentiles_of_scan,
+    percentiles_sorted,
+    refine_by,
+)
 from jitterlab.store import Run
 from jitterlab.store.runs import memory_bound_bytes, verified_samples_path
 from jitterlab.store.schema import strict_json
-from jitterlab.store.writer import latency_chunks, timed_latency_chunks
+from jitterlab.store.writer import LOCAL, Engine
 
 SCHEMA_VERSION = 1
 KIND = "jitterlab.model"
@@ -76,9 +83,16 @@ class QuantileFunction:
     ) -> QuantileFunction:
         """:meth:`of` of ``transform`` (non-decreasing) of an integer sample read as chunks,
         exactly (order statistics by refinement, then transformed and interpolated)."""
-        count, lowest, highest, _ = extent_of(chunks)
+        return cls.of_scan(LocalScan(chunks), points, transform)
+
+    @classmethod
+    def of_scan(
+        cls, scan: Scan, points: int, transform: Callable[[np.ndarray], np.ndarray] | None = None
+    ) -> QuantileFunction:
+        """:meth:`of_chunks` of a sample read by ``scan`` (here or on a cluster's workers)."""
+        count, lowest, highest, _ = extent_by(scan)
         ps = tuple(float(p) for p in levels(count, points))
-        return cls(percentiles_of(chunks, ps, (count, lowest, highest), transform))
+        return cls(percentiles_by(refine_by(scan), ps, (count, lowest, highest), transform))
 
     def draw(self, rng: np.random.Generator, size: int | None = None) -> Any:
         """Inverse-transform draws: a uniform u picks a point between the stored quantiles."""
@@ -174,16 +188,25 @@ def thin_parts(model: LatencyModel) -> list[str]:
 
 
 def build_model(
-    run: Run, points: int = DEFAULT_POINTS, kde: bool = False, min_category: int = 2, scale: float = 1.0
+    run: Run,
+    points: int = DEFAULT_POINTS,
+    kde: bool = False,
+    min_category: int = 2,
+    scale: float = 1.0,
+    engine: Engine | None = None,
 ) -> LatencyModel:
     """The model of a measured run (see module docs). Categories with fewer than
-    ``min_category`` spikes are left out (said in ``source.dropped_categories``)."""
+    ``min_category`` spikes are left out (said in ``source.dropped_categories``).
+    ``engine``: where the passes over the samples run (a cluster's,
+    jitterlab.store.cluster; it builds in row groups, so not with ``kde``)."""
     if run.histogram_only:
         raise JitterlabError(
             f"run {run.id} holds a histogram only: a model needs raw samples with send times"
         )
+    if engine is not None and (kde or run.loaded):
+        raise JitterlabError(CLUSTER_NEEDS_STREAMED)
     if not kde and scale > 0 and not run.loaded:
-        return _build_streamed(run, points, min_category, scale)
+        return _build_streamed(run, points, min_category, scale, engine or LOCAL)
     if not run.loaded:
         _check_fits_in_memory(run, kde)
     latency = run.latency_ns
@@ -219,47 +242,64 @@ def build_model(
     return LatencyModel(quantiles(main), None, tuple(categories), source)
 
 
-def _build_streamed(run: Run, points: int, min_category: int, scale: float) -> LatencyModel:
+CLUSTER_NEEDS_STREAMED = (
+    "--cluster builds the model in row groups: drop --kde (it holds every sample here) or --cluster"
+)
+
+
+def keep_between(x: np.ndarray, lower: float | None, upper: float | None) -> np.ndarray:
+    """The values of ``x`` in ``(lower, upper]`` (a scan's step: one category's samples)."""
+    keep = np.ones(x.size, bool)
+    if lower is not None:
+        keep &= x > lower
+    if upper is not None:
+        keep &= x <= upper
+    return x[keep]
+
+
+def spike_times(
+    chunk: tuple[np.ndarray, np.ndarray], result: StackedResult, indices: tuple[int, ...]
+) -> tuple[int, int, int, list[np.ndarray]]:
+    """Of one timed chunk: its count and send-time extent, and the send times of the samples
+    of each outlier category in ``indices`` (a scan's pass, here or on a worker)."""
+    t, x = chunk
+    if t.size == 0:
+        return 0, 0, 0, [t[:0] for _ in indices]
+    labels = result.labels(x)
+    return int(t.size), int(t.min()), int(t.max()), [t[labels == index] for index in indices]
+
+
+def _build_streamed(
+    run: Run, points: int, min_category: int, scale: float, engine: Engine = LOCAL
+) -> LatencyModel:
     """:func:`build_model` (without KDE) of a run read in row groups, identical to the
     in-memory build: the stacked test and every quantile function by exact selection
-    (stats/outofcore.py, stats/summary.py); what is held is the send times of the outlier
-    categories' spikes (their inter-arrival gaps need them in order), never the main cluster."""
+    (stats/outofcore.py, stats/summary.py), each pass run by ``engine`` (here, or on a
+    cluster's workers); what is held is the send times of the outlier categories' spikes
+    (their inter-arrival gaps need them in order), never the main cluster."""
     path = verified_samples_path(run)
-
-    def latency() -> Iterator[np.ndarray]:
-        return latency_chunks(path)
-
-    count, _, _, _ = extent_of(latency)
+    latency = engine.latency(path)
+    count, _, _, _ = extent_by(latency)
     if count < 10:
         raise JitterlabError(f"run {run.id} has too few samples for a model ({count})")
-    result = stacked_z_chunks(latency)
+    result = stacked_z_scan(latency)
     cuts = result.thresholds
 
-    def between(lower: float | None, upper: float | None) -> Callable[[], Iterator[np.ndarray]]:
-        def chunks() -> Iterator[np.ndarray]:
-            for x in latency():
-                keep = np.ones(x.size, bool)
-                if lower is not None:
-                    keep &= x > lower
-                if upper is not None:
-                    keep &= x <= upper
-                yield x[keep]
-
-        return chunks
+    def between(lower: float | None, upper: float | None) -> Scan:
+        return latency.then(keep_between, lower, upper)
 
     main = between(None, cuts[0] if cuts else None)
-    main_count = extent_of(main)[0]
-    median = float(percentiles_of_chunks(main, (50.0,))[0])
+    main_count = extent_by(main)[0]
+    median = float(percentiles_of_scan(main, (50.0,))[0])
     first, last, seen = 0, 0, False
-    times: dict[int, list[np.ndarray]] = {c.index: [] for c in result.categories if c.index >= 1}
-    for t, x in timed_latency_chunks(path):
-        if t.size:
-            low, high = int(t.min()), int(t.max())
+    indices = tuple(c.index for c in result.categories if c.index >= 1)
+    times: dict[int, list[np.ndarray]] = {index: [] for index in indices}
+    for n, low, high, parts in engine.timed(path).map(spike_times, result, indices):
+        if n:
             first, last = (min(first, low), max(last, high)) if seen else (low, high)
             seen = True
-        labels = result.labels(x)
-        for index, parts in times.items():
-            parts.append(t[labels == index])
+        for index, part in zip(indices, parts, strict=True):
+            times[index].append(part)
     span_s = max(float(last - first), 1.0) / 1e9
     categories = []
     dropped = []
@@ -270,14 +310,14 @@ def _build_streamed(run: Run, points: int, min_category: int, scale: float) -> L
             dropped.append(c.index)
             continue
         members = between(cuts[c.index - 1], cuts[c.index] if c.index < len(cuts) else None)
-        durations = QuantileFunction.of_chunks(members, points, lambda v: (v - median) * scale)
+        durations = QuantileFunction.of_scan(members, points, lambda v: (v - median) * scale)
         gaps = np.diff(np.sort(np.concatenate(times[c.index]))).astype(np.float64)
         interarrival = (
             QuantileFunction.of(gaps, points) if gaps.size else QuantileFunction(np.array([span_s * 1e9]))
         )
         categories.append(SpikeCategory(c.index, durations, interarrival, c.count / span_s, c.count, c.share))
     source = _source(run, result, median, span_s, points, False, scale, min_category, dropped, main_count)
-    return LatencyModel(QuantileFunction.of_chunks(main, points), None, tuple(categories), source)
+    return LatencyModel(QuantileFunction.of_scan(main, points), None, tuple(categories), source)
 
 
 def _source(
