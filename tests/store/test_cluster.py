@@ -254,7 +254,9 @@ def test_export_and_model_refuse_on_a_cluster_what_they_do_here(tmp_path: Path, 
         (["report", run.id, "--union"], "--union"),
     ):
         out = tmp_path / "out"
-        code, _, err = run_main([*args, "-o", str(out), "--cluster", "local:1", "--store", str(store)], capsys)
+        code, _, err = run_main(
+            [*args, "-o", str(out), "--cluster", "local:1", "--store", str(store)], capsys
+        )
         assert code == 2 and words in err, (args, err)
         assert_one_line_error(err)
         assert not out.exists()
