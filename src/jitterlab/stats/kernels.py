@@ -12,6 +12,7 @@ next row group meanwhile.
 from __future__ import annotations
 
 import ctypes
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -100,28 +101,46 @@ def count_values(x: np.ndarray, base: int, dense: np.ndarray, beyond: np.ndarray
     return beyond[: n_beyond.value]
 
 
+@dataclass(frozen=True)
+class RefineSpec:
+    """One refinement pass's plan, as every reader passes it on: the windows (``n_windows``
+    of ``width_ns`` from send time ``t0``), the category cuts (``low``: the low cut of a
+    two-sided test, else None), and per (group, window) the open value interval [a, b]
+    (groups × windows) split into buckets ``step`` wide, ``nb`` buckets each."""
+
+    t0: int
+    width_ns: int
+    n_windows: int
+    cuts: np.ndarray
+    low: float | None
+    a: np.ndarray
+    b: np.ndarray
+    step: np.ndarray
+    nb: int
+
+    def windows(self, w: int, n: int) -> RefineSpec:
+        """The plan of the ``n`` windows from window ``w`` on (a chunk's share of them)."""
+        a, b, step = (np.ascontiguousarray(x[:, w : w + n]) for x in (self.a, self.b, self.step))
+        t0 = self.t0 + w * self.width_ns
+        return RefineSpec(t0, self.width_ns, n, self.cuts, self.low, a, b, step, self.nb)
+
+
 def refine_pass(
     send: np.ndarray,
     recv: np.ndarray,
-    t0: int,
-    width_ns: int,
-    n_windows: int,
-    cuts: np.ndarray,
-    low: float | None,
+    spec: RefineSpec,
     slot_counts: np.ndarray | None,
-    a: np.ndarray,
-    b: np.ndarray,
-    step: np.ndarray,
     hist: np.ndarray,
 ) -> None:
-    """Add one chunk to a refinement pass: ``slot_counts`` (windows × slots, or None) and
-    ``hist`` (groups × windows × nb) of the values inside [a, b] of each (group, window)."""
-    n_groups = a.shape[0]
+    """Add one chunk to a refinement pass planned by ``spec``: ``slot_counts`` (windows ×
+    slots, or None) and ``hist`` (groups × windows × nb) of the values inside [a, b] of each
+    (group, window)."""
+    k = spec
     code = _library().jl_windows_refine_pass(
-        _pointer(send, ctypes.c_int64), _pointer(recv, ctypes.c_int64), send.size, t0, width_ns, n_windows,
-        _pointer(cuts, ctypes.c_double), cuts.size, int(low is not None), float(low or 0.0),
-        _pointer(slot_counts, ctypes.c_int64), n_groups,
-        _pointer(a, ctypes.c_int64), _pointer(b, ctypes.c_int64), _pointer(step, ctypes.c_int64),
+        _pointer(send, ctypes.c_int64), _pointer(recv, ctypes.c_int64), send.size, k.t0, k.width_ns,
+        k.n_windows, _pointer(k.cuts, ctypes.c_double), k.cuts.size, int(k.low is not None),
+        float(k.low or 0.0), _pointer(slot_counts, ctypes.c_int64), k.a.shape[0],
+        _pointer(k.a, ctypes.c_int64), _pointer(k.b, ctypes.c_int64), _pointer(k.step, ctypes.c_int64),
         hist.shape[-1], _pointer(hist, ctypes.c_int64),
     )  # fmt: skip
     if code != 0:

@@ -68,19 +68,7 @@ class PassReader(Protocol):
         counter: ValueCounter,
     ) -> None: ...
 
-    def refine(
-        self,
-        t0: int,
-        width_ns: int,
-        n_windows: int,
-        cuts: np.ndarray,
-        low: float | None,
-        slot_counts: np.ndarray | None,
-        a: np.ndarray,
-        b: np.ndarray,
-        step: np.ndarray,
-        hist: np.ndarray,
-    ) -> None: ...
+    def refine(self, spec: kernels.RefineSpec, slot_counts: np.ndarray | None, hist: np.ndarray) -> None: ...
 
 
 class ChunkReader:
@@ -104,21 +92,9 @@ class ChunkReader:
                 kernels.first_pass(send, recv, t0, width_ns, base, sub_bits, arrays, counter.dense, beyond)
             )
 
-    def refine(
-        self,
-        t0: int,
-        width_ns: int,
-        n_windows: int,
-        cuts: np.ndarray,
-        low: float | None,
-        slot_counts: np.ndarray | None,
-        a: np.ndarray,
-        b: np.ndarray,
-        step: np.ndarray,
-        hist: np.ndarray,
-    ) -> None:
+    def refine(self, spec: kernels.RefineSpec, slot_counts: np.ndarray | None, hist: np.ndarray) -> None:
         for send, recv in self.chunks():
-            kernels.refine_pass(send, recv, t0, width_ns, n_windows, cuts, low, slot_counts, a, b, step, hist)
+            kernels.refine_pass(send, recv, spec, slot_counts, hist)
 
 
 def _reader(chunks: SendRecvChunks | PassReader) -> PassReader:
@@ -308,10 +284,9 @@ def windows_two_pass(
         step = np.maximum(-(-(g_b - g_a + 1) // nb), 1)
         hist = np.zeros((len(leaders), n_windows, nb), np.int64)
         slot_counts = by_slot if first_round else None
-        reader.refine(
-            first.t0, first.width_ns, n_windows, cuts, low, slot_counts,
-            np.ascontiguousarray(g_a), np.ascontiguousarray(g_b), np.ascontiguousarray(step), hist,
-        )  # fmt: skip
+        g_a, g_b, step = (np.ascontiguousarray(x) for x in (g_a, g_b, step))
+        spec = kernels.RefineSpec(first.t0, first.width_ns, n_windows, cuts, low, g_a, g_b, step, nb)
+        reader.refine(spec, slot_counts, hist)
         first_round = False
         for g, rs in enumerate(groups.values()):
             for r in rs:

@@ -76,22 +76,10 @@ class ClusterPasses:
             counter.dense[dense_at] += dense_n
             counter.add_beyond(beyond)
 
-    def refine(
-        self,
-        t0: int,
-        width_ns: int,
-        n_windows: int,
-        cuts: np.ndarray,
-        low: float | None,
-        slot_counts: np.ndarray | None,
-        a: np.ndarray,
-        b: np.ndarray,
-        step: np.ndarray,
-        hist: np.ndarray,
-    ) -> None:
+    def refine(self, spec: kernels.RefineSpec, slot_counts: np.ndarray | None, hist: np.ndarray) -> None:
         n_slots = None if slot_counts is None else slot_counts.shape[1]
-        nb = hist.shape[-1]
-        plan = (t0, width_ns, n_windows, cuts, low, n_slots, a, b, step, nb)
+        n_windows, nb = spec.n_windows, spec.nb
+        plan = (spec, n_slots)
         flat = hist.reshape(-1)
         for w, n, slots, at, added in self._shares(refine_group, plan):
             if slot_counts is not None:
@@ -159,25 +147,14 @@ def first_pass_group(
 
 
 def refine_group(
-    send: np.ndarray,
-    recv: np.ndarray,
-    t0: int,
-    width_ns: int,
-    n_windows: int,
-    cuts: np.ndarray,
-    low: float | None,
-    n_slots: int | None,
-    a: np.ndarray,
-    b: np.ndarray,
-    step: np.ndarray,
-    nb: int,
+    send: np.ndarray, recv: np.ndarray, spec: kernels.RefineSpec, n_slots: int | None
 ) -> tuple[Any, ...]:
     """One row group's share of a refinement pass (see the module docs)."""
-    w, n = _windows_of(send, t0, width_ns, n_windows)
-    a, b, step = (np.ascontiguousarray(x[:, w : w + n]) for x in (a, b, step))
-    hist = np.zeros((a.shape[0], n, nb), np.int64)
+    w, n = _windows_of(send, spec.t0, spec.width_ns, spec.n_windows)
+    part = spec.windows(w, n)
+    hist = np.zeros((part.a.shape[0], n, spec.nb), np.int64)
     slots = None if n_slots is None else np.zeros((n, n_slots), np.int64)
-    kernels.refine_pass(send, recv, t0 + w * width_ns, width_ns, n, cuts, low, slots, a, b, step, hist)
+    kernels.refine_pass(send, recv, part, slots, hist)
     flat = hist.reshape(-1)
     at = np.flatnonzero(flat)
     return w, n, slots, at, flat[at]
