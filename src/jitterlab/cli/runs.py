@@ -205,15 +205,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     with contextlib.ExitStack() as stack:
         engine = cluster_engine(args, stack)  # reached (one line if not) before the note
         note(f"writing the report of {len(runs)} run(s)…")
-        size = write_report(
-            runs,
-            Path(args.output),
-            args.title,
-            baseline_id=baseline_id,
-            percentiles=args.percentiles,
-            union=args.union,
-            engine=engine,
-        )
+        out, ps = Path(args.output), args.percentiles
+        size = write_report(runs, out, args.title, "", baseline_id, ps, args.union, engine)
     note(f"wrote {args.output} ({size / 1e6:.1f} MB)")
     return 1 if args.strict and damaged else 0
 
