@@ -1,4 +1,4 @@
-"""Cluster overhead: `jitterlab show`, `show --recompute` and `describe` of one stored run on a local Dask
+"""Cluster overhead: `jitterlab show`, `show --recompute`, `describe` (and `report`) of one stored run on a local Dask
 cluster of 2 worker processes against the single-process path, side by side, in one run
 (issue 25 item 5).
 
@@ -8,7 +8,10 @@ mixture, bounded memory), 10⁷ samples by default. Three ways, each a fresh pro
 interleaved repeat by repeat so that a noisy neighbour hits all three alike:
 
 - ``alone``: ``jitterlab show|describe RUN --json`` (``show-recompute``: ``show --recompute``,
-  the summary read from the samples again), the single-process path;
+  the summary read from the samples again; ``report``: ``report RUN -o FILE``, its page compared
+  without the minute it was generated in, every way under ``JITTERLAB_MEMORY_LIMIT_MB=1`` so
+  that the single-process report takes the row-group path the cluster's takes, as it does
+  above 2^24 samples anyway; not run unless asked), the single-process path;
 - ``local:2``: ``--cluster local:2``: the command starts a scheduler and 2 worker
   processes, runs its passes on them, stops them (the worker processes are in the tree);
 - ``address``: ``--cluster tcp://…``: a cluster of 2 worker processes already running
@@ -28,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import sys
@@ -38,7 +42,7 @@ from scale import fmt, generate
 from treemem import median_range, run_measured
 
 WAYS = ("alone", "local:2", "address")
-COMMANDS = ("show", "show-recompute", "describe")
+COMMANDS = ("show", "show-recompute", "describe", "report")
 
 
 def figures_of(out: str) -> object:
@@ -53,7 +57,7 @@ def main() -> int:
     parser.add_argument(
         "--commands",
         default="show,show-recompute,describe",
-        help="of show, show-recompute (show --recompute: the summary read again), describe",
+        help="of show, show-recompute (show --recompute: the summary read again), describe, report",
     )
     parser.add_argument("--dir", default=None, help="where the generated store goes (default: a temp folder)")
     parser.add_argument("--json", action="store_true", help="one JSON object of named figures")
@@ -97,28 +101,27 @@ def main() -> int:
             }
             for command in commands:
                 recompute = ["--recompute"] if command == "show-recompute" else []
-                cmd = [
-                    *jl,
-                    command.removesuffix("-recompute"),
-                    run_id,
-                    "--json",
-                    *recompute,
-                    "--store",
-                    str(store),
-                ]
+                page = root / "report.html"
+                output = ["-o", str(page)] if command == "report" else ["--json", *recompute]
+                cmd = [*jl, command.removesuffix("-recompute"), run_id, *output, "--store", str(store)]
                 seconds: dict[str, list[float]] = {w: [] for w in WAYS}
                 peaks: dict[str, list[float]] = {w: [] for w in WAYS}
                 outputs: dict[str, object] = {}
                 for _ in range(args.repeats):
                     for way in WAYS:
-                        m = run_measured([*cmd, *where[way]], env=env)
+                        bound = {"JITTERLAB_MEMORY_LIMIT_MB": "1"} if command == "report" else {}
+                        m = run_measured([*cmd, *where[way]], env=env | bound)
                         if m.returncode != 0:
                             raise SystemExit(
                                 f"{command} {way} failed ({m.returncode}): {m.stderr.strip()[-400:]}"
                             )
                         seconds[way].append(m.seconds)
                         peaks[way].append(m.peak_tree_rss_bytes / 1e6)
-                        outputs[way] = figures_of(m.stdout)
+                        outputs[way] = (
+                            re.sub(r"generated [0-9-]+ [0-9:]+ UTC", "", page.read_text())
+                            if command == "report"
+                            else figures_of(m.stdout)
+                        )
                 for way in WAYS:
                     line = f"{command:14} {way:8} {fmt(seconds[way])} s, peak {fmt(peaks[way], 0)} MB"
                     if way != "alone":
