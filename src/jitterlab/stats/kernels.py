@@ -62,25 +62,33 @@ def available() -> bool:
     return True
 
 
+@dataclass(frozen=True)
+class FirstSpec:
+    """The first pass's plan, as every reader passes it on: windows of ``width_ns`` from
+    send time ``t0``; the log-linear buckets of latencies from ``base`` with ``sub_bits``."""
+
+    t0: int
+    width_ns: int
+    base: int
+    sub_bits: int
+
+
 def first_pass(
     send: np.ndarray,
     recv: np.ndarray,
-    t0: int,
-    width_ns: int,
-    base: int,
-    sub_bits: int,
+    spec: FirstSpec,
     windows: dict[str, np.ndarray],
     dense: np.ndarray,
     beyond: np.ndarray,
 ) -> np.ndarray:
-    """Add one chunk to the first pass's arrays (``windows``: count, sum, lowest, highest
-    per window and hist, windows × buckets); return the latencies beyond ``dense``."""
+    """Add one chunk to the first pass planned by ``spec`` (``windows``: count, sum, lowest,
+    highest per window and hist, windows × buckets); return the latencies beyond ``dense``."""
     n = send.size
     n_beyond = ctypes.c_int64(0)
     hist = windows["hist"]
     code = _library().jl_windows_first_pass(
-        _pointer(send, ctypes.c_int64), _pointer(recv, ctypes.c_int64), n, t0, width_ns,
-        windows["count"].size, base, sub_bits, hist.shape[1],
+        _pointer(send, ctypes.c_int64), _pointer(recv, ctypes.c_int64), n, spec.t0, spec.width_ns,
+        windows["count"].size, spec.base, spec.sub_bits, hist.shape[1],
         *(_pointer(windows[k], ctypes.c_int64) for k in ("count", "sum", "lowest", "highest", "hist")),
         _pointer(dense, ctypes.c_int64), dense.size, _pointer(beyond, ctypes.c_int64), ctypes.byref(n_beyond),
     )  # fmt: skip

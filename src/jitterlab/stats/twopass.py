@@ -59,13 +59,7 @@ class PassReader(Protocol):
     raises :class:`~jitterlab.stats.kernels.KernelRangeError` to send the work elsewhere."""
 
     def first(
-        self,
-        t0: int,
-        width_ns: int,
-        base: int,
-        sub_bits: int,
-        arrays: dict[str, np.ndarray],
-        counter: ValueCounter,
+        self, spec: kernels.FirstSpec, arrays: dict[str, np.ndarray], counter: ValueCounter
     ) -> None: ...
 
     def refine(self, spec: kernels.RefineSpec, slot_counts: np.ndarray | None, hist: np.ndarray) -> None: ...
@@ -77,20 +71,10 @@ class ChunkReader:
     def __init__(self, chunks: SendRecvChunks) -> None:
         self.chunks = chunks
 
-    def first(
-        self,
-        t0: int,
-        width_ns: int,
-        base: int,
-        sub_bits: int,
-        arrays: dict[str, np.ndarray],
-        counter: ValueCounter,
-    ) -> None:
+    def first(self, spec: kernels.FirstSpec, arrays: dict[str, np.ndarray], counter: ValueCounter) -> None:
         for send, recv in self.chunks():
             beyond = counter.buffer(send.size)
-            counter.add_beyond(
-                kernels.first_pass(send, recv, t0, width_ns, base, sub_bits, arrays, counter.dense, beyond)
-            )
+            counter.add_beyond(kernels.first_pass(send, recv, spec, arrays, counter.dense, beyond))
 
     def refine(self, spec: kernels.RefineSpec, slot_counts: np.ndarray | None, hist: np.ndarray) -> None:
         for send, recv in self.chunks():
@@ -138,7 +122,7 @@ def first_pass(
         "hist": np.zeros((n_windows, layout_count(span, sub_bits)), np.int64),
     }
     counter = ValueCounter(lowest, highest)
-    _reader(chunks).first(t0, width_ns, lowest, sub_bits, arrays, counter)
+    _reader(chunks).first(kernels.FirstSpec(t0, width_ns, lowest, sub_bits), arrays, counter)
     return FirstPass(t0, width_ns, lowest, sub_bits, table=counter.table(), **arrays)
 
 

@@ -17,6 +17,7 @@ does here: describe then takes the radix passes (stats/outofcore.py) on the clus
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -51,18 +52,10 @@ class ClusterPasses:
             if share is not None:
                 yield share
 
-    def first(
-        self,
-        t0: int,
-        width_ns: int,
-        base: int,
-        sub_bits: int,
-        arrays: dict[str, np.ndarray],
-        counter: ValueCounter,
-    ) -> None:
+    def first(self, spec: kernels.FirstSpec, arrays: dict[str, np.ndarray], counter: ValueCounter) -> None:
         hist = arrays["hist"]
         n_buckets = hist.shape[1]
-        plan = (t0, width_ns, arrays["count"].size, base, sub_bits, n_buckets, counter.dense.size)
+        plan = (spec, arrays["count"].size, n_buckets, counter.dense.size)
         flat = hist.reshape(-1)
         for w, count, total, lowest, highest, at, added, dense_at, dense_n, beyond in self._shares(
             first_pass_group, plan
@@ -116,16 +109,13 @@ def _windows_of(send: np.ndarray, t0: int, width_ns: int, n_windows: int) -> tup
 def first_pass_group(
     send: np.ndarray,
     recv: np.ndarray,
-    t0: int,
-    width_ns: int,
+    spec: kernels.FirstSpec,
     n_windows: int,
-    base: int,
-    sub_bits: int,
     n_buckets: int,
     dense_size: int,
 ) -> tuple[Any, ...]:
     """One row group's share of the first pass (see the module docs)."""
-    w, n = _windows_of(send, t0, width_ns, n_windows)
+    w, n = _windows_of(send, spec.t0, spec.width_ns, n_windows)
     arrays = {
         "count": np.zeros(n, np.int64),
         "sum": np.zeros(n, np.int64),
@@ -134,9 +124,8 @@ def first_pass_group(
         "hist": np.zeros((n, n_buckets), np.int64),
     }
     dense = np.zeros(dense_size, np.int64)
-    beyond = kernels.first_pass(
-        send, recv, t0 + w * width_ns, width_ns, base, sub_bits, arrays, dense, np.empty(send.size, np.int64)
-    )
+    part = dataclasses.replace(spec, t0=spec.t0 + w * spec.width_ns)  # from the chunk's first window
+    beyond = kernels.first_pass(send, recv, part, arrays, dense, np.empty(send.size, np.int64))
     flat = arrays["hist"].reshape(-1)
     at = np.flatnonzero(flat)
     dense_at = np.flatnonzero(dense)
