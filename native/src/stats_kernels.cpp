@@ -13,6 +13,12 @@
 #include <cstdint>
 #include <limits>
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
+#define JL_SUMMARY_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define JL_SUMMARY_CLONES
+#endif
+
 namespace {
 
 // 128-bit integers (a GCC/Clang extension) for exact sums of squares
@@ -147,7 +153,10 @@ int jl_windows_refine_pass(const std::int64_t* send, const std::int64_t* recv, s
   return 0;
 }
 
-int jl_summary_pass(const std::int64_t* a, const std::int64_t* b, std::int64_t n, std::int64_t base,
+// Built twice, for AVX2 (64-bit compares for the extremes) and for any x86-64, the loader
+// picking the one this CPU runs (GCC's target_clones); integer work, so both give the same
+// results.
+JL_SUMMARY_CLONES int jl_summary_pass(const std::int64_t* a, const std::int64_t* b, std::int64_t n, std::int64_t base,
                     std::int64_t* dense, std::int64_t dense_len, std::int64_t* beyond, std::int64_t* n_beyond,
                     std::int64_t* moments) {
   // Blocks of values, so that the common case vectorises: the differences with an overflow
@@ -194,14 +203,18 @@ int jl_summary_pass(const std::int64_t* a, const std::int64_t* b, std::int64_t n
     };
     const std::uint64_t largest = std::max(magnitude(lo), magnitude(hi));
     if (largest < (std::uint64_t{1} << 26)) {
+      // |x| < 2^26 fits 32 bits: x^2 as a 32x32->64-bit product of |x|, which vectorises
+      // (pmuludq) where a 64-bit multiply does not; the same integer either way
       std::int64_t block_sum = 0;
-      std::int64_t block_squares = 0;
+      std::uint64_t block_squares = 0;
       for (std::int64_t i = 0; i < len; ++i) {
         block_sum += xs[i];
-        block_squares += xs[i] * xs[i];
+        const auto v = static_cast<std::int32_t>(xs[i]);
+        const auto u = static_cast<std::uint32_t>(v < 0 ? -v : v);
+        block_squares += std::uint64_t{u} * u;
       }
       sum += block_sum;
-      squares += static_cast<std::uint64_t>(block_squares);
+      squares += block_squares;
     } else {
       for (std::int64_t i = 0; i < len; ++i) {
         sum += xs[i];

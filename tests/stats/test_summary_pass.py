@@ -87,3 +87,21 @@ def test_counter_around_puts_values_below_its_range_first() -> None:
     table = counter.table()
     assert table is not None
     assert table.values.tolist() == [low, 105, 10**8] and table.counts.tolist() == [2, 2, 1]
+
+
+@pytest.mark.parametrize("readers", [1, 2, 3, 16])
+def test_row_groups_decoded_side_by_side_come_in_file_order(tmp_path, readers: int) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from jitterlab.store.writer import send_recv_chunks, summarize_file
+
+    x = _sample(10, 50_000)
+    send = np.cumsum(np.random.default_rng(10).integers(1, 10_000, x.size))
+    path = tmp_path / "samples.parquet"
+    pq.write_table(pa.table({"t_send_ns": send, "t_recv_ns": send + x}), path, row_group_size=4_000)
+    chunks = list(send_recv_chunks(path, readers))
+    assert len(chunks) == 13
+    assert np.array_equal(np.concatenate([a for a, _ in chunks]), send)
+    assert np.array_equal(np.concatenate([b for _, b in chunks]), send + x)
+    assert summarize_file(path) == summarize(x)
