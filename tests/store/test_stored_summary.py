@@ -65,6 +65,28 @@ def test_a_damaged_samples_file_is_named_even_with_a_stored_summary(
     assert "samples.parquet" in err and "SHA-256" in err
 
 
+@pytest.mark.parametrize("damage", ["flip", "truncate", "footer"])
+def test_recompute_reads_while_checking_and_a_damaged_file_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: str
+) -> None:
+    # --recompute reads the file while a thread checks its SHA-256: a damaged file is still
+    # refused with the check's one line, whatever reading it raised meanwhile
+    run = make_run(tmp_path / "s", latency_clusters(8, 50_000))
+    samples = run.path / "samples.parquet"
+    data = bytearray(samples.read_bytes())
+    if damage == "flip":
+        data[len(data) // 2] ^= 0xFF
+    elif damage == "truncate":
+        del data[len(data) // 2 :]
+    else:
+        data[-6] ^= 0xFF  # the footer's length: the file is no Parquet any more
+    samples.write_bytes(bytes(data))
+    code, _, err = show(tmp_path / "s", run.id, capsys, "--recompute")
+    assert code == 2
+    assert_one_line_error(err)
+    assert "samples.parquet" in err and "corrupt" in err
+
+
 def test_time_columns_are_delta_packed(tmp_path: Path) -> None:
     run = make_run(tmp_path / "s", latency_clusters(8, 20_000))
     meta = pq.ParquetFile(run.path / "samples.parquet").metadata.row_group(0)
