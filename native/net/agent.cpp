@@ -14,8 +14,10 @@
 //                                                        (stream with step_pause=1: "stepped K" after each
 //                                                        step but the last, then waits for "next")
 //   part                                              -> part N + bytes (what a server recorded since the last
-//                                                        part: the coordinator asks about every second)
-//   collect                                           -> result ... samples N + bytes (what a server recorded)
+//                                                        part, handed over and no longer kept: the coordinator
+//                                                        asks about every second)
+//   collect                                           -> result ... samples N + bytes (what a server recorded
+//                                                        since the last part: the parts and this are the whole)
 //   quit (or end of input: the coordinator is gone)   -> exit 0
 // Errors the user can fix: "error MESSAGE". Every "samples N"/"part N" is followed by a whole
 // raw sample file of the run format (docs/run-format.md) holding N net records (header with
@@ -446,7 +448,6 @@ int main(int argc, char** argv) {
     say(std::string("hello ") + kTool + " " + JITTERLAB_VERSION + " " + std::to_string(net::kProtocolVersion) + " " + names);
     std::unique_ptr<net::Responder> responder;
     std::unique_ptr<net::Server> server;
-    std::size_t served_parted = 0;  // a server's records already handed over in parts
     std::string line;
     while (std::getline(std::cin, line)) {
         std::istringstream in(line);
@@ -474,14 +475,12 @@ int main(int argc, char** argv) {
                 report(o, jl::now_ns() - t0 - number(p, "warmup_ns", 0), awake.error());
             } else if (command == "part") {
                 if (!responder) throw net::SetupError("part before serve");
-                const auto part = responder->records_since(served_parted);
-                served_parted += part.size();
+                const auto part = responder->take_records();  // handed over: no longer kept here
                 write_block("part", part.data(), part.size());
             } else if (command == "collect") {
                 if (!responder) throw net::SetupError("collect before serve");
                 say("result received=" + std::to_string(responder->received()) + " dropped_records=" + std::to_string(responder->dropped_records()));
-                send_records(responder->take_records());
-                served_parted = 0;
+                send_records(responder->take_records());  // what no part has handed over yet
             } else {
                 throw net::SetupError("unknown command '" + command + "'");
             }

@@ -92,22 +92,11 @@ int Responder::credit(char* reply, std::int64_t now) const {
 }
 
 std::vector<NetSampleRecord> Responder::take_records() {
+    std::vector<NetSampleRecord> fresh;
+    fresh.reserve(capacity_);  // outside the lock; only the pages written to cost memory
     const std::lock_guard lock(mutex_);
-    std::vector<NetSampleRecord> out;
-    out.swap(records_);
-    records_.reserve(capacity_);
-    return out;
-}
-
-std::vector<NetSampleRecord> Responder::records_since(std::size_t from) const {
-    std::size_t count = 0;
-    {
-        const std::lock_guard lock(mutex_);
-        count = records_.size();
-    }
-    if (from >= count) return {};
-    const NetSampleRecord* first = records_.data();
-    return {first + from, first + count};
+    fresh.swap(records_);
+    return fresh;
 }
 
 std::int64_t Responder::received() const {

@@ -36,14 +36,14 @@ public:
     /// Handles one message received at `now`; writes a reply into `reply` (payload bytes)
     /// and returns its size, or 0 for no reply.
     int handle(const char* message, int size, char* reply, std::int64_t now);
-    /// The stream messages received so far (pair 0, sender to this node, t_send_ns from the
-    /// sender, t_recv_ns here).
+    /// The stream messages received since the last call (pair 0, sender to this node,
+    /// t_send_ns from the sender, t_recv_ns here), handed over: the receiver keeps only what
+    /// was not taken yet, so its memory is bounded by what arrives between two calls (the
+    /// coordinator asks about every second: ``part``), not by the stream's length. At most
+    /// `capacity` records are kept between two calls; beyond, they are counted as dropped.
+    /// The lock is held only to swap the buffer for an empty one reserved beforehand, so a
+    /// hand-over does not stall the receiving thread.
     std::vector<NetSampleRecord> take_records();
-    /// A copy of the records from index `from` on (what a coordinator asks for while the
-    /// stream runs). The lock is held only to read the count: the vector never reallocates
-    /// (reserved to its capacity, appended to only below it), so the copy does not stall the
-    /// receiving thread. Call it on the thread that calls take_records.
-    std::vector<NetSampleRecord> records_since(std::size_t from) const;
     std::int64_t received() const;
     std::int64_t dropped_records() const;
 

@@ -12,7 +12,9 @@ namespace jitterlab::net {
 
 using jitterlab::NetSampleRecord;
 
-inline constexpr int kProtocolVersion = 2;  // 2: records are the run format's raw file
+// 2: records are the run format's raw file; 3: a server's part hands its records over (collect
+// gives only those no part gave), so a receiver's memory does not grow with the stream
+inline constexpr int kProtocolVersion = 3;
 inline constexpr int kHeaderBytes = 32;
 inline constexpr int kMaxPayload = 65000;  // one UDP datagram
 

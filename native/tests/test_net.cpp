@@ -72,23 +72,26 @@ TEST(NetWire, ASampleIsTheRunFormatsNetRecord) {
     EXPECT_EQ(open.reserved, 0);
 }
 
-TEST(NetResponder, RecordsSinceCopiesTheNewOnesAndLeavesEveryRecordForCollect) {
-    // what the coordinator asks a stream's receiver for about every second (issue 24 item 10)
-    net::Responder r(1, 64, 8);
+TEST(NetResponder, TakeRecordsHandsOverTheNewOnesAndKeepsNothingTaken) {
+    // what the coordinator asks a stream's receiver for about every second (issue 24 item 10):
+    // taken records are no longer held, so the receiver's memory does not grow with the
+    // stream (issue 25 item 3), and collect gets only what no part took
+    net::Responder r(1, 64, 4);
     std::vector<char> reply(64);
     r.handle(message(net::Kind::start, 0).data(), 64, reply.data(), 100);
     for (int k = 0; k < 3; ++k) r.handle(message(net::Kind::data, k).data(), 64, reply.data(), 200 + k);
-    const auto first = r.records_since(0);
+    const auto first = r.take_records();
     ASSERT_EQ(first.size(), 3u);
     EXPECT_EQ(first[2].seq, 2);
-    EXPECT_TRUE(r.records_since(3).empty());  // nothing new
-    EXPECT_TRUE(r.records_since(9).empty());  // past the end: nothing, never out of bounds
-    for (int k = 3; k < 5; ++k) r.handle(message(net::Kind::data, k).data(), 64, reply.data(), 200 + k);
-    const auto second = r.records_since(3);
-    ASSERT_EQ(second.size(), 2u);
+    EXPECT_TRUE(r.take_records().empty());  // nothing new
+    // capacity 4 bounds what is held between two hand-overs, not the stream: 4 more fit
+    for (int k = 3; k < 7; ++k) r.handle(message(net::Kind::data, k).data(), 64, reply.data(), 200 + k);
+    const auto second = r.take_records();
+    ASSERT_EQ(second.size(), 4u);
     EXPECT_EQ(second[0].seq, 3);
-    EXPECT_EQ(second[1].t_recv_ns, 204);
-    EXPECT_EQ(r.take_records().size(), 5u);  // parts copy: collect still gets every record
+    EXPECT_EQ(second[3].t_recv_ns, 206);
+    EXPECT_EQ(r.dropped_records(), 0);
+    EXPECT_TRUE(r.take_records().empty());  // collect after the parts: nothing twice
 }
 
 std::vector<char> start(std::int64_t step, std::int64_t credit_every) {

@@ -939,6 +939,48 @@ def test_an_agents_parts_and_samples_are_raw_files_the_raw_reader_reads(
     assert (final["t_recv_ns"] > final["t_send_ns"]).all() and (np.diff(final["seq"]) > 0).all()
 
 
+@pytest.mark.parametrize("transport", ["tcp", "pekko-artery"])
+def test_a_stream_receiver_hands_its_records_over_and_keeps_none(tmp_path: Path, transport: str) -> None:
+    """Issue 25 item 3: a stream's receiver kept every record until ``collect`` (56 B a
+    message) and at most 4 M of them: beyond, messages were counted as dropped and the run
+    lacked them. Protocol 3: each ``part`` hands the records over and the receiver keeps only
+    what no part took, so ``capacity`` bounds what is held between two parts, not the stream.
+    Here the capacity is 2,000 and the stream 3 steps of 2,000 (tcp or Artery: nothing lost),
+    a part pulled between the steps: every message is in exactly one part or the final block;
+    the native and the JVM agent alike."""
+    program = jvm_agent()[0] if transport == "pekko-artery" else ()
+    server = Agent(Launcher("n1", program=program))
+    client = Agent(Launcher("n0", program=program))
+    parts: list[bytes] = []
+    try:
+        server.send(
+            f"serve transport={transport} bind=127.0.0.1 advertise=127.0.0.1 port=0 payload=64 node=1 capacity=2000"
+        )
+        port = int(server.expect("serving").split()[1])
+        client.on_step = lambda: parts.append(server.pull_part())
+        client.send(
+            f"run scenario=stream transport={transport} peers=127.0.0.1:{port} advertise=127.0.0.1 payload=64 node=0 "
+            "messages=2000 steps=3 step_pause=1 warmup_ns=0 duration_ns=0 timeout_ns=1000000000"
+        )
+        client.expect("ready")
+        client.send("go")
+        client.expect("result")
+        client.records(tmp_path / "client.jlraw")
+        result, block = server.collect(tmp_path / "final.jlraw")
+    finally:
+        client.close()
+        server.close()
+    assert len(parts) == 2  # between the steps
+    read = []
+    for k, data in enumerate(parts):
+        (tmp_path / f"part-{k}.jlraw").write_bytes(data)
+        read.append(read_raw_samples(tmp_path / f"part-{k}.jlraw").records)
+    assert [r.size for r in read] == [2000, 2000], [r.size for r in read]  # each step's records, taken once
+    assert result["dropped_records"] == 0, result
+    seq = np.concatenate([*read, block.records])["seq"]
+    assert seq.size == 6000 and np.unique(seq).size == 6000  # each message once: part or block
+
+
 def test_down_all_keeps_topologies_whose_maker_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 24 item 13: `net topo down --all` also removed topologies whose maker was alive
     (a measurement running now). It removes those of dead makers and keeps the others unless

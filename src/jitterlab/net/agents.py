@@ -31,8 +31,9 @@ from jitterlab.store.rawfile import (
 )
 
 # 2: records are the run format's raw file (docs/run-format.md), no longer a 40-byte record of
-# the agents' own
-PROTOCOL = 2
+# the agents' own; 3: a server's ``part`` hands its records over (``collect`` gives only those
+# no part gave), so a stream receiver's memory no longer grows with the stream
+PROTOCOL = 3
 COPY_BYTES = 8 << 20  # a samples block is copied from the pipe to its file this much at a time
 
 

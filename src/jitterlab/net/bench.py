@@ -38,7 +38,7 @@ from jitterlab.net.options import (  # the options the command line parses, ligh
     check_options,
 )
 from jitterlab.store import ResultsStore, Run
-from jitterlab.store.rawfile import FOOTER_BYTES, HEADER_BYTES, RawSamples
+from jitterlab.store.rawfile import FOOTER_BYTES, HEADER_BYTES, RawSamples, read_raw_samples
 from jitterlab.store.runs import BLOCKS_DIR, DRAFT_JSON, PARTS_DIR
 
 # The JVM agent: with a parallel collector and a fixed heap its stream steps ran at
@@ -303,10 +303,12 @@ def _measure(
             bar.close()
             if link:
                 log = link.stop()
-    # finished: the whole result replaces the parts (they were only for a coordinator killed
-    # mid-run); they go once the run's samples file is written (ResultsStore.commit_blocks)
-    # stream: one-way per message, timed at the receiver; else the client's records
-    samples = server_blocks if scenario == "stream" else [records]
+    # finished: the client's whole result replaces its parts (they were only for a coordinator
+    # killed mid-run); they go once the run's samples file is written (ResultsStore.commit_blocks)
+    # stream: one-way per message, timed at the receiver: a receiver hands its records over
+    # with each part (protocol 3) and keeps only the rest for collect, so its memory does not
+    # grow with the stream: the run is the parts and the final blocks together
+    samples = [*_stream_parts(staging), *server_blocks] if scenario == "stream" else [records]
     net_block = _net_block(o, scenario, transport, result, records, server_results) | {
         "runtime_versions": versions,
         **({"render_nodes": count - 1} if scenario == "frame-sync" else {}),
@@ -344,12 +346,23 @@ def _now_ns() -> int:
     return time.clock_gettime_ns(time.CLOCK_MONOTONIC)
 
 
+def _stream_parts(staging: Path) -> list[RawSamples]:
+    """A stream's parts in staging, in the order they came (read as used, never loaded)."""
+    return [read_raw_samples(part) for part in sorted((staging / PARTS_DIR).glob("part-*.jlraw"))]
+
+
 def _problems(net_block: dict[str, Any], interrupted: bool) -> list[str]:
     problems = []
     if interrupted:
         problems.append("interrupted: the samples recorded before the stop are kept")
     if net_block["lost"] > 0:
         problems.append(f"{net_block['lost']} of {net_block['sent']} messages lost")
+    dropped = net_block.get("receiver_records_dropped", 0)
+    if dropped > 0:  # received and counted, but not stored: the run lacks them
+        problems.append(
+            f"{dropped} received messages not recorded (more than 4,000,000 between two parts: "
+            "the receiver's buffer was full)"
+        )
     return problems
 
 

@@ -20,9 +20,23 @@ from jitterlab.store.rawfile import CHUNK_RECORDS, RawSamples
 
 
 def _chunks(raws: Sequence[RawSamples], rows: int) -> Iterator[np.ndarray]:
-    """Every record of ``raws`` in order, at most ``rows`` at a time."""
+    """Every record of ``raws`` in order, ``rows`` at a time (the last chunk may be shorter):
+    small files (a stream's parts, about a second each) are joined, so the sort writes about
+    records / ``rows`` scratch files, not one per part (a long stream has thousands)."""
+    pending: list[np.ndarray] = []
+    held = 0
     for raw in raws:
-        yield from raw.chunks(rows)
+        for chunk in raw.chunks(rows):
+            while chunk.size:
+                take = chunk[: rows - held]
+                pending.append(take)
+                held += take.size
+                chunk = chunk[take.size :]
+                if held == rows:
+                    yield pending[0] if len(pending) == 1 else np.concatenate(pending)
+                    pending, held = [], 0
+    if pending:
+        yield pending[0] if len(pending) == 1 else np.concatenate(pending)
 
 
 def _order(pair: np.ndarray, seq: np.ndarray) -> np.ndarray | None:

@@ -51,7 +51,9 @@ public final class NetAgent {
     static final int HEADER = 32, PING = 1, PONG = 2, START = 3, DATA = 4, END = 5, READY = 6, STATE = 7, FRAME = 8, DONE = 9;
     static final long LATE_NS = 1_000_000;
     static final long PART_NS = 1_000_000_000;  // issue 24 item 10: at most ~1 s of samples only here
-    static final int PROTOCOL = 2;  // 2: records are the run format's raw file
+    // 2: records are the run format's raw file; 3: a part hands a server's records over (collect
+    // gives only those no part gave), so a receiver's memory does not grow with the stream
+    static final int PROTOCOL = 3;
     /** A record's fields, in the order of the run format's net record. */
     static final int PAIR = 0, SEQ = 1, SEND = 2, RECV = 3, INTENDED = 4, ACTUAL = 5, SRC = 6, DST = 7;
 
@@ -120,7 +122,7 @@ public final class NetAgent {
     /** What a server node does with each message; the native Responder's rules. */
     static final class Responder {
         final int node, payload, capacity;
-        final List<long[]> records = new ArrayList<>();
+        List<long[]> records = new ArrayList<>();
         long received, streamCount, streamStart, dropped;
 
         Responder(int node, int payload, int capacity) {
@@ -253,7 +255,6 @@ public final class NetAgent {
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         ActorSystem server = null;
         Responder responder = null;
-        int parted = 0;  // a server's records already handed over in parts
         String line;
         while ((line = in.readLine()) != null) {
             String[] words = line.trim().split("\\s+");
@@ -275,10 +276,9 @@ public final class NetAgent {
                     case "part" -> {
                         if (responder == null) throw new IllegalStateException("part before serve");
                         List<long[]> records;
-                        synchronized (responder) {  // the receiving actor waits only for this copy
-                            int to = responder.records.size();
-                            records = new ArrayList<>(responder.records.subList(Math.min(parted, to), to));
-                            parted = to;
+                        synchronized (responder) {  // handed over: the receiving actor waits only for the swap
+                            records = responder.records;
+                            responder.records = new ArrayList<>();
                         }
                         writeBlock("part", records, 0, records.size());
                     }
@@ -287,10 +287,9 @@ public final class NetAgent {
                         List<long[]> records;
                         synchronized (responder) {
                             say("result received=" + responder.received + " dropped_records=" + responder.dropped);
-                            records = new ArrayList<>(responder.records);
-                            responder.records.clear();
+                            records = responder.records;  // what no part has handed over
+                            responder.records = new ArrayList<>();
                         }
-                        parted = 0;
                         writeBlock("samples", records, 0, records.size());
                     }
                     default -> throw new IllegalArgumentException("unknown command '" + words[0] + "'");
