@@ -477,15 +477,17 @@ def test_an_agent_of_another_version_is_refused(tmp_path: Path) -> None:
         Agent(Launcher(node="old", agent=str(fake)))
 
 
-def test_an_agent_of_the_old_record_protocol_is_refused(tmp_path: Path) -> None:
-    """Protocol 1 agents sent a 40-byte record of their own: the same version number with that
-    protocol is refused in one line, never read as raw files."""
+@pytest.mark.parametrize("old", [1, 2])
+def test_an_agent_of_an_old_protocol_is_refused(tmp_path: Path, old: int) -> None:
+    """Protocol 1 agents sent a 40-byte record of their own; a protocol 2 receiver kept the
+    records a part had handed over, so its final block would repeat them: the same version
+    number with either protocol is refused in one line, never read."""
     from jitterlab.core.version import __version__
 
     fake = tmp_path / "agent"
-    fake.write_text(f"#!/bin/sh\necho 'hello jitterlab-net {__version__} 1 udp'\ncat >/dev/null\n")
+    fake.write_text(f"#!/bin/sh\necho 'hello jitterlab-net {__version__} {old} udp'\ncat >/dev/null\n")
     fake.chmod(0o755)
-    with pytest.raises(JitterlabError, match=r"\(protocol 1\) differs .* \(protocol 2\)"):
+    with pytest.raises(JitterlabError, match=rf"\(protocol {old}\) differs .* \(protocol 3\)"):
         Agent(Launcher(node="old", agent=str(fake)))
 
 
