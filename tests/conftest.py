@@ -7,6 +7,7 @@ import pwd
 import secrets
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -237,15 +238,43 @@ def spiky(seed: int, n: int, far_spikes: bool = False) -> np.ndarray:
 
 def sshd_in_namespace(tmp: Path, netns: str) -> subprocess.Popen[bytes]:
     """A real sshd in ``netns`` that lets root in with the key in ``tmp/authorized_keys``
-    only (host key ``tmp/hostkey``): the tests' stand-in for another machine."""
-    config = tmp / "sshd_config"
-    config.write_text(
+    only (host key ``tmp/hostkey``): the tests' stand-in for another machine. Returns once it
+    accepts connections; it logs to ``tmp/sshd-NETNS.log`` (:func:`sshd_logs`).
+
+    Each daemon has a config file of its own, written whole before it starts: the fixtures
+    start one per namespace, and one file rewritten for the next daemon (truncated, then
+    written) could be read empty by the one before, which then ran on sshd's defaults (root
+    only with /root/.ssh/authorized_keys: "Permission denied"). A fixed sleep after starting
+    was not a wait for it either: on a loaded machine ssh could come first."""
+    config = tmp / f"sshd_config-{netns}"
+    draft = config.with_name(config.name + ".tmp")
+    draft.write_text(
         f"HostKey {tmp / 'hostkey'}\nAuthorizedKeysFile {tmp / 'authorized_keys'}\n"
         "PermitRootLogin prohibit-password\nPasswordAuthentication no\nStrictModes no\nUsePAM no\n"
-        "PidFile none\nPort 22\n"
+        "PidFile none\nPort 22\nLogLevel VERBOSE\n"
     )
+    draft.replace(config)
+    log = tmp / f"sshd-{netns}.log"
     Path("/run/sshd").mkdir(exist_ok=True)
-    return subprocess.Popen(
-        ["ip", "netns", "exec", netns, "/usr/sbin/sshd", "-D", "-e", "-f", str(config)],
+    daemon = subprocess.Popen(
+        ["ip", "netns", "exec", netns, "/usr/sbin/sshd", "-D", "-E", str(log), "-f", str(config)],
         stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 30
+    while True:  # listening: a connection from inside its namespace is accepted
+        probe = ["ip", "netns", "exec", netns, "nc", "-z", "-w", "1", "127.0.0.1", "22"]
+        if subprocess.run(probe, capture_output=True, check=False).returncode == 0:
+            return daemon
+        if daemon.poll() is not None or time.monotonic() > deadline:
+            daemon.kill()
+            daemon.wait()
+            raise RuntimeError(f"sshd in {netns} did not start: {sshd_logs(tmp)}")
+        time.sleep(0.05)
+
+
+def sshd_logs(tmp: Path) -> str:
+    """What the test daemons in ``tmp`` logged (why a server refused, in a failed assertion)."""
+    return "".join(
+        f"\n--- {log.name}\n{log.read_text(errors='replace')[-2000:]}"
+        for log in sorted(tmp.glob("sshd-*.log"))
     )

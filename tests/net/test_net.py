@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import assert_matches_schema, assert_one_line_error, run_cli, sshd_in_namespace
+from conftest import assert_matches_schema, assert_one_line_error, run_cli, sshd_in_namespace, sshd_logs
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.warnings import CodedWarning, Warn
 from jitterlab.describe.network import network_text, ping_rows
@@ -416,7 +416,6 @@ def two_hosts(tmp_path: Path) -> Iterator[tuple[Path, topo.Topology]]:
         options += ["-o", "LogLevel=ERROR", "-o", f"ProxyCommand=ip netns exec {ns} nc %h %p"]
         hosts += f'[[host]]\nname = "h{i}"\naddress = "{address}"\nssh = "root@{address}"\nagent = "{agent}"\nssh_options = {json.dumps(options)}\n'
     (tmp_path / "hosts.toml").write_text(hosts)
-    time.sleep(0.5)
     try:
         yield tmp_path / "hosts.toml", t
     finally:
@@ -444,7 +443,7 @@ def test_the_ssh_launcher_gives_the_same_kind_of_run(
         "--store",
         str(store),
     )
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 0, done.stderr + sshd_logs(hosts.parent)
     over_ssh = ResultsStore(store).runs()[0]
     o = NetOptions(transports=("tcp",), duration_s=1.0, warmup_s=0.2)
     in_netns = run_bench(ResultsStore(store), o, from_topology(t), [Case("ping", "tcp")], _quiet)[0][0]

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from conftest import assert_matches_schema, assert_one_line_error, run_main, sshd_in_namespace
+from conftest import assert_matches_schema, assert_one_line_error, run_main, sshd_in_namespace, sshd_logs
 from jitterlab.describe.replication import describe_replication, find_knee, replication_text
 from jitterlab.repl.snmp import delta, udp_counters
 from jitterlab.stats.intervals import stream_intervals
@@ -353,7 +353,6 @@ def three_hosts(tmp_path: Path) -> Iterator[tuple[Path, str]]:
             f'agent = "{agent}"\nssh_options = {json.dumps(options)}\n'
         )
     (tmp_path / "hosts.toml").write_text(hosts)
-    time.sleep(0.5)
     try:
         yield tmp_path / "hosts.toml", t.name
     finally:
@@ -375,7 +374,7 @@ def test_the_server_and_the_client_fleets_on_hosts_over_ssh(three_hosts: tuple[P
     done = subprocess.run(
         [sys.executable, "-m", "jitterlab", *argv], capture_output=True, text=True, timeout=120
     )
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 0, done.stderr + sshd_logs(hosts.parent)
     (run,) = ResultsStore(store).runs()
     config, repl = run.config, run.meta["repl"]
     assert (config["placement"], config["nodes"]) == ("hosts", 3)
