@@ -57,6 +57,22 @@ def test_the_external_sort_equals_the_whole_sort_record_for_record(
     assert list(tmp_path.iterdir()) == []  # scratch files removed
 
 
+def test_many_small_parts_are_joined_into_whole_chunks_before_the_sort(tmp_path: Path) -> None:
+    """A stream is stored from its parts (about a second each, thousands in a long run) and
+    the receivers' final blocks: the sort joins them into chunks of ``rows``, so its scratch
+    files number records / rows, not one per part (each open twice during the merge)."""
+    records = net_records(5_000, seed=7)
+    cuts = np.sort(np.random.default_rng(2).integers(0, 5_000, 299))  # 300 parts, some empty
+    raws = [RawSamples(b, False, False, "", dtype=NET_RECORD_DTYPE) for b in np.split(records, cuts)]
+    scratch: set[str] = set()
+    chunks = []
+    for chunk in sorted_records(raws, tmp_path / "sorted", 1_000):
+        scratch |= {p.name for p in tmp_path.iterdir()}
+        chunks.append(chunk)
+    assert np.array_equal(np.concatenate(chunks), whole_sort(records))
+    assert len(scratch) == 2 * 5  # 5 chunks of 1,000, each a records and an index file
+
+
 def test_blocks_are_stored_sorted_in_memory_independent_of_their_number(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
