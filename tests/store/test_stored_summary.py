@@ -5,13 +5,14 @@ always equal to reading every sample again."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import assert_one_line_error, latency_clusters, make_run, run_main
+from conftest import assert_one_line_error, latency_clusters, make_run, run_cli, run_main
 from jitterlab.store.writer import SUMMARY_METHOD
 
 
@@ -85,6 +86,18 @@ def test_recompute_reads_while_checking_and_a_damaged_file_is_named(
     assert code == 2
     assert_one_line_error(err)
     assert "samples.parquet" in err and "corrupt" in err
+
+
+def test_recompute_never_opens_a_fifo_in_place_of_the_samples_file(tmp_path: Path) -> None:
+    # the read runs beside the check: it must not start on a FIFO, where opening blocks
+    run = make_run(tmp_path / "s", latency_clusters(8, 1_000))
+    samples = run.path / "samples.parquet"
+    samples.unlink()
+    os.mkfifo(samples)
+    done = run_cli("show", run.id, "--store", str(tmp_path / "s"), "--recompute", timeout=60)
+    assert done.returncode == 2
+    assert_one_line_error(done.stderr)
+    assert "samples.parquet" in done.stderr
 
 
 def test_time_columns_are_delta_packed(tmp_path: Path) -> None:

@@ -374,10 +374,13 @@ def _summary_while_verified(run: Run) -> Summary:
     is returned before the check passes, and a file that fails it raises its
     CorruptRunError, not whatever reading it raised."""
     info = run.meta.get("samples") or {}
+    path = run.path / str(info.get("file", SAMPLES_FILE))
+    if not path.is_file():  # missing, or a FIFO or device that a read would block on
+        verified_samples_path(run)  # raises, naming it
     with ThreadPoolExecutor(1) as pool:
         checked = pool.submit(verified_samples_path, run)
         try:
-            summary = LOCAL.summary(run.path / str(info.get("file", SAMPLES_FILE)))
+            summary = LOCAL.summary(path)
         except Exception:
             checked.result()  # a corrupt or missing file says so first
             raise
