@@ -21,4 +21,4 @@ echo "== ruff and mypy" >&2
 .venv/bin/mypy
 
 echo "== python tests" >&2
-.venv/bin/pytest -q "$@"
+.venv/bin/pytest -q --durations=20 "$@"
