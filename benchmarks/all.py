@@ -197,11 +197,17 @@ def publish(
     other benchmarks and these carry their own. An optional figure this session did not
     print (the spsc/c2c ratio of the cross-core regime the machine was not in) keeps its
     published value, marked with the machine, date and regime it was measured in: a fast
-    session must not erase the slow regime's figure.
+    session must not erase the slow regime's figure. One printed by fewer than 3 of the
+    repeats (the regime flipped between them) is published marked so.
     """
+    by_name = {b.name: b for b in benches}
+    for name, b in now.items():
+        optional = by_name[name].optional if name in by_name else set()
+        for fig, v in b["figures"].items():
+            if fig in optional and v["repeats"] < 3:  # the regime flipped during the repeats
+                v["few_repeats"] = f"printed by {v['repeats']} of the repeats"
     old_benches = section.get("benches", {})
     old_measured = {k: section[k] for k in ("machine", "regime_before", "regime_after") if k in section}
-    by_name = {b.name: b for b in benches}
     for name, b in now.items():
         was = old_benches.get(name, {})
         optional = by_name[name].optional if name in by_name else set()
@@ -276,6 +282,8 @@ def write_table(published: dict[str, Any], benches: list[Bench]) -> None:
             command = bench.shown(mode == "quick") if bench else b.get("command", "")
             for fig, v in b["figures"].items():
                 unit = f" {v['unit']}" if v["unit"] else ""
+                if "few_repeats" in v:
+                    fig = f"{fig} ({v['few_repeats']})"
                 if "carried" in v:  # not met this session: the value of the session that met it
                     c = v["carried"]
                     fig = f"{fig} (from {c['machine']['date']}, commit {c['machine']['commit']}, {c['regime_before']})"
