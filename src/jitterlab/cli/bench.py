@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from jitterlab.cli.common import (
     deprecated_alias,
+    duration_text,
     integer,
     non_negative_int,
     note,
@@ -46,9 +47,13 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--priority", type=integer(0, 99), default=None, help="priority for fifo/rr, 1..99 (default 90)"
     )
-    p.add_argument("--dl-runtime", default=None, help="SCHED_DEADLINE runtime, e.g. 200us")
-    p.add_argument("--dl-deadline", default=None, help="SCHED_DEADLINE deadline, e.g. 1ms")
-    p.add_argument("--dl-period", default=None, help="SCHED_DEADLINE period, e.g. 1ms")
+    p.add_argument(
+        "--dl-runtime", type=duration_text(), default=None, help="SCHED_DEADLINE runtime, e.g. 200us"
+    )
+    p.add_argument(
+        "--dl-deadline", type=duration_text(), default=None, help="SCHED_DEADLINE deadline, e.g. 1ms"
+    )
+    p.add_argument("--dl-period", type=duration_text(), default=None, help="SCHED_DEADLINE period, e.g. 1ms")
     p.add_argument(
         "--samples",
         type=non_negative_int,
@@ -71,7 +76,12 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--pin", default="none", help="none, spread, compact or a CPU list such as 0,1 or 0-3")
     p.add_argument("--no-mlock", action="store_true", help="do not lock memory (mlockall)")
-    p.add_argument("--pause", default="0", help="sender pause between samples, e.g. 1ms (the seeds' variant)")
+    p.add_argument(
+        "--pause",
+        type=duration_text(),
+        default="0",
+        help="sender pause between samples, e.g. 1ms (the seeds' variant)",
+    )
     p.add_argument("--seed", type=seed, default=1, help="seed of the per-thread index generators (default 1)")
     p.add_argument("--caf-scheduler", default="stealing", choices=CAF_SCHEDULERS)
     p.add_argument(
@@ -92,7 +102,10 @@ def add_parser(sub: Any) -> None:
         help="pairs: the n×(1:1) matrix (default); pipeline: producer → accumulator + journaller (seed 002)",
     )
     p.add_argument(
-        "--interval", default="10us", help="pipeline: producer busy-spin between publications (10us)"
+        "--interval",
+        type=duration_text(unit="ns"),
+        default="10us",
+        help="pipeline: producer busy-spin between publications (10us)",
     )
     p.add_argument("--pin-producer", default="-1", help="pipeline: CPU of the producer (-1: not pinned)")
     p.add_argument("--pin-accumulator", default="-1", help="pipeline: CPU of the accumulator")

@@ -11,6 +11,7 @@ from typing import Any
 
 from jitterlab.cli.common import (
     deprecated_alias,
+    duration_text,
     integer,
     non_negative_int,
     note,
@@ -54,7 +55,10 @@ def add_parser(sub: Any) -> None:
         "--queue-limit", type=non_negative_int, default=65_536, help="proxy: most items held (default 65536)"
     )
     p.add_argument(
-        "--stats-interval", default="10s", help="proxy: print statistics this often (0: only at exit)"
+        "--stats-interval",
+        type=duration_text(),
+        default="10s",
+        help="proxy: print statistics this often (0: only at exit)",
     )
     p.add_argument(
         "--duration", type=seconds, default=0.0, help="proxy: stop after this long (default: until Ctrl-C)"

@@ -11,6 +11,7 @@ from jitterlab.cli.common import (
     Parser,
     cluster_engine,
     cluster_option,
+    duration_text,
     integer,
     load,
     note,
@@ -62,7 +63,7 @@ def add_parser(sub: Any) -> None:
     store_option(q)
     q = models.add_parser("make", help="a model from parameters, for designing conditions without a run")
     q.add_argument("-o", "--output", required=True)
-    q.add_argument("--constant", help="constant delay, e.g. 20ms")
+    q.add_argument("--constant", type=duration_text(unit="ms"), help="constant delay, e.g. 20ms")
     q.add_argument("--normal", help="MEAN,SD, e.g. 20ms,2ms (clipped at 0)")
     q.add_argument("--uniform", help="LOW,HIGH, e.g. 10ms,30ms")
     q.add_argument("--sine", help="MEAN,AMPLITUDE,PERIOD, e.g. 50ms,20ms,1s (St. Pierre et al.)")

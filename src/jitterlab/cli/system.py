@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from jitterlab.cli.common import (
+    duration_text,
     integer,
     note,
     print_context,
@@ -29,9 +30,19 @@ def add_parsers(sub: Any) -> None:
     p = sub.add_parser(
         "hiccup", help="per-CPU OS-noise meter: every interruption of a busy loop, stored as a run"
     )
-    p.add_argument("--duration", default="10s", help="how long to measure (default 10s)")
+    p.add_argument(
+        "--duration",
+        type=duration_text(low_open=True),
+        default="10s",
+        help="how long to measure (default 10s)",
+    )
     p.add_argument("--cpus", default="all", help="CPU list such as 0,1 or 0-3 (default: every CPU)")
-    p.add_argument("--threshold", default="auto", help="smallest gap recorded, e.g. 1us, or auto (default)")
+    p.add_argument(
+        "--threshold",
+        type=duration_text(unit="ns", words=("auto",)),
+        default="auto",
+        help="smallest gap recorded, e.g. 1us, or auto (default)",
+    )
     p.add_argument(
         "--auto-multiple",
         type=integer(1, 1_000_000),

@@ -3,29 +3,27 @@
 from __future__ import annotations
 
 import math
-import re
 
-from jitterlab.core.errors import JitterlabError
+from jitterlab.core.options import YEAR_S, Range, parse_duration_s
 
-_UNITS_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 # the units a file's values may be in (HdrHistogram logs, CSV; ``--unit`` of import and export)
 UNITS_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
-_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(ns|us|µs|ms|s)?\s*$")
+# every duration in nanoseconds lies in 0 .. 1 year (core.options.YEAR_S): far inside int64
+_DURATIONS_NS = Range(0.0, YEAR_S)
 
 
 def parse_duration_ns(text: str, default_unit: str = "s") -> int:
-    """Parse ``"1ms"``, ``"250us"``, ``"1.5s"`` or a bare number in ``default_unit``.
+    """Parse ``"1ms"``, ``"250us"``, ``"1.5s"`` or a bare number in ``default_unit`` as
+    whole nanoseconds, through the one duration parser (:func:`core.options.parse_duration_s`)
+    and its range: 0 to 1 year (``1e400``, ``-1ms``, ``nan`` are one-line errors, never an
+    ``OverflowError``).
 
     Raises
     ------
     JitterlabError
-        When the text is not a non-negative duration.
+        When the text is not a duration from 0 to 1 year.
     """
-    match = _DURATION.match(text)
-    if not match:
-        raise JitterlabError(f"'{text}' is not a duration (examples: 1s, 250ms, 10us, 500ns)")
-    unit = match.group(2) or default_unit
-    return round(float(match.group(1)) * _UNITS_NS[unit])
+    return round(parse_duration_s(text, _DURATIONS_NS, default_unit) * 1e9)
 
 
 def format_ns(value: float | int | None) -> str:
