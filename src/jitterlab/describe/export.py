@@ -40,6 +40,7 @@ from jitterlab.core.fileio import open_output
 from jitterlab.core.version import __version__
 from jitterlab.describe.analysis import time_range
 from jitterlab.stats.scan import LocalScan, Scan
+from jitterlab.stats.windows import window_count
 from jitterlab.store import Run
 from jitterlab.store.hdr.histogram import Histogram
 from jitterlab.store.hdr.log import LogWriter
@@ -271,7 +272,8 @@ def _hlog(run: Run, o: ExportOptions) -> bytes:
     window_ns = o.window_ns
     if latency.size:
         t0 = int(t_send[0])
-        edges = np.searchsorted(t_send, t0 + window_ns * np.arange(int((t_send[-1] - t0) // window_ns) + 2))
+        n_windows = window_count(t0, int(t_send[-1]), window_ns)  # refused before any is made
+        edges = np.searchsorted(t_send, t0 + window_ns * np.arange(n_windows + 1))
         for w in range(edges.size - 1):
             lo, hi = edges[w], edges[w + 1]
             if hi == lo:
@@ -300,15 +302,16 @@ def _hlog_streamed(run: Run, o: ExportOptions) -> bytes:
     send and the largest latency, one recording each window's histogram (one histogram per
     window in memory, never the samples); the same log as from the samples in memory."""
     scan = _timed_scan(run, o)
-    t0, top, n = 0, 1, 0
-    for size, first, _last, largest in scan.map(extent_chunk):
+    t0, t_last, top, n = 0, 0, 1, 0
+    for size, first, last, largest in scan.map(extent_chunk):
         if size:
-            t0 = first if n == 0 else min(t0, first)
+            t0, t_last = (first, last) if n == 0 else (min(t0, first), max(t_last, last))
             top, n = max(top, largest), n + size
     text = io.StringIO()
     writer = _hlog_writer(run, text)
     if n == 0:
         return text.getvalue().encode()
+    window_count(t0, t_last, o.window_ns)  # a histogram per window: refused before any is made
     highest = max(2 * top, 1_000_000)  # one range for every interval
     window_ns = o.window_ns
     histograms: dict[int, Histogram] = {}

@@ -44,7 +44,7 @@ from jitterlab.stats.categories import StackedResult, categories_of_ranges, cate
 from jitterlab.stats.scan import LocalScan, Scan, identity
 from jitterlab.stats.screening import DEFAULT_ALPHA, Baseline, Verdict, screen_counts
 from jitterlab.stats.summary import exact_sum, extent_by, order_statistics_by
-from jitterlab.stats.windows import WindowTable
+from jitterlab.stats.windows import WindowTable, window_count
 from jitterlab.stats.zscore import (
     MAD_CONSISTENCY,
     MAX_LEVELS,
@@ -329,7 +329,7 @@ def time_windows_scan(
             width_ns, empty, empty.astype(np.int64), empty, empty, empty, empty, indices,
             np.zeros((0, len(indices)), dtype=np.int64),
         )  # fmt: skip
-    n_windows = (t_last - t0) // width_ns + 1
+    n_windows = window_count(t0, t_last, width_ns)
     first = -1 if categories is not None and categories.low_threshold is not None else 0
     n_slots = (len(categories.thresholds) + 1 - first) if categories is not None else 0
     counts = np.zeros(n_windows, np.int64)

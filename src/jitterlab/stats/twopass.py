@@ -38,7 +38,7 @@ from jitterlab.stats.categories import StackedResult, categories_of_ranges, cate
 from jitterlab.stats.loglinear import layout_bounds, layout_count
 from jitterlab.stats.outofcore import IN_MEMORY_AT, narrow, stacked_cuts, window_ranks, window_table
 from jitterlab.stats.valuetable import ValueCounter, ValueTable
-from jitterlab.stats.windows import WindowTable
+from jitterlab.stats.windows import WindowTable, window_count
 from jitterlab.stats.zscore import (
     MAD_CONSISTENCY,
     MEANAD_CONSISTENCY,
@@ -109,7 +109,7 @@ def first_pass(
 ) -> FirstPass | None:
     """The first pass over a sample whose latencies span [lowest, highest] and whose sends
     span [t0, t_last]; None when its histograms would not fit COUNTERS."""
-    n_windows = (t_last - t0) // width_ns + 1
+    n_windows = window_count(t0, t_last, width_ns)
     span = highest - lowest
     sub_bits = next((s for s in _SUB_BITS if n_windows * layout_count(span, s) <= COUNTERS), None)
     if sub_bits is None:

@@ -15,8 +15,43 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from jitterlab.core.errors import JitterlabError
 from jitterlab.stats.categories import StackedResult, category_edges
 from jitterlab.stats.summary import exact_sum, percentiles_sorted
+
+# The most windows an analysis holds (each a row of per-window state: count, sum, extremes,
+# category counts, percentiles; about 100 bytes, so 10^6 windows are ~100 MB), checked
+# before anything per window is allocated (issue 42 item 13: --window 1ns on a 1.8 s run
+# asked for 24 GB)
+MAX_WINDOWS = 1_000_000
+
+
+class TooManyWindows(JitterlabError):
+    """A window width that would split the sends into more than :data:`MAX_WINDOWS`."""
+
+
+def window_count(t_first: int, t_last: int, width_ns: int) -> int:
+    """How many windows of ``width_ns`` the sends from ``t_first`` to ``t_last`` fill,
+    refused in one line naming the bound and the narrowest width that fits when more than
+    :data:`MAX_WINDOWS` (before any per-window array exists)."""
+    if width_ns <= 0:
+        raise ValueError("window width must be positive")
+    span = max(int(t_last) - int(t_first), 0)
+    n = span // width_ns + 1
+    if n > MAX_WINDOWS:
+        fits = span // (MAX_WINDOWS - 1) + 1  # the narrowest width giving at most MAX_WINDOWS
+        raise TooManyWindows(
+            f"--window {_ns_text(width_ns)} splits these {_ns_text(span)} of sends into {n:,} windows; "
+            f"at most {MAX_WINDOWS:,} are held: give --window {_ns_text(fits)} or wider"
+        )
+    return int(n)
+
+
+def _ns_text(ns: int) -> str:
+    for unit, scale in (("s", 10**9), ("ms", 10**6), ("us", 10**3)):
+        if ns >= scale:
+            return f"{ns / scale:.4g}{unit}"
+    return f"{ns}ns"
 
 
 @dataclass(frozen=True)
@@ -78,7 +113,7 @@ def time_windows(
         order = np.argsort(t, kind="stable")
         t, x = t[order], x[order]
     t0 = int(t[0])
-    n_windows = int((int(t[-1]) - t0) // width_ns) + 1
+    n_windows = window_count(t0, int(t[-1]), width_ns)
     edges = np.searchsorted(t, t0 + width_ns * np.arange(n_windows + 1), side="left")
     counts = np.diff(edges)
     mean = np.full(n_windows, np.nan)
