@@ -16,6 +16,8 @@ from __future__ import annotations
 import contextlib
 import importlib
 import socket
+import struct
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -163,19 +165,102 @@ def map_groups(
                 client.cancel(live)
 
 
+# What a Dask scheduler says first on a TCP connection: its handshake, one message framed as
+# an 8-byte little-endian length and that many bytes (a few hundred) of msgpack naming its
+# "compression", "python" and "pickle-protocol". A service that is not a scheduler (an HTTP
+# server waits for a request; another sends anything) hung the client or made it allocate an
+# absurd frame (issue 42 item 14): the probe reads at most HANDSHAKE_MAX bytes for at most
+# PROBE_S seconds and names what answered.
+PROBE_S = 5.0
+HANDSHAKE_MAX = 1 << 16
+_HANDSHAKE_KEYS = (b"compression", b"pickle-protocol")
+
+
 def _probe(spec: str) -> None:
     """A TCP scheduler address that refuses connections is one line at once (Dask's client
-    would retry until its 10 s time-out); other schemes are left to Dask."""
+    would retry until its 10 s time-out); one that answers is read for a Dask scheduler's
+    handshake, with a time-out on the connection and on the handshake, and refused in one
+    line saying what answered when it is something else; other schemes are left to Dask."""
+    address = scheduler_address(spec)
+    if address is None:
+        return
+    try:
+        connection = socket.create_connection(address, timeout=PROBE_S)
+    except (OSError, ValueError, UnicodeError) as e:
+        why = getattr(e, "strerror", None) or " ".join(str(e).split()) or type(e).__name__
+        raise JitterlabError(f"--cluster {spec}: no scheduler answers ({why})") from None
+    with connection:
+        what = _not_a_scheduler(connection)
+    if what is not None:
+        raise JitterlabError(f"--cluster {spec}: not a Dask scheduler: {what}")
+
+
+def scheduler_address(spec: str) -> tuple[str, int] | None:
+    """(host, port) of a TCP scheduler address (``tcp://HOST:PORT`` or ``HOST:PORT``); None
+    for another scheme (left to Dask); one line when it is neither."""
     address = spec.removeprefix("tcp://")
     if "://" in address:
-        return
+        return None
     host, _, port = address.rpartition(":")
-    if not host or not port.isdigit():
-        raise JitterlabError(f"--cluster {spec}: give local:N or a scheduler address such as tcp://HOST:8786")
+    host = host.removeprefix("[").removesuffix("]")  # [::1]:8786
+    if not host or not port.isascii() or not port.isdigit() or not 0 < int(port) < 65536 or len(spec) > 300:
+        raise JitterlabError(
+            f"--cluster {spec[:80]}: give local:N or a scheduler address such as tcp://HOST:8786"
+        )
+    return host, int(port)
+
+
+def _not_a_scheduler(connection: socket.socket) -> str | None:
+    """None when what ``connection`` sends first is a Dask handshake, else what it was."""
+    deadline = time.monotonic() + PROBE_S
+    received = b""
+    need = 8
+    while len(received) < need:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        connection.settimeout(left)
+        try:
+            block = connection.recv(min(need - len(received), HANDSHAKE_MAX))
+        except TimeoutError:
+            break
+        except OSError as e:
+            return f"the connection failed while reading its greeting ({e.strerror or e})"
+        if not block:
+            if not received:
+                return "it closed the connection without a word"
+            break
+        received += block
+        if len(received) >= 8 and need == 8:
+            (length,) = struct.unpack("<Q", received[:8])
+            if not 0 < length <= HANDSHAKE_MAX:
+                return _what_answered(received + _more(connection, deadline))
+            need = 8 + length
+    if len(received) < need:
+        if not received:
+            return f"it accepted the connection but said nothing in {PROBE_S:g} s (an HTTP server?)"
+        return _what_answered(received) + f" (then nothing more in {PROBE_S:g} s)"
+    if not all(key in received for key in _HANDSHAKE_KEYS):
+        return _what_answered(received)
+    return None
+
+
+def _more(connection: socket.socket, deadline: float) -> bytes:
+    """What else the service sent at once (a status line to name it), never waiting long."""
+    connection.settimeout(max(min(deadline - time.monotonic(), 0.2), 0.01))
     try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=10).close()
-    except OSError as e:
-        raise JitterlabError(f"--cluster {spec}: no scheduler answers ({e.strerror or e})") from None
+        return connection.recv(120)
+    except OSError:
+        return b""
+
+
+def _what_answered(data: bytes) -> str:
+    if data.startswith(b"HTTP/"):
+        status = data.split(b"\r\n", 1)[0][:60].decode("ascii", "replace")
+        return f"an HTTP server answered ('{status}')"
+    if data.startswith(b"SSH-"):
+        return "an SSH server answered"
+    return f"it sent {len(data)} bytes that are not a Dask handshake ({data[:16].hex()}…)"
 
 
 def _cause(e: BaseException) -> str:
