@@ -48,12 +48,14 @@ def add_parser(sub: Any) -> None:
         "--priority", type=integer(0, 99), default=None, help="priority for fifo/rr, 1..99 (default 90)"
     )
     p.add_argument(
-        "--dl-runtime", type=duration_text(), default=None, help="SCHED_DEADLINE runtime, e.g. 200us"
+        "--dl-runtime", type=duration_text(unit="ns"), default=None, help="SCHED_DEADLINE runtime, e.g. 200us"
     )
     p.add_argument(
-        "--dl-deadline", type=duration_text(), default=None, help="SCHED_DEADLINE deadline, e.g. 1ms"
+        "--dl-deadline", type=duration_text(unit="ns"), default=None, help="SCHED_DEADLINE deadline, e.g. 1ms"
     )
-    p.add_argument("--dl-period", type=duration_text(), default=None, help="SCHED_DEADLINE period, e.g. 1ms")
+    p.add_argument(
+        "--dl-period", type=duration_text(unit="ns"), default=None, help="SCHED_DEADLINE period, e.g. 1ms"
+    )
     p.add_argument(
         "--samples",
         type=non_negative_int,
