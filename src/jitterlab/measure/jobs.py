@@ -183,9 +183,20 @@ def _execute(
         meta |= job.finish_meta(raw, meta, staging)
     if job.spike_cpus is not None:  # --trace: stop perf, keep its events with the run
         meta |= trace_block(ctx.trace, staging, job.spike_cpus(meta))
-    for leftover in (harness_json, staging / "journal.bin"):  # the raw file goes once stored
-        leftover.unlink(missing_ok=True)
+    # harness.json and the journal stay until the run is published (drop_metadata): a bench
+    # killed during the commit is recovered with its technique and policy (issue 42 item 9)
     return (staging, raw, meta), interrupted, ""
+
+
+LEFTOVERS = ("harness.json", "journal.bin")  # the tool's files beside its samples
+
+
+def drop_metadata(run: Run) -> Run:
+    """The harness's own files removed from a published run (run.json holds what they
+    said); kept in staging until then, so recover always has them."""
+    for name in LEFTOVERS:
+        (run.path / name).unlink(missing_ok=True)
+    return run
 
 
 def run_native_job(ctx: Context, job: NativeJob) -> Done:
@@ -200,7 +211,7 @@ def run_native_job(ctx: Context, job: NativeJob) -> Done:
         if job.series:
             return Done(_store_series(store, job, result), interrupted)
         staging, raw, meta = result
-        return Done([store.commit(staging, raw, meta)], interrupted)
+        return Done([drop_metadata(store.commit(staging, raw, meta))], interrupted)
 
 
 def _store_series(
@@ -267,26 +278,48 @@ def _recover_one(store: ResultsStore, staging: Path, warn: Warn) -> Run | None:
     raw_path = next(
         (p for p in (staging / "samples.jlraw", staging / "samples.jlraw.tmp") if p.exists()), None
     )
+    harness_path = staging / "harness.json"
+    if raw_path is None and (staging / SAMPLES_FILE).is_file():
+        # killed after the samples file was complete (the raw file already removed), before
+        # publish: the file is the run (issue 42 item 8)
+        return _recover_samples_file(store, staging)
     if raw_path is None:
+        kept = sorted(p.name for p in staging.iterdir() if p.name not in LEFTOVERS)
+        if kept:  # never delete what no check has proven empty: left for a person to look at
+            warn(
+                CodedWarning(
+                    "run-damaged",
+                    f"not recovered: {staging.name} holds no raw samples file but {', '.join(kept)[:200]}; left in place",
+                )
+            )
+            return None
         warn(CodedWarning("nothing-recorded", f"{staging.name}: nothing was recorded; removed"))
         store.discard_staging(staging)
         lock.unlink(missing_ok=True)
         return None
     raw = read_raw_samples(raw_path)
-    harness_path = staging / "harness.json"
     harness, _ = read_harness_json(harness_path)
     started = dt.datetime.fromtimestamp(staging.stat().st_mtime, dt.timezone.utc)
-    meta = common_meta(staging.name, started) | {
+    pairs = harness.get("pairs") or 1 + max((int(c["pair"].max()) for c in raw.chunks()), default=0)
+    meta = _recovered_meta(staging, harness, started, int(pairs), raw.note)
+    run = drop_metadata(store.commit(staging, raw, meta))
+    lock.unlink(missing_ok=True)
+    return run
+
+
+def _recovered_meta(
+    staging: Path, harness: dict[str, Any], started: dt.datetime, pairs: int, note: str, why: str = ""
+) -> dict[str, Any]:
+    """The run.json of a leftover: what its harness.json said (technique, policy, timing)."""
+    return common_meta(staging.name, started) | {
         "status": "partial",
         "partial_reason": "; ".join(
-            r for r in ("recovered from .staging: the measuring process did not finish", raw.note) if r
+            r for r in (why or "recovered from .staging: the measuring process did not finish", note) if r
         ),
         "config": {
             "runtime": harness.get("harness", "unknown"),
             "technique": harness.get("technique") or harness.get("tool") or "unknown",
-            "pairs": int(
-                harness.get("pairs") or 1 + max((int(c["pair"].max()) for c in raw.chunks()), default=0)
-            ),
+            "pairs": pairs,
             "samples": harness.get("samples", harness.get("samples_requested")),
             "policy": (harness.get("policy_requested") or {}).get("policy", "unknown"),
             "recovered": True,
@@ -295,8 +328,47 @@ def _recover_one(store: ResultsStore, staging: Path, warn: Warn) -> Run | None:
         "floor": harness.get("floor", {}),
         "timing": {k: harness.get(k) for k in ("started_realtime_ns", "t_start_ns", "t_end_ns")},
     }
-    for leftover in (harness_path, staging / "journal.bin"):  # the raw file goes once stored
-        leftover.unlink(missing_ok=True)
-    run = store.commit(staging, raw, meta)
-    lock.unlink(missing_ok=True)
+
+
+def _recover_samples_file(store: ResultsStore, staging: Path) -> Run:
+    """A leftover whose samples file is complete (the writer renames it into place only
+    once closed) and whose raw file is gone: the file verified by reading it whole (its
+    footer, then every row group for the summary) and published as the run it is, with
+    what harness.json said; an unreadable one is left in place, never removed."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from jitterlab.store.schema import SAMPLE_COLUMNS
+
+    path = staging / SAMPLES_FILE
+    try:
+        with pq.ParquetFile(path, pre_buffer=False) as f:
+            rows = f.metadata.num_rows
+            names = f.schema_arrow.names
+            pairs = 0
+            for batch in f.iter_batches():  # every column of every row group decoded once
+                column = batch.column("pair").to_numpy()
+                pairs = max(pairs, int(column.max()) + 1 if column.size else 0)
+    except (OSError, ValueError, KeyError, pa.ArrowException) as e:
+        raise JitterlabError(
+            f"{staging.name}: its {SAMPLES_FILE} is not readable ({' '.join(str(e).split())[:200]}); left in place"
+        ) from None
+    if list(names[: len(SAMPLE_COLUMNS)]) != list(SAMPLE_COLUMNS):
+        raise JitterlabError(f"{staging.name}: its {SAMPLES_FILE} lacks the sample columns; left in place")
+    harness, _ = read_harness_json(staging / "harness.json")
+    started = dt.datetime.fromtimestamp(staging.stat().st_mtime, dt.timezone.utc)
+    why = "recovered from .staging: killed after its samples file was complete, before it was published"
+    meta = _recovered_meta(staging, harness, started, int(harness.get("pairs") or max(pairs, 1)), "", why)
+    done = _StoredFile(path, rows, tuple(names[len(SAMPLE_COLUMNS) :]))
+    run = drop_metadata(store.publish_samples(staging, meta, done))  # type: ignore[arg-type]
+    (staging.parent / f"{staging.name}.lock").unlink(missing_ok=True)
     return run
+
+
+@dataclass(frozen=True)
+class _StoredFile:
+    """What :meth:`ResultsStore.publish_samples` reads of a closed SampleWriter."""
+
+    path: Path
+    rows: int
+    extra: tuple[str, ...]

@@ -671,13 +671,16 @@ class ResultsStore:
         chunk in memory at a time), ``written`` then removes what the chunks came from (a raw
         file, parts: before the folder is published, so the run holds only its own files),
         and :meth:`publish_samples` describes the file in run.json and publishes the run."""
+        from jitterlab.core.faults import kill_point
         from jitterlab.store.writer import SampleWriter
 
         with SampleWriter(staging / SAMPLES_FILE, meta["id"], extra) as writer:
             for pair, seq, t_send_ns, t_recv_ns, columns in chunks:
                 writer.write(pair, seq, t_send_ns, t_recv_ns, **columns)
+                kill_point("committing")
         if written is not None:
             written()
+        kill_point("samples-written")  # the window of issue 42 item 8: recover stores this file
         return self.publish_samples(staging, meta, writer)
 
     def publish_samples(
