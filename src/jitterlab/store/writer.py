@@ -14,19 +14,23 @@ The file layout (columns, row groups, compression, key-value metadata) is
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
+import shutil
 from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import fields
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, Protocol
+from typing import IO, Any, NoReturn, Protocol
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from jitterlab.core.errors import JitterlabError
 from jitterlab.core.fileio import open_output
 from jitterlab.stats.scan import LocalScan, Scan
 from jitterlab.stats.summary import Summary, summarize_chunks, summarize_differences
@@ -92,7 +96,12 @@ class SampleWriter:
         self._pending_rows = 0
         self._output = open_output(path)
         self._file = self._output.__enter__()
-        self._writer = open_sample_file(self._file, self.schema)
+        self._flushed_rows = 0
+        try:
+            self._writer = open_sample_file(self._file, self.schema)
+        except OSError as e:  # entered by hand: its own handler never sees a write error
+            self._output.__exit__(type(e), e, None)
+            raise JitterlabError(write_error_text(self.path, e, 0, 0)) from None
 
     def write(
         self,
@@ -131,20 +140,35 @@ class SampleWriter:
     def _flush(self, rows: int) -> None:
         table = pa.Table.from_batches(self._pending, self.schema)
         head, rest = table.slice(0, rows), table.slice(rows)
-        self._writer.write_table(head, row_group_size=rows)
+        try:
+            self._writer.write_table(head, row_group_size=rows)
+        except OSError as e:
+            self._failed(e)
+        self._flushed_rows += rows
         self._pending = rest.combine_chunks().to_batches() if rest.num_rows else []
         self._pending_rows = rest.num_rows
+
+    def _failed(self, e: OSError) -> NoReturn:
+        """A write error (a full disk): no half-written file left, one line naming the
+        folder, what is free and about what the samples need (issue 42 item 10)."""
+        written = self._file.tell()
+        self.abort()
+        raise JitterlabError(write_error_text(self.path, e, written, self.rows, self._flushed_rows)) from None
 
     def close(self) -> None:
         """Write what is pending and put the file in place."""
         if self._pending_rows:
             self._flush(self._pending_rows)
-        self._writer.close()
+        try:
+            self._writer.close()
+        except OSError as e:
+            self._failed(e)
         self._output.__exit__(None, None, None)
 
     def abort(self) -> None:
         """Leave no file behind (an error while writing)."""
-        self._writer.close()
+        with contextlib.suppress(OSError):  # a full disk fails the footer too
+            self._writer.close()
         self._output.__exit__(RuntimeError, RuntimeError("aborted"), None)
 
     def __enter__(self) -> SampleWriter:
@@ -157,6 +181,25 @@ class SampleWriter:
             self.close()
         else:
             self.abort()
+
+
+def write_error_text(path: Path, error: OSError, written: int, rows: int, flushed: int = 0) -> str:
+    """One line for a samples file that could not be written: with a full disk, the folder,
+    the space free and about the space the samples need (the bytes a flushed row took,
+    else 8 a sample)."""
+    folder = path.parent
+    if error.errno not in (errno.ENOSPC, errno.EDQUOT):
+        return f"cannot write {path}: {error.strerror or error}"
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        free = 0
+    per_row = written / flushed if flushed and written else 8.0
+    need = max(int(per_row * rows), written + 1)
+    return (
+        f"no space left in {folder} for {path.name}: {free / 1e6:.1f} MB free, about "
+        f"{need / 1e6:.1f} MB needed for {rows:,} samples (free space there, or use a store on a larger disk)"
+    )
 
 
 def latency_chunks(path: Path, since: str = "t_send_ns") -> Iterator[np.ndarray]:
