@@ -121,3 +121,17 @@ def test_one_damaged_run_does_not_stop_the_store_wide_report(tmp_path: Path, cap
     assert f"damaged run {bad.id} left out" in err, err
     page = out.read_text()
     assert good.id in page and bad.id not in page
+
+
+@pytest.mark.parametrize("name", ["a" * 300, "x\0y", "../samples.parquet", ".hidden"])
+def test_a_samples_file_name_no_folder_can_hold_is_refused_in_one_line(tmp_path: Path, name: str) -> None:
+    """Found by the run-files fuzz target: a 300-byte name was ``OSError: File name too long``."""
+    from jitterlab.core.errors import CorruptRunError
+    from jitterlab.store.runs import load_run
+
+    run = make_run(tmp_path / "s", latency_clusters(seed=7, n=1000))
+    meta = json.loads((run.path / "run.json").read_text())
+    meta["samples"]["file"] = name
+    (run.path / "run.json").write_text(json.dumps(meta))
+    with pytest.raises(CorruptRunError, match=r"samples\.file"):
+        load_run(run.path)

@@ -191,8 +191,10 @@ def validate_run_json(meta: Any, path: Path) -> dict[str, Any]:
     samples = meta.get("samples")
     if samples is not None:
         name = str(samples.get("file", ""))
-        if "/" in name or name.startswith("."):
+        if "/" in name or name.startswith(".") or "\0" in name:
             raise CorruptRunError(f"{path}: 'samples.file' must name a file inside the run folder")
+        if len(name.encode("utf-8", "surrogatepass")) > 255:  # NAME_MAX: stat() would fail (fuzz, issue 42)
+            raise CorruptRunError(f"{path}: 'samples.file' is longer than a file name may be")
     elif not isinstance(meta.get("histogram"), dict):
         raise CorruptRunError(f"{path}: a run needs 'samples' or 'histogram'")
     return meta
