@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 
 from jitterlab.cli.common import (
     deprecated_alias,
-    duration_text,
     integer,
     non_negative_int,
     note,
@@ -21,6 +20,7 @@ from jitterlab.cli.common import (
     writable_store,
 )
 from jitterlab.cli.measuring import announce, check_report, report_option, write_runs_report
+from jitterlab.core.options import duration_text
 from jitterlab.measure.techniques import CAF_SCHEDULERS
 
 if TYPE_CHECKING:  # the plans, the runner and the tables bring numpy and pyarrow: imported to run

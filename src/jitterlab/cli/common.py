@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -18,6 +17,7 @@ from jitterlab.core.options import (
     OptionError,
     Range,
     describe_duration,
+    duration_text,
     parse_duration_s,
     parse_integer,
     parse_number,
@@ -37,15 +37,7 @@ MAX_FLOAT = 1e15
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse with the one-line error our CLI promises (no usage dump).
-
-    A value that starts with a minus and a digit (``--pause -1ms``, ``--from -0.5s``) is a
-    value, not an unknown option, so it reaches its option's range check (argparse's own
-    rule takes only ``-1`` and ``-1.5``)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._negative_number_matcher = re.compile(r"^-\.?[0-9]")
+    """argparse with the one-line error our CLI promises (no usage dump)."""
 
     def error(self, message: str) -> NoReturn:
         sys.stderr.write(f"{self.prog}: error: {escape_controls(message)} (see --help)\n")
@@ -91,30 +83,6 @@ def duration(
     allowed = Range(low, high, low_open=low_open)
     shown = f"{describe_duration(allowed)}; a bare number is in {unit}"
     return OptionType("duration", lambda text: parse_duration_s(text, allowed, unit), shown)
-
-
-def duration_text(
-    low: float = 0.0,
-    high: float = YEAR_S,
-    *,
-    low_open: bool = False,
-    unit: str = "s",
-    words: tuple[str, ...] = (),
-) -> Callable[[str], str]:
-    """A duration option checked by the one duration parser and its range at parse time,
-    kept as the text given (what the run's config records and the measuring code parses
-    again with :func:`~jitterlab.core.units.parse_duration_ns`); ``words`` (``auto``) pass as
-    they are."""
-    allowed = Range(low, high, low_open=low_open)
-    shown = f"{describe_duration(allowed)}; a bare number is in {unit}"
-
-    def check(text: str) -> str:
-        if text.strip() in words:
-            return text.strip()
-        parse_duration_s(text, allowed, unit)
-        return text
-
-    return OptionType("duration", check, shown + (f"; or {', '.join(words)}" if words else ""))
 
 
 # The common shapes; an option with a natural range of its own passes it to the factories.

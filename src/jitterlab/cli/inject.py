@@ -11,7 +11,6 @@ from typing import Any
 
 from jitterlab.cli.common import (
     deprecated_alias,
-    duration_text,
     integer,
     non_negative_int,
     note,
@@ -27,6 +26,7 @@ from jitterlab.cli.common import (
 )
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.fileio import check_writable_file
+from jitterlab.core.options import duration_text
 from jitterlab.core.render import render
 from jitterlab.core.units import format_ns, parse_duration_ns
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -58,11 +59,20 @@ def register(module: Any, sub: Any) -> None:
     (getattr(module, "add_parsers", None) or module.add_parser)(sub)
 
 
+class _Parser(Parser):
+    """:class:`Parser` taking a value that starts with a minus and a digit (``--pause -1ms``)
+    as a value, so it reaches its option's range check (argparse's rule: only ``-1``, ``-1.5``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = re.compile(r"^-\.?[0-9]")
+
+
 def build_parser(command: str | None = None) -> Parser:
     """The parser: full for ``command``'s group, one help line for every other command."""
-    parser = Parser(prog="jitterlab", description="Measure, describe and simulate latency jitter.")
+    parser = _Parser(prog="jitterlab", description="Measure, describe and simulate latency jitter.")
     parser.add_argument("--version", action="version", version=f"jitterlab {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     chosen = COMMANDS[command][0] if command in COMMANDS else None
     done: set[str] = set()
     for name, (group, line) in COMMANDS.items():

@@ -11,7 +11,6 @@ from jitterlab.cli.common import (
     Parser,
     cluster_engine,
     cluster_option,
-    duration_text,
     integer,
     load,
     note,
@@ -25,6 +24,7 @@ from jitterlab.cli.common import (
 )
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.fileio import atomic_write_json, check_writable_file
+from jitterlab.core.options import duration_text
 from jitterlab.core.render import render
 from jitterlab.core.units import parse_duration_ns
 from jitterlab.core.warnings import CodedWarning

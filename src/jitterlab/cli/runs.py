@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from jitterlab.cli.common import (
     cluster_engine,
@@ -26,9 +26,6 @@ from jitterlab.core.percentiles import percentile_key
 from jitterlab.core.render import render
 from jitterlab.core.units import format_ns
 from jitterlab.core.warnings import CodedWarning, from_stored, normalized
-
-if TYPE_CHECKING:
-    from jitterlab.store import Run
 
 
 def add_parsers(sub: Any) -> None:
@@ -89,12 +86,11 @@ def report_damage(damaged: list[tuple[Path, str]]) -> None:
 
 def cmd_runs(args: argparse.Namespace) -> int:
     from jitterlab.describe.tables import runs_table, summary_row
-    from jitterlab.store import ResultsStore
+    from jitterlab.store.runs import ResultsStore, verified_runs
 
     store = ResultsStore(args.store)
     runs, damaged = store.scan()
-    if args.strict:  # the samples against their SHA-256 (or decoded whole), not only the size
-        runs = verified_runs(runs, damaged)
+    runs = verified_runs(runs, damaged) if args.strict else runs  # the SHA-256, not only the size
     chosen: dict[str, dict[str, float]] | None = None
     if args.percentiles:
         from jitterlab.describe.analysis import run_percentiles
@@ -130,23 +126,6 @@ def cmd_runs(args: argparse.Namespace) -> int:
             )
         )
     return 1 if args.strict and damaged else 0
-
-
-def verified_runs(runs: list[Run], damaged: list[tuple[Path, str]]) -> list[Run]:
-    """``runs`` whose samples match run.json's SHA-256 (a run without one: decoded whole);
-    the others join ``damaged`` with the reason (issue 42 item 11)."""
-    from jitterlab.store.runs import verified_samples_path
-
-    kept = []
-    for run in runs:
-        if not run.histogram_only:
-            try:
-                verified_samples_path(run)
-            except CorruptRunError as e:
-                damaged.append((run.path, str(e)))
-                continue
-        kept.append(run)
-    return kept
 
 
 def cmd_recover(args: argparse.Namespace) -> int:
@@ -191,7 +170,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from jitterlab.describe.report import write_report
-    from jitterlab.store import ResultsStore, load_run
+    from jitterlab.store.runs import ResultsStore, load_run, verified_runs
 
     check_writable_file(Path(args.output), "-o")
     store = ResultsStore(args.store)
@@ -200,8 +179,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         runs = [load_run(ref, store) for ref in args.runs]
     else:
         runs, damaged = store.scan()
-        # a damaged run never stops the store's report: checked first, left out, named
-        runs = verified_runs(runs, damaged)
+        runs = verified_runs(runs, damaged)  # a damaged run is left out, named: the rest reported
         # an empty run (a monitor stopped before any sample) never blocks the store's report
         empty = [r for r in runs if (r.meta.get("samples") or {}).get("rows", 1) == 0]
         for run in empty:

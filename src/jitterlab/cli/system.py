@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from jitterlab.cli.common import (
-    duration_text,
     integer,
     note,
     print_context,
@@ -19,6 +18,7 @@ from jitterlab.cli.common import (
     writable_store,
 )
 from jitterlab.cli.measuring import check_report, report_option, write_runs_report
+from jitterlab.core.options import duration_text
 from jitterlab.core.render import render
 from jitterlab.core.units import format_ns
 

@@ -8,6 +8,7 @@ Pure functions: text in, value out, :class:`OptionError` (one line) otherwise.
 
 from __future__ import annotations
 
+import argparse
 import math
 import re
 from dataclasses import dataclass
@@ -124,3 +125,37 @@ def describe_duration(allowed: Range) -> str:
     """``allowed`` (in seconds) in words: ``0 s to 1 day``."""
     text = Range(allowed.low, allowed.high, allowed.low_open, allowed.high_open, "s").describe()
     return text.replace(f"{_fmt(YEAR_S)} s", "1 year").replace(f"{_fmt(DAY_S)} s", "1 day")
+
+
+class TextDuration:
+    """An argparse ``type`` for a duration the measuring code reads again as text (``bench
+    --pause``, ``hiccup --threshold``): checked here by :func:`parse_duration_s` and its range
+    (one line naming the option, never an ``OverflowError`` later), kept as the text given;
+    ``words`` (``auto``) pass as they are. ``kind``/``allowed`` are what docs/cli.md lists."""
+
+    def __init__(self, allowed: Range, unit: str = "s", words: tuple[str, ...] = ()) -> None:
+        self.__name__ = self.kind = "duration"
+        self.range, self.unit, self.words = allowed, unit, words
+        self.allowed = f"{describe_duration(allowed)}; a bare number is in {unit}"
+        self.allowed += f"; or {', '.join(words)}" if words else ""
+
+    def __call__(self, text: str) -> str:
+        if text.strip() in self.words:
+            return text.strip()
+        try:
+            parse_duration_s(text, self.range, self.unit)
+        except OptionError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+        return text
+
+
+def duration_text(
+    low: float = 0.0,
+    high: float = YEAR_S,
+    *,
+    low_open: bool = False,
+    unit: str = "s",
+    words: tuple[str, ...] = (),
+) -> TextDuration:
+    """A :class:`TextDuration` of ``low..high`` seconds (``low_open``: strictly above ``low``)."""
+    return TextDuration(Range(low, high, low_open=low_open), unit, words)

@@ -329,6 +329,21 @@ def decode_whole(path: Path) -> int:
     return rows
 
 
+def verified_runs(runs: list[Run], damaged: list[tuple[Path, str]]) -> list[Run]:
+    """``runs`` whose samples match run.json's SHA-256 (a run without one: decoded whole);
+    the others join ``damaged`` with the reason (issue 42 item 11)."""
+    kept = []
+    for run in runs:
+        if not run.histogram_only:
+            try:
+                verified_samples_path(run)
+            except CorruptRunError as e:
+                damaged.append((run.path, str(e)))
+                continue
+        kept.append(run)
+    return kept
+
+
 # Memory an analysis that holds a whole run takes per sample: the four columns (28 B), the
 # latency array, its sorted copy and the test's temporaries (describe --test gesd of 10^8
 # samples peaked at ~7 GB: ~70 B a sample).
