@@ -250,7 +250,7 @@ def _walk(target: Path | str) -> _Found:
         fd = os.open("/", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError as e:
         raise JitterlabError(f"cannot write {shown}: {os_error_text(e)}") from None
-    hops = 0
+    hops, where = 0, "/"  # where: the path of the folder ``fd`` is, for messages
     try:
         while True:
             while pending and pending[0] in ("", "."):
@@ -262,7 +262,7 @@ def _walk(target: Path | str) -> _Found:
             if part == "..":
                 parent = os.open("..", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=fd)
                 os.close(fd)
-                fd = parent
+                fd, where = parent, os.path.dirname(where)
                 continue
             try:
                 st = os.stat(part, dir_fd=fd, follow_symlinks=False)
@@ -270,7 +270,9 @@ def _walk(target: Path | str) -> _Found:
                 if last:
                     found, fd = _Found(fd, part, None), -1
                     return found
-                raise JitterlabError(f"cannot write {shown}: folder {part} does not exist") from None
+                raise JitterlabError(
+                    f"cannot write {shown}: folder {os.path.join(where, part)} does not exist"
+                ) from None
             except OSError as e:
                 raise JitterlabError(f"cannot write {shown}: {os_error_text(e)}") from None
             if stat.S_ISLNK(st.st_mode):
@@ -283,7 +285,7 @@ def _walk(target: Path | str) -> _Found:
                     raise JitterlabError(f"cannot write {shown}: too many levels of links")
                 if destination.startswith("/"):
                     os.close(fd)
-                    fd = os.open("/", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+                    fd, where = os.open("/", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC), "/"
                 pending = [*Path(destination).parts[1 if destination.startswith("/") else 0 :], *pending]
                 continue
             if last:
@@ -303,7 +305,7 @@ def _walk(target: Path | str) -> _Found:
                     continue
                 raise JitterlabError(f"cannot write {shown}: {os_error_text(e)}") from None
             os.close(fd)
-            fd = child
+            fd, where = child, os.path.join(where, part)
     finally:
         if fd >= 0:
             os.close(fd)
@@ -367,17 +369,15 @@ def _open_special(found: _Found) -> tuple[int, socket.socket | None]:
         return sock.fileno(), sock
     # a /proc descriptor link (/dev/stdout onto a pipe) is opened through the link, whose
     # every step _walk has vetted; anything else is opened only if it is no link itself
+    # (a FIFO this user or root made, named as the output, is waited on as `> fifo` is)
     nofollow = 0 if found.magic else os.O_NOFOLLOW
-    fd = os.open(
-        found.name, os.O_WRONLY | nofollow | os.O_NOCTTY | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=found.dir_fd
-    )
+    fd = os.open(found.name, os.O_WRONLY | nofollow | os.O_NOCTTY | os.O_CLOEXEC, dir_fd=found.dir_fd)
     try:
         opened = os.fstat(fd)
         if stat.S_ISDIR(opened.st_mode) or (stat.S_ISREG(opened.st_mode) and not found.magic):  # swapped
             raise OSError(errno.EAGAIN, "changed while being opened; try again")
         if not found.magic:
             _check_special(found.name, opened)
-        os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)
         raise
