@@ -385,7 +385,7 @@ def test_roots_recover_trusts_no_draft_the_user_planted(attack: Attack) -> None:
     leftovers = sorted((lab.store / ".staging").glob("20260101-000000-*"))
     assert len(leftovers) == 5
     runs_before = ResultsStore(lab.store).run_dirs()
-    code, err = attack.root("recover", "--store", str(lab.store))
+    code, err = attack.root("recover", "--store", str(lab.store), "--trust-store-owner")
     assert code == 0, err
     assert "Traceback" not in err and "internal error" not in err, err
     refused = [line for line in err.splitlines() if "not recovered" in line]
@@ -503,3 +503,362 @@ def test_a_store_root_made_under_umask_000_takes_no_plant_of_the_user(attack: At
     code, err = attack.root("recover", "--store", str(store))
     assert code == 0 and "not recovered" not in err, err
     shutil.rmtree(store)
+
+
+# ---------------------------------------------------------------------------------------
+# Issue 42 items 1-7 ("a second user", round 3): the user owns a store in a shared folder
+# (0755) and acts on it while root runs its commands there. Races are tested with a loop in
+# the user's own process that swaps a folder for a link for a bounded time.
+
+RENAME_EXCHANGE = 2
+SWAP_LOOP = (  # the user's process: exchange A and B (renameat2 RENAME_EXCHANGE) until STOP exists
+    "import time\n"
+    "libc = ctypes.CDLL(None, use_errno=True)\n"
+    "a, b = os.fsencode(A), os.fsencode(B)\n"
+    "swaps, end = 0, time.monotonic() + SECONDS\n"
+    "while time.monotonic() < end and not os.path.exists(STOP):\n"
+    f"    if libc.renameat2(-100, a, -100, b, {RENAME_EXCHANGE}) == 0:\n"
+    "        swaps += 1\n"
+    "print('swaps', swaps)\n"
+)
+
+
+class Swapper:
+    """A loop in the user's process exchanging ``a`` and ``b`` until stopped (at most
+    ``seconds``); ``swaps`` counts the exchanges the kernel made."""
+
+    def __init__(self, attack: Attack, a: Path, b: Path, seconds: float = 60) -> None:
+        import threading
+
+        self.stop = attack.lab.home / f".stop-{a.name}"
+        code = f"A, B, STOP, SECONDS = {str(a)!r}, {str(b)!r}, {str(self.stop)!r}, {seconds}\n" + SWAP_LOOP
+        self.result: list[subprocess.CompletedProcess[str]] = []
+        self.thread = threading.Thread(
+            target=lambda: self.result.append(attack.lab.user.python(code, timeout=seconds + 60))
+        )
+        self.thread.start()
+
+    def finish(self) -> int:
+        self.stop.touch()
+        self.thread.join()
+        self.stop.unlink()
+        (done,) = self.result
+        assert done.returncode == 0, done.stderr
+        return int(done.stdout.split()[-1])
+
+
+def test_runs_of_a_store_root_made_is_listed_as_another_user(lab: Lab, untouched: None) -> None:
+    """Issue 42 item 7: `runs --store` of a store root made (its .staging is root's 0700
+    folder), as the user: the table, and no `internal error: PermissionError … .staging`."""
+    code, out, err = lab.run("runs", store=lab.roots_store)
+    assert code == 0, err
+    assert "Traceback" not in err and "internal error" not in err, err
+    assert "synthetic" in out
+
+
+def test_a_fifo_lock_file_hangs_neither_runs_nor_recover(attack: Attack) -> None:
+    """Issue 42 item 6: the user puts a FIFO at `.staging/ID.lock` beside a leftover of
+    theirs; root's `runs` and `recover` (which would wait forever on the FIFO) finish, and
+    recover names the lock file and leaves the leftover in place."""
+    lab = attack.lab
+    leftover = lab.store / ".staging" / "20260101-000000-fifo-lock"
+    attack.plant(
+        f"d = {str(leftover)!r}\n"
+        "os.mkdir(d, 0o700)\n"
+        "open(os.path.join(d, 'run.draft.json'), 'w').write('{}')\n"
+        "os.mkfifo(d + '.lock', 0o600)\n"
+    )
+    for args in (("runs",), ("recover",)):
+        code, err = attack.root(*args, "--store", str(lab.store), "--trust-store-owner", timeout=60)
+        assert code == 0, (args, err)
+        assert "Traceback" not in err and "internal error" not in err, err
+    assert f"{leftover.name}.lock" in err and "not a regular file" in err, err
+    assert leftover.is_dir() and stat.S_ISFIFO(os.lstat(f"{leftover}.lock").st_mode)
+
+
+def _user_run(attack: Attack, template: dict[str, object], name: str, extra: str = "") -> Path:
+    """A run folder ``name`` the user makes in their store with ``template`` as run.json
+    (then ``extra`` runs as the user, with ``d`` the folder)."""
+    folder = attack.lab.store / name
+    template = {**template, "id": name}
+    attack.plant(
+        "import json\n"
+        f"d = {str(folder)!r}\n"
+        "os.mkdir(d, 0o755)\n"
+        f"open(os.path.join(d, 'run.json'), 'w').write(json.dumps({template!r}))\n" + extra
+    )
+    return folder
+
+
+def test_merge_copies_no_histogram_file_named_by_an_absolute_path(attack: Attack) -> None:
+    """Issue 42 item 5: a run.json of the user naming root's private HdrHistogram log as
+    `histogram.file` (an absolute path): root's merge refuses it in one line, and stores
+    nothing (it copied the private log into a run the user could read)."""
+    lab = attack.lab
+    private = lab.home.parent / "root-only"
+    os.mkdir(private, 0o700)
+    shutil.copy(HLOG, private / "private.hlog")
+    template_store = lab.home.parent / "template"
+    code, err = attack.root("import", str(HLOG), "--store", str(template_store))
+    assert code == 0, err
+    (imported,) = ResultsStore(template_store).run_dirs()
+    meta = json.loads((imported / "run.json").read_text())
+    meta["histogram"]["file"] = str(private / "private.hlog")
+    user_run = _user_run(attack, meta, "20260101-000000-hist-abs")
+    mutex = next(p for p in ResultsStore(lab.store).run_dirs() if "mutex" in p.name)
+    before = ResultsStore(lab.store).run_dirs()
+    code, err = attack.root(
+        "merge", str(user_run), str(mutex), "--as", "x", "--store", str(lab.store), "--trust-store-owner"
+    )
+    assert code == 2, err
+    assert_one_line_error(err)
+    assert "histogram.file" in err, err
+    assert ResultsStore(lab.store).run_dirs() == before
+
+
+def _mutex_run(lab: Lab) -> Path:
+    return next(p for p in ResultsStore(lab.store).run_dirs() if "mutex" in p.name)
+
+
+def _private_run(lab: Lab) -> Path:
+    return next(p for p in ResultsStore(lab.store).run_dirs() if stat.S_IMODE(p.stat().st_mode) == 0o700)
+
+
+def test_merge_reads_no_samples_file_linked_to_another_run(attack: Attack) -> None:
+    """Issue 42 item 4: a run folder of the user whose samples.parquet is a link to root's
+    private run's (run.json without `sha256` and `bytes`): root's merge refuses it in one
+    line (it stored a copy readable by the user)."""
+    lab = attack.lab
+    private = _private_run(lab)
+    meta = json.loads((private / "run.json").read_text())  # what the user could guess
+    for key in ("sha256", "bytes"):
+        meta["samples"].pop(key)
+    user_run = _user_run(
+        attack,
+        meta,
+        "20260101-000000-linked-samples",
+        f"os.symlink({str(private / 'samples.parquet')!r}, os.path.join(d, 'samples.parquet'))\n",
+    )
+    before = ResultsStore(lab.store).run_dirs()
+    code, err = attack.root(
+        "merge",
+        str(user_run),
+        str(_mutex_run(lab)),
+        "--as",
+        "x",
+        "--store",
+        str(lab.store),
+        "--trust-store-owner",
+    )
+    assert code == 2, err
+    assert_one_line_error(err)
+    assert "link" in err and "samples.parquet" in err, err
+    assert ResultsStore(lab.store).run_dirs() == before
+
+
+TRUST = ("--as", "x", "--trust-store-owner")  # then --store
+
+
+def test_a_merge_of_a_private_run_is_private(lab: Lab) -> None:
+    """Issue 42: a run made from files only root may read is never published readable by
+    others: root's merge of its private (0700) run with a readable one is stored 0700."""
+    before = set(ResultsStore(lab.store).run_dirs())
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "jitterlab",
+            "merge",
+            str(_private_run(lab)),
+            str(_mutex_run(lab)),
+            *TRUST,
+            "--store",
+            str(lab.store),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    (merged,) = set(ResultsStore(lab.store).run_dirs()) - before
+    assert stat.S_IMODE(merged.stat().st_mode) == 0o700
+    assert lab.user.python(f"open({str(merged / 'samples.parquet')!r}, 'rb')").returncode != 0
+
+
+SECRET_NS = 777_777  # the latency of every sample of root's private leftover
+
+
+def test_recover_follows_no_parts_folder_swapped_for_a_link(attack: Attack) -> None:
+    """Issue 42 item 3: while root recovers the user's leftover, the user exchanges its
+    `parts` with a link to the parts of root's private leftover (in root's own store), in a
+    loop; no stored run ever holds root's private samples, and root's leftover is intact."""
+    import pyarrow.parquet as pq
+
+    lab = attack.lab
+    shutil.rmtree(lab.leftover)
+    roots = ResultsStore(lab.roots_store)
+    secret = roots.staging_dir(roots.new_run_id("secret"))
+    t_send = 1_000_000_000 + np.arange(1_000, dtype=np.int64) * 1_000
+    roots.write_part(secret, 0, t_send, t_send + SECRET_NS, 0)
+    ResultsStore.release_staging(secret)
+    secret_files = root_files(secret)
+    mine = ResultsStore(lab.store)
+    recovered_any = refused_any = 0
+    for attempt in range(8):
+        leftover = lab.store / ".staging" / f"20260101-00000{attempt}-swap"
+        attack.plant(
+            f"d = {str(leftover)!r}\n"
+            "os.mkdir(d, 0o700)\n"
+            "open(os.path.join(d, 'run.draft.json'), 'w').write('{\"id\": \"%s\", \"config\": {}}' % os.path.basename(d))\n"
+            "os.mkdir(os.path.join(d, 'parts'), 0o700)\n"
+            f"os.symlink({str(secret / 'parts')!r}, os.path.join(home, 'plink-{attempt}'))\n"
+        )
+        # the user's own part (written here, then given to the user: the interpreter the
+        # user's process runs cannot load pyarrow once it is that user)
+        part = leftover / "parts" / "part-000000.parquet"
+        mine.write_part(leftover, 0, t_send, t_send + 5_000, 0)
+        os.chown(part, lab.user.uid, lab.user.gid)
+        swapper = Swapper(attack, leftover / "parts", lab.home / f"plink-{attempt}", seconds=30)
+        code, err = attack.root("recover", "--store", str(lab.store), "--trust-store-owner", timeout=120)
+        swaps = swapper.finish()
+        assert swaps > 0
+        assert code == 0 and "Traceback" not in err and "internal error" not in err, err
+        if leftover.exists():
+            refused_any += 1
+            assert leftover.name in err, err
+        else:
+            recovered_any += 1
+    for run in ResultsStore(lab.store).runs():  # the readable ones (the lab's damaged run is not)
+        if not run.histogram_only:
+            t = pq.read_table(run.path / "samples.parquet")
+            latency = np.asarray(t.column("t_recv_ns")) - np.asarray(t.column("t_send_ns"))
+            assert not (latency == SECRET_NS).any(), f"root's private samples stored in {run}"
+    assert root_files(secret) == secret_files
+
+
+def test_export_and_report_write_nothing_through_a_folder_swapped_for_a_link(attack: Attack) -> None:
+    """Issue 42 item 2: the user exchanges a folder of root's output path with a link to a
+    root-only folder in a loop (renameat2 RENAME_EXCHANGE): root's writes (the file layer at
+    full speed, then the real `export -o` and `report -o`) land in the user's folder or are
+    refused in one line; never in root's folder, never an internal error."""
+    from jitterlab.core.errors import JitterlabError
+    from jitterlab.core.fileio import write_file
+
+    lab = attack.lab
+    out = lab.home / "out"
+    link = lab.home / "out-link"
+    attack.plant(f"os.mkdir({str(out)!r}, 0o755)\nos.symlink(rootdir, {str(link)!r})\n")
+    swapper = Swapper(attack, out, link, seconds=120)
+    try:
+        import time
+
+        wrote = refused = 0
+        end = time.monotonic() + 3
+        while time.monotonic() < end:
+            try:
+                write_file(out / f"f{wrote + refused}.txt", b"root's output\n")
+                wrote += 1
+            except JitterlabError as e:
+                assert "\n" not in str(e)
+                refused += 1
+        for i, args in enumerate(
+            [("export", _roots_run(attack), "--format", "csv", "-o")] * 4
+            + [("report", "--store", str(lab.roots_store), "-o")]
+        ):
+            code, err = attack.root(*args, str(out / f"cli-{i}.out"))
+            assert code in (0, 2) and "Traceback" not in err and "internal error" not in err, err
+            if code == 2:
+                assert_one_line_error(err)
+    finally:
+        swaps = swapper.finish()
+    assert swaps > 0 and wrote + refused > 0
+    assert os.listdir(attack.rootdir) == []
+
+
+def test_bench_writes_nothing_through_a_staging_folder_swapped_for_a_link(attack: Attack) -> None:
+    """Issue 42 item 1: while root measures in the user's store, the user renames root's
+    fresh `.staging/ID` away and puts a link `ID -> VICTIM` (a root-only folder) in its
+    place. The harness writes through the folder it was given as a descriptor: VICTIM is
+    untouched (root created samples.jlraw there and deleted harness.json and journal.bin),
+    and root stores nothing through the link (one line, exit 2)."""
+    lab = attack.lab
+    victim = lab.home.parent / "victim-dir"
+    os.mkdir(victim, 0o700)
+    (victim / "harness.json").write_text("root's\n")
+    (victim / "journal.bin").write_bytes(b"root's journal")
+    staging = lab.store / ".staging"
+    known = sorted(os.listdir(staging))
+    import threading
+
+    results: list[subprocess.CompletedProcess[str]] = []
+    code_text = (
+        "import time\n"
+        f"staging, victim, known = {str(staging)!r}, {str(victim)!r}, set({known!r})\n"
+        "swapped, end = 0, time.monotonic() + 90\n"
+        "while time.monotonic() < end and not swapped:\n"
+        "    for name in os.listdir(staging):\n"
+        "        p = os.path.join(staging, name)\n"
+        "        if name in known or name.endswith('.lock') or 'write-check' in name:\n"
+        "            continue\n"
+        "        try:\n"
+        "            st = os.lstat(p)\n"
+        "        except FileNotFoundError:\n"
+        "            continue\n"
+        "        if not stat.S_ISDIR(st.st_mode) or st.st_uid != 0:\n"
+        "            continue\n"
+        "        time.sleep(0.3)\n"
+        "        os.rename(p, p + '.moved')\n"
+        "        os.symlink(victim, p)\n"
+        "        swapped += 1\n"
+        "        break\n"
+        "print('swapped', swapped)\n"
+    )
+    thread = threading.Thread(target=lambda: results.append(lab.user.python(code_text, timeout=150)))
+    thread.start()
+    code, err = attack.root(
+        "bench",
+        "--technique",
+        "mutex",
+        "--samples",
+        "300000",
+        "--store",
+        str(lab.store),
+        "--trust-store-owner",
+        timeout=150,
+    )
+    thread.join()
+    (done,) = results
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[-1] == "1", done.stdout  # the swap happened
+    assert sorted(os.listdir(victim)) == ["harness.json", "journal.bin"]
+    assert (victim / "journal.bin").read_bytes() == b"root's journal"
+    assert code == 2, err
+    errors = [line for line in err.splitlines() if "error" in line]  # after bench's progress lines
+    assert len(errors) == 1 and "Traceback" not in err, err
+    assert "replaced while the run was made" in errors[0], err
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("runs",), ("recover",), ("bench", "--technique", "mutex", "--samples", "1000"), ("import", str(HLOG))],
+    ids=lambda a: a[0],
+)
+def test_root_refuses_a_store_another_user_owns_unless_told(
+    lab: Lab, untouched: None, args: tuple[str, ...]
+) -> None:
+    """Issue 42: a root jitterlab reading or writing a store the user owns refuses in one
+    line naming the owner and the option that accepts it (`--trust-store-owner`); nothing
+    of the store is read or changed."""
+    before = sorted(os.listdir(lab.store)), sorted(os.listdir(lab.store / ".staging"))
+    done = subprocess.run(
+        [sys.executable, "-m", "jitterlab", *args, "--store", str(lab.store)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert_one_line_error(done.stderr)
+    assert lab.user.name in done.stderr and "--trust-store-owner" in done.stderr, done.stderr
+    assert (sorted(os.listdir(lab.store)), sorted(os.listdir(lab.store / ".staging"))) == before

@@ -190,17 +190,21 @@ def test_every_run_records_the_floor_it_met_before_and_after(store: Path) -> Non
     assert pure.returncode == 0 and "pure-channel figures" in pure.stderr, pure.stderr
 
 
-def wait_until_recording(store: Path) -> None:
-    """Return once the harness writing into ``store`` records: main, driver, sender and
-    receiver threads exist (the floor's two ping-pong threads come and go before them; on a
-    busy machine the floor takes seconds), plus half a second of samples."""
+def wait_until_recording(proc: subprocess.Popen[str]) -> int:
+    """The pid of the harness ``proc`` (a jitterlab bench) started, once it records: main,
+    driver, sender and receiver threads exist (the floor's two ping-pong threads come and go
+    before them; on a busy machine the floor takes seconds), plus half a second of samples.
+    The harness is found as jitterlab's child (its --out is the staging folder's descriptor,
+    /proc/self/fd/N, since issue 42: no store path in its command line)."""
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        found = subprocess.run(["pgrep", "-f", f"jitterlab-bench.*{store}"], capture_output=True, text=True)
+        found = subprocess.run(
+            ["pgrep", "-P", str(proc.pid), "-f", "jitterlab-bench"], capture_output=True, text=True
+        )
         pids = found.stdout.split()
         if pids and Path(f"/proc/{pids[0]}/task").is_dir() and len(os.listdir(f"/proc/{pids[0]}/task")) >= 4:
             time.sleep(0.5)
-            return
+            return int(pids[0])
         time.sleep(0.05)
     raise AssertionError("the harness never started recording")
 
@@ -225,7 +229,7 @@ def test_sigint_keeps_a_readable_partial_run(store: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
-    wait_until_recording(store)
+    wait_until_recording(proc)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
@@ -304,9 +308,17 @@ def test_refused_policy_warns_records_and_goes_on(store: Path) -> None:
     assert run.meta["status"] == "complete"
 
 
-def start_long_bench(store: Path) -> subprocess.Popen[str]:
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (a zombie waiting to be reaped does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def start_long_bench(store: Path) -> tuple[subprocess.Popen[str], int]:
     """A bench that would run for minutes, in its own session as a script would start it;
-    returns once it is recording."""
+    returns (it, its harness's pid) once it is recording."""
     argv = [sys.executable, "-m", "jitterlab", "bench", "--technique", "mutex", "--samples", "50000000"]
     proc = subprocess.Popen(
         [*argv, "--store", str(store)],
@@ -315,13 +327,12 @@ def start_long_bench(store: Path) -> subprocess.Popen[str]:
         text=True,
         start_new_session=True,
     )
-    wait_until_recording(store)
-    return proc
+    return proc, wait_until_recording(proc)
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
 def test_sigterm_and_sighup_keep_a_partial_run_like_sigint(store: Path, signum: int) -> None:
-    proc = start_long_bench(store)
+    proc, _ = start_long_bench(store)
     proc.send_signal(signum)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
@@ -333,11 +344,11 @@ def test_sigterm_and_sighup_keep_a_partial_run_like_sigint(store: Path, signum: 
 
 
 def test_a_killed_bench_leaves_a_harness_that_stops_and_a_run_recover_stores(store: Path) -> None:
-    proc = start_long_bench(store)
+    proc, harness = start_long_bench(store)
     proc.kill()  # SIGKILL to jitterlab alone: its harness must not run on unwatched
     proc.wait(timeout=10)
     deadline = time.monotonic() + 30
-    while subprocess.run(["pgrep", "-f", str(store)], capture_output=True).returncode == 0:
+    while _alive(harness):
         assert time.monotonic() < deadline, "the harness outlived jitterlab"
         time.sleep(0.1)
     assert ResultsStore(store).runs() == []

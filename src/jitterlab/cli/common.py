@@ -185,6 +185,12 @@ def store_option(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="results store folder (default ./jitterlab-results or $JITTERLAB_STORE)",
     )
+    parser.add_argument(
+        "--trust-store-owner",
+        action="store_true",
+        help="as root, use a store another user owns: its owner's folders, drafts and leftovers are "
+        "trusted (without it root refuses such a store in one line; docs/security.md)",
+    )
 
 
 def cluster_option(parser: argparse.ArgumentParser, what: str) -> None:

@@ -93,6 +93,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = next((w for w in words if not w.startswith("-")), None)
     args = build_parser(command).parse_args(words)
     stop_on_signals()
+    from jitterlab.store.runs import ResultsStore
+
+    # a root jitterlab refuses a store another user owns unless told to trust its owner
+    ResultsStore.refuse_others_as_root = not getattr(args, "trust_store_owner", False)
     try:
         return int(command_module(COMMANDS[args.command][0]).COMMANDS[args.command](args))
     except JitterlabError as e:

@@ -30,6 +30,7 @@ from jitterlab.measure.runner import Context, Done, Point
 from jitterlab.measure.tracing import trace_block
 from jitterlab.store import ResultsStore, Run
 from jitterlab.store.rawfile import RawSamples, read_raw_samples
+from jitterlab.store.runs import staging_fd, work_path
 from jitterlab.store.schema import SAMPLES_FILE, read_harness_json, run_meta
 from jitterlab.store.writer import SampleWriter
 
@@ -85,10 +86,16 @@ def _stop_with_parent() -> None:
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-def _run(argv: list[str], progress: ProgressBar) -> tuple[int, str, bool]:
-    """Run the tool, feeding the progress bar. Returns (exit code, stderr, interrupted)."""
+def _run(argv: list[str], progress: ProgressBar, pass_fds: tuple[int, ...] = ()) -> tuple[int, str, bool]:
+    """Run the tool, feeding the progress bar (``pass_fds``: descriptors it inherits).
+    Returns (exit code, stderr, interrupted)."""
     proc = subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_stop_with_parent
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_stop_with_parent,
+        pass_fds=pass_fds,
     )
     interrupted = False
     assert proc.stdout is not None and proc.stderr is not None
@@ -136,14 +143,21 @@ def _execute(
     store, warn = ctx.store, ctx.warn
     run_id = staging.name
     prefix = job.command(staging) if job.command else [str(native_program(job.program))]
-    argv = [*prefix, *job.args, "--out", str(staging)]
+    # a native tool writes into the staging folder through the descriptor this process
+    # opened when it made it (inherited; /proc/self/fd/N), never by its name in .staging:
+    # a .staging/ID swapped for a link meanwhile leads the tool nowhere (issue 42 item 1)
+    fd = staging_fd(staging) if not job.command else None
+    work = work_path(staging) if fd is not None else staging
+    argv = [*prefix, *job.args, "--out", str(work)]
     started = dt.datetime.now(dt.timezone.utc)
     scale, unit = (1e9, "s") if job.progress_unit == "s" else (1.0, "")
-    code, stderr, interrupted = _run(argv, ProgressBar(job.label, job.total, scale=scale, unit=unit))
-    raw_path = staging / "samples.jlraw"
-    if not raw_path.exists() and (staging / "samples.jlraw.tmp").exists():
-        raw_path = staging / "samples.jlraw.tmp"  # the tool died before its footer
-    harness_json = staging / "harness.json"
+    code, stderr, interrupted = _run(
+        argv, ProgressBar(job.label, job.total, scale=scale, unit=unit), () if fd is None else (fd,)
+    )
+    raw_path = work / "samples.jlraw"
+    if not raw_path.exists() and (work / "samples.jlraw.tmp").exists():
+        raw_path = work / "samples.jlraw.tmp"  # the tool died before its footer
+    harness_json = work / "harness.json"
     if not raw_path.exists():
         store.discard_staging(staging)
         last = (stderr.strip().splitlines() or [f"exit code {code}"])[-1]

@@ -33,6 +33,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from jitterlab.core.errors import JitterlabError
+from jitterlab.core.fileio import open_plain_file
 from jitterlab.stats.outofcore import time_extent_chunk
 from jitterlab.store.hdr.codec import to_base64
 from jitterlab.store.hdr.histogram import Histogram
@@ -195,6 +196,8 @@ def merge(
     )
     staging = store.staging_dir(run_id, lock=True)
     meta["id"] = staging.name
+    if not all(readable_by_everyone(s) for s in sources):
+        store.keep_private(staging)
     try:
         if all(s.samples for s in sources):
             return _merge_samples(store, staging, meta, sources, engine)
@@ -207,6 +210,23 @@ def merge(
     except BaseException:
         store.discard_staging(staging)
         raise
+
+
+def readable_by_everyone(source: Source) -> bool:
+    """Whether every user may read ``source``: its run folder (entered and listed) and its
+    data file, or the log file, are readable by others. A merge of anything less is
+    published private (0700): root merging a private run never hands its samples out."""
+    try:
+        if source.run is not None:
+            if os.stat(source.run.path).st_mode & 0o005 != 0o005:
+                return False
+            info = source.run.meta.get("samples") or {}
+            name = str(info.get("file", SAMPLES_FILE)) if source.samples else str(source.path)
+            return bool(os.stat(source.run.path / name).st_mode & 0o004)
+        assert source.path is not None
+        return bool(os.stat(source.path).st_mode & 0o004)
+    except OSError:
+        return False
 
 
 def _sources_text(sources: list[Source]) -> str:
@@ -296,7 +316,10 @@ def _log_lines(source: Source) -> Iterator[_Line]:
     from the log's StartTime, with each histogram as logged (not re-encoded)."""
     assert source.path is not None
     wanted = (source.run.meta["histogram"].get("tag") if source.run is not None else None) or None
-    with open(source.path, "rb") as f:
+    # a histogram run's own log is a plain file of its folder, never read through a link
+    # (issue 42 item 5); a log named on the command line is the invoking user's to name
+    opened = open_plain_file(source.path.parent, source.path.name) if source.run is not None else None
+    with opened or open(source.path, "rb") as f:
         reader = LogReader(f, str(source.path))
         for interval in reader.intervals():
             if interval.tag != wanted:

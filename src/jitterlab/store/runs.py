@@ -25,6 +25,7 @@ import ctypes
 import datetime as dt
 import errno
 import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -50,9 +51,15 @@ from jitterlab.core.fileio import (
     NOT_WORLD_WRITABLE,
     check_private_dir,
     current_umask,
+    fd_path,
     fsync_dir,
     make_dir,
+    open_dir_fd,
+    open_file_in,
+    open_lock_file,
+    open_plain_file,
     os_error_text,
+    owner_name,
     private_dir,
     sha256_file,
     write_file,
@@ -77,6 +84,14 @@ STAGING = ".staging"
 # the folder's path -> the open descriptor of its flock()ed ``ID.lock``, held until the
 # folder is published or discarded (or the process ends: the kernel drops the lock)
 _CLAIMED: dict[str, int] = {}
+# staging folders whose run is made from files not every user may read (a merge of a private
+# run): published 0700, never readable by others (ResultsStore.keep_private)
+_PRIVATE: set[str] = set()
+# staging folders this process made: the path -> a descriptor of the folder opened right
+# after ``mkdir`` (O_NOFOLLOW, fstat-checked as this user's). Writers reach the folder through
+# it (:func:`work_path`): a ``.staging/ID`` renamed away and replaced by a link while a run is
+# measured (the store's owner may do that in their ``.staging``) leads nowhere (issue 42 item 1)
+_STAGING_FD: dict[str, int] = {}
 PARTS_DIR = "parts"  # rolling sample parts of a long-running recorder (a monitor)
 DRAFT_JSON = "run.draft.json"  # its run.json so far, for recover
 # a net run's finished blocks (the agents' raw files) and the scratch files of their sort:
@@ -110,6 +125,39 @@ def _unlock(fd: int | None, path: Path | None = None) -> None:
     if fd is not None:
         if path is not None:
             path.unlink(missing_ok=True)
+        os.close(fd)
+
+
+def work_path(staging: Path) -> Path:
+    """The path that reaches the staging folder this process made as it was made
+    (``/proc/self/fd/N`` of the descriptor opened right after ``mkdir``), whatever is at
+    ``staging`` now; ``staging`` itself for a folder this process did not make."""
+    fd = _STAGING_FD.get(str(staging))
+    return fd_path(fd) if fd is not None else staging
+
+
+def staging_fd(staging: Path) -> int | None:
+    """The descriptor :func:`work_path` uses (for a child process that inherits it)."""
+    return _STAGING_FD.get(str(staging))
+
+
+def _hold_staging(directory: Path) -> None:
+    """Open the folder just made (no link followed) and keep its descriptor; the folder
+    must be this user's real folder."""
+    fd = open_dir_fd(directory, follow=False)
+    st = os.fstat(fd)
+    if st.st_uid != os.geteuid() or not stat.S_ISDIR(st.st_mode):
+        os.close(fd)
+        raise JitterlabError(f"{directory}: not the folder this process made (replaced); not used")
+    old = _STAGING_FD.pop(str(directory), None)
+    if old is not None:
+        os.close(old)
+    _STAGING_FD[str(directory)] = fd
+
+
+def _release_staging_fd(staging: Path) -> None:
+    fd = _STAGING_FD.pop(str(staging), None)
+    if fd is not None:
         os.close(fd)
 
 
@@ -217,20 +265,21 @@ class Run:
         return self.meta.get("samples") is None and "histogram" in self.meta
 
     def file_problem(self) -> str:
-        """What is wrong with the run's data file at a glance ("" when nothing is)."""
+        """What is wrong with the run's data file at a glance ("" when nothing is). The
+        file is looked at without following a link: a run's files are plain files of its
+        folder (issue 42 items 4-5), never another run's reached through a link."""
         info = self.meta.get("samples")
         if info is None:
-            name = (self.meta.get("histogram") or {}).get("file", HISTOGRAM_FILE)
-            return (
-                ""
-                if (self.path / str(name)).is_file()
-                else f"{self.path / str(name)}: histogram file is missing"
-            )
+            name = str((self.meta.get("histogram") or {}).get("file", HISTOGRAM_FILE))
+            problem = _plain_file_problem(self.path / name)
+            return f"{self.path / name}: histogram file is missing" if problem == "missing" else problem
         path = self.path / str(info.get("file", SAMPLES_FILE))
-        if not path.is_file():
-            return f"{path}: samples file is missing"
-        if "bytes" in info and path.stat().st_size != info["bytes"]:
-            return f"{path}: corrupt (size {path.stat().st_size} bytes, run.json recorded {info['bytes']}; truncated?)"
+        problem = _plain_file_problem(path)
+        if problem:
+            return f"{path}: samples file is missing" if problem == "missing" else problem
+        size = os.lstat(path).st_size
+        if "bytes" in info and size != info["bytes"]:
+            return f"{path}: corrupt (size {size} bytes, run.json recorded {info['bytes']}; truncated?)"
         return ""
 
     @property
@@ -280,30 +329,64 @@ class Run:
         return df
 
 
+def _plain_file_problem(path: Path) -> str:
+    """Nothing ("") when ``path`` is a regular file (not a link), "missing" when nothing is there, else
+    one line saying what is there instead."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return "missing"
+    except PermissionError:
+        return ""  # named when it is read ("permission denied")
+    except OSError as e:
+        return f"{path}: {os_error_text(e)}"
+    if stat.S_ISLNK(st.st_mode):
+        return f"{path}: a link; a run's files are never read through a link"
+    if not stat.S_ISREG(st.st_mode):
+        return f"{path}: not a regular file (a FIFO, a device or a folder); not read"
+    return ""
+
+
 def verified_samples_path(run: Run) -> Path:
     """The run's samples file, checked against run.json (size, SHA-256 and row count, read
-    in a stream: memory independent of the run's size); a CorruptRunError naming it otherwise."""
+    in a stream: memory independent of the run's size); a CorruptRunError naming it otherwise.
+
+    The file is opened from the run folder without following a link, never blocking on a
+    FIFO, and must be a regular file (issue 42 item 4): a ``samples.parquet`` that links to
+    another run (a private one of root's) is refused, with or without a checksum."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     if run.histogram_only:
         raise JitterlabError(f"run {run.id} holds a histogram only (imported); this needs raw samples")
     info = run.meta.get("samples") or {}
-    path = run.path / str(info.get("file", SAMPLES_FILE))
-    if not path.is_file():
-        raise CorruptRunError(f"{path}: samples file is missing")
-    if run.verify:
-        size = path.stat().st_size
-        if "bytes" in info and size != info["bytes"]:
-            raise CorruptRunError(
-                f"{path}: corrupt (size {size} bytes, run.json recorded {info['bytes']}; truncated?)"
-            )
-        if "sha256" in info and sha256_file(path) != info["sha256"]:
-            raise CorruptRunError(f"{path}: corrupt (SHA-256 differs from run.json)")
+    name = str(info.get("file", SAMPLES_FILE))
+    path = run.path / name
     try:
-        rows = pq.ParquetFile(path).metadata.num_rows
-    except (pa.ArrowException, OSError) as e:
-        raise CorruptRunError(f"{path}: corrupt Parquet file ({e})") from e
+        with open_plain_file(run.path, name) as f:
+            if run.verify:
+                size = os.fstat(f.fileno()).st_size
+                if "bytes" in info and size != info["bytes"]:
+                    raise CorruptRunError(
+                        f"{path}: corrupt (size {size} bytes, run.json recorded {info['bytes']}; truncated?)"
+                    )
+                if "sha256" in info:
+                    digest = hashlib.sha256()
+                    while chunk := f.read(1 << 20):
+                        digest.update(chunk)
+                    if digest.hexdigest() != info["sha256"]:
+                        raise CorruptRunError(f"{path}: corrupt (SHA-256 differs from run.json)")
+                    f.seek(0)
+            try:
+                rows = pq.ParquetFile(f).metadata.num_rows
+            except (pa.ArrowException, OSError) as e:
+                raise CorruptRunError(f"{path}: corrupt Parquet file ({e})") from e
+    except FileNotFoundError:
+        raise CorruptRunError(f"{path}: samples file is missing") from None
+    except CorruptRunError:
+        raise
+    except JitterlabError as e:
+        raise CorruptRunError(str(e)) from None
     if "rows" in info and rows != info["rows"]:
         raise CorruptRunError(f"{path}: {rows} rows, run.json recorded {info['rows']}")
     if run.verify and "sha256" not in info:
@@ -420,8 +503,30 @@ def _drop_sources(run: Run) -> Run:
 class ResultsStore:
     """A folder of runs (default ``./jitterlab-results``)."""
 
+    # Set by the CLI (unless ``--trust-store-owner``): root refuses to read or write a store
+    # another user owns (issue 42). The library's default keeps the earlier rule (root trusts
+    # the store's owner, :meth:`trusted_uids`).
+    refuse_others_as_root: bool = False
+
     def __init__(self, root: Path | str | None = None) -> None:
         self.root = Path(root) if root is not None else default_store_path()
+
+    def check_owner(self) -> None:
+        """Root and a store another user owns: one line naming the owner and the option that
+        accepts it (when :attr:`refuse_others_as_root`). That user may plant links, FIFOs
+        and swapped folders in the store while root works there; running as that user, or
+        saying ``--trust-store-owner``, is the administrator's choice."""
+        if not ResultsStore.refuse_others_as_root or os.geteuid() != 0:
+            return
+        try:
+            st = os.stat(self.root)
+        except OSError:
+            return
+        if st.st_uid != 0:
+            raise JitterlabError(
+                f"results store {self.root} belongs to {owner_name(st.st_uid)}: root does not use a store "
+                "another user owns; run as that user, or pass --trust-store-owner to accept it"
+            )
 
     def new_run_id(self, *parts: str) -> str:
         stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
@@ -439,6 +544,7 @@ class ResultsStore:
         """``ROOT/.staging``, created 0700 (the store root too when missing, never
         world-writable); a store every user can write to, or a .staging folder that belongs
         to someone else or that others can write to, is refused in one line."""
+        self.check_owner()
         try:
             make_dir(self.root)
         except JitterlabError as e:
@@ -511,6 +617,11 @@ class ResultsStore:
                 continue
             if held is not None:
                 _CLAIMED[str(directory)] = held
+            try:
+                _hold_staging(directory)
+            except OSError as e:
+                _unlock(held, lock_file)
+                raise JitterlabError(f"cannot write to results store {self.root}: {os_error_text(e)}") from e
             break
         try:
             probe = os.open(
@@ -527,9 +638,7 @@ class ResultsStore:
         """``root/NAME.lock`` opened (never through a link) and locked; None when another
         live process holds it."""
         try:
-            fd = os.open(
-                root / f"{name}.lock", os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
-            )
+            fd = open_lock_file(root / f"{name}.lock")
         except OSError as e:
             raise JitterlabError(f"cannot write to results store {self.root}: {os_error_text(e)}") from e
         try:
@@ -546,6 +655,7 @@ class ResultsStore:
     def release_staging(staging: Path) -> None:
         """The lock taken with ``staging_dir(lock=True)`` removed and released (the folder is
         published, discarded, or left to ``recover``); nothing for a folder claimed without."""
+        _release_staging_fd(staging)
         fd = _CLAIMED.pop(str(staging), None)
         if fd is not None:
             staging.parent.joinpath(f"{staging.name}.lock").unlink(missing_ok=True)
@@ -572,7 +682,10 @@ class ResultsStore:
                 self.release_staging(folder)
             return
         path = self.staging_root() / f"{run_id}.lock"
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            fd = open_lock_file(path)
+        except OSError as e:
+            raise JitterlabError(f"cannot write to results store {self.root}: {os_error_text(e)}") from e
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:
@@ -585,37 +698,70 @@ class ResultsStore:
     def leftovers(self, refused: list[tuple[Path, str]] | None = None) -> list[Path]:
         """Staging folders left by a measuring process that was killed (no live writer).
         Only folders of the invoking user or the store owner that no one else can write to
-        are offered; the others go to ``refused`` with the reason."""
+        are offered; the others go to ``refused`` with the reason.
+
+        ``.staging`` is opened once, without following a link, and everything in it is
+        looked at from that descriptor: a ``.staging`` this user may not enter (another
+        user's 0700 folder) has no leftovers of theirs (issue 42 item 7), and a lock file
+        that is a FIFO, a device or a link is refused without being waited on (item 6)."""
+        self.check_owner()
         staging = self.root / STAGING
-        if not staging.is_dir() or staging.is_symlink():
-            return []
-        trusted = self.trusted_uids()
-        out = []
-        for directory in sorted(p for p in staging.iterdir() if p.is_dir() and not p.is_symlink()):
-            try:
-                check_private_dir(directory, trusted)
-            except JitterlabError as e:
-                if refused is not None:
-                    refused.append((directory, str(e)))
-                continue
-            lock = staging / f"{directory.name}.lock"
-            try:
-                fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-            except FileNotFoundError:
-                out.append(directory)
-                continue
-            except OSError as e:
-                if refused is not None:
-                    refused.append((directory, f"{lock}: {os_error_text(e)}"))
-                continue
+        try:
+            staging_fd = open_dir_fd(staging, follow=False)
+        except PermissionError:
+            return []  # another user's staging folder: nothing in it is this user's to recover
+        except OSError:
+            return []  # absent, a link, not a folder
+        try:
+            trusted = self.trusted_uids()
+            out = []
+            for name in sorted(os.listdir(staging_fd)):
+                try:
+                    st = os.stat(name, dir_fd=staging_fd, follow_symlinks=False)
+                except OSError:
+                    continue
+                if not stat.S_ISDIR(st.st_mode):
+                    continue
+                directory = staging / name
+                try:
+                    check_private_dir(directory, trusted, st)
+                except JitterlabError as e:
+                    if refused is not None:
+                        refused.append((directory, str(e)))
+                    continue
+                live = self._held_by_a_writer(staging_fd, f"{name}.lock", staging / f"{name}.lock")
+                if isinstance(live, str):
+                    if refused is not None:
+                        refused.append((directory, live))
+                    continue
+                if not live:
+                    out.append(directory)
+            return out
+        finally:
+            os.close(staging_fd)
+
+    @staticmethod
+    def _held_by_a_writer(staging_fd: int, name: str, shown: Path) -> bool | str:
+        """Whether the lock file ``name`` of ``.staging`` is held by a live writer; a reason
+        (str) when it is not a regular file (a FIFO is never opened to wait on a writer)."""
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=staging_fd)
+        except FileNotFoundError:
+            return False
+        except OSError as e:
+            return f"{shown}: {os_error_text(e)}" + (
+                "; a link, not followed" if e.errno == errno.ELOOP else ""
+            )
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return f"{shown}: not a regular file (a FIFO or a device); left in place"
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                continue  # still being written
-            finally:
-                os.close(fd)
-            out.append(directory)
-        return out
+                return True  # still being written
+            return False
+        finally:
+            os.close(fd)
 
     def ensure_writable(self) -> None:
         """Fail before any work when runs could not be stored."""
@@ -651,7 +797,7 @@ class ResultsStore:
                 start = end
 
         def drop_raw() -> None:
-            if raw.path is not None and raw.path.parent == staging:
+            if raw.path is not None and raw.path.parent in (staging, work_path(staging)):
                 raw.path.unlink()
 
         return self.commit_chunks(staging, meta, chunks(), (*own, *extra), written=drop_raw)
@@ -709,7 +855,7 @@ class ResultsStore:
         from jitterlab.core.faults import kill_point
         from jitterlab.store.writer import SampleWriter
 
-        with SampleWriter(staging / SAMPLES_FILE, meta["id"], extra) as writer:
+        with SampleWriter(work_path(staging) / SAMPLES_FILE, meta["id"], extra) as writer:
             for pair, seq, t_send_ns, t_recv_ns, columns in chunks:
                 writer.write(pair, seq, t_send_ns, t_recv_ns, **columns)
                 kill_point("committing")
@@ -799,36 +945,47 @@ class ResultsStore:
 
         from jitterlab.store.rawfile import read_raw_samples
 
-        folder = staging / PARTS_DIR
-        part_files = (
-            sorted([*folder.glob("part-*.parquet"), *folder.glob("part-*.jlraw")]) if folder.is_dir() else []
-        )
-        extra: tuple[str, ...] = ()  # the first whole part's extra columns (every part has the same)
-        for part in part_files:
+        names, parts_fd = self._part_names(staging)
+
+        @contextmanager
+        def opened(name: str) -> Iterator[Path]:
+            """The part ``name`` opened from ``parts/``'s descriptor, no link followed, owned
+            by the leftover's owner; a path to that open file (``/proc/self/fd/N``)."""
+            assert parts_fd is not None
+            fd = open_file_in(parts_fd, name, staging / PARTS_DIR / name, {os.fstat(parts_fd).st_uid})
             try:
-                if part.suffix == ".jlraw":
-                    extra = read_raw_samples(part).extra
-                else:
-                    extra = tuple(n for n in pq.read_schema(part).names if n not in SAMPLE_COLUMNS)
+                yield fd_path(fd)
+            finally:
+                os.close(fd)
+
+        extra: tuple[str, ...] = ()  # the first whole part's extra columns (every part has the same)
+        for name in names:
+            try:
+                with opened(name) as part:
+                    if name.endswith(".jlraw"):
+                        extra = read_raw_samples(part).extra
+                    else:
+                        extra = tuple(n for n in pq.read_schema(part).names if n not in SAMPLE_COLUMNS)
                 break
             except (pa.ArrowInvalid, OSError, CorruptRunError):
                 continue
 
         def chunks() -> Iterator[Chunk]:
-            for part in part_files:
-                if part.suffix == ".jlraw":
+            for name in names:
+                if name.endswith(".jlraw"):
                     try:
-                        raw = read_raw_samples(part)
-                        if raw.extra != extra:
-                            continue  # not this run's layout
-                        for c in raw.chunks():
-                            columns = {name: c[name].astype(np.int64) for name in extra}
-                            yield c["pair"], c["seq"], c["t_send_ns"], c["t_recv_ns"], columns
+                        with opened(name) as part:
+                            raw = read_raw_samples(part)
+                            if raw.extra != extra:
+                                continue  # not this run's layout
+                            for c in raw.chunks():
+                                columns = {n: c[n].astype(np.int64) for n in extra}
+                                yield c["pair"], c["seq"], c["t_send_ns"], c["t_recv_ns"], columns
                     except (OSError, CorruptRunError):
                         continue  # a part cut off by a crash: the parts before it are whole
                     continue
                 try:
-                    with pq.ParquetFile(part, pre_buffer=False) as f:
+                    with opened(name) as part, pq.ParquetFile(part, pre_buffer=False) as f:
                         batches = list(f.iter_batches(columns=[*SAMPLE_COLUMNS, *extra]))
                 except (pa.ArrowInvalid, OSError, KeyError):
                     continue  # a part cut off by a crash: the parts before it are whole
@@ -839,10 +996,52 @@ class ResultsStore:
                         seq,
                         t_send,
                         t_recv,
-                        {name: b.column(4 + k).to_numpy() for k, name in enumerate(extra)},
+                        {n: b.column(4 + k).to_numpy() for k, n in enumerate(extra)},
                     )
 
-        return _drop_sources(self.commit_chunks(staging, meta, chunks(), extra))
+        try:
+            run = self.commit_chunks(staging, meta, chunks(), extra)
+        finally:
+            if parts_fd is not None:
+                os.close(parts_fd)
+        return _drop_sources(run)
+
+    @staticmethod
+    def _part_names(staging: Path) -> tuple[list[str], int | None]:
+        """(the part files' names in order, an open descriptor of ``staging/parts``) — the
+        folder opened without following a link (``O_NOFOLLOW|O_DIRECTORY``) and fstat-checked:
+        it must belong to the leftover's owner, so a ``parts`` swapped for a link to (or a
+        folder of) another user's leftover is refused in one line (issue 42 item 3). ([],
+        None) when there is no ``parts`` folder."""
+        try:
+            staging_fd = open_dir_fd(staging, follow=False)
+        except OSError as e:
+            raise JitterlabError(f"{staging.name}: {os_error_text(e)}; left in place") from None
+        try:
+            owner = os.fstat(staging_fd).st_uid
+            try:
+                parts_fd = open_dir_fd(PARTS_DIR, dir_fd=staging_fd, follow=False)
+            except FileNotFoundError:
+                return [], None
+            except OSError as e:
+                raise JitterlabError(
+                    f"{staging.name}: {PARTS_DIR} is not a folder of its own ({os_error_text(e)}; a link?); left in place"
+                ) from None
+        finally:
+            os.close(staging_fd)
+        st = os.fstat(parts_fd)
+        if st.st_uid != owner:
+            os.close(parts_fd)
+            raise JitterlabError(
+                f"{staging.name}: {PARTS_DIR} belongs to {owner_name(st.st_uid)}, not to the leftover's owner "
+                f"{owner_name(owner)}; left in place"
+            )
+        names = sorted(
+            n
+            for n in os.listdir(parts_fd)
+            if n.startswith("part-") and (n.endswith(".parquet") or n.endswith(".jlraw"))
+        )
+        return names, parts_fd
 
     @staticmethod
     def check_leftover(staging: Path) -> None:
@@ -903,6 +1102,35 @@ class ResultsStore:
         run.meta |= blocks
         write_json(run.path / RUN_JSON, run.meta)
 
+    @staticmethod
+    def keep_private(staging: Path) -> None:
+        """Publish the run of ``staging`` as 0700: it is made from files only some users
+        may read (issue 42: a run made from files only root may read is never published
+        readable by others)."""
+        _PRIVATE.add(str(staging))
+
+    @staticmethod
+    def _check_still_there(staging: Path) -> None:
+        """The folder at ``staging`` is the one this process made (same device and inode, no
+        link): one line otherwise, and nothing renamed into the store."""
+        fd = staging_fd(staging)
+        if fd is None:
+            return
+        held = os.fstat(fd)
+        try:
+            now = os.lstat(staging)
+        except OSError:
+            now = None
+        if (
+            now is None
+            or not stat.S_ISDIR(now.st_mode)
+            or (now.st_dev, now.st_ino) != (held.st_dev, held.st_ino)
+        ):
+            raise JitterlabError(
+                f"{staging}: replaced while the run was made (renamed away or swapped for a link); "
+                "the run was not stored, and nothing was written through what is there now"
+            )
+
     def _publish(self, staging: Path, meta: dict[str, Any]) -> Run:
         """run.json written last, then the folder (0700 while staged) opened to readers as
         the umask allows, never world-writable, and renamed into place: the one way in.
@@ -914,11 +1142,17 @@ class ResultsStore:
         original = meta.get("id")
         if not valid_run_id(original):
             raise JitterlabError(f"invalid run id {str(original)[:80]!r}: not stored")
-        os.chmod(staging, 0o755 & ~current_umask() & NOT_WORLD_WRITABLE)  # still inside .staging (0700)
+        work = work_path(staging)
+        if str(staging) in _PRIVATE:  # made from files others may not read: stays 0700 (issue 42)
+            _PRIVATE.discard(str(staging))
+            os.chmod(work, 0o700)
+        else:
+            os.chmod(work, 0o755 & ~current_umask() & NOT_WORLD_WRITABLE)  # still inside .staging (0700)
         for run_id in id_candidates(str(original)):
             meta["id"] = run_id
-            write_json(staging / RUN_JSON, meta)
+            write_json(work / RUN_JSON, meta)
             final = self.root / run_id
+            self._check_still_there(staging)
             try:
                 if rename_no_replace(staging, final):
                     break
@@ -932,6 +1166,7 @@ class ResultsStore:
         """Every folder of the store that holds a run.json, or whose run.json this user may
         not even look at (another user's private folder: listed, then named damaged as
         unreadable). Dot-folders (``.staging``) are never runs."""
+        self.check_owner()
         try:
             entries = list(os.scandir(self.root))
         except (FileNotFoundError, NotADirectoryError):
@@ -975,6 +1210,7 @@ class ResultsStore:
 
     def resolve(self, ref: str) -> Path:
         """A run folder from a path, an id or a unique id prefix."""
+        self.check_owner()
         candidate = Path(ref)
         if _is_file(candidate / RUN_JSON):
             return candidate

@@ -190,13 +190,18 @@ def validate_run_json(meta: Any, path: Path) -> dict[str, Any]:
         raise CorruptRunError(f"{path}: id {meta['id']!r} has characters a run id may not hold")
     samples = meta.get("samples")
     if samples is not None:
-        name = str(samples.get("file", ""))
-        if "/" in name or name.startswith(".") or "\0" in name:
+        name = str(samples.get("file", SAMPLES_FILE))
+        if not name or "/" in name or "\x00" in name or name.startswith("."):
             raise CorruptRunError(f"{path}: 'samples.file' must name a file inside the run folder")
         if len(name.encode("utf-8", "surrogatepass")) > 255:  # NAME_MAX: stat() would fail (fuzz, issue 42)
             raise CorruptRunError(f"{path}: 'samples.file' is longer than a file name may be")
     elif not isinstance(meta.get("histogram"), dict):
         raise CorruptRunError(f"{path}: a run needs 'samples' or 'histogram'")
+    histogram = meta.get("histogram")
+    if isinstance(histogram, dict) and "file" in histogram:  # issue 42 item 5: as samples.file
+        name = str(histogram["file"])
+        if not name or "/" in name or "\x00" in name or name.startswith("."):
+            raise CorruptRunError(f"{path}: 'histogram.file' must name a file inside the run folder")
     return meta
 
 
