@@ -50,10 +50,11 @@ enum class WarningCode {
     stale_lock,
     ring_foreign,
     leftover_foreign,
+    tail_unresolved,
     deprecated_option,
 };
 
-inline constexpr std::array<std::string_view, 42> kWarningCodeNames = {
+inline constexpr std::array<std::string_view, 43> kWarningCodeNames = {
     "policy-refused",
     "affinity-refused",
     "mlock-refused",
@@ -95,6 +96,7 @@ inline constexpr std::array<std::string_view, 42> kWarningCodeNames = {
     "stale-lock",
     "ring-foreign",
     "leftover-foreign",
+    "tail-unresolved",
     "deprecated-option",
 };
 

@@ -13,7 +13,8 @@ import pytest
 from conftest import latency_clusters, make_run, run_main
 from jitterlab.describe.compare import comparison_json
 from jitterlab.stats import compare_samples
-from jitterlab.stats.compare import ChunkedSample
+from jitterlab.stats.compare import COMPARE_PERCENTILES, ChunkedSample, interval_confidence
+from jitterlab.stats.quantile_ci import intervals_of_sample
 
 
 def test_compare_reads_in_row_groups_and_equals_the_whole_columns(
@@ -33,7 +34,13 @@ def test_compare_reads_in_row_groups_and_equals_the_whole_columns(
     code, out, err = run_main(["compare", a.id, b.id, "--json", "--store", str(store)], capsys)
     assert code == 0, err
     got = json.loads(out)
-    whole = compare_samples(a.latency_ns, b.latency_ns)
+    # each run's intervals in memory, blocks by send time (as the CLI's, read in row groups)
+    level = interval_confidence(0.95)
+    intervals = (
+        intervals_of_sample(a.latency_ns, COMPARE_PERCENTILES, a.t_send_ns, level),
+        intervals_of_sample(b.latency_ns, COMPARE_PERCENTILES, b.t_send_ns, level),
+    )
+    whole = compare_samples(a.latency_ns, b.latency_ns, intervals=intervals)
 
     class Whole:
         pass

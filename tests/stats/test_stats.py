@@ -10,7 +10,6 @@ import scikit_posthocs as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
-from scipy import stats
 
 from conftest import latency_clusters
 from jitterlab.stats import (
@@ -19,7 +18,6 @@ from jitterlab.stats import (
     generalized_esd,
     modified_z_outliers,
     modified_z_scores,
-    percentiles,
     robust_scale,
     stacked_z_test,
     time_windows,
@@ -163,20 +161,6 @@ def test_windows_keep_empty_windows() -> None:
     table = time_windows(np.array([0, 3_500_000_000]), np.array([1, 2]), 1_000_000_000)
     assert table.count.tolist() == [1, 0, 0, 1]
     assert np.isnan(table.p50[1])
-
-
-def test_resampled_percentiles_match_resamples_built_the_direct_way() -> None:
-    """The order-statistic shortcut has the distribution of percentiles of real resamples."""
-    from jitterlab.stats.compare import resampled_percentiles
-
-    rng = np.random.default_rng(8)
-    x = np.sort(rng.lognormal(9, 0.4, 20_000))
-    ps, m, k = (50.0, 99.0, 99.9), 5_000, 4_000
-    fast = resampled_percentiles(x, ps, m, k, np.random.default_rng(1))
-    direct = np.array([percentiles(x[rng.integers(0, x.size, m)], ps) for _ in range(k)])
-    for j in range(len(ps)):
-        assert stats.ks_2samp(fast[:, j], direct[:, j]).pvalue > 0.001, ps[j]
-        assert np.std(fast[:, j]) == pytest.approx(np.std(direct[:, j]), rel=0.1)
 
 
 def test_compare_verdicts() -> None:

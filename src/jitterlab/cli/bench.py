@@ -164,9 +164,20 @@ def print_tables(runs: list[Run], scenario: str) -> None:
         print(collector_table(runs))
 
 
+def warn_unresolved(runs: list[Run], printed: tuple[float, ...]) -> None:
+    """``tail-unresolved`` for each run whose sample cannot resolve a level ``printed`` (the
+    stored line's p50 and p99, the pipeline table's 50 … 99.9999 %), docs/statistics.md's rule."""
+    from jitterlab.describe.analysis import resolution_warning
+
+    for run in runs:
+        w = resolution_warning(run, printed)
+        if w is not None:
+            warn(w)
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from jitterlab.describe.context import command_context
-    from jitterlab.describe.tables import summary_row
+    from jitterlab.describe.tables import HDR_PERCENTILES, summary_row
     from jitterlab.measure import plans
     from jitterlab.measure.runner import run_plan
 
@@ -177,6 +188,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         note(f"jitterlab bench: {plan.about}, store {store.root}")
     outcome = run_plan(plan, store, warn, on_stored=announce)
     runs = outcome.runs
+    warn_unresolved(runs, HDR_PERCENTILES if args.scenario == "pipeline" else (50.0, 99.0))
     if args.json:
         print_json([{"context": command_context([r])} | summary_row(r) for r in runs])
     elif runs:

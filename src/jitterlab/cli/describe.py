@@ -23,7 +23,6 @@ from jitterlab.cli.common import (
 )
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.render import render
-from jitterlab.core.units import format_ns
 from jitterlab.describe.options import TESTS
 
 
@@ -67,14 +66,18 @@ def cmd_describe(args: argparse.Namespace) -> int:
     from jitterlab.describe.analysis import (
         describe_run,
         description_json,
+        intervals_json,
         latency_views,
         refuse_on_cluster,
+        resolved_only,
         restrict,
+        run_intervals,
         run_percentiles,
     )
     from jitterlab.describe.context import context_block
     from jitterlab.describe.histograms import HISTOGRAM_ONLY, describe_histogram, histogram_json
     from jitterlab.describe.sources import source_table
+    from jitterlab.describe.tables import INTERVAL_TABLE_HEADERS, interval_caption, interval_rows
     from jitterlab.describe.text import attribution_text, describe_text, histogram_text
     from jitterlab.store.writer import LOCAL
 
@@ -90,10 +93,23 @@ def cmd_describe(args: argparse.Namespace) -> int:
         if args.percentiles:
             run_percentiles(run, args.percentiles)  # refuses, naming the export that has them
         h = describe_histogram(run, args.tag, args.from_s, args.to_s, expected)
+        # the run's own stream, whole: binomial on its counts (no order: no block method)
+        whole = args.tag is None and args.from_s is None and args.to_s is None
+        intervals = run_intervals(run) if whole else None
         if args.json:
-            print_json(histogram_json(h) | {"context": context_block(run)})
+            extra: dict[str, Any] = (
+                {"percentiles": intervals_json(intervals)} if intervals is not None else {}
+            )
+            print_json(histogram_json(h) | {"context": context_block(run)} | extra)
         else:
             print(histogram_text(h))
+            if intervals is not None:
+                print("\n" + interval_caption(intervals))
+                print(
+                    render(
+                        INTERVAL_TABLE_HEADERS, interval_rows(intervals, h.summary.get("count") or 0), "lrll"
+                    )
+                )
             note(f"note: {HISTOGRAM_ONLY}; this run has none")
         return 0
     if args.tag is not None:
@@ -112,22 +128,26 @@ def cmd_describe(args: argparse.Namespace) -> int:
         )
         passes = engine or LOCAL
         views = latency_views(run, expected, passes, span)
-        chosen = run_percentiles(run, args.percentiles, passes, span) if args.percentiles else None
+        asked = run_percentiles(run, args.percentiles, passes, span) if args.percentiles else None
+        intervals = list(d.intervals)
+        if args.percentiles and not set(args.percentiles) <= {q.level for q in intervals}:
+            levels = tuple(sorted({*(q.level for q in intervals), *args.percentiles}))
+            intervals = run_intervals(run, levels, passes, span)
+    chosen = resolved_only(asked, intervals) if asked is not None else None
     # a time span is described whole, not split by source (the sources' rows would be of the whole run)
     sources = source_table(run, d.summary, d.categories) if span is None else None
     if args.json:
         extra = {f"summary_{name}_ns": view for name, view in views.items()}
         if chosen is not None:
             extra["percentiles_ns"] = chosen
+        extra["percentiles"] = intervals_json(intervals)  # with --percentiles' levels too
         if sources is not None:
             extra["sources"] = sources.to_dict()
         print_json(
             {"context": context_block(run)} | description_json(d) | extra | {"expected_interval_ns": expected}
         )
         return 0
-    print(describe_text(d, views, sources))
-    if chosen:
-        print(render(["percentile", "value"], [[k, format_ns(v)] for k, v in chosen.items()], "lr"))
+    print(describe_text(d, views, sources, intervals=intervals))
     _, unavailable = attribution_text(d.attribution)
     if unavailable:
         note(unavailable)

@@ -112,6 +112,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    from jitterlab.describe.analysis import resolution_warning
     from jitterlab.measure.imports import import_plan  # numpy, pyarrow: now
     from jitterlab.measure.runner import run_plan
     from jitterlab.store.ingest import ImportOptions
@@ -129,6 +130,9 @@ def cmd_import(args: argparse.Namespace) -> int:
     for run in outcome.runs:
         kind = "histogram-only run" if run.histogram_only else "run"
         note(f"stored {run.id} ({kind}, {run.meta['summary']['latency_ns']['count']:,} values)")
+        unresolved = resolution_warning(run)  # the levels show and describe print
+        if unresolved is not None:
+            warn(unresolved)
         print(run.id)
     return outcome.exit_code
 

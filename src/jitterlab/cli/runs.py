@@ -24,7 +24,6 @@ from jitterlab.core.errors import CorruptRunError, JitterlabError
 from jitterlab.core.fileio import check_writable_file
 from jitterlab.core.percentiles import percentile_key
 from jitterlab.core.render import render
-from jitterlab.core.units import format_ns
 from jitterlab.core.warnings import CodedWarning, from_stored, normalized
 
 
@@ -141,28 +140,40 @@ def cmd_recover(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from jitterlab.describe.analysis import file_summary, run_percentiles, run_summary
+    from jitterlab.describe.analysis import (
+        file_summary,
+        resolved_only,
+        run_intervals,
+        run_percentiles,
+        run_summary,
+    )
+    from jitterlab.describe.tables import INTERVAL_TABLE_HEADERS, interval_caption, interval_rows
     from jitterlab.describe.text import show_json, show_text
+    from jitterlab.stats.summary import SUMMARY_PERCENTILES
 
     run = load(args.run, args)
     if run.histogram_only:
         note("note: histogram-only run (imported); percentiles use HdrHistogram's definition")
+    levels = tuple(sorted({*SUMMARY_PERCENTILES, *(args.percentiles or ())}))
     if args.cluster and not run.histogram_only:
         from jitterlab.store.cluster import engine
         from jitterlab.store.runs import verified_samples_path
 
         with engine(args.cluster) as cluster:
             summary = file_summary(run, verified_samples_path(run), args.recompute, cluster).to_dict()
-            chosen = run_percentiles(run, args.percentiles, cluster) if args.percentiles else None
+            asked = run_percentiles(run, args.percentiles, cluster) if args.percentiles else None
+            intervals = run_intervals(run, levels, cluster)
     else:
         summary = run_summary(run, recompute=args.recompute)  # verifies the samples file
-        chosen = run_percentiles(run, args.percentiles) if args.percentiles else None
+        asked = run_percentiles(run, args.percentiles) if args.percentiles else None
+        intervals = run_intervals(run, levels)
+    chosen = resolved_only(asked, intervals) if asked is not None else None
     if args.json:
-        print_json(show_json(run, summary, chosen))
+        print_json(show_json(run, summary, chosen) | {"percentiles": [q.to_dict() for q in intervals]})
         return 0
-    print(show_text(run, summary))
-    if chosen:
-        print(render(["percentile", "value"], [[k, format_ns(v)] for k, v in chosen.items()], "lr"))
+    print(show_text(run, summary, intervals))
+    print(interval_caption(intervals))
+    print(render(INTERVAL_TABLE_HEADERS, interval_rows(intervals, int(summary.get("count") or 0)), "lrll"))
     for w in normalized((run.meta.get("obtained") or {}).get("warnings")):
         warn(from_stored(w))
     return 0

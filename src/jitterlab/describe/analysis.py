@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.percentiles import percentile_key
+from jitterlab.core.warnings import CodedWarning
 from jitterlab.describe.attribution import spike_attribution
 from jitterlab.describe.options import TESTS
 from jitterlab.stats import (
@@ -45,8 +46,17 @@ from jitterlab.stats.outofcore import (
     stacked_z_scan,
     time_windows_scan,
 )
+from jitterlab.stats.quantile_ci import (
+    CONFIDENCE,
+    RESOLVE_BEYOND,
+    QuantileInterval,
+    intervals_of_sample,
+    intervals_of_scan,
+    is_resolved,
+    resolvable_level,
+)
 from jitterlab.stats.scan import Scan
-from jitterlab.stats.summary import percentiles_of_scan
+from jitterlab.stats.summary import SUMMARY_PERCENTILES, extent_by, percentiles_of_scan
 from jitterlab.stats.twopass import (
     PassReader,
     SendRecvChunks,
@@ -69,6 +79,7 @@ from jitterlab.store.writer import (
     stored_summary,
 )
 
+DESCRIBED_LEVELS = (*SUMMARY_PERCENTILES, 100.0)  # the levels describe gives intervals for
 BASELINE_NEEDS_Z = "--baseline works with --test stacked-z (its thresholds come from median and MAD)"
 
 
@@ -83,6 +94,8 @@ class RunDescription:
     attribution: dict[str, Any] | None  # spike causes under this test (traced runs), else None
     screening: Verdict | None = None  # with a baseline: contaminated against it (stats/screening.py)
     ordered: np.ndarray | None = None  # the latencies sorted (for percentiles at any point)
+    # the summary's percentiles and the maximum, each with its interval (stats/quantile_ci.py)
+    intervals: tuple[QuantileInterval, ...] = ()
 
 
 def run_test(
@@ -158,6 +171,7 @@ def describe_run(
         spike_attribution(run, categories),
         screening,
         ordered,
+        tuple(intervals_of_sample(latency, DESCRIBED_LEVELS, run.t_send_ns, ordered=ordered)),
     )
 
 
@@ -203,7 +217,14 @@ def _describe_streamed(
             lambda _table: _other_test_streamed(engine.latency(path), test, alpha, summary.count),
         )
         return RunDescription(
-            run, summary, test, categories, windows, None, spike_attribution(run, categories, span)
+            run,
+            summary,
+            test,
+            categories,
+            windows,
+            None,
+            spike_attribution(run, categories, span),
+            intervals=tuple(run_intervals(run, DESCRIBED_LEVELS, engine, span)),
         )
     reference = None
     screening = None
@@ -236,6 +257,7 @@ def _describe_streamed(
         baseline.id if baseline else None,
         spike_attribution(run, categories, span),
         screening,
+        intervals=tuple(run_intervals(run, DESCRIBED_LEVELS, engine, span)),
     )
 
 
@@ -416,6 +438,67 @@ def run_percentiles(
     return {percentile_key(p): float(v) for p, v in zip(ps, values, strict=True)}
 
 
+def run_intervals(
+    run: Run,
+    levels: tuple[float, ...] = SUMMARY_PERCENTILES,
+    engine: Engine = LOCAL,
+    span: Span | None = None,
+    confidence: float = CONFIDENCE,
+) -> list[QuantileInterval]:
+    """Each level's type-7 value with its interval and whether the run resolves it
+    (stats/quantile_ci.py): in memory for a run held (or a --from/--to range of it), else
+    by passes over the samples file (``engine``; only the samples sent in ``span``), exact
+    and never holding the run. A histogram-only run: binomial on its counts
+    (:func:`jitterlab.describe.histograms.histogram_intervals`)."""
+    if run.histogram_only:
+        from jitterlab.describe.histograms import histogram_intervals
+
+        return histogram_intervals(run, levels, confidence)
+    if run.loaded:
+        return intervals_of_sample(run.latency_ns, levels, run.t_send_ns, confidence)
+    path = verified_samples_path(run)
+    passes: Engine = SpanEngine(span) if span is not None else engine
+    count, lowest, highest, _ = extent_by(passes.latency(path))
+    if count == 0:
+        return intervals_of_sample(np.zeros(0, np.int64), levels, confidence=confidence)
+    times = send_time_extent(path) if span is None else None
+    return intervals_of_scan(
+        passes.latency(path), passes.timed(path), levels, (count, lowest, highest), times, confidence
+    )
+
+
+def resolved_only(chosen: dict[str, float], intervals: list[QuantileInterval]) -> dict[str, float | None]:
+    """``--percentiles``' values by key with None for a level the run does not resolve (the
+    ``percentiles`` block says what it is at least)."""
+    unresolved = {percentile_key(q.level) for q in intervals if not q.resolved}
+    return {k: (None if k in unresolved else v) for k, v in chosen.items()}
+
+
+def resolution_warning(run: Run, levels: tuple[float, ...] = SUMMARY_PERCENTILES) -> CodedWarning | None:
+    """``tail-unresolved`` when the run's sample cannot resolve some of the ``levels`` it
+    will be shown at (stats/quantile_ci.py's rule), naming them and the highest it resolves;
+    None when it resolves them all."""
+    count = int(((run.meta.get("summary") or {}).get("latency_ns") or {}).get("count") or 0)
+    missing = [p for p in levels if p < 100 and not is_resolved(count, p)]
+    if not count or not missing:
+        return None
+    names = ", ".join(percentile_key(p) for p in missing)
+    top = resolvable_level(count)
+    upto = f"up to p{top:.6g}" if top > 0 else "none of the percentiles"
+    return CodedWarning(
+        "tail-unresolved",
+        f"run {run.id}: {count:,} samples resolve {upto} (at least {RESOLVE_BEYOND} samples beyond a "
+        f"level); {names} are shown as lower bounds (≥), not values",
+    )
+
+
+def intervals_json(intervals: list[QuantileInterval]) -> list[dict[str, Any]]:
+    """The ``percentiles`` block of ``describe --json`` / ``show --json``: per level
+    {level, value, ci_low, ci_high, resolved, method, confidence, …} (value null when the
+    level is not resolved: ci_low is then the bound it is at least)."""
+    return [q.to_dict() for q in intervals]
+
+
 def description_json(d: RunDescription) -> dict[str, Any]:
     w = d.windows
     return {
@@ -423,6 +506,7 @@ def description_json(d: RunDescription) -> dict[str, Any]:
         "label": d.run.label,
         "status": d.run.meta.get("status"),
         "summary_ns": d.summary.to_dict(),
+        "percentiles": intervals_json(list(d.intervals)),
         "test": d.test,
         "baseline": d.baseline_id,
         "screening": d.screening.to_dict() if d.screening else None,

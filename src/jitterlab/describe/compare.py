@@ -9,6 +9,7 @@ different machines or kernels.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +20,16 @@ from jitterlab.core.units import format_ns
 from jitterlab.core.warnings import CodedWarning
 from jitterlab.describe.context import context_block, differences
 from jitterlab.stats import Comparison
-from jitterlab.stats.compare import MAX_ROW, ChunkedSample, OrderedSample, SortedSample, compare_ordered
+from jitterlab.stats.compare import (
+    COMPARE_PERCENTILES,
+    MAX_ROW,
+    ChunkedSample,
+    OrderedSample,
+    SortedSample,
+    compare_ordered,
+    interval_confidence,
+)
+from jitterlab.stats.quantile_ci import QuantileInterval
 from jitterlab.store import Run
 from jitterlab.store.runs import verified_samples_path
 from jitterlab.store.writer import LOCAL, Engine, latency_chunks
@@ -54,8 +64,26 @@ def compare_runs(a: Run, b: Run, noise: float = 0.05, engine: Engine | None = No
                 "A and B were measured on different machines or kernels (" + "; ".join(differ) + ")",
             )
         )
-    result = compare_ordered(samples[0], samples[1], noise_threshold=noise)
+    result = compare_ordered(
+        samples[0], samples[1], noise_threshold=noise, intervals=comparison_intervals(a, b, engine)
+    )
     return RunComparison(a, b, result, warnings)
+
+
+def comparison_intervals(
+    a: Run, b: Run, engine: Engine | None = None, confidence: float = 0.95
+) -> tuple[list[QuantileInterval], list[QuantileInterval]]:
+    """Each run's intervals at the compared levels, at the level whose pair holds with
+    ``confidence`` (stats.compare.interval_confidence): the intervals describe and show
+    print (blocks by send time), by passes over the samples (``engine``'s)."""
+    from jitterlab.describe.analysis import run_intervals
+
+    level = interval_confidence(confidence)
+    passes = engine or LOCAL
+    return (
+        run_intervals(a, COMPARE_PERCENTILES, passes, confidence=level),
+        run_intervals(b, COMPARE_PERCENTILES, passes, confidence=level),
+    )
 
 
 IN_MEMORY_AT_MOST = 1 << 24  # samples (128 MiB as float64): below, one sort beats the passes
@@ -104,9 +132,15 @@ def comparison_json(rc: RunComparison) -> dict[str, Any]:
                 "a_ns": d.a,
                 "b_ns": d.b,
                 "relative": d.relative,
-                "ci_low": None if d.percentile == MAX_ROW else d.ci_low,
-                "ci_high": None if d.percentile == MAX_ROW else d.ci_high,
+                "ci_low": _finite(d.ci_low),
+                "ci_high": _finite(d.ci_high),
                 "verdict": d.verdict,
+                "resolved": [d.a_interval.resolved, d.b_interval.resolved]
+                if d.a_interval and d.b_interval
+                else None,
+                "intervals": [d.a_interval.to_dict(), d.b_interval.to_dict()]
+                if d.a_interval and d.b_interval
+                else None,
             }
             for d in c.percentiles
         ],
@@ -118,18 +152,41 @@ def comparison_json(rc: RunComparison) -> dict[str, Any]:
     }
 
 
+def _finite(v: float) -> float | None:
+    """A bound for JSON: None for NaN (not judged) and ±inf (unbounded)."""
+    return float(v) if math.isfinite(v) else None
+
+
+def _side(value: float, q: QuantileInterval | None) -> str:
+    """A run's value in the compare table: "≥ x" where the run does not resolve the level."""
+    if q is not None and not q.resolved:
+        return f"≥ {format_ns(q.ci_low)}" if q.ci_low is not None else "unresolved"
+    return format_ns(value)
+
+
+def _bound(v: float) -> str:
+    return f"{v:+.1%}" if math.isfinite(v) else ("−∞" if v < 0 else "+∞")
+
+
 def comparison_rows(c: Comparison) -> list[list[str]]:
-    return [
-        [
-            "max" if d.percentile == MAX_ROW else f"p{d.percentile:g}",
-            format_ns(d.a),
-            format_ns(d.b),
-            f"{d.relative:+.1%}",
-            "—" if d.percentile == MAX_ROW else f"[{d.ci_low:+.1%}, {d.ci_high:+.1%}]",
-            d.verdict,
-        ]
-        for d in c.percentiles
-    ]
+    rows = []
+    for d in c.percentiles:
+        resolved = (
+            d.a_interval is None or d.b_interval is None or (d.a_interval.resolved and d.b_interval.resolved)
+        )
+        rows.append(
+            [
+                "max" if d.percentile == MAX_ROW else f"p{d.percentile:g}",
+                _side(d.a, d.a_interval),
+                _side(d.b, d.b_interval),
+                f"{d.relative:+.1%}" if resolved else "—",
+                "—"
+                if d.percentile == MAX_ROW or (not math.isfinite(d.ci_low + d.ci_high) and not resolved)
+                else f"[{_bound(d.ci_low)}, {_bound(d.ci_high)}]",
+                d.verdict,
+            ]
+        )
+    return rows
 
 
 def tests_line(c: Comparison) -> str:

@@ -118,3 +118,37 @@ def histogram_json(d: HistogramDescription) -> dict[str, Any]:
     if "corrected" in chosen:
         out["summary_corrected_ns"] = chosen["corrected"]
     return out
+
+
+def histogram_intervals(run: Run, levels: tuple[float, ...], confidence: float) -> list[Any]:
+    """Each level of a histogram-only run (the run's own tag) with the binomial interval on
+    its counts (method ``binomial-counts``: a histogram keeps no order, so no block method
+    and no test of dependence can be had): the bounds are the values at the binomial ranks
+    as HdrHistogram gives a rank (getValueAtPercentile of 100·rank/n: the highest value
+    equivalent to its bucket), the value HdrHistogram's own percentile."""
+    import dataclasses
+
+    from jitterlab.stats.quantile_ci import quantile_intervals
+
+    info = run.meta["histogram"]
+    scale = int(info.get("scale_ns", 1))
+    path = run.path / str(info["file"])
+    with open(path, "rb") as f:
+        result = read_figures(f, str(path), scale=scale)
+    tag = info.get("tag")
+    stream = next((s for s in result.streams.values() if s.tag == tag), None)
+    h = stream.whole if stream is not None else None
+    n = int(h.total) if h is not None else 0
+    if h is None or n == 0:
+        return quantile_intervals(0, levels, lambda r: {}, None, confidence)
+
+    def at_ranks(ranks: list[int]) -> dict[int, float]:
+        return {r: float(h.value_at_percentile(min(100.0, 100.0 * (r + 1) / n))) * scale for r in ranks}
+
+    found = quantile_intervals(n, levels, at_ranks, None, confidence)
+    return [
+        dataclasses.replace(q, value=float(h.value_at_percentile(q.level)) * scale)
+        if q.value is not None
+        else q
+        for q in found
+    ]

@@ -88,7 +88,14 @@ def digest_of_histogram(run: Run, summary: Summary, histogram: LogLinear) -> Run
 def compare_runs_for_report(base: Run, other: Run, engine: Engine | None = None) -> Comparison:
     """The report's comparison of two runs (KS distance and the verdict; the other tests
     are not shown there, so not computed); ``engine``: a cluster's, which reads both runs."""
-    return compare_ordered(run_sample(base, engine), run_sample(other, engine), distribution_tests=False)
+    from jitterlab.describe.compare import comparison_intervals
+
+    return compare_ordered(
+        run_sample(base, engine),
+        run_sample(other, engine),
+        distribution_tests=False,
+        intervals=comparison_intervals(base, other, engine),
+    )
 
 
 def log_axis(axis: Any) -> None:

@@ -62,6 +62,7 @@ from jitterlab.describe.tables import (
     ATTRIBUTION_HEADERS,
     CATEGORY_HEADERS,
     INTERVAL_HEADERS,
+    INTERVAL_TABLE_HEADERS,
     attribution_caption,
     attribution_rows,
     category_name,
@@ -69,6 +70,8 @@ from jitterlab.describe.tables import (
     collector_table_layout,
     covers_several_collectors,
     histogram_interval_rows,
+    interval_caption,
+    interval_rows,
     stream_rows,
     summary_cells,
     table1_layout,
@@ -302,8 +305,13 @@ def _jvm_facts(run: Run) -> list[str]:
 
 
 def _summary_table(d: RunDescription) -> str:
-    headers, values = summary_cells(d.summary.to_dict())
-    return html_table(headers, [values])
+    headers, values = summary_cells(d.summary.to_dict(), d.intervals)
+    table = html_table(headers, [values])
+    if d.intervals:  # every percentile with its interval and method (stats/quantile_ci.py)
+        rows = [[_esc(cell) for cell in row] for row in interval_rows(d.intervals, d.summary.count)]
+        table += f"<div class='muted'>{_esc(interval_caption(d.intervals))}</div>"
+        table += html_table(INTERVAL_TABLE_HEADERS, rows)
+    return table
 
 
 def _chosen_table(chosen: dict[str, float] | None) -> str:

@@ -14,6 +14,7 @@ from jitterlab.store import Run
 if TYPE_CHECKING:  # numpy and the statistics are imported by the tables that compute, so
     # that `jitterlab runs` (stored figures only) starts fast (issue 28 item 3)
     from jitterlab.stats import StackedResult
+    from jitterlab.stats.quantile_ci import QuantileInterval
 
 
 def table1_layout(
@@ -160,11 +161,12 @@ def runs_rows(
     rows = []
     for r in runs:
         s = r.meta.get("summary", {}).get("latency_ns", {})
+        count = int(s.get("count") or 0)
         if chosen is None:
-            figures = [format_ns(s.get("p50")), format_ns(s.get("p99")), format_ns(s.get("max"))]
+            figures = [_level_cell(s.get(k), count, k) for k in ("p50", "p99")] + [format_ns(s.get("max"))]
         else:
             values = chosen.get(r.id)
-            figures = [format_ns(values[k]) for k in keys] if values else ["—"] * len(keys)
+            figures = [_level_cell(values[k], count, k) for k in keys] if values else ["—"] * len(keys)
         rows.append(
             [
                 r.id,
@@ -178,6 +180,17 @@ def runs_rows(
             ]
         )
     return rows
+
+
+def _level_cell(value: float | None, count: int, key: str) -> str:
+    """A stored percentile in a table: "unresolved" where the run's count cannot resolve
+    its level (stats/quantile_ci.py; ``show RUN`` gives its lower bound), else the value."""
+    from jitterlab.stats.quantile_ci import is_resolved
+
+    level = 100.0 if key == "max" else float(key[1:].replace("_", "."))
+    if level < 100 and count and value is not None and not is_resolved(count, level):
+        return "unresolved"
+    return format_ns(value)
 
 
 def runs_table(
@@ -243,14 +256,89 @@ SUMMARY_FIELDS = (
 )
 
 
-def summary_cells(summary: Mapping[str, Any]) -> tuple[list[str], list[str]]:
-    """Headers and formatted values of a summary (``Summary.to_dict()`` or a stored one)."""
+SUMMARY_LEVELS = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p99_9": 99.9, "p99_99": 99.99, "p99_999": 99.999}
+
+
+def summary_cells(
+    summary: Mapping[str, Any], intervals: Sequence[QuantileInterval] | None = None
+) -> tuple[list[str], list[str]]:
+    """Headers and formatted values of a summary (``Summary.to_dict()`` or a stored one). A
+    percentile the sample does not resolve (stats/quantile_ci.py) is never a bare number:
+    "≥ x" with the lower bound of its interval when ``intervals`` has it, else "unresolved"."""
+    from jitterlab.stats.quantile_ci import is_resolved
+
+    count = summary.get("count")
+    bounds = {q.level: q for q in intervals or ()}
     headers, values = [], []
     for key, name in SUMMARY_FIELDS:
         value = summary.get(key)
         headers.append(name)
+        level = SUMMARY_LEVELS.get(key)
+        if level is not None and count and value is not None and not is_resolved(int(count), level):
+            q = bounds.get(level)
+            values.append(
+                f"≥ {format_ns(q.ci_low)}" if q is not None and q.ci_low is not None else "unresolved"
+            )
+            continue
         values.append(f"{int(value):,}" if key == "count" and value is not None else format_ns(value))
     return headers, values
+
+
+INTERVAL_TABLE_HEADERS = ["percentile", "value", "interval", "method"]
+
+
+def interval_rows(intervals: Sequence[QuantileInterval], count: int) -> list[list[str]]:
+    """Rows of the percentile-interval table (show, describe, report): each level's value
+    and interval with its method; a level the sample does not resolve as "≥ lower bound"
+    and "not resolved" (docs/statistics.md, "Intervals on percentiles")."""
+    from jitterlab.core.percentiles import percentile_key
+    from jitterlab.stats.quantile_ci import BLOCK, MAXIMUM, RESOLVE_BEYOND
+
+    rows = []
+    for q in intervals:
+        name = percentile_key(q.level)
+        if q.method == MAXIMUM:
+            rows.append([name, format_ns(q.value), "—", "observed (one sample: no interval)"])
+            continue
+        method = q.method
+        if q.method == BLOCK:
+            method = f"block ({q.blocks:,} time blocks of ~{q.block_length:,} samples)"
+        if not q.resolved:
+            beyond = count * (100.0 - q.level) / 100.0
+            low = f"≥ {format_ns(q.ci_low)}" if q.ci_low is not None else "—"
+            rows.append(
+                [name, low, f"not resolved: {beyond:.3g} samples beyond it (< {RESOLVE_BEYOND})", method]
+            )
+            continue
+        shown, lower, upper = _distinct_ns(q.value, q.ci_low, q.ci_high)
+        rows.append([name, shown or "n/a", f"[{lower or '−∞'}, {upper or '∞'}]", method])
+    return rows
+
+
+def _distinct_ns(*values: float | None) -> list[str | None]:
+    """``format_ns`` of each value in the unit of the first, with as many significant digits
+    (3 to 7) as it takes to tell unequal values apart (an interval of ±0.3 % around 20 µs
+    would otherwise read "[20 µs, 20 µs]"); None stays None."""
+    given = [v for v in values if v is not None]
+    magnitude = abs(float(given[0])) if given else 0.0
+    unit, scale = next(
+        ((u, s) for u, s in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)) if magnitude >= s), ("ns", 1.0)
+    )
+    for digits in range(3, 8):
+        texts = [None if v is None else f"{v / scale:.{digits}g} {unit}" for v in values]
+        shown = [t for t in texts if t is not None]
+        if len(set(shown)) == len(set(given)):
+            break
+    return texts
+
+
+def interval_caption(intervals: Sequence[QuantileInterval]) -> str:
+    """The line above the interval table: the confidence and what decides the method."""
+    confidence = intervals[0].confidence if intervals else 0.95
+    return (
+        f"percentiles with {confidence:.0%} intervals (binomial: independent samples; block: "
+        "serially dependent, as the dispersion of per-block counts shows; docs/statistics.md):"
+    )
 
 
 HDR_PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99, 99.999, 99.9999)

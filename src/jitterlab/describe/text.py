@@ -16,15 +16,19 @@ from jitterlab.describe.tables import (
     ATTRIBUTION_HEADERS,
     CATEGORY_HEADERS,
     INTERVAL_HEADERS,
+    INTERVAL_TABLE_HEADERS,
     attribution_caption,
     attribution_rows,
     category_name,
     category_rows,
     histogram_interval_rows,
+    interval_caption,
+    interval_rows,
     stream_rows,
     summary_cells,
     untagged_name,
 )
+from jitterlab.stats.quantile_ci import QuantileInterval
 from jitterlab.store import Run
 from jitterlab.store.schema import samples_per_pair
 
@@ -41,7 +45,7 @@ def stored_line(run: Run) -> str:
     return line
 
 
-def show_json(run: Run, summary: dict[str, Any], chosen: dict[str, float] | None) -> dict[str, Any]:
+def show_json(run: Run, summary: dict[str, Any], chosen: dict[str, float | None] | None) -> dict[str, Any]:
     """``show --json``: the run, its context block, its summary and the chosen percentiles."""
     from jitterlab.describe.context import context_block
 
@@ -57,7 +61,7 @@ def show_json(run: Run, summary: dict[str, Any], chosen: dict[str, float] | None
     }
 
 
-def show_text(run: Run, summary: dict[str, Any]) -> str:
+def show_text(run: Run, summary: dict[str, Any], intervals: list[QuantileInterval] | None = None) -> str:
     """``jitterlab show``: what the run is, its summary, its floor and obtained policy."""
     c = run.config
     partial = f"  [PARTIAL: {run.meta.get('partial_reason')}]" if run.partial else ""
@@ -66,7 +70,7 @@ def show_text(run: Run, summary: dict[str, Any]) -> str:
         f"run      {run.id}",
         f"what     {run.label}, {format_count(samples_per_pair(c) or 0)} samples per pair{partial}",
     ]
-    headers, values = summary_cells(summary)
+    headers, values = summary_cells(summary, intervals)
     lines.append(render(["latency", "value"], [list(pair) for pair in zip(headers, values, strict=True)]))
     floor = run.meta.get("floor") or {}
     clock = floor.get("clock_overhead_ns") or {}
@@ -135,13 +139,14 @@ def describe_text(
     views: dict[str, dict[str, Any]] | None = None,
     sources: SourceTable | None = None,
     header: list[str] | None = None,
+    intervals: list[QuantileInterval] | None = None,
 ) -> str:
     """``jitterlab describe``: summary, outlier categories and windows of one run; other
     views of its latency (:func:`describe.analysis.latency_views`) as rows beside; a merged
     run's (or a union's) table split by source after its categories; ``header``: the lines
     that head it instead of the run's context and id (a union's)."""
     run = d.run
-    headers, values = summary_cells(d.summary.to_dict())
+    headers, values = summary_cells(d.summary.to_dict(), intervals)
     lines = header or [
         context_header([run]),
         f"run      {run.id}  ({run.label}{', PARTIAL' if run.partial else ''})",
@@ -158,6 +163,9 @@ def describe_text(
             )
     else:
         lines.append(render(headers, [values], "r" * len(headers)))
+    if intervals:
+        lines.append("\n" + interval_caption(intervals))
+        lines.append(render(INTERVAL_TABLE_HEADERS, interval_rows(intervals, d.summary.count), "lrll"))
     against = f", thresholds of baseline {d.baseline_id}" if d.baseline_id else ""
     lines.append(f"\noutlier categories ({d.test}{against}):")
     lines.append(render(CATEGORY_HEADERS, category_rows(d.categories), "lrrr"))

@@ -3,10 +3,14 @@
 - two-sample Kolmogorov-Smirnov (scipy.stats.ks_2samp), k-sample Anderson-Darling
   (scipy.stats.anderson_ksamp) and Mann-Whitney U (scipy.stats.mannwhitneyu) on at most
   ``max_test_samples`` values per run (a seeded random subsample above that);
-- for each percentile, the relative difference (Q_B - Q_A) / Q_A with a bootstrap
-  confidence interval: m-out-of-n resampling (m = min(n, bootstrap_size)) whose
-  deviations are rescaled by sqrt(m / n) (Bickel, Götze & van Zwet 1997), percentile
-  method;
+- for each percentile, the relative difference (Q_B - Q_A) / Q_A with a confidence
+  interval built from each run's own percentile interval (stats/quantile_ci.py: binomial
+  for independent samples, block for dependent ones, as describe and show print them),
+  each at level sqrt(confidence): the runs are independent, so both hold together with
+  probability ≥ confidence, and then (Q_B − Q_A) / Q_A lies in
+  [low_B / high_A − 1, high_B / low_A − 1];
+- a level either run does not resolve (fewer than 10 samples expected beyond it) gets no
+  verdict;
 - verdict per percentile against the noise threshold (default 5 %): "regressed" when the
   whole interval lies above +threshold, "improved" when it lies below -threshold, else
   "within noise". The percentiles go to p99.99, as ``show`` does; the maximum is shown
@@ -18,7 +22,7 @@ size (the percentile differences), not on the tests.
 
 Every step needs the sample only through two questions — the values at chosen positions (the
 test subsample) and the values at chosen ranks of the sorted sample (percentiles, the
-bootstrap's order statistics, the QQ points) — so one code path, :func:`compare_ordered`,
+intervals' order statistics, the QQ points) — so one code path, :func:`compare_ordered`,
 serves a sample held in memory (:class:`SortedSample`) and one read in row groups
 (:class:`ChunkedSample`: exact order statistics by radix refinement, positions gathered in
 one pass), with identical results: the random draws depend on the sizes only.
@@ -28,18 +32,21 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
+from jitterlab.stats import quantile_ci
+from jitterlab.stats.quantile_ci import QuantileInterval
 from jitterlab.stats.summary import order_statistics_of, sample_extent
 
 COMPARE_PERCENTILES: tuple[float, ...] = (50.0, 90.0, 99.0, 99.9, 99.99)
 MAX_ROW = 100.0  # the maximum, shown after the percentiles without a verdict
 NO_VERDICT = "not judged (one sample)"
+NOT_RESOLVED = "not judged (not resolved)"
 QQ_PROBABILITIES = np.concatenate([np.linspace(0.01, 0.99, 99), [0.995, 0.999, 0.9995, 0.9999]])
 
 
@@ -52,6 +59,8 @@ class PercentileDiff:
     ci_low: float
     ci_high: float
     verdict: str
+    a_interval: QuantileInterval | None = None  # each run's own interval (at sqrt(confidence))
+    b_interval: QuantileInterval | None = None
 
 
 @dataclass(frozen=True)
@@ -88,6 +97,10 @@ class OrderedSample(Protocol):
         """float64 values at 0-based positions in the sample's own order."""
         ...
 
+    def intervals(self, levels: tuple[float, ...], confidence: float) -> list[QuantileInterval]:
+        """Each level's interval (stats/quantile_ci.py), blocks by position in the sample."""
+        ...
+
 
 class SortedSample:
     """A sample held in memory (sorted once, on the first rank asked for)."""
@@ -114,6 +127,9 @@ class SortedSample:
 
     def at_positions(self, positions: np.ndarray) -> np.ndarray:
         return np.asarray(self.values[positions])
+
+    def intervals(self, levels: tuple[float, ...], confidence: float) -> list[QuantileInterval]:
+        return quantile_ci.intervals_of_sample(self.values, levels, None, confidence, self.sorted())
 
 
 class ChunkedSample:
@@ -144,6 +160,24 @@ class ChunkedSample:
             offset += x.size
         return out
 
+    def intervals(self, levels: tuple[float, ...], confidence: float) -> list[QuantileInterval]:
+        def stats(ranks: list[int]) -> dict[int, float]:
+            found = order_statistics_of(self.chunks, ranks, (self.size, self.lowest, self.highest))
+            return {r: float(v) for r, v in found.items()}
+
+        def counts(cuts: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+            blocks = quantile_ci.block_count(self.size)
+            width = quantile_ci.time_blocks(0, self.size - 1, blocks)
+            total = np.zeros((len(cuts) + 1, blocks), np.int64)
+            offset = 0
+            for x in self.chunks():
+                position = np.arange(offset, offset + x.size, dtype=np.int64)
+                total += quantile_ci.block_counts_chunk((position, x), 0, width, blocks, tuple(cuts))
+                offset += x.size
+            return total[0], total[1:]
+
+        return quantile_ci.quantile_intervals(self.size, levels, stats, counts, confidence)
+
 
 def _subsample(x: OrderedSample, m: int, rng: np.random.Generator) -> np.ndarray:
     positions = np.arange(x.size) if x.size <= m else rng.choice(x.size, size=m, replace=False)
@@ -160,59 +194,22 @@ def percentiles_at(x: OrderedSample, ps: tuple[float, ...] | list[float]) -> np.
     return np.asarray(a + (h - lo) * (b - a))
 
 
-def resampled_percentiles(
-    ordered: OrderedSample | np.ndarray,
-    ps: tuple[float, ...],
-    m: int,
-    resamples: int,
-    rng: np.random.Generator,
-) -> np.ndarray:
-    """Type-7 percentiles of ``resamples`` bootstrap resamples of size m (with replacement)
-    of the sorted sample ``ordered``, drawn without building the resamples.
-
-    The k-th smallest of m draws from the empirical distribution is ordered[⌊n·U₍ₖ₎⌋], where
-    U₍ₖ₎ ~ Beta(k, m − k + 1) is the k-th order statistic of m uniforms, and the next one is
-    U₍ₖ₊₁₎ = U₍ₖ₎ + (1 − U₍ₖ₎)·Beta(1, m − k) (the smallest of the m − k uniforms above it).
-    Each type-7 percentile interpolates between those two order statistics, so a resample
-    costs two Beta draws per percentile instead of m draws and a partition: the same
-    bootstrap distribution, O(resamples × percentiles) after one sort.
-    """
-    sample = SortedSample._of_sorted(ordered) if isinstance(ordered, np.ndarray) else ordered
-    n = sample.size
-    h = (m - 1) * np.asarray(ps, dtype=np.float64) / 100.0
-    lo = np.floor(h).astype(np.int64)
-    k = lo + 1  # 1-based rank of the lower order statistic in the resample
-    u_lo = rng.beta(k, m - k + 1, size=(resamples, len(ps)))
-    gap = rng.beta(1.0, np.maximum(m - k, 1), size=(resamples, len(ps)))
-    u_hi = np.where(k < m, u_lo + (1 - u_lo) * gap, u_lo)
-    r_lo = np.minimum((u_lo * n).astype(np.int64), n - 1)
-    r_hi = np.minimum((u_hi * n).astype(np.int64), n - 1)
-    values = sample.at_ranks(np.stack([r_lo, r_hi]))  # one refinement for both sets of ranks
-    v_lo, v_hi = values[0], values[1]
-    return np.asarray(v_lo + (h - lo) * (v_hi - v_lo))
+def interval_confidence(confidence: float) -> float:
+    """The level of each run's interval whose pair holds with probability ``confidence``
+    (independent runs): sqrt(confidence)."""
+    return math.sqrt(confidence)
 
 
-def bootstrap_percentile_ratio(
-    a: OrderedSample,
-    b: OrderedSample,
-    ps: tuple[float, ...],
-    rng: np.random.Generator,
-    resamples: int,
-    size: int,
-    confidence: float,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Confidence bounds of (Q_b(p) - Q_a(p)) / Q_a(p) for each p (see module docs)."""
-    qa, qb = percentiles_at(a, ps), percentiles_at(b, ps)
-    point = (qb - qa) / qa
-    ma, mb = min(a.size, size), min(b.size, size)
-    ra = resampled_percentiles(a, ps, ma, resamples, rng)
-    rb = resampled_percentiles(b, ps, mb, resamples, rng)
-    draws = (rb - ra) / ra
-    # Rescale the m-out-of-n deviations to the full sample sizes.
-    scale = np.sqrt(min(ma / a.size, mb / b.size))
-    spread = point + (draws - point) * scale
-    tail = (1 - confidence) / 2 * 100
-    return np.percentile(spread, tail, axis=0), np.percentile(spread, 100 - tail, axis=0)
+def ratio_interval(a: QuantileInterval, b: QuantileInterval) -> tuple[float, float]:
+    """Bounds of (Q_B − Q_A) / Q_A from the runs' intervals: [low_B / high_A − 1,
+    high_B / low_A − 1] (latencies positive; an unbounded side, or a bound ≤ 0, gives ±inf);
+    NaN when either level is not resolved (no interval to judge by)."""
+    if not (a.resolved and b.resolved):
+        return math.nan, math.nan
+    inf = math.inf
+    low = b.ci_low / a.ci_high - 1 if b.ci_low is not None and a.ci_high and a.ci_high > 0 else -inf
+    high = b.ci_high / a.ci_low - 1 if b.ci_high is not None and a.ci_low and a.ci_low > 0 else inf
+    return float(low), float(high)
 
 
 def ks_distance(a: np.ndarray, b: np.ndarray) -> float:
@@ -240,11 +237,10 @@ def compare_samples(
     noise_threshold: float = 0.05,
     ps: tuple[float, ...] = COMPARE_PERCENTILES,
     confidence: float = 0.95,
-    resamples: int = 100,
-    bootstrap_size: int = 50_000,
     max_test_samples: int = 200_000,
     seed: int = 0,
     distribution_tests: bool = True,
+    intervals: tuple[Sequence[QuantileInterval], Sequence[QuantileInterval]] | None = None,
 ) -> Comparison:
     """Compare sample B (new) with sample A (baseline); see the module docs.
     ``distribution_tests=False`` leaves out Anderson–Darling, Mann–Whitney and the KS
@@ -256,11 +252,10 @@ def compare_samples(
         noise_threshold,
         ps,
         confidence,
-        resamples,
-        bootstrap_size,
         max_test_samples,
         seed,
         distribution_tests,
+        intervals,
     )
 
 
@@ -270,13 +265,15 @@ def compare_ordered(
     noise_threshold: float = 0.05,
     ps: tuple[float, ...] = COMPARE_PERCENTILES,
     confidence: float = 0.95,
-    resamples: int = 100,
-    bootstrap_size: int = 50_000,
     max_test_samples: int = 200_000,
     seed: int = 0,
     distribution_tests: bool = True,
+    intervals: tuple[Sequence[QuantileInterval], Sequence[QuantileInterval]] | None = None,
 ) -> Comparison:
-    """:func:`compare_samples` of samples held or read in chunks (identical results)."""
+    """:func:`compare_samples` of samples held or read in chunks (identical results);
+    ``intervals``: each run's intervals at the levels ``ps`` and level sqrt(confidence)
+    (:func:`interval_confidence`) when the caller has them (a stored run's, with blocks by
+    send time), else the samples' own (blocks by position)."""
     if xa.size < 2 or xb.size < 2:
         raise ValueError("each sample needs at least 2 values to compare")
     rng = np.random.default_rng(seed)
@@ -296,24 +293,38 @@ def compare_ordered(
         mw = stats.mannwhitneyu(ta, tb, alternative="two-sided")
         ad_statistic, ad_pvalue = float(ad.statistic), float(ad.pvalue)
         mw_statistic, mw_pvalue = float(mw.statistic), float(mw.pvalue)
-    lo, hi = bootstrap_percentile_ratio(xa, xb, ps, rng, resamples, bootstrap_size, confidence)
+    if intervals is None:
+        level = interval_confidence(confidence)
+        intervals = (xa.intervals(tuple(ps), level), xb.intervals(tuple(ps), level))
+    if any([q.level for q in side] != list(ps) for side in intervals):
+        raise ValueError("the intervals given are not at the compared levels")
     qa, qb = percentiles_at(xa, ps), percentiles_at(xb, ps)
     diffs = []
     for i, p in enumerate(ps):
-        if lo[i] > noise_threshold:
+        ia, ib = intervals[0][i], intervals[1][i]
+        lo, hi = ratio_interval(ia, ib)
+        if not (ia.resolved and ib.resolved):
+            verdict = NOT_RESOLVED
+        elif lo > noise_threshold:
             verdict = "regressed"
-        elif hi[i] < -noise_threshold:
+        elif hi < -noise_threshold:
             verdict = "improved"
         else:
             verdict = "within noise"
         rel = float((qb[i] - qa[i]) / qa[i])
-        diffs.append(PercentileDiff(p, float(qa[i]), float(qb[i]), rel, float(lo[i]), float(hi[i]), verdict))
+        diffs.append(PercentileDiff(p, float(qa[i]), float(qb[i]), rel, lo, hi, verdict, ia, ib))
     verdicts = {d.verdict for d in diffs}
     top_a = float(xa.at_ranks(np.array([xa.size - 1]))[0])
     top_b = float(xb.at_ranks(np.array([xb.size - 1]))[0])
     diffs.append(PercentileDiff(MAX_ROW, top_a, top_b, (top_b - top_a) / top_a, nan, nan, NO_VERDICT))
     overall = (
-        "regressed" if "regressed" in verdicts else "improved" if "improved" in verdicts else "within noise"
+        "regressed"
+        if "regressed" in verdicts
+        else "improved"
+        if "improved" in verdicts
+        else NOT_RESOLVED
+        if verdicts == {NOT_RESOLVED}  # no level both runs resolve: nothing was judged
+        else "within noise"
     )
     probs = QQ_PROBABILITIES
     return Comparison(

@@ -44,6 +44,7 @@ public enum WarningCode {
     STALE_LOCK("stale-lock"),
     RING_FOREIGN("ring-foreign"),
     LEFTOVER_FOREIGN("leftover-foreign"),
+    TAIL_UNRESOLVED("tail-unresolved"),
     DEPRECATED_OPTION("deprecated-option");
 
     private final String code;
