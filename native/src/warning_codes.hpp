@@ -39,6 +39,7 @@ enum class WarningCode {
     run_damaged,
     machines_differ,
     model_thin,
+    replay_rate,
     import_truncated,
     log_irregular,
     time_irregular,
@@ -53,7 +54,7 @@ enum class WarningCode {
     deprecated_option,
 };
 
-inline constexpr std::array<std::string_view, 42> kWarningCodeNames = {
+inline constexpr std::array<std::string_view, 43> kWarningCodeNames = {
     "policy-refused",
     "affinity-refused",
     "mlock-refused",
@@ -84,6 +85,7 @@ inline constexpr std::array<std::string_view, 42> kWarningCodeNames = {
     "run-damaged",
     "machines-differ",
     "model-thin",
+    "replay-rate",
     "import-truncated",
     "log-irregular",
     "time-irregular",
