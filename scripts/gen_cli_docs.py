@@ -31,8 +31,11 @@ Conventions, the same for every command:
 - Errors in what you typed are one line on stderr and exit code 2, naming the option and the
   range it accepts (`argument --rate: '0' is out of range (allowed: more than 0 Hz ...)`).
 - **Durations** (`--duration`, `--warmup` of the timed commands, `--window`, `--step` ...)
-  take a unit: `10s`, `500ms`, `250us`, `40ns`, `2min`, `1h`; a bare number is in the unit the
-  option names (seconds unless said otherwise). Counts are whole numbers (`1000000`,
+  take a unit: `10s`, `500ms`, `250us`, `40ns`, `2min`, `1h`; a bare number is **seconds**,
+  in every option (`--window 0.5` is half a second). Options that once read a bare number in
+  another unit (`mtp synth --latency`, `model make --constant`, `--expected-interval` ...)
+  refuse a bare number other than 0 in one line, so `33.3` is never read 1000 times off:
+  write `33.3ms`. Counts are whole numbers (`1000000`,
   `1_000_000` or `1e6`).
 - `--samples` is always a count of samples (per pair, per setting, per step); a count of
   unrecorded warm-up samples is `--warmup-samples`; `--warmup` is always a duration.

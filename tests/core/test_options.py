@@ -34,8 +34,14 @@ def test_durations_in_every_unit(text: str, seconds: float) -> None:
     assert parse_duration_s(text, Range(0, YEAR_S)) == pytest.approx(seconds, rel=1e-12)
 
 
-def test_a_bare_number_takes_the_default_unit() -> None:
-    assert parse_duration_s("33.3", Range(0, 1), default_unit="ms") == pytest.approx(0.0333)
+def test_a_bare_number_is_seconds_and_an_option_of_another_unit_refuses_it() -> None:
+    """Issue 38 item 8: one meaning of a bare number (seconds); `33.3` where ms were meant
+    is refused in one line instead of being read 1000 times off."""
+    assert parse_duration_s("0.5", Range(0, 1)) == 0.5
+    assert parse_duration_s("33.3ms", Range(0, 1), default_unit="ms") == pytest.approx(0.0333)
+    assert parse_duration_s("0", Range(0, 1), default_unit="ms") == 0.0
+    with pytest.raises(OptionError, match=r"needs a unit.*33\.3ms or 33\.3s"):
+        parse_duration_s("33.3", Range(0, 1), default_unit="ms")
 
 
 @pytest.mark.parametrize("text", ["abc", "", "10 parsecs", "1e12s", "-1s", "1e400", "nan", "inf", "9" * 100])

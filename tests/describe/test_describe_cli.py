@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from conftest import latency_clusters, make_run, run_cli
+from jitterlab.core.tidy import tidy_json
 from jitterlab.stats import stacked_gesd, stacked_walsh
 from jitterlab.stats.summary import percentiles
 
@@ -43,7 +44,7 @@ def test_describe_with_other_tests_and_a_baseline(tmp_path: Path) -> None:
         data = json.loads(result.stdout)
         assert data["test"] == test
         # the CLI's categories are the test's own, not the default stacked-z ones
-        assert data["thresholds_ns"] == list(reference.thresholds)
+        assert data["thresholds_ns"] == tidy_json(list(reference.thresholds))  # --json: 12 digits
         assert [c["count"] for c in data["categories"]] == [c.count for c in reference.categories]
     stacked = json.loads(run_cli("describe", later.id, "--store", str(store), "--json").stdout)
     assert stacked["thresholds_ns"] != list(expected["gesd"].thresholds)
@@ -84,7 +85,7 @@ def test_compare_percentiles_are_the_runs_exact_chosen_levels(tmp_path: Path) ->
     data = json.loads(run_cli(*args, "--json").stdout)["percentiles_ns"]
     for key, run in (("a", a), ("b", b)):
         got = list(data[key].values())
-        assert got == [float(v) for v in percentiles(run.latency_ns, (50, 99.9, 100))]
+        assert got == tidy_json([float(v) for v in percentiles(run.latency_ns, (50, 99.9, 100))])
         assert got == pytest.approx(np.percentile(run.latency_ns, [50, 99.9, 100]), rel=1e-12)
     assert list(data["a"]) == ["p50", "p99.9", "max"]
     text = run_cli(*args)

@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import assert_one_line_error, make_run, run_main, spiky
+from jitterlab.core.tidy import tidy_json
 from jitterlab.describe import analysis
 from jitterlab.describe.analysis import describe_run, description_json, latency_views
 from jitterlab.describe.export import ExportOptions, export_bytes
@@ -114,13 +115,15 @@ def test_describe_percentiles(stored: tuple[Path, Path], capsys: pytest.CaptureF
     assert code == 0, err
     got = json.loads(out)["percentiles_ns"]
     assert list(got) == ["p25", "p99.9", "p99.999", "max"]
-    assert list(got.values()) == [float(v) for v in percentiles(run.latency_ns, ps)]
+    assert list(got.values()) == tidy_json([float(v) for v in percentiles(run.latency_ns, ps)])  # 12 digits
     # a time range: the percentiles of the samples in it
     code, out, err = run_main([*args, "--from", "10", "--to", "20"], capsys)
     assert code == 0, err
     t = run.t_send_ns - run.t_send_ns.min()
     inside = run.latency_ns[(t >= 10 * 10**9) & (t <= 20 * 10**9)]
-    assert list(json.loads(out)["percentiles_ns"].values()) == [float(v) for v in percentiles(inside, ps)]
+    assert list(json.loads(out)["percentiles_ns"].values()) == tidy_json(
+        [float(v) for v in percentiles(inside, ps)]
+    )
     code, out, _ = run_main(["describe", run.id, "--percentiles", "99.9", "--store", store], capsys)
     assert code == 0 and "p99.9" in out
     for bad in ("0", "abc", "50,,90"):
@@ -151,7 +154,7 @@ def test_runs_percentiles(stored: tuple[Path, Path], capsys: pytest.CaptureFixtu
     for path in stored:
         run = load_run(path)
         expected = [float(v) for v in percentiles(run.latency_ns, (50.0, 99.99, 100.0))]
-        assert list(rows[run.id]["percentiles_ns"].values()) == expected
+        assert list(rows[run.id]["percentiles_ns"].values()) == tidy_json(expected)  # --json: 12 digits
         assert list(rows[run.id]["percentiles_ns"]) == ["p50", "p99.99", "max"]
     code, out, err = run_main(["runs", "--percentiles", "99.9", "--store", store], capsys)
     assert code == 0 and "p99.9" in out.splitlines()[0] and "p99 " not in out.splitlines()[0], out

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from conftest import latency_clusters, make_run, run_cli
+from jitterlab.core.tidy import tidy_json
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
@@ -230,7 +231,7 @@ def test_report_percentiles_are_columns_with_the_runs_exact_values(tmp_path: Pat
     assert cells == pytest.approx(list(expected), rel=0, abs=1e-6)
     assert cells[-1] == latency.max()
     shown = run_cli("show", run.id, "--json", "--percentiles", "50,99,99.9,99.99,max", "--store", str(store))
-    assert list(json.loads(shown.stdout)["percentiles_ns"].values()) == cells
+    assert list(json.loads(shown.stdout)["percentiles_ns"].values()) == tidy_json(cells)  # --json: 12 digits
     # over several runs the overview holds one row per run with the same values
     other = make_run(store, latency_clusters(4, 6_000), technique="spin")
     two = tmp_path / "two.html"

@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import latency_clusters, make_run, run_main
+from jitterlab.core.tidy import tidy_json
 from jitterlab.describe.analysis import run_summary
 from jitterlab.stats import percentiles, summarize
 
@@ -34,7 +35,7 @@ def test_show_percentiles_are_exact(tmp_path: Path, capsys: pytest.CaptureFixtur
     x = run.latency_ns
     ps = (25.0, 99.9, 99.99, 100.0)
     # equal to the in-memory type-7 percentiles, and to numpy's up to its interpolation rounding
-    assert list(got.values()) == [float(v) for v in percentiles(x, ps)]
+    assert list(got.values()) == tidy_json([float(v) for v in percentiles(x, ps)])  # --json: 12 digits
     assert list(got) == ["p25", "p99.9", "p99.99", "max"]
     assert list(got.values()) == pytest.approx(np.percentile(x, ps), rel=1e-12)
     code, out, _ = run_main(["show", run.id, "--percentiles", "99.9", "--store", store], capsys)

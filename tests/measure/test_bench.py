@@ -308,6 +308,30 @@ def test_refused_policy_warns_records_and_goes_on(store: Path) -> None:
     assert run.meta["status"] == "complete"
 
 
+@pytest.mark.skipif(
+    shutil.which("setpriv") is None, reason="setpriv (util-linux) is needed to drop CAP_SYS_NICE"
+)
+def test_a_refused_rr_90_is_stored_and_labelled_as_what_it_got(store: Path) -> None:
+    """Issue 38 item 1: the id, the label, `runs` and the stored line name the policy the
+    kernel granted, and the refusal ("other — rr 90 refused"), never a bare "rr 90"."""
+    cmd = [sys.executable, "-m", "jitterlab", "bench", "--technique", "mutex", "--samples", "1000"]
+    cmd += ["--policy", "rr", "--priority", "90", "--store", str(store)]
+    if os.geteuid() == 0:  # as an unprivileged user: without CAP_SYS_NICE
+        cmd = ["setpriv", "--bounding-set=-sys_nice", "--inh-caps=-sys_nice", *cmd]
+    result = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=120, env=os.environ | {"PYTHONUNBUFFERED": "1"}
+    )
+    if result.returncode != 0 and "setpriv" in result.stderr:
+        pytest.skip(f"setpriv cannot drop capabilities here: {result.stderr.strip()}")
+    assert result.returncode == 0, result.stderr
+    (run,) = ResultsStore(store).runs()
+    assert "-mutex-p1-other-rr90-refused-" in run.id
+    assert run.label == "mutex ×1 other — rr 90 refused"
+    assert "rr 90 refused" in result.stdout  # the bench table
+    listed = run_cli("runs", "--store", str(store))
+    assert listed.returncode == 0 and "other — rr 90 refused" in listed.stdout
+
+
 def _alive(pid: int) -> bool:
     """Whether process ``pid`` still runs (a zombie waiting to be reaped does not)."""
     try:

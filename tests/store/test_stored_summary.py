@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import assert_one_line_error, latency_clusters, make_run, run_cli, run_main
+from jitterlab.core.tidy import tidy_float, tidy_json
 from jitterlab.store.writer import SUMMARY_METHOD
 
 
@@ -31,7 +32,7 @@ def test_the_stored_summary_equals_reading_every_sample(
     _, read, _ = show(tmp_path / "s", run.id, capsys, "--recompute")
     assert stored["summary_ns"] == read["summary_ns"]  # every figure, to the last bit
     assert stored["summary_ns"]["count"] == latency.size
-    assert stored["summary_ns"]["p99_9"] == float(np.percentile(latency, 99.9))
+    assert stored["summary_ns"]["p99_9"] == tidy_float(float(np.percentile(latency, 99.9)))  # 12 digits
 
 
 def test_a_summary_of_another_method_is_not_trusted(
@@ -46,10 +47,10 @@ def test_a_summary_of_another_method_is_not_trusted(
     meta["summary"]["latency_ns"]["p50"] = -1.0
     meta_path.write_text(json.dumps(meta))
     _, shown, _ = show(tmp_path / "s", run.id, capsys)
-    assert shown["summary_ns"] == truth
+    assert shown["summary_ns"] == tidy_json(truth)  # --json: 12 significant digits (core.tidy)
     meta["summary"]["method"] = "exact-type7-blocks/0"  # a method this version does not use
     meta_path.write_text(json.dumps(meta))
-    assert show(tmp_path / "s", run.id, capsys)[1]["summary_ns"] == truth
+    assert show(tmp_path / "s", run.id, capsys)[1]["summary_ns"] == tidy_json(truth)
 
 
 def test_a_damaged_samples_file_is_named_even_with_a_stored_summary(

@@ -81,7 +81,11 @@ def duration(
     """A duration option, in seconds: ``10s``, ``500ms``, ``250us``; a bare number is in
     ``unit``. ``low``/``high`` are seconds."""
     allowed = Range(low, high, low_open=low_open)
-    shown = f"{describe_duration(allowed)}; a bare number is in {unit}"
+    shown = f"{describe_duration(allowed)}; " + (
+        "a bare number is in s"
+        if unit == "s"
+        else f"with a unit (e.g. 20{unit}); a bare number other than 0 is refused"
+    )
     return OptionType("duration", lambda text: parse_duration_s(text, allowed, unit), shown)
 
 
@@ -93,7 +97,7 @@ positive_float = number(0.0, MAX_FLOAT, low_open=True)
 _open_unit = Range(0.0, 1.0, low_open=True, high_open=True)
 probability = OptionType("number", lambda text: parse_number(text, _open_unit), _open_unit.describe())
 seconds = duration()  # bare numbers are seconds: '2.5', '2.5s', '500ms'
-millis = duration(unit="ms")  # bare numbers are milliseconds: '33.3', '33.3ms'
+millis = duration(unit="ms")  # a unit is needed: '33.3ms' (a bare '33.3' is refused, not read as ms)
 positive_seconds = duration(low_open=True)  # a window or an interval: more than 0
 rate_hz = number(0.0, 1e9, low_open=True, unit="Hz")  # every --rate: a float in Hz
 seed = integer(0, 2**32 - 1)  # every --seed
@@ -221,7 +225,10 @@ def note(message: str) -> None:
 
 
 def print_json(document: Any) -> None:
-    print(json.dumps(document, indent=2))
+    """``--json`` output: floats without binary noise (core.tidy)."""
+    from jitterlab.core.tidy import tidy_json
+
+    print(json.dumps(tidy_json(document), indent=2))
 
 
 def print_context(runs: Sequence[Run]) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jitterlab.cli.common import note
+from jitterlab.core.tidy import counted
 
 if TYPE_CHECKING:
     from jitterlab.store import Run
@@ -39,7 +40,7 @@ def write_runs_report(runs: Sequence[Run], out: Path | None, title: str, preface
     if out and runs:
         from jitterlab.describe.report import write_report
 
-        note(f"writing the report of {len(runs)} run(s)…")
+        note(f"writing the report of {counted(len(runs), 'run')}…")
         size = write_report(list(runs), Path(out), title, preface_html)
         note(f"wrote {out} ({size / 1e6:.1f} MB)")
 

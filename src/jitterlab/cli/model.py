@@ -114,7 +114,11 @@ def cmd_model(args: argparse.Namespace) -> int:
     if not args.rate > 0 or not np.isfinite(args.rate):
         raise JitterlabError("sample needs --rate > 0")
     arrivals = np.arange(args.n) * (1e9 / args.rate)
-    for delay in m.simulate_delays(loaded, arrivals, args.seed, args.reorder):
+    delays = m.simulate_delays(loaded, arrivals, args.seed, args.reorder)
+    shift = m.replay_shift(loaded, args.rate, delays)
+    if shift is not None:
+        warn(CodedWarning("replay-rate", shift.message()))
+    for delay in delays:
         print(round(delay))
     return 0
 

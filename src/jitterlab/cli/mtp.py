@@ -54,7 +54,9 @@ def add_parser(sub: Any) -> None:
     q = mtp.add_parser("synth", help="a validation video with a known latency (and its truth JSON beside it)")
     q.add_argument("output", type=Path)
     q.add_argument("--fps", type=FPS, default=60.0)
-    q.add_argument("--latency", type=READOUT, default=0.050, help="e.g. 33.3ms (bare numbers are ms)")
+    q.add_argument(
+        "--latency", type=READOUT, default=0.050, help="e.g. 33.3ms (a bare number is refused: give a unit)"
+    )
     q.add_argument("--duration", type=SPAN, default=10.0, help="e.g. 10s")
     q.add_argument("--size", type=_size, default=(640, 480), help="WIDTHxHEIGHT (default 640x480)")
     q.add_argument("--noise", type=number(0, 255), default=2.0, help="sensor noise SD in grey levels")

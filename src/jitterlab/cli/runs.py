@@ -24,6 +24,7 @@ from jitterlab.core.errors import CorruptRunError, JitterlabError
 from jitterlab.core.fileio import check_writable_file
 from jitterlab.core.percentiles import percentile_key
 from jitterlab.core.render import render
+from jitterlab.core.tidy import counted
 from jitterlab.core.warnings import CodedWarning, from_stored, normalized
 
 
@@ -121,7 +122,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         warn(
             CodedWarning(
                 "unfinished-measurements",
-                f"{len(leftovers)} unfinished measurement(s) in {store.root / '.staging'}: 'jitterlab recover' stores them",
+                f"{counted(len(leftovers), 'unfinished measurement')} in {store.root / '.staging'}: 'jitterlab recover' stores them",
             )
         )
     return 1 if args.strict and damaged else 0
@@ -217,7 +218,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         open_union(runs)  # refused in one line before any work (units, clocks, histograms)
     with contextlib.ExitStack() as stack:
         engine = cluster_engine(args, stack)  # reached (one line if not) before the note
-        note(f"writing the report of {len(runs)} run(s)…")
+        note(f"writing the report of {counted(len(runs), 'run')}…")
         out, ps = Path(args.output), args.percentiles
         size = write_report(runs, out, args.title, "", baseline_id, ps, args.union, engine)
     note(f"wrote {args.output} ({size / 1e6:.1f} MB)")

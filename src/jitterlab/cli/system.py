@@ -20,6 +20,7 @@ from jitterlab.cli.common import (
 from jitterlab.cli.measuring import check_report, report_option, write_runs_report
 from jitterlab.core.options import duration_text
 from jitterlab.core.render import render
+from jitterlab.core.tidy import counted
 from jitterlab.core.units import format_ns
 
 
@@ -75,7 +76,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             print(f"       fix: {c.fix}")
     warned = sum(c.status == "warn" for c in checks)
     print(
-        f"\n{len(checks)} checks: {warned} warning(s). Every run stores these findings in run.json (doctor)."
+        f"\n{counted(len(checks), 'check')}: {counted(warned, 'warning')}. Every run stores these findings in run.json (doctor)."
     )
     return 0
 

@@ -106,15 +106,30 @@ def parse_number(text: str, allowed: Range) -> float:
     return value
 
 
+def bare_number_rule(text: str, number: str, unit: str | None, default_unit: str) -> None:
+    """The one meaning of a bare number in a duration option: **seconds**, everywhere
+    (``--window 0.5`` is half a second). An option that once read a bare number in another
+    unit (``mtp synth --latency 33.3`` was ms) refuses one that is not 0, in one line naming
+    both readings, rather than guess: ``33.3ms`` or ``33.3s``, never a silent factor of 1000."""
+    if unit is None and default_unit != "s" and float(number) != 0:
+        raise OptionError(
+            f"{printable(text)} needs a unit: a bare number in a duration is seconds in jitterlab, "
+            f"and this option once read it as {default_unit} (write {number.strip()}{default_unit} "
+            f"or {number.strip()}s)"
+        )
+
+
 def parse_duration_s(text: str, allowed: Range, default_unit: str = "s") -> float:
     """A duration in seconds: ``10s``, ``500ms``, ``250us``, ``2min``, ``1h``, or a bare number
-    in ``default_unit``. ``allowed`` is in seconds."""
+    of seconds (an option whose ``default_unit`` is another refuses it: :func:`bare_number_rule`).
+    ``allowed`` is in seconds."""
     match = _DURATION.match(text) if len(text) < 60 else None
     if not match:
         raise OptionError(
             f"{printable(text)} is not a duration (examples: 10s, 500ms, 250us; allowed: "
             f"{describe_duration(allowed)})"
         )
+    bare_number_rule(text, match.group(1), match.group(2), default_unit)
     value = float(match.group(1)) * _UNITS_S[match.group(2) or default_unit]
     if not math.isfinite(value) or value not in allowed:
         raise OptionError(f"{printable(text)} is out of range (allowed: {describe_duration(allowed)})")

@@ -26,15 +26,15 @@ def parse_duration_ns(text: str, default_unit: str = "s") -> int:
     return round(parse_duration_s(text, _DURATIONS_NS, default_unit) * 1e9)
 
 
-def format_ns(value: float | int | None) -> str:
-    """Format nanoseconds with a readable unit and three significant digits."""
+def format_ns(value: float | int | None, digits: int = 3) -> str:
+    """Format nanoseconds with a readable unit and ``digits`` significant digits (three)."""
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "n/a"
     magnitude = abs(float(value))
     for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
         if magnitude >= scale:
-            return f"{value / scale:.3g} {unit}"
-    return f"{value:.3g} ns"
+            return f"{value / scale:.{digits}g} {unit}"
+    return f"{value:.{digits}g} ns"
 
 
 def format_count(value: int) -> str:

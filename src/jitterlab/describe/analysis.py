@@ -68,7 +68,7 @@ from jitterlab.stats.valuetable import ValueTable
 from jitterlab.store import Run
 from jitterlab.store.hdr.streams import corrected_figures
 from jitterlab.store.runs import verified_samples_path
-from jitterlab.store.schema import SAMPLES_FILE
+from jitterlab.store.schema import SAMPLES_FILE, summary_fields
 from jitterlab.store.span import Span, SpanEngine, span_latency_chunks, time_span
 from jitterlab.store.writer import (
     LOCAL,
@@ -505,7 +505,7 @@ def description_json(d: RunDescription) -> dict[str, Any]:
         "id": d.run.id,
         "label": d.run.label,
         "status": d.run.meta.get("status"),
-        "summary_ns": d.summary.to_dict(),
+        **summary_fields(d.summary.to_dict()),
         "percentiles": intervals_json(list(d.intervals)),
         "test": d.test,
         "baseline": d.baseline_id,

@@ -15,6 +15,7 @@ from typing import Any
 from jitterlab.core.errors import JitterlabError
 from jitterlab.store import Run
 from jitterlab.store.hdr.streams import figures, in_unit, read_figures
+from jitterlab.store.schema import summary_fields
 
 HISTOGRAM_ONLY = "outlier categories (stacked-z, GESD, Walsh) and windows by send time need raw samples"
 
@@ -106,7 +107,7 @@ def histogram_json(d: HistogramDescription) -> dict[str, Any]:
         "id": d.run.id,
         "histogram_only": True,
         "tag": d.tag,
-        "summary_ns": chosen["summary"],
+        **summary_fields(chosen["summary"]),
         "streams": d.streams,
         "intervals": d.windows,
         "from_s": d.from_s,

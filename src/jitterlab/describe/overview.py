@@ -25,6 +25,7 @@ from matplotlib.ticker import FuncFormatter, NullLocator
 
 from jitterlab.core.html import esc, figure_img, html_table
 from jitterlab.describe.compare import run_sample
+from jitterlab.describe.tables import distinct_labels
 from jitterlab.stats import Comparison, Summary
 from jitterlab.stats.compare import compare_ordered
 from jitterlab.stats.loglinear import LogLinear
@@ -37,9 +38,12 @@ PALETTE = [
     "#da8bc3", "#8c8c8c", "#ccb974", "#64b5cd", "#1b1b1b", "#a6761d",
 ]  # fmt: skip
 MARKERS = ["o", "s", "^", "D", "v", "P", "X"]
-LINESTYLES = ["-", "--", ":", "-."]
+LINESTYLES: list[Any] = [
+    "-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3)), (0, (8, 3)), (0, (3, 1, 1, 1, 1, 1, 1, 1)),
+]  # fmt: skip
 SPECTRUM_TICKS = (0.5, 0.9, 0.99, 0.999, 0.9999, 0.99999, 0.999999)
 MAX_QQ_PANELS = 12
+QQ_MARGIN_IN = (0.75, 0.15, 0.6, 0.35)  # left, right, bottom, top of the QQ figure (inches)
 QQ_PERCENTILES = tuple(np.concatenate([np.linspace(1, 99, 99), [99.5, 99.9, 99.95, 99.99]]))
 SPECTRUM_POINTS = 120
 
@@ -119,15 +123,21 @@ def technique_of(run: Run) -> str:
 
 
 def styles(runs: Sequence[Run]) -> dict[str, Style]:
-    """One colour per technique, one marker and line style per policy (by run id)."""
+    """One colour per technique; within a technique, each run its own line style and marker
+    (by run id), so that ×1 and ×2, or two runs of one policy, never draw alike (distinct
+    for up to 56 runs of a technique)."""
     techniques = sorted({technique_of(r) for r in runs})
-    policies = sorted({r.policy_label for r in runs})
-    out = {}
+    members: dict[str, list[Run]] = defaultdict(list)
     for r in runs:
-        t, p = techniques.index(technique_of(r)), policies.index(r.policy_label)
-        out[r.id] = Style(
-            PALETTE[t % len(PALETTE)], MARKERS[p % len(MARKERS)], LINESTYLES[p % len(LINESTYLES)]
-        )
+        members[technique_of(r)].append(r)
+    out = {}
+    for technique, group in members.items():
+        t = techniques.index(technique)
+        ordered = sorted(group, key=lambda r: (r.policy_label, int(r.config.get("pairs") or 0), r.id))
+        for k, r in enumerate(ordered):
+            out[r.id] = Style(
+                PALETTE[t % len(PALETTE)], MARKERS[k % len(MARKERS)], LINESTYLES[k % len(LINESTYLES)]
+            )
     return out
 
 
@@ -168,10 +178,11 @@ def verdicts_html(groups: list[tuple[Run, list[Run]]], comparisons: dict[tuple[s
             # the whole run "regressed" even when p50 and p99, shown here, improved.
             behind = [f"p{p.percentile:g}" for p in c.percentiles if p.verdict == c.verdict]
             reason = f" ({', '.join(behind)})" if c.verdict != "within noise" else ""
+            named, against = distinct_labels([other, base])
             rows.append(
                 [
-                    esc(other.label),
-                    esc(base.label),
+                    esc(named),
+                    esc(against),
                     *cells,
                     f"{c.ks_statistic:.3f}",
                     f'<span class="verdict-{c.verdict.split()[0]}">{c.verdict}</span>'
@@ -210,8 +221,16 @@ def qq_figure(
         ax.legend(fontsize=7, loc="upper left")
     for ax in list(axes.flat)[len(shown) :]:
         ax.set_visible(False)
+    # Margins in inches, not fractions: one panel (4.4 in wide) keeps its tick labels and
+    # axis titles as whole as twelve do.
+    width, height = fig.get_size_inches()
     fig.subplots_adjust(
-        left=0.07, right=0.98, bottom=0.3 / rows, top=1 - 0.25 / rows, hspace=0.45, wspace=0.28
+        left=QQ_MARGIN_IN[0] / width,
+        right=1 - QQ_MARGIN_IN[1] / width,
+        bottom=QQ_MARGIN_IN[2] / height,
+        top=1 - QQ_MARGIN_IN[3] / height,
+        hspace=0.45,
+        wspace=0.28,
     )
     return figure_img(fig, "QQ plots, one per group of like runs")
 
@@ -256,15 +275,18 @@ def spectrum_overlay(digests: Sequence[RunDigest], style: dict[str, Style]) -> s
     """Every run's percentile spectrum on one 1/(1-p) axis (HdrHistogram's plotter view)."""
     fig, ax = plt.subplots(figsize=(12.5, 5.6))
     deepest = 0.5
-    for d in digests:
+    for d, label in zip(digests, distinct_labels([d.run for d in digests]), strict=True):
         s = style[d.run.id]
         ax.plot(
             1 / (1 - d.spectrum_p),
             d.spectrum_ns / 1000,
             color=s.colour,
             ls=s.linestyle,
+            marker=s.marker,
+            markevery=SPECTRUM_POINTS // 8,
+            ms=3,
             lw=1.2,
-            label=d.run.label,
+            label=label,
         )
         deepest = max(deepest, float(d.spectrum_p[-1]))
     ticks = [p for p in SPECTRUM_TICKS if p <= deepest]
@@ -316,7 +338,11 @@ def overview_html(
         )
     if groups:
         shown = (
-            "" if len(groups) <= MAX_QQ_PANELS else f" (the first {MAX_QQ_PANELS} of {len(groups)} groups)"
+            ""
+            if len(groups) <= MAX_QQ_PANELS
+            else f" (the first {MAX_QQ_PANELS} of {len(groups)} groups; the other "
+            f"{len(groups) - MAX_QQ_PANELS}: <code>jitterlab report</code> of their runs, or "
+            "<code>jitterlab compare BASE RUN</code>)"
         )
         parts.append(verdicts_html(groups, comparisons) + f"<h3>QQ plots, one per group{shown}</h3>" + qq[0])
     else:

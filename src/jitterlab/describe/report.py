@@ -32,6 +32,7 @@ from jitterlab.core.fileio import atomic_write_bytes
 from jitterlab.core.html import PAGE_END, esc, figure_img, html_table, page_head
 from jitterlab.core.percentiles import percentile_key
 from jitterlab.core.progress import ProgressBar
+from jitterlab.core.tidy import counted
 from jitterlab.core.units import format_count, format_ns
 from jitterlab.core.version import __version__
 from jitterlab.core.warnings import fix_for, normalized
@@ -69,6 +70,7 @@ from jitterlab.describe.tables import (
     category_rows,
     collector_table_layout,
     covers_several_collectors,
+    distinct_labels,
     histogram_interval_rows,
     interval_caption,
     interval_rows,
@@ -144,7 +146,12 @@ def run_figure(d: RunDescription, panels: Panels | None = None) -> str:
     ax.set_xlim(0, span / 1e9)
     ax.set_xlabel("time since the run started (s)")
     ax.set_ylabel("latency (µs)")
-    ax.set_title(f"samples above median + 2σ ({format_ns(cut)}){note}", fontsize=10, y=1.0)
+    ax.set_title(
+        f"samples above median + 2σ ({format_ns(cut)}){note}; the "
+        f"{format_count(max(s.count - p.above, 0))} below it are not drawn (all: jitterlab export)",
+        fontsize=10,
+        y=1.0,
+    )
     if p.t.size or marked:
         # Below the median + 2σ cut no point is drawn, so the legend sits there, not on spikes.
         ax.legend(fontsize=7, loc="lower center", ncol=3, framealpha=0.85)
@@ -470,8 +477,14 @@ def _histogram_section(run: Run, anchor: str, percentiles_asked: bool = False) -
     return f"""<section class="card" id="{anchor}"><h3>{_esc(run.label)} (histogram-only import)</h3>
 <div class="muted">run <code>{_esc(run.id)}</code> from <code>{_esc(run.config.get("source"))}</code>.
 Figures are HdrHistogram Java's, one row per tag of the log. Outlier categories, the timeline and comparisons
-need raw samples, which an HdrHistogram log does not hold, so they are not shown.{asked}</div>{html_table(headers, rows)}
-{corrected}<div class="muted">intervals of {_esc(which)}{" (first 50)" if len(d.windows) > 50 else ""}</div>
+need raw samples, which an HdrHistogram log does not hold, so they are not shown.{asked}</div>{
+        html_table(headers, rows)
+    }
+{corrected}<div class="muted">intervals of {_esc(which)}{
+        f" (the first 50 of {len(d.windows):,}; every interval: <code>jitterlab describe {_esc(run.id)} --json</code>)"
+        if len(d.windows) > 50
+        else ""
+    }</div>
 {html_table(interval_headers, shown)}</section>"""
 
 
@@ -655,11 +668,13 @@ def build_report(
         overview = overview_html(digests, comparisons, baseline_id, run_jobs) if len(digests) > 1 else ""
     sections = [section for section, _digest, _chosen in results[: len(sample_runs)]]
     chosen = [c for _section, _digest, c in results[: len(sample_runs)]]
-    labels = [r.label for r in sample_runs] + [f"{r.label} (histogram)" for r in histogram_runs]
+    labels = distinct_labels(sample_runs) + [
+        f"{label} (histogram)" for label in distinct_labels(histogram_runs)
+    ]
     nav = " ".join(f'<a href="#run{i}">{_esc(label)}</a>' for i, label in enumerate(labels))
     parts = [
         page_head(title),
-        f"<h1>{_esc(title)}</h1><div class='muted'>{len(runs)} run(s) · generated "
+        f"<h1>{_esc(title)}</h1><div class='muted'>{counted(len(runs), 'run')} · generated "
         f"{dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')} by jitterlab {__version__} · "
         "<a href='#understanding'>how to read this report</a></div>",
         _context_html(runs),

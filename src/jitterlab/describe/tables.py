@@ -17,29 +17,43 @@ if TYPE_CHECKING:  # numpy and the statistics are imported by the tables that co
     from jitterlab.stats.quantile_ci import QuantileInterval
 
 
+def distinct_labels(runs: Sequence[Run]) -> list[str]:
+    """Each run's :attr:`Run.label`, with its id added where several runs share the label,
+    so that no two runs read alike ("mutex ×1 other (ID)")."""
+    counts: dict[str, int] = {}
+    for run in runs:
+        counts[run.label] = counts.get(run.label, 0) + 1
+    return [f"{r.label} ({r.id})" if counts[r.label] > 1 else r.label for r in runs]
+
+
 def table1_layout(
     runs: Sequence[Run], summaries: Sequence[Mapping[str, float]]
 ) -> tuple[list[str], list[list[str]]]:
     """Seed 000, Table 1: one row per runtime/technique × pairs, then max, mean and median
-    for each policy. When several runs share a cell the later one wins."""
+    for each policy. Every run is in the table: when several runs share a row and policy,
+    that row is split into one row per run, each named by its run's id."""
     policies = list(dict.fromkeys(r.policy_label for r in runs))
-    cells: dict[tuple[str, str], Mapping[str, float]] = {}
-    rows: list[str] = []
+    groups: dict[str, list[tuple[Run, Mapping[str, float]]]] = {}
     for run, summary in zip(runs, summaries, strict=True):
         c = run.config
         label = f"{run.technique_label} ×{c.get('pairs', '?')}"
         if c.get("runtime", "native") != "native":
             label = f"{c.get('runtime')}/{label}"
-        if label not in rows:
-            rows.append(label)
-        cells[(label, run.policy_label)] = summary
+        groups.setdefault(label, []).append((run, summary))
+    rows: list[tuple[str, dict[str, Mapping[str, float]]]] = []
+    for label, members in groups.items():
+        shared = len({r.policy_label for r, _ in members}) < len(members)
+        if shared:  # one row per run, so that none hides another
+            rows += [(f"{label} ({run.id})", {run.policy_label: summary}) for run, summary in members]
+        else:
+            rows.append((label, {run.policy_label: summary for run, summary in members}))
     headers = ["", *[f"{stat} {p}" for stat in ("max", "mean", "median") for p in policies]]
     body = []
-    for label in rows:
+    for label, cells in rows:
         row = [label]
         for stat in ("max", "mean", "p50"):
             for p in policies:
-                cell = cells.get((label, p))
+                cell = cells.get(p)
                 row.append(format_ns(cell[stat]) if cell else "—")
         body.append(row)
     return headers, body
@@ -53,15 +67,21 @@ def collector_table_layout(
     runs: Sequence[Run], summaries: Sequence[Mapping[str, float]]
 ) -> tuple[list[str], list[list[str]]]:
     """Seed 000, Tables 2–3: for each JVM technique × pairs, one row per collector ×
-    scheduler with max, mean and median. Runs without a collector are left out; when
-    several runs share a row the later one wins."""
-    cells: dict[tuple[str, str, str], Mapping[str, float]] = {}
+    scheduler with max, mean and median. Runs without a collector are left out (the caller
+    says so); when several runs share a row, each is a row of its own named by its id."""
+    keyed: list[tuple[tuple[str, str, str], Run, Mapping[str, float]]] = []
     for run, summary in zip(runs, summaries, strict=True):
         c = run.config
         if not c.get("gc"):
             continue
         what = str(c.get("technique", "?")) + (f"/{c['variant']}" if c.get("variant") else "")
-        cells[(f"{what} ×{c.get('pairs', '?')}", str(c["gc"]), run.policy_label)] = summary
+        keyed.append(((f"{what} ×{c.get('pairs', '?')}", str(c["gc"]), run.policy_label), run, summary))
+    counts: dict[tuple[str, str, str], int] = {}
+    for key, _run, _summary in keyed:
+        counts[key] = counts.get(key, 0) + 1
+    cells: dict[tuple[str, str, str], Mapping[str, float]] = {}
+    for (group, gc, policy), run, summary in keyed:
+        cells[(group, gc, f"{policy} ({run.id})" if counts[(group, gc, policy)] > 1 else policy)] = summary
     body: list[list[str]] = []
     shown: set[str] = set()
     for (group, gc, policy), cell in sorted(cells.items()):
@@ -215,12 +235,38 @@ def category_name(index: int) -> str:
     return "main" if index == 0 else "low" if index == -1 else str(index)
 
 
+def distinct_digits(values: Sequence[float], digits: int = 3) -> int:
+    """The fewest significant digits (at least ``digits``, at most 9) at which values that
+    differ also print differently in :func:`format_ns`: so that ranges that do not touch are
+    never shown touching ("30.1 µs – 30.1 µs")."""
+    while digits < 9:
+        shown: dict[str, float] = {}
+        if all(shown.setdefault(format_ns(v, digits), v) == v for v in values):
+            return digits
+        digits += 1
+    return digits
+
+
 def category_rows(categories: StackedResult) -> list[list[str]]:
+    """Each category: its name, value range, count and share; the ranges with as many digits
+    as tell every bound from its neighbours."""
+    present = [c for c in categories.categories if c.count]
+    digits = distinct_digits([float(v) for c in present for v in (c.lower, c.upper)])
     rows = []
     for c in categories.categories:
-        value_range = "—" if c.count == 0 else f"{format_ns(c.lower)} – {format_ns(c.upper)}"
+        value_range = "—" if c.count == 0 else f"{format_ns(c.lower, digits)} – {format_ns(c.upper, digits)}"
         rows.append([category_name(c.index), value_range, f"{c.count:,}", f"{c.share:.4%}"])
     return rows
+
+
+def window_start(start_ns: float, width_ns: float) -> str:
+    """A window's start, in seconds from the run's first send, with as many decimals as tell
+    windows of ``width_ns`` apart ("10.0001 s" for 100 µs windows, never "10 s" ten times;
+    0 is "0 s", not "0 ns")."""
+    import math
+
+    decimals = max(0, -math.floor(math.log10(width_ns / 1e9))) if width_ns > 0 else 9
+    return f"{start_ns / 1e9:.{min(decimals, 9)}f} s"
 
 
 CATEGORY_HEADERS = ["category", "range", "count", "share"]

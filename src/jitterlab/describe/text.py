@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from jitterlab.core.render import render
+from jitterlab.core.tidy import counted
 from jitterlab.core.units import format_count, format_ns
 from jitterlab.describe.analysis import RunDescription, pauses_in_run
 from jitterlab.describe.context import context_header
@@ -27,10 +28,13 @@ from jitterlab.describe.tables import (
     stream_rows,
     summary_cells,
     untagged_name,
+    window_start,
 )
 from jitterlab.stats.quantile_ci import QuantileInterval
 from jitterlab.store import Run
-from jitterlab.store.schema import samples_per_pair
+from jitterlab.store.schema import samples_per_pair, summary_fields
+
+WINDOW_ROWS = 20  # window rows `describe` prints; more are the first and last ten
 
 
 def stored_line(run: Run) -> str:
@@ -55,7 +59,7 @@ def show_json(run: Run, summary: dict[str, Any], chosen: dict[str, float | None]
         "partial_reason": run.meta.get("partial_reason"),
         "context": context_block(run),
         "config": run.config,
-        "summary_ns": summary,
+        **summary_fields(summary),
         "percentiles_ns": chosen,
         "floor": run.meta.get("floor"),
     }
@@ -177,9 +181,9 @@ def describe_text(
         verdict = "CONTAMINATED" if d.screening.contaminated else "clean"
         lines.append(f"screening against baseline {d.baseline_id}: {verdict} ({d.screening.reason})")
     w = d.windows
-    lines.append(f"\nwindows of {format_ns(w.width_ns)} by send time: {w.start_ns.size}")
     n = w.start_ns.size
-    shown = range(n) if n <= 20 else [*range(10), *range(n - 10, n)]
+    lines.append(f"\nwindows of {format_ns(w.width_ns)} by send time: {n:,}")
+    shown = range(n) if n <= WINDOW_ROWS + 2 else [*range(10), *range(n - 10, n)]  # never hide 1 or 2
     rows = []
     for i in shown:
         cats = " ".join(
@@ -189,7 +193,7 @@ def describe_text(
         )
         rows.append(
             [
-                format_ns(w.start_ns[i]),
+                window_start(w.start_ns[i], w.width_ns),
                 f"{int(w.count[i]):,}",
                 format_ns(w.p50[i]),
                 format_ns(w.p99[i]),
@@ -198,8 +202,13 @@ def describe_text(
             ]
         )
     lines.append(render(["start", "samples", "p50", "p99", "max", "outliers by category"], rows, "rrrrrl"))
-    if n > 20:
-        lines.append(f"({n - 20} windows in between not shown; --json has them all)")
+    if len(shown) < n:
+        hidden = n - len(shown)
+        lines.append(
+            f"({counted(hidden, 'window')} in between not shown, from "
+            f"{window_start(w.start_ns[10], w.width_ns)} to {window_start(w.start_ns[n - 11], w.width_ns)}; "
+            f"jitterlab describe {d.run.id} --json has them all)"
+        )
     out, _ = attribution_text(d.attribution)
     if out:
         lines.append(out)

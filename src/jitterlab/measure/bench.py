@@ -8,7 +8,7 @@ from typing import Any
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.warnings import CodedWarning
 from jitterlab.measure.jobs import NativeJob, native_point
-from jitterlab.measure.policy import is_realtime, policy_label, priority_for
+from jitterlab.measure.policy import id_label, is_realtime, policy_label, priority_for
 from jitterlab.measure.runner import Point
 from jitterlab.measure.techniques import native_techniques, technique_kind
 
@@ -142,7 +142,7 @@ def bench_job(plan: BenchPlan, technique: str, pairs: int, policy: str) -> Nativ
         program="jitterlab-bench",
         args=harness_args(plan, technique, pairs, policy),
         config=config,
-        id_parts=(technique, f"p{pairs}", label_policy),
+        id_parts=(technique, f"p{pairs}", id_label(policy, plan.priority)),
         label=f"{technique} ×{pairs} {label_policy}",
         total=plan.samples * (1 if technique_kind(technique) == "floor" else pairs),
         spike_cpus=spike_cpus,

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from jitterlab.core.tidy import counted
 from jitterlab.measure.environment import isolation, parse_cpu_list, read_text
 
 CAP_IPC_LOCK = 14
@@ -63,7 +64,7 @@ def check_frequency(root: Path) -> Check:
     return Check(
         "cpu frequency",
         "warn",
-        f"{len(slow)} CPU(s) not on the performance governor "
+        f"{counted(len(slow), 'CPU')} not on the performance governor "
         f"({', '.join(sorted(set(governors[c] for c in slow)))}, driver {driver}): the clock ramps up and "
         "down under the measurement",
         "sudo cpupower frequency-set -g performance",
@@ -100,7 +101,7 @@ def check_idle_states(root: Path) -> Check:
     return Check(
         "idle states",
         "warn",
-        f"{len(deep)} deep idle state(s) enabled, exit latency up to {worst} µs",
+        f"{counted(len(deep), 'deep idle state')} enabled, exit latency up to {worst} µs",
         "sudo cpupower idle-set -D 10   (or hold /dev/cpu_dma_latency open with the value 0 while measuring)",
         evidence,
     )

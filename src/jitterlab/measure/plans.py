@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jitterlab.core.errors import JitterlabError
-from jitterlab.core.units import format_count, parse_duration_ns
+from jitterlab.core.tidy import counted
+from jitterlab.core.units import parse_duration_ns
 from jitterlab.core.warnings import CodedWarning
 from jitterlab.measure import jvm
 from jitterlab.measure.bench import BenchPlan, bench_points, resolve_techniques
@@ -297,7 +298,7 @@ def bench_plan(r: BenchRequest) -> Plan:
         jvm_points, skipped = jvm.jvm_points(plan_jvm)
         points += jvm_points
         warnings += planned + skipped
-    about = f"{len(points)} run(s), {format_count(r.samples)} samples per pair"
+    about = f"{counted(len(points), 'run')}, {counted(r.samples, 'sample')} per pair"
     return Plan("bench", points, tuple(warnings), load=parse_load(r.load), trace=r.trace, about=about)
 
 

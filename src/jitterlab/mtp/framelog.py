@@ -27,6 +27,7 @@ import pandas as pd
 from jitterlab.core.csvtext import read_csv_text
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.fileio import atomic_write_bytes, atomic_write_json, make_dir
+from jitterlab.core.tidy import counted
 from jitterlab.core.warnings import Warn, from_stored
 from jitterlab.measure.runner import Plan, analysis_plan
 from jitterlab.mtp import quaternion as quat
@@ -191,7 +192,7 @@ def _finish(
         result.warnings.append(
             {
                 "code": "latency-aliasing",
-                "detail": f"{int(near.sum())} frame(s) within {100 - ALIAS_WARNING_SHARE * 100:.0f} % of the "
+                "detail": f"{counted(int(near.sum()), 'frame')} within {100 - ALIAS_WARNING_SHARE * 100:.0f} % of the "
                 f"aliasing limit {rig.alias_s * 1e3:g} ms (codes modulo {rig.modulus}): a longer latency reads "
                 "as a short one",
             }

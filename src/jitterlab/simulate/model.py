@@ -430,6 +430,75 @@ def simulate_delays(
     return np.array([schedule.available_at(now) - now for now in t.tolist()], dtype=np.float64)
 
 
+REPLAY_RATE_FACTOR = 2.0  # a replay further than this from the run's rate is compared with it
+
+
+def run_rate_hz(model: LatencyModel) -> float | None:
+    """Items per second of the run a model was built from (None for a designed model)."""
+    source = model.source
+    span_s = source.get("span_s")
+    if not isinstance(source.get("main_count"), int) or not _is_number(span_s) or span_s <= 0:
+        return None
+    items = source["main_count"] + sum(c.count for c in model.categories)
+    return float(items / span_s) if items > 1 else None
+
+
+@dataclass(frozen=True)
+class ReplayShift:
+    """How replaying a model at another rate than its run's changes the delays: the median
+    and the share above ``threshold_ns`` (where the run's spikes start) at each rate."""
+
+    run_rate_hz: float
+    rate_hz: float
+    threshold_ns: float
+    median_run_ns: float
+    median_ns: float
+    share_run: float
+    share: float
+
+    def message(self) -> str:
+        return (
+            f"replaying at {_hz(self.rate_hz)} a model of a run at {_hz(self.run_rate_hz)} changes the "
+            f"distribution (spikes come per time, not per item): median {format_ns(self.median_ns)} "
+            f"against the run's {format_ns(self.median_run_ns)}, {_percent(self.share)} above "
+            f"{format_ns(self.threshold_ns)} against the run's {_percent(self.share_run)}; "
+            f"--rate {self.run_rate_hz:.6g} keeps the run's distribution"
+        )
+
+
+def _hz(rate: float) -> str:
+    return f"{rate / 1000:.3g} kHz" if rate >= 1000 else f"{rate:.3g} Hz"
+
+
+def _percent(share: float) -> str:
+    return f"{100 * share:.2g} %"
+
+
+def replay_shift(model: LatencyModel, rate_hz: float, delays: npt.ArrayLike) -> ReplayShift | None:
+    """The figures that tell a user who replays ``model`` at ``rate_hz`` (``delays``: what the
+    replay drew) that the delays are not distributed as in the model's run: the run's
+    median and share of spikes (from the model) against the replay's. None when the model
+    has no run (a designed model) or no spike category (then nothing depends on the rate),
+    or when ``rate_hz`` is within a factor of :data:`REPLAY_RATE_FACTOR` of the run's rate."""
+    own = run_rate_hz(model)
+    thresholds = model.source.get("thresholds_ns") or []
+    drawn = np.asarray(delays, dtype=np.float64)
+    if own is None or not model.categories or not thresholds or not drawn.size:
+        return None
+    if 1 / REPLAY_RATE_FACTOR <= rate_hz / own <= REPLAY_RATE_FACTOR:
+        return None
+    threshold = float(thresholds[0])
+    return ReplayShift(
+        own,
+        rate_hz,
+        threshold,
+        float(model.source.get("main_median_ns") or 0.0),
+        float(percentiles(drawn, (50.0,))[0]),
+        float(sum(c.share for c in model.categories)),
+        float(np.mean(drawn > threshold)),
+    )
+
+
 def model_to_json(model: LatencyModel) -> dict[str, Any]:
     base: dict[str, Any]
     if model.sine is not None:
@@ -604,7 +673,8 @@ def category_rows(model: LatencyModel) -> list[list[str]]:
 
 
 def parse_durations(text: str, count: int, flag: str) -> tuple[float, ...]:
-    """``count`` comma-separated durations (bare numbers are milliseconds) in ns."""
+    """``count`` comma-separated durations in ns (each with a unit; a bare number other than 0
+    is refused: core.options.bare_number_rule)."""
     parts = [p for p in text.split(",") if p.strip()]
     if len(parts) != count:
         raise JitterlabError(f"{flag} expects {count} comma-separated durations, got '{text}'")

@@ -214,6 +214,33 @@ def rename_no_replace(source: Path, target: Path) -> bool:
     return True
 
 
+def _policy_name(policy: str, priority: Any) -> str:
+    return f"{policy} {priority}" if policy in ("fifo", "rr") and priority else policy
+
+
+def obtained_policy_label(meta: dict[str, Any]) -> str:
+    """A run's policy label from its run.json: what was obtained, and a refusal of what was
+    asked ("other — rr 90 refused"); see :attr:`Run.policy_label`."""
+    config = meta.get("config") or {}
+    asked = _policy_name(str(config.get("policy", "other")), config.get("priority"))
+    obtained = meta.get("obtained") or {}
+    placements = [p for p in obtained.get("placements") or [] if isinstance(p, dict) and p.get("policy")]
+    if placements:
+        got = sorted({_policy_name(str(p["policy"]), p.get("priority")) for p in placements})
+        refused = any(p.get("policy_error") for p in placements)
+    elif obtained.get("policies"):
+        got = sorted({str(p) for p in obtained["policies"]})
+        got = [asked if p == config.get("policy") else p for p in got]
+        refused = False
+    else:
+        return asked
+    if got == [asked] and not refused:
+        return asked
+    if config.get("policy") in (None, "unknown"):  # recovered: nothing asked that we know of
+        return "+".join(got)
+    return f"{'+'.join(got)} — {asked} {'partly refused' if asked in got else 'refused'}"
+
+
 @dataclass
 class Run:
     """A stored run: its metadata and, loaded on first use, its samples."""
@@ -236,11 +263,19 @@ class Run:
         return self.meta.get("status") == "partial"
 
     @property
-    def policy_label(self) -> str:
+    def requested_policy_label(self) -> str:
         """The scheduling policy asked for, with its priority for fifo/rr ("rr 90")."""
         c = self.config
         policy = str(c.get("policy", "other"))
         return f"{policy} {c['priority']}" if policy in ("fifo", "rr") and c.get("priority") else policy
+
+    @property
+    def policy_label(self) -> str:
+        """The scheduling policy the kernel granted (``obtained`` in run.json), with its
+        priority for fifo/rr ("rr 90"); when that is not what was asked for, the refusal is
+        part of the name: "other — rr 90 refused" (some threads refused: "partly refused").
+        Runs that do not record what they obtained (imports, models) carry what was asked."""
+        return obtained_policy_label(self.meta)
 
     @property
     def label(self) -> str:

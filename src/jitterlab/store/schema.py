@@ -109,6 +109,13 @@ def harness_schema() -> dict[str, Any]:
     return _schema("harness")
 
 
+def summary_fields(figures: Any) -> dict[str, Any]:
+    """A summary in ``--json`` output under the name run.json gives it, ``summary.latency_ns``
+    (one name everywhere); ``summary_ns``, the name ``--json`` used before, stays beside it so
+    that readers of the old name keep working (docs/run-format.md)."""
+    return {"summary": {"latency_ns": figures}, "summary_ns": figures}
+
+
 def strict_json(data: bytes | str) -> Any:
     """JSON as the standard has it: NaN and Infinity literals are refused (Python's json
     module accepts them; the native reader and most others do not)."""

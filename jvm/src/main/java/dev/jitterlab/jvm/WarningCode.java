@@ -33,6 +33,7 @@ public enum WarningCode {
     RUN_DAMAGED("run-damaged"),
     MACHINES_DIFFER("machines-differ"),
     MODEL_THIN("model-thin"),
+    REPLAY_RATE("replay-rate"),
     IMPORT_TRUNCATED("import-truncated"),
     LOG_IRREGULAR("log-irregular"),
     TIME_IRREGULAR("time-irregular"),
