@@ -43,6 +43,7 @@ enum class WarningCode {
     log_irregular,
     time_irregular,
     leading_junk,
+    import_assumed,
     rows_skipped,
     no_baseline,
     backlog_skipped,
@@ -53,7 +54,7 @@ enum class WarningCode {
     deprecated_option,
 };
 
-inline constexpr std::array<std::string_view, 42> kWarningCodeNames = {
+inline constexpr std::array<std::string_view, 43> kWarningCodeNames = {
     "policy-refused",
     "affinity-refused",
     "mlock-refused",
@@ -88,6 +89,7 @@ inline constexpr std::array<std::string_view, 42> kWarningCodeNames = {
     "log-irregular",
     "time-irregular",
     "leading-junk",
+    "import-assumed",
     "rows-skipped",
     "no-baseline",
     "backlog-skipped",
