@@ -193,13 +193,13 @@ def import_cyclictest(path: Path, store: ResultsStore, as_json: bool, warn: Warn
         raise JitterlabError(f"{path}: no samples in the histogram of {', '.join(str(e) for e in empty)}")
     runs = _import_histograms(path, store, histograms, "us", {"runtime": "import"}, warn, per_tag)
     for run, h in zip(runs, histograms, strict=True):
-        over = per_tag[str(h.tag)].get("histogram_overflows")
-        if over:
+        beyond = per_tag[str(h.tag)].get("histogram_overflows")
+        if beyond:
             store.amend(
                 run,
                 {
                     "status": "partial",
-                    "partial_reason": f"{over:,} latencies beyond the histogram's range are not in it",
+                    "partial_reason": f"{beyond:,} latencies beyond the histogram's range are not in it",
                 },
             )
     return runs

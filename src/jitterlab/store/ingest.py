@@ -549,14 +549,6 @@ def import_csv(
             )
         )
     layout = _csv_layout(path, header, options)
-    if "t_send" not in layout:
-        warn(
-            CodedWarning(
-                "import-assumed",
-                f"{path}: no send times: the samples are placed 1 ns apart by row, so time windows and "
-                "plots over time mean nothing (--time-column NAME[:UNIT] names a column of times)",
-            )
-        )
     meta = _import_meta(store, path, "csv")
     staging = store.staging_dir(meta["id"], lock=True)
     meta["id"] = staging.name
@@ -617,7 +609,16 @@ def _sample_config(
     options: ImportOptions,
     warn: Warn,
 ) -> None:
-    """What an import of samples records in run.json's config (and its time warnings)."""
+    """What an import of samples records in run.json's config, and its time warnings (said
+    once the file is read: a refused file prints its one error line only)."""
+    if "t_send" not in layout:
+        warn(
+            CodedWarning(
+                "import-assumed",
+                f"{path}: no send times: the samples are placed 1 ns apart by row, so time windows and "
+                "plots over time mean nothing (--time-column NAME[:UNIT] names a column of times)",
+            )
+        )
     meta["config"]["samples"] = writer.rows
     meta["config"]["rows_skipped"] = skipped
     meta["config"]["units"] = {role: c.unit for role, c in layout.items()}
