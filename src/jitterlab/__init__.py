@@ -12,10 +12,16 @@ _LAZY = {
     "ResultsStore": "jitterlab.store",
     "Run": "jitterlab.store",
     "load_run": "jitterlab.store",
+    "open_store": "jitterlab.describe.notebook",
+    "compare": "jitterlab.describe.notebook",
+    "Store": "jitterlab.describe.notebook",
+    "Description": "jitterlab.describe.notebook",
+    "Comparison": "jitterlab.describe.notebook",
 }
 
 
 if TYPE_CHECKING:  # what type checkers and editors see
+    from jitterlab.describe.notebook import Comparison, Description, Store, compare, open_store
     from jitterlab.monitor.recorder import Monitor
     from jitterlab.simulate.injector import Injector
     from jitterlab.store import ResultsStore, Run, load_run
@@ -29,4 +35,22 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'jitterlab' has no attribute {name!r}")
 
 
-__all__ = ["Injector", "Monitor", "ResultsStore", "Run", "__version__", "load_run"]
+def __dir__() -> list[str]:
+    """The public names (tab completion in a notebook), not the imports behind them.
+    (``run.describe()`` describes a run: ``jitterlab.describe`` is the describe room.)"""
+    return sorted(__all__)
+
+
+__all__ = [
+    "Comparison",
+    "Description",
+    "Injector",
+    "Monitor",
+    "ResultsStore",
+    "Run",
+    "Store",
+    "__version__",
+    "compare",
+    "load_run",
+    "open_store",
+]

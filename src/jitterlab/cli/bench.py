@@ -41,7 +41,9 @@ def add_parser(sub: Any) -> None:
         "(java-monitor,java-lock,disruptor,java-vthread,pekko) techniques, or 'all' (default: all of --runtime)",
     )
     p.add_argument(
-        "--pairs", default="1", help="comma list of pair counts, 1..64 (a list gives a scaling series)"
+        "--pairs",
+        default="1",
+        help="comma list of pair counts, 1..64 (a list gives a scaling series; default 1)",
     )
     p.add_argument("--policy", default="other", help="comma list of other,fifo,rr,deadline (default other)")
     p.add_argument(
@@ -76,7 +78,9 @@ def add_parser(sub: Any) -> None:
         default=256 * 1024,
         help="ints in the shared block (default 262144; 0 skips the memory step: pure channel latency)",
     )
-    p.add_argument("--pin", default="none", help="none, spread, compact or a CPU list such as 0,1 or 0-3")
+    p.add_argument(
+        "--pin", default="none", help="none, spread, compact or a CPU list such as 0,1 or 0-3 (default none)"
+    )
     p.add_argument("--no-mlock", action="store_true", help="do not lock memory (mlockall)")
     p.add_argument(
         "--pause",
@@ -136,7 +140,7 @@ def add_parser(sub: Any) -> None:
         help="jvm pekko: comma list of default (fork-join, throughput 5), throughput-1, pinned, affinity",
     )
     p.add_argument("--heap", default="1g", help="jvm: -Xms/-Xmx (default 1g)")
-    store_option(p)
+    store_option(p, named=True)
 
 
 def request(args: argparse.Namespace) -> plans.BenchRequest:

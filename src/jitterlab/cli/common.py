@@ -182,7 +182,7 @@ def expected_interval_ns(args: argparse.Namespace) -> int | None:
     return value
 
 
-def store_option(parser: argparse.ArgumentParser) -> None:
+def store_option(parser: argparse.ArgumentParser, named: bool = False) -> None:
     parser.add_argument(
         "--store",
         type=Path,
@@ -195,6 +195,8 @@ def store_option(parser: argparse.ArgumentParser) -> None:
         help="as root, use a store another user owns: its owner's folders, drafts and leftovers are "
         "trusted (without it root refuses such a store in one line; docs/security.md)",
     )
+    if named:  # a command that stores runs (store/names.py)
+        parser.add_argument("--name", metavar="NAME", help="the stored run's name (unique; resolves as RUN)")
 
 
 def cluster_option(parser: argparse.ArgumentParser, what: str) -> None:
@@ -247,12 +249,12 @@ def load(ref: str, args: argparse.Namespace) -> Run:
 
 
 def writable_store(args: argparse.Namespace) -> ResultsStore:
-    """The store of ``--store``, checked writable before any work."""
-    from jitterlab.store import ResultsStore
+    """The store of ``--store``, checked writable (and ``--name`` free) before any work."""
+    from jitterlab.store import ResultsStore, names
 
     store = ResultsStore(args.store)
     store.ensure_writable()
-    return store
+    return names.claim(store, getattr(args, "name", None), "--as" if args.command == "merge" else "--name")
 
 
 def percentile_list(text: str) -> tuple[float, ...]:

@@ -34,12 +34,12 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="describe the runs as one (exact, as merge would give, nothing stored), then each run",
     )
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print JSON (machine-readable) instead of text")
     p.add_argument(
         "--window", type=positive_seconds, default=1.0, help="window width by send time (default 1s)"
     )
     p.add_argument("--baseline", help="classify with the stacked-z thresholds of this reference run")
-    p.add_argument("--test", default="stacked-z", choices=TESTS)
+    p.add_argument("--test", default="stacked-z", choices=TESTS, help="outlier test (default stacked-z)")
     p.add_argument("--two-sided", action="store_true", help="also flag low outliers (stacked-z)")
     p.add_argument(
         "--threshold", type=positive_float, default=3.5, help="modified z-score threshold (default 3.5)"

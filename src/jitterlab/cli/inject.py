@@ -74,7 +74,10 @@ def add_parser(sub: Any) -> None:
         "--record", metavar="FILE", help="proxy: record each item's arrival and release (raw file)"
     )
     p.add_argument(
-        "--samples", type=integer(1, 100_000_000), default=10_000, help="validate: datagrams per setting"
+        "--samples",
+        type=integer(1, 100_000_000),
+        default=10_000,
+        help="validate: datagrams per setting (default 10000)",
     )
     deprecated_alias(p, "--count", "--samples", type=integer(1, 100_000_000))
     p.add_argument(
@@ -88,7 +91,7 @@ def add_parser(sub: Any) -> None:
     )
     deprecated_alias(p, "--size", "--payload", type=integer(0, 65_000))
     p.add_argument("--report", type=Path, help="validate: write an HTML report with the QQ plots here")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print JSON (machine-readable) instead of text")
     store_option(p)
 
 

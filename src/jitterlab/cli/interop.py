@@ -31,14 +31,17 @@ from jitterlab.describe.options import FORMATS
 
 def add_parsers(sub: Any) -> None:
     p = sub.add_parser("export", help="write a run as HdrHistogram (hgrm, hlog), CSV or Parquet")
-    p.add_argument("run")
+    p.add_argument("run", metavar="RUN", help="run id, name, unique part of an id, or run folder")
     p.add_argument("--format", required=True, choices=FORMATS)
     p.add_argument("-o", "--output", help="output file, - for standard output (default RUN_ID.FORMAT)")
     p.add_argument(
         "--window", type=positive_seconds, default=1.0, help="interval of the hlog histograms (default 1s)"
     )
     p.add_argument(
-        "--unit", default="us", choices=tuple(UNITS_NS), help="hgrm: the unit of its values (default us)"
+        "--unit",
+        choices=tuple(UNITS_NS),
+        help="the unit of the values: hgrm's (default us), the latency column of csv and parquet "
+        "(latency_<unit>; default ns; times stay in ns); hlog is in ns",
     )
     p.add_argument(
         "--ticks",
@@ -72,10 +75,18 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--tag", help="hlog: keep only the intervals of this tag (default: every tag, kept apart)")
     time_range_options(p)
     p.add_argument(
-        "--time-column", metavar="NAME[:UNIT]", help="CSV: the column of send times beside a latency column"
+        "--time-column",
+        metavar="NAME[:UNIT]",
+        help="CSV: the column of send times beside a latency column, with its unit (e.g. time:s)",
+    )
+    p.add_argument(
+        "--latency-column",
+        metavar="NAME[:UNIT]",
+        help="CSV: the column of latencies, any name, with its unit (e.g. 'response time:ms'; "
+        "default: latency_ns or a latency column with a unit suffix)",
     )
     expected_interval_option(p)
-    store_option(p)
+    store_option(p, named=True)
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -90,9 +101,12 @@ def cmd_export(args: argparse.Namespace) -> int:
         raise JitterlabError("--window must be a positive duration such as 1s or 100ms")
     if args.format != "hgrm" and (args.percentiles is not None or args.ticks != 5):
         raise JitterlabError("--percentiles and --ticks shape an hgrm export (--format hgrm)")
+    if args.format == "hlog" and args.unit not in (None, "ns"):
+        raise JitterlabError("--unit: an hlog export is in ns (its readers take the unit from its header)")
     options = ExportOptions(
         window_ns=window,
-        unit=args.unit,
+        unit=args.unit or "us",
+        latency_unit=args.unit or "ns",
         ticks=args.ticks,
         percentiles=args.percentiles,
         tag=args.tag,
@@ -125,11 +139,13 @@ def cmd_import(args: argparse.Namespace) -> int:
         to_s=args.to_s,
         expected_interval_ns=expected_interval_ns(args),
         time_column=args.time_column,
+        latency_column=args.latency_column,
     )
     outcome = run_plan(import_plan(Path(args.file), options), writable_store(args), warn)
     for run in outcome.runs:
         kind = "histogram-only run" if run.histogram_only else "run"
-        note(f"stored {run.id} ({kind}, {run.meta['summary']['latency_ns']['count']:,} values)")
+        named = f" as {run.name}" if run.name else ""
+        note(f"stored {run.id}{named} ({kind}, {run.meta['summary']['latency_ns']['count']:,} values)")
         unresolved = resolution_warning(run)  # the levels show and describe print
         if unresolved is not None:
             warn(unresolved)

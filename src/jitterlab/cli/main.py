@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("runs", "write one self-contained HTML report of runs"),
     "compare": ("runs", "compare run B against run A: verdict per percentile"),
     "recover": ("runs", "store what killed measurements left in the store's .staging/ as partial runs"),
+    "rename": ("names", "give a stored run a name (its id stays, and still resolves)"),
     "export": ("interop", "write a run as HdrHistogram (hgrm, hlog), CSV or Parquet"),
     "import": ("interop", "store an HdrHistogram log (.hlog) or a CSV of samples as a run"),
     "merge": ("merge", "one run from runs and HdrHistogram logs of several hosts or times (source kept)"),

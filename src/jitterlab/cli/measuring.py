@@ -65,4 +65,5 @@ def announce(run: Run) -> None:
     progress through a long matrix, not everything at the end."""
     from jitterlab.describe.text import stored_line
 
-    print(f"stored {run.id}  {stored_line(run)}", file=sys.stderr, flush=True)
+    named = f" as {run.name}" if run.name else ""
+    print(f"stored {run.id}{named}  {stored_line(run)}", file=sys.stderr, flush=True)

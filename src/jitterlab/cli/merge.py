@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import re
 from typing import Any
 
 from jitterlab.cli.common import cluster_engine, cluster_option, note, store_option, writable_store
-from jitterlab.core.errors import JitterlabError
 
 
 def add_parser(sub: Any) -> None:
@@ -18,7 +16,14 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "sources", nargs="+", metavar="RUN|FILE.hlog", help="stored runs (id or folder) and .hlog files"
     )
-    p.add_argument("--as", dest="name", required=True, metavar="NAME", help="the merged run's name")
+    p.add_argument(
+        "--as",
+        "--name",
+        dest="name",
+        required=True,
+        metavar="NAME",
+        help="the merged run's name (unique in the store: it resolves wherever RUN is asked for)",
+    )
     cluster_option(p, "the passes over the runs' samples (summary, interval histograms)")
     store_option(p)
 
@@ -27,16 +32,14 @@ def cmd_merge(args: argparse.Namespace) -> int:
     from jitterlab.store.merge import merge
     from jitterlab.store.writer import LOCAL
 
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,47}", args.name):
-        raise JitterlabError(f"--as {args.name!r}: give a name of letters, digits, '-' or '_'")
-    store = writable_store(args)
+    store = writable_store(args)  # the name checked (one word, not taken) before any work
     with contextlib.ExitStack() as stack:
         engine = cluster_engine(args, stack)
         run = merge(store, args.sources, args.name, note, engine or LOCAL)
     kind = "histogram-only run" if run.histogram_only else "run"
     sources = len(run.meta["merge"]["sources"])
     note(
-        f"stored {run.id} ({kind}, {run.meta['summary']['latency_ns']['count']:,} values from {sources} sources)"
+        f"stored {run.id} as {run.name} ({kind}, {run.meta['summary']['latency_ns']['count']:,} values from {sources} sources)"
     )
     print(run.id)
     return 0

@@ -75,7 +75,7 @@ def add_parser(sub: Any) -> None:
     )
     q = models.add_parser("show", help="categories, rates and quantiles of a model")
     q.add_argument("model")
-    q.add_argument("--json", action="store_true")
+    q.add_argument("--json", action="store_true", help="print JSON (machine-readable) instead of text")
     q = models.add_parser("sample", help="seeded per-item delays (ns, one a line) the injector would add")
     q.add_argument("model")
     q.add_argument(

@@ -51,13 +51,11 @@ def add_parsers(sub: Any) -> None:
         default=(),
         help="also serve the latency at these percentiles on /metrics (e.g. 50,99,99.9,max)",
     )
-    q.add_argument(
-        "--json", action="store_true", help="end by printing the stored run's id and counts as JSON"
-    )
-    store_option(q)
+    q.add_argument("--json", action="store_true", help="end by printing the run's id and counts as JSON")
+    store_option(q, named=True)
     q = monitor.add_parser("trials", help="the trials of a monitor run with their screening verdicts")
-    q.add_argument("run")
-    q.add_argument("--json", action="store_true")
+    q.add_argument("run", metavar="RUN", help="the monitor run (id, name, unique part of an id, or folder)")
+    q.add_argument("--json", action="store_true", help="print JSON (machine-readable) instead of text")
     store_option(q)
     q = monitor.add_parser("unlink", help="remove a channel's shared memory (or every unused one: --stale)")
     q.add_argument("--channel", help="the channel; with --stale a pattern such as 'lab-*' (default: all)")
@@ -73,7 +71,8 @@ def add_parsers(sub: Any) -> None:
     q.add_argument("--exclude-pre-above", type=non_negative_float, help="leave out participants sick before")
     q.add_argument("--trial-column", help="column naming each participant's monitored trial")
     q.add_argument("--trials", help="monitor run whose trials give each participant's delivered latency")
-    q.add_argument("--json", action="store_true")
+    q.add_argument("--ignore-column", action="append", default=[], metavar="NAME", help="leave it out")
+    q.add_argument("--json", action="store_true", help="print JSON (machine-readable) instead of text")
     store_option(q)
     p = sub.add_parser("sdk", help="where the C/C++ SDK is: headers, libraries, CMake and pkg-config files")
     p.add_argument(
@@ -199,7 +198,8 @@ def cmd_ssq(args: argparse.Namespace) -> int:
 
     if args.trials and not args.trial_column:
         raise JitterlabError("--trials needs --trial-column (which trial each participant had)")
-    scored = ssq.score_file(args.file, args.pre_post, args.group, args.trial_column, args.exclude_pre_above)
+    a = args
+    scored = ssq.score_file(a.file, a.pre_post, a.group, a.trial_column, a.exclude_pre_above, a.ignore_column)
     table = scored.table
     if args.trials:
         delivered = {r.tag: r for r in trials.trial_results(load(args.trials, args))}

@@ -53,11 +53,11 @@ def add_parser(sub: Any) -> None:
     mtp = p.add_subparsers(dest="mtp_command", required=True, parser_class=Parser)
     q = mtp.add_parser("synth", help="a validation video with a known latency (and its truth JSON beside it)")
     q.add_argument("output", type=Path)
-    q.add_argument("--fps", type=FPS, default=60.0)
+    q.add_argument("--fps", type=FPS, default=60.0, help="frames per second of the video (default 60)")
     q.add_argument(
         "--latency", type=READOUT, default=0.050, help="e.g. 33.3ms (a bare number is refused: give a unit)"
     )
-    q.add_argument("--duration", type=SPAN, default=10.0, help="e.g. 10s")
+    q.add_argument("--duration", type=SPAN, default=10.0, help="length of the video, e.g. 10s (default 10s)")
     q.add_argument("--size", type=_size, default=(640, 480), help="WIDTHxHEIGHT (default 640x480)")
     q.add_argument("--noise", type=number(0, 255), default=2.0, help="sensor noise SD in grey levels")
     q.add_argument(
@@ -100,7 +100,7 @@ def add_parser(sub: Any) -> None:
     q.add_argument("--window", type=SPAN, default=2.5, help="sliding window for latency over time (2.5s)")
     q.add_argument("--step", type=SPAN, help="window step (default a fifth of a window)")
     q.add_argument("--max-latency", type=READOUT, default=0.300, help="search range (default 300ms)")
-    q.add_argument("--json", action="store_true")
+    q.add_argument("--json", action="store_true", help="print JSON (machine-readable) instead of text")
     q.add_argument(
         "--report",
         type=Path,
@@ -109,11 +109,11 @@ def add_parser(sub: Any) -> None:
         "analysis by eye first (--no-store: that check alone)",
     )
     q.add_argument("--no-store", action="store_true", help="do not store the windows as a run")
-    store_option(q)
+    store_option(q, named=True)
     q = mtp.add_parser("validate", help="synthetic videos with known latency: every estimator's error")
     q.add_argument("--quick", action="store_true", help="fewer, smaller videos (for a first check)")
     q.add_argument("--keep", type=Path, help="keep the generated videos in this folder")
-    q.add_argument("--json", action="store_true")
+    q.add_argument("--json", action="store_true", help="print JSON (machine-readable) instead of text")
     mtp_logs.add_parsers(mtp)
 
 

@@ -70,7 +70,7 @@ def add_parser(sub: Any) -> None:
     c.add_argument("--impair", default="delay=5ms", help="the impairment to check (default delay=5ms)")
     c.add_argument("--transport", type=_words, help="udp or tcp (default udp)")
     c.add_argument("--duration", type=seconds, help="measured time per ping run (default 10s)")
-    c.add_argument("--json", action="store_true")
+    c.add_argument("--json", action="store_true", help="print JSON (machine-readable) instead of text")
     report_option(c)
     store_option(c)
 
@@ -103,9 +103,9 @@ def add_parser(sub: Any) -> None:
     b.add_argument("--steps", type=positive_int, help="stream: steps (default 5)")
     b.add_argument("--fps", type=positive_float, help="frame-sync: frames per second (default 60)")
     b.add_argument("--port", type=non_negative_int, help="server port (default: any free one)")
-    b.add_argument("--json", action="store_true")
+    b.add_argument("--json", action="store_true", help="print JSON (machine-readable) instead of text")
     report_option(b)
-    store_option(b)
+    store_option(b, named=True)
 
 
 def options(args: argparse.Namespace) -> NetOptions:

@@ -88,8 +88,8 @@ def add_parser(sub: Any) -> None:
         "the clients split over the others, started over ssh",
     )
     report_option(q)
-    q.add_argument("--json", action="store_true")
-    store_option(q)
+    q.add_argument("--json", action="store_true", help="print JSON (machine-readable) instead of text")
+    store_option(q, named=True)
 
 
 def options(args: argparse.Namespace) -> ReplOptions:

@@ -26,18 +26,20 @@ from jitterlab.core.percentiles import percentile_key
 from jitterlab.core.render import render
 from jitterlab.core.tidy import counted
 from jitterlab.core.warnings import CodedWarning, from_stored, normalized
+from jitterlab.describe.run_filter import add_filter_options, select_runs  # light: run.json only
 
 
 def add_parsers(sub: Any) -> None:
     p = sub.add_parser("runs", help="list stored runs")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print JSON (machine-readable) instead of text")
     p.add_argument("--strict", action="store_true", help="exit 1 when a run is damaged")
     every = "these percentiles of every run instead of p50/p99/max, exact (reads every run's samples)"
     p.add_argument("--percentiles", type=percentile_list, help=every)
+    add_filter_options(p)
     store_option(p)
     p = sub.add_parser("show", help="summary of one run")
-    p.add_argument("run", help="run id (or unique prefix) or run folder")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("run", metavar="RUN", help="run id, name, unique part of an id, or run folder")
+    p.add_argument("--json", action="store_true", help="print JSON (machine-readable) instead of text")
     also = "also these percentiles, exact (e.g. 50,90,99,99.9,99.99,99.999,max)"
     p.add_argument("--percentiles", type=percentile_list, help=also)
     cluster_option(p, "the summary (with --recompute) and --percentiles")
@@ -45,8 +47,8 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--recompute", action="store_true", help=again)
     store_option(p)
     p = sub.add_parser("report", help="write one self-contained HTML report of runs")
-    p.add_argument("runs", nargs="*", help="run ids or folders (default: every run in the store)")
-    p.add_argument("-o", "--output", default="report.html")
+    p.add_argument("runs", nargs="*", metavar="RUN", help="run ids, names or folders (default: every run)")
+    p.add_argument("-o", "--output", default="report.html", help="HTML file to write (default report.html)")
     p.add_argument("--title", default="jitterlab report")
     p.add_argument(
         "--baseline",
@@ -63,9 +65,9 @@ def add_parsers(sub: Any) -> None:
     cluster_option(p, "every number of the runs' sections and comparisons (not with --union)")
     store_option(p)
     p = sub.add_parser("compare", help="compare run B against run A: verdict per percentile")
-    p.add_argument("a", help="baseline run")
-    p.add_argument("b", help="run to judge")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("a", metavar="RUN_A", help="baseline run (id, name, unique part of an id, or folder)")
+    p.add_argument("b", metavar="RUN_B", help="run to judge (id, name, unique part of an id, or folder)")
+    p.add_argument("--json", action="store_true", help="print JSON (machine-readable) instead of text")
     p.add_argument(
         "--noise", type=non_negative_float, default=0.05, help="noise threshold as a fraction (default 0.05)"
     )
@@ -91,6 +93,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     store = ResultsStore(args.store)
     runs, damaged = store.scan()
     runs = verified_runs(runs, damaged) if args.strict else runs  # the SHA-256, not only the size
+    runs, damaged = select_runs(runs, damaged, args)
     chosen: dict[str, dict[str, float]] | None = None
     if args.percentiles:
         from jitterlab.describe.analysis import run_percentiles

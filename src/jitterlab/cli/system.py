@@ -26,7 +26,7 @@ from jitterlab.core.units import format_ns
 
 def add_parsers(sub: Any) -> None:
     p = sub.add_parser("doctor", help="check what on this machine shapes latency, with the fix for each")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print JSON (machine-readable) instead of text")
     p.add_argument("--root", default="/", help="read /proc and /sys under this folder (a recorded tree)")
     p = sub.add_parser(
         "hiccup", help="per-CPU OS-noise meter: every interruption of a busy loop, stored as a run"
@@ -50,16 +50,16 @@ def add_parsers(sub: Any) -> None:
         default=10,
         help="auto threshold = this × the smallest gap (default 10)",
     )
-    p.add_argument("--policy", default="other", help="other, fifo or rr")
+    p.add_argument("--policy", default="other", help="other, fifo or rr (default other)")
     p.add_argument("--priority", type=integer(0, 99), default=0, help="priority for fifo/rr (default 90)")
     p.add_argument("--no-mlock", action="store_true")
     p.add_argument("--load", help="run stress-ng alongside: cpu, memory, io or mixed, optionally :WORKERS")
     p.add_argument(
         "--trace", action="store_true", help="record scheduler/IRQ events with perf and attribute each hiccup"
     )
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print JSON (machine-readable) instead of text")
     report_option(p)
-    store_option(p)
+    store_option(p, named=True)
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:

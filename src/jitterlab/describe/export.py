@@ -58,6 +58,7 @@ DIGITS = 3
 class ExportOptions:
     window_ns: int = 1_000_000_000  # hlog: interval of each histogram
     unit: str = "us"  # hgrm: the unit values are printed in
+    latency_unit: str = "ns"  # csv, parquet: the unit of the latency column (latency_<unit>)
     ticks: int = 5  # hgrm: percentile ticks per half distance (Java's default 5)
     percentiles: Sequence[float] | None = None  # hgrm: rows at these levels instead of the ticks
     tag: str | None = None  # histogram-only runs: which tag (default: the run's own stream)
@@ -163,14 +164,31 @@ def _file_batches(path: Path, span: Span | None) -> Iterator[pa.RecordBatch]:
             yield batch
 
 
+def _with_latency(
+    schema: pa.Schema, batches: Iterator[pa.RecordBatch], unit: str
+) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+    """The samples' batches with a ``latency_<unit>`` column appended (t_recv − t_send:
+    int64 in ns, float64 in any other unit, exact to the nanosecond)."""
+    if unit not in UNITS_NS:
+        raise JitterlabError(f"--unit {unit}: choose ns, us, ms or s")
+    field = pa.field(f"latency_{unit}", pa.int64() if unit == "ns" else pa.float64())
+    schema = schema.append(field)
+    scale = UNITS_NS[unit]
+
+    def out() -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            ns = batch.column("t_recv_ns").to_numpy() - batch.column("t_send_ns").to_numpy()
+            latency = pa.array(ns if unit == "ns" else ns / scale, field.type)
+            yield pa.RecordBatch.from_arrays([*batch.columns, latency], schema=schema)
+
+    return schema, out()
+
+
 def export_parquet(run: Run, o: ExportOptions, out: BinaryIO) -> None:
-    """The run's samples file as it is stored; of a span, its rows written in row groups
-    of pq.write_table's size (the file write_table of the span's table gives)."""
-    if o.from_s is None and o.to_s is None:
-        with open(run.path / str(run.meta["samples"]["file"]), "rb") as f:
-            shutil.copyfileobj(f, out, COPY_BYTES)
-        return
-    schema, batches = _batches(run, o)
+    """The run's samples with a latency column (``latency_ns``, or ``latency_<unit>`` of
+    ``--unit``), as CSV has, written batch by batch in row groups of pq.write_table's size
+    (the file write_table of the whole table gives)."""
+    schema, batches = _with_latency(*_batches(run, o), o.latency_unit)
     with pq.ParquetWriter(out, schema) as writer:
         pending: list[pa.RecordBatch] = []
         rows = 0
@@ -187,14 +205,12 @@ def export_parquet(run: Run, o: ExportOptions, out: BinaryIO) -> None:
 
 
 def export_csv(run: Run, o: ExportOptions, out: BinaryIO) -> None:
-    """Every column of the samples and ``latency_ns``, batch by batch."""
-    schema, batches = _batches(run, o)
-    schema = schema.append(pa.field("latency_ns", pa.int64()))
+    """Every column of the samples and ``latency_ns`` (``latency_<unit>`` of ``--unit``),
+    batch by batch."""
+    schema, batches = _with_latency(*_batches(run, o), o.latency_unit)
     with pacsv.CSVWriter(out, schema) as writer:
         for batch in batches:
-            send = batch.column("t_send_ns").to_numpy()
-            latency = pa.array(batch.column("t_recv_ns").to_numpy() - send)
-            writer.write_batch(pa.RecordBatch.from_arrays([*batch.columns, latency], schema=schema))
+            writer.write_batch(batch)
 
 
 def export_hgrm(run: Run, o: ExportOptions, out: BinaryIO) -> None:

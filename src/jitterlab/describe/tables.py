@@ -159,6 +159,7 @@ def summary_row(run: Run) -> dict[str, Any]:
     s = run.meta.get("summary", {}).get("latency_ns", {})
     return {
         "id": run.id,
+        "name": run.name,
         "label": run.label,
         "status": run.meta.get("status"),
         "created_utc": run.meta.get("created_utc"),
@@ -169,7 +170,19 @@ def summary_row(run: Run) -> dict[str, Any]:
     }
 
 
-RUNS_HEADERS = ["id", "time (UTC)", "technique", "pairs", "policy", "samples", "p50", "p99", "max", "status"]
+RUNS_HEADERS = [
+    "id",
+    "name",
+    "time (UTC)",
+    "technique",
+    "pairs",
+    "policy",
+    "samples",
+    "p50",
+    "p99",
+    "max",
+    "status",
+]
 
 
 def runs_rows(
@@ -190,6 +203,7 @@ def runs_rows(
         rows.append(
             [
                 r.id,
+                r.name or "",
                 str(r.meta.get("created_utc", ""))[:19].replace("T", " "),
                 r.technique_label,
                 str(r.config.get("pairs", "?")),
@@ -221,11 +235,11 @@ def runs_table(
 ) -> str:
     """The runs, then the damaged ones (status ``damaged``; the reason goes to stderr);
     with ``chosen`` (``--percentiles``) columns ``keys`` instead of p50, p99 and max."""
-    headers = RUNS_HEADERS if chosen is None else [*RUNS_HEADERS[:6], *keys, "status"]
+    headers = RUNS_HEADERS if chosen is None else [*RUNS_HEADERS[:7], *keys, "status"]
     rows = runs_rows(runs, chosen, keys) + [
         [d.name, *([""] * (len(headers) - 2)), "damaged"] for d, _ in damaged
     ]
-    return render(headers, rows, "llll" + "r" * (len(headers) - 5) + "l")
+    return render(headers, rows, "lllll" + "r" * (len(headers) - 6) + "l")
 
 
 # --- category, attribution and summary rows: the text and the HTML show these same rows ---

@@ -10,6 +10,7 @@ error naming the row and column, never a silent 0.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,9 +36,16 @@ class Scored:
     excluded: list[str]
 
 
-def read(path: Path, group: str | None, trial_column: str | None, pre_post: bool) -> pd.DataFrame:
+def read(
+    path: Path, group: str | None, trial_column: str | None, pre_post: bool, ignore: Sequence[str] = ()
+) -> pd.DataFrame:
     frame = read_csv_text(path)
     frame.columns = [str(c).strip().lower() for c in frame.columns]
+    dropped = {c.strip().lower() for c in ignore}
+    absent = sorted(dropped - set(frame.columns))
+    if absent:
+        raise JitterlabError(f"{path}: --ignore-column {absent[0]}: no such column")
+    frame = frame[[c for c in frame.columns if c not in dropped]]
     if group and group == trial_column:
         raise JitterlabError(f"--group and --trial-column both name column '{group}': name two columns")
     frame = frame.rename(columns=ALIASES)
@@ -49,7 +57,7 @@ def read(path: Path, group: str | None, trial_column: str | None, pre_post: bool
     if unknown:
         raise JitterlabError(
             f"{path}: unknown column '{unknown[0]}' (items are {', '.join(ITEM_NAMES[:3])}, … or q1…q16; "
-            "name extra columns with --group or --trial-column)"
+            "name extra columns with --group or --trial-column, or leave them out with --ignore-column)"
         )
     missing = [c for c in ["participant", *ITEM_NAMES] if c not in frame.columns]
     if pre_post and "phase" not in frame.columns:
@@ -88,10 +96,11 @@ def score_file(
     group: str | None = None,
     trial_column: str | None = None,
     exclude_pre_above: float | None = None,
+    ignore: Sequence[str] = (),
 ) -> Scored:
     group = group.lower() if group else None
     trial_column = trial_column.lower() if trial_column else None
-    frame = read(path, group, trial_column, pre_post)
+    frame = read(path, group, trial_column, pre_post, ignore)
     scores = score(frame[ITEM_NAMES].astype(int).to_numpy())
     for scale in SCALES:
         frame[scale] = scores[scale]

@@ -48,7 +48,14 @@ def _open(path: Path):  # type: ignore[no-untyped-def]
     import av
 
     if not path.is_file():
-        raise JitterlabError(f"{path}: no such file")
+        import stat
+
+        try:
+            mode = path.stat().st_mode
+        except OSError:
+            raise JitterlabError(f"{path}: no such file") from None
+        what = "a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "not a regular file"
+        raise JitterlabError(f"{path}: {what}, not a video file")
     if path.stat().st_size == 0:
         raise JitterlabError(f"{path}: an empty file, 0 frames decoded")
     try:

@@ -12,7 +12,7 @@ import datetime as dt
 import decimal
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,6 +45,7 @@ class ImportOptions:
     to_s: float | None = None  # … up to this one (the first beyond ends the reading)
     expected_interval_ns: int | None = None  # correct for coordinated omission (HdrHistogram's rule)
     time_column: str | None = None  # CSV: the column of send times
+    latency_column: str | None = None  # CSV: NAME[:UNIT] of the latency column, any name
 
 
 def _import_meta(
@@ -52,7 +53,7 @@ def _import_meta(
 ) -> dict[str, Any]:
     now = dt.datetime.now(dt.timezone.utc)
     meta = run_meta(
-        store.new_run_id("import", source.stem),
+        store.new_run_id("import", source.stem[:24]),  # a long file name never widens `runs`
         started or now,
         environment=None,
         doctor=None,
@@ -85,6 +86,24 @@ def _header_unit(path: Path) -> str | None:
     return None
 
 
+# producers whose logs say who wrote them but not their unit: (header text, name, unit)
+PRODUCERS = (("[Logging for:", "YCSB", "us"),)
+
+
+def _producer(path: Path) -> tuple[str, str] | None:
+    """(producer, the unit it logs in) of a log whose header comments name a producer that
+    logs in a unit other than ns (YCSB's ``#[Logging for: READ]``: microseconds)."""
+    with open(path, "rb") as f:
+        for raw in f:
+            text = raw.decode("utf-8", "replace").strip("\x00\ufeff\r\n ")
+            if text and not text.startswith(("#", '"StartTimestamp"')):
+                return None
+            for mark, name, unit in PRODUCERS:
+                if mark in text:
+                    return name, unit
+    return None
+
+
 def resolve_unit(path: Path, given: str | None, named: str | None, default: str = "ns") -> str:
     """The unit of a file's values: --unit, or what its header names, or ``default``; a
     --unit that contradicts the header is refused."""
@@ -104,6 +123,7 @@ def import_hlog(
     store: ResultsStore,
     options: ImportOptions = ImportOptions(),
     warn: Warn = lambda _: None,
+    origin: dict[str, Any] | None = None,
 ) -> Run:
     """Store an HdrHistogram log as a histogram-only run (no raw samples).
 
@@ -113,11 +133,22 @@ def import_hlog(
     nanoseconds; the run's summary is the untagged stream's (or, in a log of tagged lines
     only, the first tag's). A log cut off in its last line (still being written) keeps its
     complete intervals and is partial, as is one with damaged lines left out by
-    ``skip_invalid``."""
-    unit = resolve_unit(path, options.unit, _header_unit(path))
+    ``skip_invalid``. ``origin``: the config of a file converted to a log on the way in
+    (cyclictest, .hgrm: store/formats.py), which the run names as its source instead."""
+    named = _header_unit(path)
+    producer = None if named or options.unit else _producer(path)
+    unit = resolve_unit(path, options.unit, named or (producer[1] if producer else None))
+    if producer:
+        warn(
+            CodedWarning(
+                "import-assumed",
+                f"{path}: a {producer[0]} log: values read in {producer[1]} ({producer[0]} logs latencies in "
+                f"{producer[1]}; --unit gives another unit)",
+            )
+        )
     scale = UNITS_NS[unit]
     expected = in_unit(options.expected_interval_ns, scale)
-    staging = store.staging_dir(store.new_run_id("import", path.stem), lock=True)
+    staging = store.staging_dir(store.new_run_id("import", path.stem[:24]), lock=True)
     run_id = staging.name
     try:
         with open(path, "rb") as source, open(staging / HISTOGRAM_FILE, "wb") as copy:
@@ -158,6 +189,7 @@ def import_hlog(
     known_start = result.header.start_time_s is not None or result.start_time_s > YEAR_S
     meta = _import_meta(store, path, "hlog", _epoch(result.start_time_s) if known_start else None)
     meta["id"] = run_id
+    meta["config"] |= origin or {}
     meta["config"] |= {
         "unit": unit,
         "tag": options.tag,
@@ -230,6 +262,7 @@ MAX_LATENCY_NS = 86_400 * 1_000_000_000  # a day: anything longer is not a laten
 _UNIT_SUFFIX = re.compile(r"^(?P<base>.*?)(?:_|\s*[(\[])(?P<unit>ns|us|µs|ms|s)[)\]]?$")
 _DECIMAL = re.compile(r"\s*([+-]?)(\d*)(?:\.(\d*))?\s*")
 ROLES = ("latency", "t_send", "t_recv")
+SPAN_NAMES = {"start": "t_send", "end": "t_recv"}  # a span's columns, when t_send/t_recv are absent
 
 
 def _column_unit(name: str) -> tuple[str, str | None]:
@@ -245,6 +278,24 @@ def _column_unit(name: str) -> tuple[str, str | None]:
 class _Column:
     name: str  # as in the header
     unit: str
+    defaulted: bool = False  # the unit is nobody's word (no suffix, no --unit, no :UNIT): ns
+
+
+# column names that hold times, not latencies: a CSV with one and no --time-column is refused
+# rather than given send times 0, 1, 2 … ns (issue 38 item 5)
+TIME_NAMES = ("time", "timestamp", "ts", "t", "timeinseconds", "time_s", "epoch")
+
+
+def _name_and_unit(text: str, option: str, header: list[str], path: Path) -> tuple[str, str | None]:
+    """``NAME[:UNIT]`` of --latency-column / --time-column, checked against the header."""
+    name, colon, unit = text.rpartition(":") if ":" in text else (text, "", "")
+    if not colon:
+        name, unit = text, ""
+    if name not in header:
+        raise JitterlabError(f"{path}: {option} {name}: no such column (columns: {', '.join(header)})")
+    if unit and unit not in UNITS_NS:
+        raise JitterlabError(f"{option} {text}: the unit after ':' is ns, us, ms or s")
+    return name, unit or None
 
 
 def _csv_layout(path: Path, header: list[str], options: ImportOptions) -> dict[str, _Column]:
@@ -254,46 +305,55 @@ def _csv_layout(path: Path, header: list[str], options: ImportOptions) -> dict[s
     if options.unit is not None and options.unit not in UNITS_NS:
         raise JitterlabError(f"--unit {options.unit}: choose ns, us, ms or s")
     layout: dict[str, _Column] = {}
+    chosen = None
+    if options.latency_column is not None:
+        chosen = _name_and_unit(options.latency_column, "--latency-column", header, path)
+        unit = chosen[1] or _column_unit(chosen[0])[1] or options.unit
+        layout["latency"] = _Column(chosen[0], unit or "ns", unit is None)
     for name in header:
         base, named = _column_unit(name)
-        if base not in ROLES:
+        if base.lower() in SPAN_NAMES and not any(_column_unit(n)[0] in ("t_send", "t_recv") for n in header):
+            base = SPAN_NAMES[base.lower()]  # start/end columns: the send and receive times
+        if base not in ROLES or (chosen is not None and base in ("latency", "t_recv")):
             continue
         if named and options.unit and named != options.unit:
             raise JitterlabError(f"{path}: --unit {options.unit}, but column '{name}' says {named}")
         if base in layout:
             raise JitterlabError(f"{path}: two columns hold {base} ('{layout[base].name}' and '{name}')")
-        layout[base] = _Column(name, named or options.unit or "ns")
+        layout[base] = _Column(name, named or options.unit or "ns", not (named or options.unit))
     if options.time_column is not None:
-        name, _, unit = options.time_column.partition(":")
-        if name not in header:
-            raise JitterlabError(
-                f"{path}: --time-column {name}: no such column (columns: {', '.join(header)})"
-            )
+        name, given = _name_and_unit(options.time_column, "--time-column", header, path)
         if "t_send" in layout:
             raise JitterlabError(
                 f"{path}: --time-column {name}, but the file has send times already ('{layout['t_send'].name}')"
             )
-        if unit and unit not in UNITS_NS:
-            raise JitterlabError(
-                f"--time-column {options.time_column}: the unit after ':' is ns, us, ms or s"
-            )
-        layout["t_send"] = _Column(name, unit or _column_unit(name)[1] or options.unit or "ns")
+        unit = given or _column_unit(name)[1] or options.unit
+        layout["t_send"] = _Column(name, unit or "ns", unit is None)
         if "latency" not in layout:
             raise JitterlabError(f"{path}: --time-column needs a latency column to go with the send times")
         layout.pop("t_recv", None)
     if not ({"t_send", "t_recv"} <= layout.keys() or "latency" in layout):
         raise JitterlabError(
             f"{path}: needs columns t_send_ns and t_recv_ns, or latency_ns (a unit suffix _us, _ms, _s "
-            "or --unit for other units; --time-column for send times beside a latency)"
+            "or --unit for other units; --time-column for send times beside a latency); "
+            f"columns seen: {', '.join(header) or 'none'}: --latency-column NAME[:UNIT] names the latency"
         )
+    if "t_send" not in layout:
+        times = [n for n in header if _column_unit(n)[0].strip().lower() in TIME_NAMES]
+        if times:
+            unit = _column_unit(times[0])[1] or "s"
+            raise JitterlabError(
+                f"{path}: column '{times[0]}' looks like the send times: give --time-column {times[0]}:{unit} "
+                "(its unit: ns, us, ms or s), or rename it to import latencies without times"
+            )
     return layout
 
 
 def _exact_ns(table: pa.Table, name: str, unit: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(values in ns as int64, finite mask, whole-nanoseconds mask) of a column. Integers in
     ns are taken as they are; anything else is converted from its decimal text exactly
-    (12.345 µs is 12 345 ns; 12.3456 µs is no whole number of nanoseconds: refused, not
-    rounded)."""
+    (12.345 µs is 12 345 ns); digits below a nanosecond are rounded to the nearest one
+    (12.3456 µs is 12 346 ns, and the mask says it was not whole)."""
     column = table.column(name)
     n = table.num_rows
     if unit == "ns" and pa.types.is_integer(column.type) and column.null_count == 0:
@@ -318,15 +378,15 @@ def _exact_ns(table: pa.Table, name: str, unit: str) -> tuple[np.ndarray, np.nda
                 sign, integer, fraction = m.group(1), m.group(2) or "0", m.group(3) or ""
                 kept, rest = fraction[:digits], fraction[digits:]
                 value = int(integer) * scale + int(kept.ljust(digits, "0") or "0")
+                value += 1 if rest[:1] >= "5" else 0  # rounded to the nearest ns (half away from 0)
                 finite[i], whole[i] = True, not rest.strip("0")
             else:
                 exact = decimal.Decimal(cell.strip()) * scale
                 if not exact.is_finite():
                     continue
-                value, finite[i] = int(exact), True
-                whole[i] = exact == int(exact)
+                value = int(abs(exact).to_integral_value(rounding=decimal.ROUND_HALF_UP))
+                finite[i], whole[i] = True, exact == exact.to_integral_value()
                 sign = "-" if exact < 0 else ""
-                value = abs(value)
         except (decimal.InvalidOperation, ValueError):
             continue
         if value >= 2**62:
@@ -336,19 +396,33 @@ def _exact_ns(table: pa.Table, name: str, unit: str) -> tuple[np.ndarray, np.nda
     return out, finite, whole
 
 
+class TimeUnitUnknown(JitterlabError):
+    """A time column in no stated unit holds fractions of a nanosecond: seconds, likely."""
+
+
 def _validate_rows(
     table: pa.Table, layout: dict[str, _Column], offset: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, str] | None]:
-    """(keep mask, t_send, t_recv, first problem as (row, why)) in ns of a batch of the
-    CSV's rows, ``offset`` rows into the file."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, str] | None, int]:
+    """(keep mask, t_send, t_recv, first problem as (row, why), values rounded to the
+    nanosecond) in ns of a batch of the CSV's rows, ``offset`` rows into the file. A send
+    time in no stated unit with fractions of a nanosecond is refused (:class:`TimeUnitUnknown`):
+    epoch seconds read as ns would be no times at all."""
     n = table.num_rows
     values: dict[str, np.ndarray] = {}
     problems: list[tuple[np.ndarray, str]] = []
+    rounded = 0
     for role, column in layout.items():
         v, finite, whole = _exact_ns(table, column.name, column.unit)
         values[role] = v
         problems.append((~finite, f"{column.name} is not a finite number"))
-        problems.append((finite & ~whole, f"{column.name} is not a whole number of nanoseconds"))
+        fractions = finite & ~whole
+        if role == "t_send" and column.defaulted and fractions.any():
+            raise TimeUnitUnknown(
+                f"column '{column.name}' holds fractions of a nanosecond (row {int(np.flatnonzero(fractions)[0]) + offset + 1}: "
+                f"{table.column(column.name)[int(np.flatnonzero(fractions)[0])]}): give its unit, "
+                f"e.g. --time-column {column.name}:s"
+            )
+        rounded += int(fractions.sum())
         problems.append((finite & (v < 0), f"{column.name} is negative"))
         problems.append((finite & (np.abs(v) >= 2**62), f"{column.name} is out of range"))
     if "latency" in values:
@@ -374,7 +448,7 @@ def _validate_rows(
             if first is None or row < first[0]:
                 first = (row, why)
             bad |= mask
-    return ~bad, values["t_send"], values["t_recv"], first
+    return ~bad, values["t_send"], values["t_recv"], first, int(rounded)
 
 
 def _send_steps(samples: Path, pair: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
@@ -487,25 +561,79 @@ def import_csv(
             writer, skipped, pairs = _write_csv(
                 path, junk, header, layout, options, staging, meta["id"], warn, True
             )
-        meta["config"]["samples"] = writer.rows
-        meta["config"]["rows_skipped"] = skipped
-        meta["config"]["units"] = {role: c.unit for role, c in layout.items()}
-        if options.time_column is not None:
-            meta["config"]["time_column"] = layout["t_send"].name
+        _sample_config(path, meta, writer, skipped, pairs, layout, options, warn)
         if junk:
             meta["config"]["leading_junk"] = f"{junk} bytes before the header ({kind})"
-        if "t_send" in layout:
-            notes = _time_warnings(path, layout["t_send"].name, writer.path, pairs, warn)
-            if notes:
-                meta["config"]["time_problems"] = notes
-        if options.expected_interval_ns:
-            meta["config"]["expected_interval_ns"] = options.expected_interval_ns
-            corrected = corrected_figures(latency_chunks(writer.path), options.expected_interval_ns)
-            meta["summary"] = {"latency_corrected_ns": corrected}
         return store.publish_samples(staging, meta, writer)
     except BaseException:
         store.discard_staging(staging)
         raise
+
+
+def import_table_batches(
+    path: Path,
+    header: list[str],
+    tables: Iterable[pa.Table],
+    store: ResultsStore,
+    options: ImportOptions,
+    warn: Warn,
+    kind: str,
+    technique: str | None = None,
+) -> Run:
+    """A file of samples read as tables of rows (Parquet, Arrow, a PresentMon CSV): the
+    columns and their checks as :func:`import_csv`'s, streamed the same way."""
+    layout = _csv_layout(path, header, options)
+    meta = _import_meta(store, path, kind)
+    if technique:
+        meta["config"]["technique"] = technique
+    staging = store.staging_dir(meta["id"], lock=True)
+    meta["id"] = staging.name
+    try:
+        writer, skipped, pairs = _write_tables(
+            path, header, tables, layout, options, staging, meta["id"], warn
+        )
+        _sample_config(path, meta, writer, skipped, pairs, layout, options, warn)
+        return store.publish_samples(staging, meta, writer)
+    except BaseException:
+        store.discard_staging(staging)
+        raise
+
+
+def _sample_config(
+    path: Path,
+    meta: dict[str, Any],
+    writer: SampleWriter,
+    skipped: int,
+    pairs: list[int],
+    layout: dict[str, _Column],
+    options: ImportOptions,
+    warn: Warn,
+) -> None:
+    """What an import of samples records in run.json's config, and its time warnings (said
+    once the file is read: a refused file prints its one error line only)."""
+    if "t_send" not in layout:
+        warn(
+            CodedWarning(
+                "import-assumed",
+                f"{path}: no send times: the samples are placed 1 ns apart by row, so time windows and "
+                "plots over time mean nothing (--time-column NAME[:UNIT] names a column of times)",
+            )
+        )
+    meta["config"]["samples"] = writer.rows
+    meta["config"]["rows_skipped"] = skipped
+    meta["config"]["units"] = {role: c.unit for role, c in layout.items()}
+    if options.time_column is not None:
+        meta["config"]["time_column"] = layout["t_send"].name
+    if options.latency_column is not None:
+        meta["config"]["latency_column"] = layout["latency"].name
+    if "t_send" in layout:
+        notes = _time_warnings(path, layout["t_send"].name, writer.path, pairs, warn)
+        if notes:
+            meta["config"]["time_problems"] = notes
+    if options.expected_interval_ns:
+        meta["config"]["expected_interval_ns"] = options.expected_interval_ns
+        corrected = corrected_figures(latency_chunks(writer.path), options.expected_interval_ns)
+        meta["summary"] = {"latency_corrected_ns": corrected}
 
 
 class _Retype(Exception):
@@ -530,58 +658,118 @@ def _write_csv(
     convert = pacsv.ConvertOptions(
         include_columns=wanted, column_types={n: pa.string() for n in wanted} if as_text else None
     )
-    rows_in, skipped, pairs = 0, 0, set[int]()
-    first: tuple[int, str] | None = None
-    with open(path, "rb") as raw, SampleWriter(staging / SAMPLES_FILE, run_id) as writer:
+    with open(path, "rb") as raw:
         raw.seek(junk)
-        try:
+
+        def tables() -> Iterator[pa.Table]:
             reader = pacsv.open_csv(
                 raw, read_options=pacsv.ReadOptions(block_size=READ_BLOCK_BYTES), convert_options=convert
             )
             for batch in reader:
-                table = pa.Table.from_batches([batch])
-                keep, t_send, t_recv, bad = _validate_rows(table, layout, rows_in)
-                if bad is not None:
-                    skipped += int((~keep).sum())
-                    first = first or (bad[0] + rows_in, bad[1])
-                if first is None or options.skip_invalid:
-                    pair_seq = {}
-                    for name in ("pair", "seq"):
-                        if name in columns:
-                            v = _numbers(table, name)[keep]
-                            if not (
-                                np.isfinite(v).all()
-                                and (v == np.round(v)).all()
-                                and (v >= 0).all()
-                                and (v < 2**31).all()
-                            ):
-                                raise JitterlabError(f"{path}: column {name} must hold non-negative integers")
-                            pair_seq[name] = v.astype(np.int64)
-                    n = int(keep.sum())
-                    pair = pair_seq.get("pair", np.zeros(n, np.int64))
-                    pairs.update(int(p) for p in np.unique(pair))
-                    seq = pair_seq.get("seq", np.arange(writer.rows, writer.rows + n, dtype=np.int64))
-                    writer.write(pair, seq, t_send[keep], t_recv[keep])
-                rows_in += table.num_rows
+                yield pa.Table.from_batches([batch])
+
+        try:
+            return _write_tables(
+                path,
+                header,
+                tables(),
+                layout,
+                options,
+                staging,
+                run_id,
+                warn,
+                lambda row: f"line {_line_of_row(path, junk, row)}",
+            )
         except pa.ArrowInvalid as e:
             if not as_text and "conversion error" in str(e):
                 raise _Retype from e
             raise JitterlabError(f"{path}: cannot read CSV ({e})") from e
+
+
+def _write_tables(
+    path: Path,
+    header: list[str],
+    tables: Iterable[pa.Table],
+    layout: dict[str, _Column],
+    options: ImportOptions,
+    staging: Path,
+    run_id: str,
+    warn: Warn,
+    where: Callable[[int], str] = lambda row: f"row {row + 1}",
+) -> tuple[SampleWriter, int, list[int]]:
+    """The valid rows of ``tables`` (a file's rows in order, batch by batch) written to the
+    samples file in ``staging``: (the closed writer, rows skipped, the pairs seen).
+    ``where`` names a 0-based row for a message (a CSV's line)."""
+    columns = set(header)
+    rows_in, skipped, rounded, pairs = 0, 0, 0, set[int]()
+    first: tuple[int, str] | None = None
+    with SampleWriter(staging / SAMPLES_FILE, run_id) as writer:
+        for table in tables:
+            try:
+                keep, t_send, t_recv, bad, r = _validate_rows(table, layout, rows_in)
+            except TimeUnitUnknown as e:
+                raise JitterlabError(f"{path}: {e}") from None
+            rounded += r
+            if bad is not None:
+                skipped += int((~keep).sum())
+                first = first or (bad[0] + rows_in, bad[1])
+            if first is None or options.skip_invalid:
+                pair_seq = {}
+                for name in ("pair", "seq"):
+                    if name in columns:
+                        v = _numbers(table, name)[keep]
+                        if not (
+                            np.isfinite(v).all()
+                            and (v == np.round(v)).all()
+                            and (v >= 0).all()
+                            and (v < 2**31).all()
+                        ):
+                            raise JitterlabError(f"{path}: column {name} must hold non-negative integers")
+                        pair_seq[name] = v.astype(np.int64)
+                n = int(keep.sum())
+                pair = pair_seq.get("pair", np.zeros(n, np.int64))
+                pairs.update(int(p) for p in np.unique(pair))
+                seq = pair_seq.get("seq", np.arange(writer.rows, writer.rows + n, dtype=np.int64))
+                writer.write(pair, seq, t_send[keep], t_recv[keep])
+            rows_in += table.num_rows
+        if rounded:
+            warn(
+                CodedWarning(
+                    "import-assumed",
+                    f"{path}: {rounded:,} value(s) had digits below a nanosecond: rounded to the nearest ns",
+                )
+            )
         if first is not None:
-            line = first[0] + 2  # the header is line 1
+            at = where(first[0])
             if not options.skip_invalid:
                 raise JitterlabError(
-                    f"{path}: line {line}: {first[1]} ({skipped:,} invalid rows; --skip-invalid drops and counts them)"
+                    f"{path}: {at}: {first[1]} ({skipped:,} invalid rows; --skip-invalid drops and counts them)"
                 )
             warn(
                 CodedWarning(
                     "rows-skipped",
-                    f"{path}: skipped {skipped:,} invalid rows (first: line {line}, {first[1]})",
+                    f"{path}: skipped {skipped:,} invalid rows (first: {at}, {first[1]})",
                 )
             )
         if writer.rows == 0:
             raise JitterlabError(f"{path}: no samples (a header and no valid rows)")
     return writer, skipped, sorted(pairs)
+
+
+def _line_of_row(path: Path, junk: int, row: int) -> int:
+    """The file's line number (1-based, the header is line 1) of data row ``row`` (0-based):
+    the CSV reader skips blank lines, so rows and lines part where a file has them."""
+    with open(path, "rb") as f:
+        f.seek(junk)
+        f.readline()  # the header
+        line, seen = 1, -1
+        for raw in f:
+            line += 1
+            if raw.strip(b"\r\n"):
+                seen += 1
+                if seen == row:
+                    return line
+    return row + 2
 
 
 def _numbers(table: pa.Table, name: str) -> np.ndarray:
@@ -608,12 +796,17 @@ def import_file(
     if not path.is_file():
         raise JitterlabError(f"{path}: no such file")
     if path.suffix == ".hlog":
-        if options.time_column is not None:
-            raise JitterlabError("--time-column is for CSV files (an hlog's intervals carry their times)")
+        if options.time_column is not None or options.latency_column is not None:
+            raise JitterlabError(
+                "--time-column and --latency-column are for CSV files (an hlog's intervals carry their times)"
+            )
         return import_hlog(path, store, options, warn)
     if path.suffix == ".csv":
         for name, value in (("--tag", options.tag), ("--from", options.from_s), ("--to", options.to_s)):
             if value is not None:
                 raise JitterlabError(f"{name} is for HdrHistogram logs (.hlog), not CSV files")
         return import_csv(path, store, options, warn)
-    raise JitterlabError(f"{path}: import reads .hlog (HdrHistogram log) or .csv files")
+    raise JitterlabError(
+        f"{path}: import reads .hlog (HdrHistogram log), .csv, .parquet, .arrow and .hgrm files, "
+        "PresentMon CSV and cyclictest histograms (-h/--histfile, --json)"
+    )

@@ -113,8 +113,9 @@ def _log_source(index: int, path: Path) -> Source:
 
 def _run_source(index: int, run: Run) -> Source:
     host = str((run.meta.get("environment") or {}).get("host") or "")
-    name = safe_id_part(host or run.id) or f"run{index}"
-    info: dict[str, Any] = {"kind": "run", "id": run.id, "host": host or None}
+    # its name first (two runs of one host are told apart by what they are, not "vm, vm-2")
+    name = safe_id_part(run.name or host or run.id) or f"run{index}"
+    info: dict[str, Any] = {"kind": "run", "id": run.id, "host": host or None, "label": run.label}
     if run.histogram_only:
         h = run.meta["histogram"]
         unit = str(h.get("source_unit") or h.get("unit") or "ns")

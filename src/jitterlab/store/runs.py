@@ -65,6 +65,7 @@ from jitterlab.core.fileio import (
     write_file,
     write_json,
 )
+from jitterlab.store import names
 from jitterlab.store.schema import (
     HISTOGRAM_FILE,
     RUN_JSON,
@@ -239,11 +240,30 @@ def obtained_policy_label(meta: dict[str, Any]) -> str:
     if config.get("policy") in (None, "unknown"):  # recovered: nothing asked that we know of
         return "+".join(got)
     return f"{'+'.join(got)} — {asked} {'partly refused' if asked in got else 'refused'}"
+# Run.describe() is the describe room's (describe/notebook.py fills this when imported): the
+# store never imports describe, the arrow stays one way (tests/test_architecture.py)
+DESCRIBERS: dict[str, Callable[..., Any]] = {}
+DESCRIBER_MODULE = "jitterlab.describe.notebook"
 
 
 @dataclass
 class Run:
     """A stored run: its metadata and, loaded on first use, its samples."""
+
+    def __repr__(self) -> str:  # short: run.json stays in run.meta
+        rows = (self.meta.get("samples") or {}).get("rows")
+        what = "histogram only" if self.histogram_only else f"{rows:,} samples" if rows is not None else "?"
+        name = f" {self.name!r}" if self.name else ""
+        return f"<Run {self.id}{name}: {self.what}, {what}, {self.meta.get('status')}>"
+
+    def describe(self) -> Any:
+        """What ``jitterlab describe RUN`` prints, as an object: ``str()`` is the text,
+        ``.to_dict()`` the JSON of ``describe --json``, ``.to_pandas()`` the summary."""
+        if "describe" not in DESCRIBERS:
+            import importlib
+
+            importlib.import_module(DESCRIBER_MODULE)
+        return DESCRIBERS["describe"](self)
 
     path: Path
     meta: dict[str, Any]
@@ -253,6 +273,12 @@ class Run:
     @property
     def id(self) -> str:
         return str(self.meta["id"])
+
+    @property
+    def name(self) -> str | None:
+        """The run's human name (``--name``, ``merge --as``, ``rename``), or None."""
+        name = self.meta.get("name")
+        return str(name) if name else None
 
     @property
     def config(self) -> dict[str, Any]:
@@ -279,8 +305,23 @@ class Run:
 
     @property
     def label(self) -> str:
-        """Short human name: technique, pairs and policy."""
-        return f"{self.technique_label} ×{self.config.get('pairs', '?')} {self.policy_label}"
+        """Short human name: the run's name when it has one, then what it is (technique, pairs
+        and policy; for a merged or imported run, its sources: :meth:`what`)."""
+        return f"{self.name} ({self.what})" if self.name else self.what
+
+    @property
+    def what(self) -> str:
+        """What the run is: technique, pairs and policy, e.g. ``mutex ×1 rr 90``; a merge
+        names its sources' labels, an import its file and format."""
+        c = self.config
+        if c.get("runtime") == "merge":
+            sources = (self.meta.get("merge") or {}).get("sources") or []
+            labels = [str(s.get("label") or s.get("name") or "?") for s in sources]
+            shown = ", ".join(labels[:3]) + (f", … ({len(labels)})" if len(labels) > 3 else "")
+            return f"merge of {shown}" if labels else f"merge {c.get('technique', '?')}"
+        if c.get("runtime") == "import":
+            return f"import of {Path(str(c.get('source', '?'))).name} ({c.get('source_format', '?')})"
+        return f"{self.technique_label} ×{c.get('pairs', '?')} {self.policy_label}"
 
     @property
     def technique_label(self) -> str:
@@ -545,6 +586,8 @@ class ResultsStore:
 
     def __init__(self, root: Path | str | None = None) -> None:
         self.root = Path(root) if root is not None else default_store_path()
+        # the name the command storing runs was given (``--name``): store.names.assign
+        self.name: str | None = None
 
     def check_owner(self) -> None:
         """Root and a store another user owns: one line naming the owner and the option that
@@ -1021,18 +1064,24 @@ class ResultsStore:
                     continue
                 try:
                     with opened(name) as part, pq.ParquetFile(part, pre_buffer=False) as f:
-                        batches = list(f.iter_batches(columns=[*SAMPLE_COLUMNS, *extra]))
+                        batches = f.iter_batches(columns=[*SAMPLE_COLUMNS, *extra])
+                        while True:  # one batch in memory at a time (issue 43 item 8)
+                            try:
+                                b = next(batches)
+                            except StopIteration:
+                                break
+                            except (pa.ArrowInvalid, OSError, KeyError):
+                                break  # damaged from here on: the batches before it are kept
+                            pair, seq, t_send, t_recv = (b.column(i).to_numpy() for i in range(4))
+                            yield (
+                                pair,
+                                seq,
+                                t_send,
+                                t_recv,
+                                {n: b.column(4 + k).to_numpy() for k, n in enumerate(extra)},
+                            )
                 except (pa.ArrowInvalid, OSError, KeyError):
                     continue  # a part cut off by a crash: the parts before it are whole
-                for b in batches:
-                    pair, seq, t_send, t_recv = (b.column(i).to_numpy() for i in range(4))
-                    yield (
-                        pair,
-                        seq,
-                        t_send,
-                        t_recv,
-                        {n: b.column(4 + k).to_numpy() for k, n in enumerate(extra)},
-                    )
 
         try:
             run = self.commit_chunks(staging, meta, chunks(), extra)
@@ -1183,6 +1232,7 @@ class ResultsStore:
             os.chmod(work, 0o700)
         else:
             os.chmod(work, 0o755 & ~current_umask() & NOT_WORLD_WRITABLE)  # still inside .staging (0700)
+        names.assign(self, meta)
         for run_id in id_candidates(str(original)):
             meta["id"] = run_id
             write_json(work / RUN_JSON, meta)
@@ -1244,7 +1294,8 @@ class ResultsStore:
         return sorted(runs, key=lambda r: (str(r.meta.get("created_utc", "")), r.id)), damaged
 
     def resolve(self, ref: str) -> Path:
-        """A run folder from a path, an id or a unique id prefix."""
+        """A run folder from a path, an id, a name, or a unique id prefix or substring
+        (:func:`jitterlab.store.names.resolve_reference`)."""
         self.check_owner()
         candidate = Path(ref)
         if _is_file(candidate / RUN_JSON):
@@ -1254,13 +1305,7 @@ class ResultsStore:
         direct = self.root / ref
         if _is_file(direct / RUN_JSON):
             return direct
-        matches = [d for d in self.run_dirs() if d.name.startswith(ref)]
-        if len(matches) == 1:
-            return matches[0]
-        if len(matches) > 1:
-            names = ", ".join(d.name for d in matches[:4])
-            raise JitterlabError(f"'{ref}' matches {len(matches)} runs ({names}…); give more of the id")
-        raise JitterlabError(f"no run '{ref}' (not a run folder, nor an id in {self.root})")
+        return names.resolve_reference(self, ref, self.run_dirs())
 
     def discard_staging(self, staging: Path) -> None:
         shutil.rmtree(staging, ignore_errors=True)
@@ -1286,7 +1331,7 @@ def load_run(
     Parameters
     ----------
     path_or_id
-        A run folder, its ``run.json``, or an id (prefix) in the store.
+        A run folder, its ``run.json``, an id, a name, or a unique id prefix or substring.
     store
         The results store to look ids up in (default ``./jitterlab-results`` or
         ``$JITTERLAB_STORE``).

@@ -48,6 +48,9 @@ _UNIT_COMMENT = re.compile(
 _UNIT_WORDS = {"nano": "ns", "micro": "us", "milli": "ms", "": "s", "µs": "us"}
 
 
+MAX_SKIP_WARNINGS = 10  # --skip-invalid: damaged lines named one by one, then only counted
+
+
 class DamagedLogError(JitterlabError):
     """A line of an HdrHistogram log that cannot be read: the message names the file, the
     line and what is wrong with it."""
@@ -165,7 +168,12 @@ class LogReader:
         if not self.skip_invalid:
             raise DamagedLogError(message + " (--skip-invalid leaves damaged lines out)")
         self.skipped.append(message)
-        self.warn(f"{message}; left out (--skip-invalid)")
+        if len(self.skipped) <= MAX_SKIP_WARNINGS:  # then one line says how many more follow
+            self.warn(f"{message}; left out (--skip-invalid)")
+        if len(self.skipped) == MAX_SKIP_WARNINGS:
+            self.warn(
+                f"{self.name}: further damaged lines are left out without a line each (counted at the end)"
+            )
 
     def intervals(self, from_s: float | None = None, to_s: float | None = None) -> Iterator[Interval]:
         """Every interval histogram in file order (all tags); with ``from_s``/``to_s`` only

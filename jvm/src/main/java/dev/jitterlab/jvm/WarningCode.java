@@ -38,6 +38,7 @@ public enum WarningCode {
     LOG_IRREGULAR("log-irregular"),
     TIME_IRREGULAR("time-irregular"),
     LEADING_JUNK("leading-junk"),
+    IMPORT_ASSUMED("import-assumed"),
     ROWS_SKIPPED("rows-skipped"),
     NO_BASELINE("no-baseline"),
     BACKLOG_SKIPPED("backlog-skipped"),

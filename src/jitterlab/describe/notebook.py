@@ -1,0 +1,244 @@
+"""The notebook face of jitterlab (issue 43 item 5): a store's runs as a DataFrame, every
+run's samples as one lazy Polars frame, and the descriptions and comparisons the command line
+prints, as objects that print the same text and turn into DataFrames.
+
+>>> import jitterlab
+>>> store = jitterlab.open_store("jitterlab-results")      # doctest: +SKIP
+>>> store.runs()                # the `runs --json` columns, one row per run (pandas)
+>>> store.scan()                # polars.LazyFrame: run_id, name, latency_ns, t_send_ns, ...
+>>> run = store.run("baseline") # an id, a name, or a unique part of an id
+>>> run.describe()              # what `jitterlab describe RUN` prints; .to_pandas(), .to_dict()
+>>> jitterlab.compare(a, b)     # what `jitterlab compare A B` prints; .verdict, .to_pandas()
+
+docs/python.md walks through it; tests/describe/test_notebook.py runs that page.
+``Run.describe()`` (store/runs.py) comes here through :data:`jitterlab.store.runs.DESCRIBERS`,
+which this module fills when imported: the store room never imports the describe room.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import polars as pl
+
+    from jitterlab.store import ResultsStore, Run
+
+# the columns of `jitterlab runs --json` (describe/tables.py summary_row), in its order
+RUNS_COLUMNS = ("id", "name", "label", "status", "created_utc", "count", "p50_ns", "p99_ns", "max_ns")
+
+__all__ = ["Comparison", "Description", "Store", "compare", "describe", "open_store"]
+
+
+class Store:
+    """A results store opened for reading in a notebook (:func:`open_store`)."""
+
+    def __init__(self, store: ResultsStore) -> None:
+        self._store = store
+
+    @property
+    def path(self) -> Path:
+        """The store's folder."""
+        return self._store.root
+
+    def __repr__(self) -> str:
+        return f"<jitterlab store {str(self.path)!r}: {len(self._store.run_dirs())} runs>"
+
+    def __len__(self) -> int:
+        return len(self._store.run_dirs())
+
+    def run(self, ref: str) -> Run:
+        """One run by id, name, unique part of an id, or folder (as ``RUN`` on the command line)."""
+        from jitterlab.store import load_run
+
+        return load_run(ref, self._store)
+
+    def runs(self, polars: bool = False) -> pd.DataFrame | pl.DataFrame:
+        """The store's readable runs, oldest first, one row each with the columns of
+        ``jitterlab runs --json`` (id, name, label, status, created_utc, count, p50_ns,
+        p99_ns, max_ns) and technique, pairs and policy; ``polars=True``: a Polars DataFrame."""
+        from jitterlab.describe.run_filter import row
+        from jitterlab.describe.tables import summary_row
+
+        runs = self._store.runs()
+        rows = [summary_row(r) | {k: v for k, v in row(r).items() if k not in ("label",)} for r in runs]
+        columns = [*RUNS_COLUMNS, "technique", "pairs", "policy"]
+        if polars:
+            import polars as pl
+
+            return pl.DataFrame(rows, schema=columns) if rows else pl.DataFrame(schema=columns)
+        import pandas as pd
+
+        return pd.DataFrame(rows, columns=columns)
+
+    def scan(self) -> pl.LazyFrame:
+        """Every sample of every run with samples as one lazy Polars frame: ``run_id``,
+        ``name``, ``latency_ns`` (t_recv_ns − t_send_ns) and the samples' columns (pair, seq,
+        t_send_ns, t_recv_ns). Nothing is read until ``.collect()``; Polars reads only the
+        row groups and columns the query needs. Histogram-only runs have no samples and are
+        not in it."""
+        import polars as pl
+
+        from jitterlab.store.runs import verified_samples_path
+
+        frames = []
+        for run in self._store.runs():
+            if run.histogram_only:
+                continue
+            frames.append(
+                pl.scan_parquet(verified_samples_path(run))
+                .select("pair", "seq", "t_send_ns", "t_recv_ns")
+                .with_columns(
+                    pl.lit(run.id).alias("run_id"),
+                    pl.lit(run.name, dtype=pl.String).alias("name"),
+                    (pl.col("t_recv_ns") - pl.col("t_send_ns")).alias("latency_ns"),
+                )
+                .select("run_id", "name", "latency_ns", "pair", "seq", "t_send_ns", "t_recv_ns")
+            )
+        if not frames:
+            schema = {"run_id": pl.String, "name": pl.String, "latency_ns": pl.Int64, "pair": pl.Int32,
+                      "seq": pl.Int64, "t_send_ns": pl.Int64, "t_recv_ns": pl.Int64}  # fmt: skip
+            return pl.LazyFrame(schema=schema)
+        return pl.concat(frames, how="vertical_relaxed")
+
+
+def open_store(path: str | Path | None = None) -> Store:
+    """Open a results store (default ``./jitterlab-results`` or ``$JITTERLAB_STORE``).
+
+    Parameters
+    ----------
+    path
+        The store's folder.
+
+    Returns
+    -------
+    Store
+        ``.runs()`` as a DataFrame, ``.scan()`` as a lazy Polars frame, ``.run(ref)``.
+    """
+    from jitterlab.core.errors import JitterlabError
+    from jitterlab.store import ResultsStore
+
+    store = ResultsStore(path)
+    if not store.root.is_dir():
+        raise JitterlabError(f"no results store at {store.root}")
+    return Store(store)
+
+
+@dataclass(frozen=True)
+class Description:
+    """What ``jitterlab describe RUN`` prints (``str()``, and in a notebook), with its JSON
+    (:meth:`to_dict`, as ``describe --json``) and its summary as a DataFrame (:meth:`to_pandas`)."""
+
+    text: str
+    document: dict[str, Any]
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        s = self.document.get("summary_ns") or self.document.get("summary") or {}
+        return f"<Description of {self.document.get('id')}: {s.get('count', '?')} samples>"
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:  # IPython shows the text
+        p.text(self.text)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.document)
+
+    def to_pandas(self) -> pd.DataFrame:
+        """The summary figures, one row per figure (``figure``, ``value_ns``)."""
+        import pandas as pd
+
+        s = self.document.get("summary_ns") or self.document.get("summary") or {}
+        return pd.DataFrame({"figure": list(s), "value_ns": list(s.values())})
+
+
+def describe(run: Run | str, store: str | Path | None = None) -> Description:
+    """``jitterlab describe RUN`` with its defaults (stacked-z test, 1 s windows), as an
+    object: the same text the command prints, and its JSON."""
+    from jitterlab.core.warnings import CodedWarning  # noqa: F401  (the analysis warns through it)
+    from jitterlab.describe.analysis import describe_run, description_json, latency_views
+    from jitterlab.describe.context import context_block
+    from jitterlab.describe.histograms import describe_histogram, histogram_json
+    from jitterlab.describe.sources import source_table
+    from jitterlab.describe.text import describe_text, histogram_text
+    from jitterlab.store import load_run
+    from jitterlab.store.writer import LOCAL
+
+    run = load_run(run, store) if isinstance(run, str) else run
+    if run.histogram_only:
+        h = describe_histogram(run, None, None, None, None)
+        return Description(histogram_text(h), histogram_json(h) | {"context": context_block(run)})
+    d = describe_run(run, "stacked-z", 1_000_000_000, None, False, 3.5, 0.05, None, None)
+    views = latency_views(run, None, LOCAL, None)
+    sources = source_table(run, d.summary, d.categories)
+    document = {"context": context_block(run)} | description_json(d)
+    document |= {f"summary_{name}_ns": view for name, view in views.items()}
+    if sources is not None:
+        document["sources"] = sources.to_dict()
+    return Description(describe_text(d, views, sources), document)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What ``jitterlab compare A B`` prints, with its verdict, JSON and rows."""
+
+    text: str
+    document: dict[str, Any]
+    verdict: str
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        return f"<Comparison {self.document.get('a', {}).get('id')} → {self.document.get('b', {}).get('id')}: {self.verdict}>"
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(self.text)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.document)
+
+    def to_pandas(self) -> pd.DataFrame:
+        """One row per percentile: the figures of ``compare --json``'s rows."""
+        import pandas as pd
+
+        rows = self.document.get("percentiles") or self.document.get("rows") or []
+        return pd.DataFrame(rows)
+
+
+def compare(a: Run | str, b: Run | str, noise: float = 0.05, store: str | Path | None = None) -> Comparison:
+    """``jitterlab compare A B`` (B judged against A) as an object: the text the command
+    prints, its verdict and its JSON."""
+    from jitterlab.core.render import render
+    from jitterlab.describe import compare as cmp
+    from jitterlab.describe.context import context_header
+    from jitterlab.store import load_run
+
+    ra = load_run(a, store) if isinstance(a, str) else a
+    rb = load_run(b, store) if isinstance(b, str) else b
+    rc = cmp.compare_runs(ra, rb, noise, None)
+    c = rc.result
+    headers = [*cmp.HEADERS[:4], f"{c.confidence:.0%} CI", cmp.HEADERS[5]]
+    text = "\n".join(
+        [
+            context_header([rc.a, rc.b]),
+            f"A  {rc.a.id}  ({rc.a.label})\nB  {rc.b.id}  ({rc.b.label})",
+            render(headers, cmp.comparison_rows(c), "lrrrrl"),
+            cmp.tests_line(c),
+            f"verdict: {c.verdict} (noise threshold ±{c.noise_threshold:.0%})",
+        ]
+    )
+    return Comparison(text, cmp.comparison_json(rc), str(c.verdict))
+
+
+def _register() -> None:
+    from jitterlab.store import runs
+
+    runs.DESCRIBERS["describe"] = describe
+
+
+_register()
