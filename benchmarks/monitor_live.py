@@ -113,11 +113,76 @@ def one(store: Path, pages: int, rate: int, seconds: float) -> dict[str, object]
         recorder.unlink(channel)
 
 
+def screenshot(path: Path, rate: int, seconds: float) -> None:
+    """The page under load, as docs/monitor.md shows it: the load writer at ``rate`` plus a
+    study writer with a clean trial and one with an 80 ms spike, in headless Chromium."""
+    import numpy as np
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    from jitterlab import Monitor
+
+    channel = f"bench-live-shot-{os.getpid()}"
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Path(tmp) / "s"
+        rng = np.random.default_rng(41)
+        baseline = np.concatenate([rng.normal(10_000, 500, 20_000), rng.normal(30_000, 1_000, 400)])
+        rng.shuffle(baseline)
+        proc = start_serve(channel, store, f"127.0.0.1:{free_port()}", "--duration", "3s")
+        with Monitor(channel) as m:  # a baseline session first
+            for v in baseline.astype(np.int64).tolist():
+                m.record(v)
+        reference = wait_stored(proc)
+        port = free_port()
+        proc = start_serve(
+            channel, store, f"127.0.0.1:{port}", "--duration", f"{seconds + 10}s", "--baseline", reference
+        )
+        options = webdriver.ChromeOptions()
+        options.binary_location = "/usr/bin/chromium"
+        for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                     "--disable-background-networking", "--disable-dev-shm-usage",
+                     f"--user-data-dir={Path(tmp) / 'profile'}", "--window-size=1400,1250"):  # fmt: skip
+            options.add_argument(flag)
+        driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+        try:
+            driver.get(f"http://127.0.0.1:{port}/")
+            load = subprocess.Popen(
+                [str(native_program("jitterlab-monitor-load")), "--channel", channel, "--rate", str(rate),
+                 "--samples", str(int(rate * seconds))],
+                stdout=subprocess.DEVNULL,
+            )  # fmt: skip
+            with Monitor(channel) as m:
+                for tag, spike in (("cond-A/p07", False), ("cond-B/p07", True)):
+                    with m.trial(tag):
+                        for k in range(2000):
+                            m.record(int(rng.normal(10_000, 500)))
+                            if spike and k == 1500:
+                                m.record(80_000_000)
+                            if spike and k == 1900:  # the alert is up while the trial runs
+                                time.sleep(0.8)
+                                driver.save_screenshot(str(path))
+                            if k % 100 == 0:
+                                time.sleep(seconds / 80)
+                    if not spike:
+                        time.sleep(1)
+            load.wait()
+        finally:
+            driver.quit()
+            proc.terminate()
+            proc.wait()
+            recorder.unlink(channel)
+    print(f"wrote {path}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=10.0, help="length of each writer run (issue: 60)")
     parser.add_argument("--rate", type=int, default=1_000_000, help="samples per second")
+    parser.add_argument("--screenshot", type=Path, help="instead: a screenshot of the page under load (PNG)")
     args = parser.parse_args()
+    if args.screenshot:
+        screenshot(args.screenshot, args.rate, args.seconds)
+        return 0
     with tempfile.TemporaryDirectory() as tmp:
         rows = [one(Path(tmp) / "s", pages, args.rate, args.seconds) for pages in (0, 1, 10)]
     print(f"load average before/after: {os.getloadavg()[0]:.1f} (1 min), {os.cpu_count()} CPUs")

@@ -45,6 +45,7 @@ enum class WarningCode {
     leading_junk,
     rows_skipped,
     no_baseline,
+    listen_open,
     backlog_skipped,
     unclassified,
     stale_lock,
@@ -53,7 +54,7 @@ enum class WarningCode {
     deprecated_option,
 };
 
-inline constexpr std::array<std::string_view, 42> kWarningCodeNames = {
+inline constexpr std::array<std::string_view, 43> kWarningCodeNames = {
     "policy-refused",
     "affinity-refused",
     "mlock-refused",
@@ -90,6 +91,7 @@ inline constexpr std::array<std::string_view, 42> kWarningCodeNames = {
     "leading-junk",
     "rows-skipped",
     "no-baseline",
+    "listen-open",
     "backlog-skipped",
     "unclassified",
     "stale-lock",

@@ -48,6 +48,7 @@ function column(key, label) {
 }
 
 function draw(canvas, snap) {
+  if (canvas.clientWidth && canvas.width !== canvas.clientWidth) canvas.width = canvas.clientWidth;
   const ctx = canvas.getContext("2d");
   const w = canvas.width, h = canvas.height, pad = 30;
   ctx.clearRect(0, 0, w, h);
@@ -97,7 +98,8 @@ function render(key, label, snap) {
   const lagMs = snap.last_sample_ns === null ? null
     : (snap.t_server_ns - snap.last_sample_ns) / 1e6 + Math.max(0, Date.now() - snap.sent_unix_ms);
   const lagNode = n.querySelector(".lag");
-  lagNode.textContent = lagMs === null ? "–" : (lagMs < 10000 ? lagMs.toFixed(0) + " ms" : "idle");
+  lagNode.textContent = lagMs === null ? "–"
+    : (lagMs < 2000 ? lagMs.toFixed(0) + " ms" : `no new sample for ${(lagMs / 1000).toFixed(0)} s`);
   lagNode.dataset.value = lagMs === null ? "" : String(lagMs);
   n.querySelector(".conf").textContent = (100 * snap.confidence).toFixed(0) + " %";
   fillBody(n.querySelector("table.percentiles"), snap.percentiles, p => {

@@ -39,6 +39,7 @@ public enum WarningCode {
     LEADING_JUNK("leading-junk"),
     ROWS_SKIPPED("rows-skipped"),
     NO_BASELINE("no-baseline"),
+    LISTEN_OPEN("listen-open"),
     BACKLOG_SKIPPED("backlog-skipped"),
     UNCLASSIFIED("unclassified"),
     STALE_LOCK("stale-lock"),
