@@ -126,7 +126,9 @@ def test_a_trusted_users_ring_is_served_and_said_so(store: Path, channel: str, o
     made = other_user.python(f"recorder.Monitor({channel!r}).close()")
     assert made.returncode == 0, made.stderr
     code, err = serve(channel, store, "--ring-owner", other_user.name)
-    assert code == 0 and "ring-foreign" in err and other_user.name in err, err
+    # no writer came while it was served: no run is stored, exit 1 (issue 41 item 5)
+    assert code == 1 and "ring-foreign" in err and other_user.name in err, err
+    assert "no writer recorded" in err, err
     assert f"monitor unlink --channel {channel}" in err, err  # the summary says the ring stays
 
 

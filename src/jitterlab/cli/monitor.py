@@ -33,7 +33,7 @@ def add_parsers(sub: Any) -> None:
     p = sub.add_parser("monitor", help="live latency inside an application: serve a channel, screen trials")
     monitor = p.add_subparsers(dest="monitor_command", required=True, parser_class=Parser)
     q = monitor.add_parser(
-        "serve", help="drain a channel: classify, store as a run, serve Prometheus metrics"
+        "serve", help="drain a channel: classify, store as a run, serve a live page and Prometheus metrics"
     )
     q.add_argument("--channel", required=True)
     q.add_argument("--baseline", help="reference run whose stacked-z thresholds classify the samples")
@@ -51,7 +51,15 @@ def add_parsers(sub: Any) -> None:
         default=(),
         help="also serve the latency at these percentiles on /metrics (e.g. 50,99,99.9,max)",
     )
-    q.add_argument("--json", action="store_true", help="end by printing the run's id and counts as JSON")
+    q.add_argument(
+        "--native-error",
+        type=probability,
+        default=0.01,
+        help="relative error of the native histogram on /metrics (0.01: schema 7; finest 0.0027: schema 8)",
+    )
+    q.add_argument(
+        "--json", action="store_true", help="end by printing the stored run's id and counts as JSON"
+    )
     store_option(q, named=True)
     q = monitor.add_parser("trials", help="the trials of a monitor run with their screening verdicts")
     q.add_argument("run", metavar="RUN", help="the monitor run (id, name, unique part of an id, or folder)")
@@ -104,7 +112,8 @@ def _serve(args: argparse.Namespace) -> int:
 
     def started(srv: server.Server) -> None:
         note(
-            f"serving channel {args.channel}: metrics on http://{args.listen}/metrics, run {srv.run_id} ({until})"
+            f"serving channel {args.channel}: live page http://{args.listen}/, metrics on "
+            f"http://{args.listen}/metrics, run {srv.run_id} ({until})"
         )
 
     try:
@@ -118,6 +127,7 @@ def _serve(args: argparse.Namespace) -> int:
             _progress,
             ring_owner=args.ring_owner,
             percentiles=args.percentiles,
+            native_error=args.native_error,
         )
         outcome = run_plan(plan, writable_store(args), warn)
     except (JitterlabError, KeyboardInterrupt) as e:
@@ -134,7 +144,7 @@ def _serve(args: argparse.Namespace) -> int:
             f"{monitor['ring_dropped']} dropped"
         )
     ring = Path("/dev/shm") / f"{recorder.RING_PREFIX}{args.channel}"
-    if outcome.runs and ring.exists():  # on purpose: the application may still record into it
+    if ring.exists():  # on purpose: the application may still record into it
         note(
             f"the channel's ring stays ({ring.stat().st_size / 2**20:.0f} MB in {ring.parent}) for the "
             f"application; remove it with: jitterlab monitor unlink --channel {args.channel} (or --stale)"

@@ -39,6 +39,7 @@ from jitterlab.core.errors import JitterlabError
 from jitterlab.core.fileio import open_output
 from jitterlab.core.version import __version__
 from jitterlab.describe.analysis import time_range
+from jitterlab.describe.otlp import export_otlp
 from jitterlab.stats.scan import LocalScan, Scan
 from jitterlab.stats.windows import window_count
 from jitterlab.store import Run
@@ -350,6 +351,7 @@ EXPORTERS: dict[str, Exporter] = {
     "hlog": export_hlog,
     "csv": export_csv,
     "parquet": export_parquet,
+    "otlp": export_otlp,  # describe/otlp.py
 }
 FORMATS = tuple(EXPORTERS)
 

@@ -7,4 +7,4 @@ tests/describe/test_describe_options.py checks each against the registry it name
 from __future__ import annotations
 
 TESTS = ("stacked-z", "gesd", "walsh")  # describe --test (describe_run takes these)
-FORMATS = ("hgrm", "hlog", "csv", "parquet")  # export --format: jitterlab.describe.export.EXPORTERS
+FORMATS = ("hgrm", "hlog", "csv", "parquet", "otlp")  # export --format: jitterlab.describe.export.EXPORTERS

@@ -9,6 +9,12 @@ Metrics (label ``channel``):
   latency at each level from an HdrHistogram of every sample (3 significant digits, Java
   2.2.2's getValueAtPercentile; a bounded-memory live figure, not the exact type-7 value
   that ``show --percentiles`` gives for the stored run)
+  (text formats); in the protobuf exposition (Accept ``application/vnd.google.protobuf;
+  proto=io.prometheus.client.MetricFamily; encoding=delimited``, what Prometheus sends with
+  ``--enable-feature=native-histograms``) the same family carries the native histogram
+  (schema from ``--native-error``; its buckets are ``(base^(i-1), base^i]``, base 2^(2^-schema))
+- ``jitterlab_monitor_latency_summary_seconds{quantile}``: summary at the chosen quantiles
+  (``--percentiles``, default 50, 90, 99, 99.9) from the HdrHistogram of every sample
 - ``jitterlab_monitor_samples_total``, ``jitterlab_monitor_dropped_total`` (ring full)
 - ``jitterlab_monitor_outliers_total{category}``: samples per stacked-z category above the main one
 - ``jitterlab_monitor_trial_samples{trial,writer,index}``, ``…_trial_outlier_share``,
@@ -21,11 +27,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+import numpy as np
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from jitterlab.core.errors import JitterlabError
-from jitterlab.monitor.server import BUCKETS_S, LiveState
+from jitterlab.monitor.server import BUCKETS_S, LiveState, Server
+
+DEFAULT_QUANTILES = (50.0, 90.0, 99.0, 99.9)
+# latencies at or below this (0 ns and clock steps) are the native histogram's zero bucket
+NATIVE_ZERO_THRESHOLD = 0.5e-9
 
 
 class MonitorCollector(Collector):
@@ -45,6 +56,28 @@ class MonitorCollector(Collector):
             histogram.add_metric(channel, buckets, s.latency_sum_s)
             yield histogram
             if s.histogram is not None and s.histogram.total:
+                summary = Metric(
+                    "jitterlab_monitor_latency_summary_seconds",
+                    "latency at the chosen quantiles (--percentiles, default 50,90,99,99.9) from an "
+                    "HdrHistogram of every sample (3 significant digits)",
+                    "summary",
+                )
+                for p in s.percentiles or DEFAULT_QUANTILES:
+                    summary.add_sample(
+                        "jitterlab_monitor_latency_summary_seconds",
+                        {"channel": s.channel, "quantile": f"{p / 100:g}"},
+                        s.histogram.value_at_percentile(p) / 1e9,
+                    )
+                summary.add_sample(
+                    "jitterlab_monitor_latency_summary_seconds_count",
+                    {"channel": s.channel},
+                    float(s.samples),
+                )
+                summary.add_sample(
+                    "jitterlab_monitor_latency_summary_seconds_sum", {"channel": s.channel}, s.latency_sum_s
+                )
+                yield summary
+            if s.histogram is not None and s.histogram.total and s.percentiles:
                 chosen = GaugeMetricFamily(
                     "jitterlab_monitor_latency_percentile_seconds",
                     "latency at each --percentiles level (HdrHistogram, 3 significant digits)",
@@ -113,15 +146,38 @@ def parse_listen(text: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-def start_endpoint(state: LiveState, listen: str) -> Any:
-    """Serve /metrics on ``listen`` in a background thread; returns the HTTP server."""
-    from prometheus_client import start_http_server
+def native_buckets(state: LiveState, low: int) -> tuple[int, float, int, np.ndarray, np.ndarray]:
+    """The latency's native histogram now: (schema, zero threshold, zero count, bucket
+    indices, counts); bucket k of ``state.native_counts`` is index ``low + k``."""
+    with state.lock:
+        nonzero = np.flatnonzero(state.native_counts)
+        return (
+            state.native_schema,
+            NATIVE_ZERO_THRESHOLD,
+            state.native_zero,
+            nonzero + low,
+            state.native_counts[nonzero].copy(),
+        )
+
+
+def start_endpoint(server: Server, listen: str, info: dict[str, Any]) -> Any:
+    """Serve the live page, its events and /metrics on ``listen`` in background threads;
+    returns the endpoint (``shutdown()``)."""
+    from prometheus_client.exposition import choose_encoder
+
+    from jitterlab.monitor import live, promproto
 
     host, port = parse_listen(listen)
+    collector = MonitorCollector(server.state)
     registry = CollectorRegistry()
-    registry.register(MonitorCollector(state))
-    try:
-        server, _ = start_http_server(port, addr=host, registry=registry)
-    except OSError as e:
-        raise JitterlabError(f"--listen {listen}: {e.strerror or e}") from e
-    return server
+    registry.register(collector)
+
+    def text(accept: str) -> tuple[bytes, str]:
+        encoder, content_type = choose_encoder(accept)
+        return encoder(registry), content_type
+
+    def proto() -> bytes:
+        native = {"jitterlab_monitor_latency_seconds": native_buckets(server.state, server.native_low)}
+        return promproto.encode_delimited(promproto.from_client_families(collector.collect(), native))
+
+    return live.start_endpoint(server.state, host, port, info, text, proto)

@@ -32,6 +32,7 @@ from jitterlab.core.warnings import CodedWarning
 from jitterlab.measure import environment
 from jitterlab.measure.doctor import doctor_facts
 from jitterlab.measure.runner import Context, Done, Plan, Point
+from jitterlab.monitor.promproto import bucket_indices, schema_for
 from jitterlab.monitor.recorder import SAMPLE, TRIAL_BEGIN, TRIAL_END, Reader, check_channel
 from jitterlab.stats import stacked_z_test
 from jitterlab.stats.categories import categorize
@@ -49,8 +50,16 @@ from jitterlab.store.schema import run_meta, safe_id_part
 
 # Histogram buckets of the metrics endpoint (seconds): 1-2-5 steps from 1 µs to 10 s
 BUCKETS_S = (*(m * 10.0**e for e in range(-6, 1) for m in (1, 2, 5)), 10.0)
+# the native histogram's relative error (issue 41 item 3): schema 7, buckets 0.54 % wide
+NATIVE_ERROR = 0.01
+# the native buckets kept span 2^-31 s (0.47 ns) to 2^11 s; a value beyond counts in the last
+NATIVE_LOG2_RANGE = (-31, 11)
+# the live page's latency over time: bins of 0.5 s, the last 10 minutes
+TIMELINE_BIN_NS = 500_000_000
+TIMELINE_BINS = 1200
 PART_SAMPLES = 1_000_000
 PART_SECONDS = 2.0  # what a server killed outright can lose at most
+NO_WRITER = "no writer recorded on channel '{channel}' while it was served: no run stored"
 
 
 @dataclass
@@ -116,6 +125,19 @@ class LiveState:
     histogram: Histogram | None = None
     trials: list[TrialState] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # the native histogram of /metrics' protobuf exposition (promproto): counts per bucket
+    # index NATIVE_LOW + k at ``native_schema``; latencies <= 0 in ``native_zero``
+    native_schema: int = 7
+    native_counts: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    native_zero: int = 0
+    # the live page (monitor/live.py): samples written to parts so far, entries left from
+    # before the server, each writer's samples and last sample time, and per time bin of
+    # TIMELINE_BIN_NS (by receive time) the count, min, max, sum and outliers of its latencies
+    stored: int = 0
+    backlog_skipped: int = 0
+    writers: dict[int, list[int]] = field(default_factory=dict)
+    timeline: dict[int, list[float]] = field(default_factory=dict)
+    version: int = 0  # bumped by every batch: the page's publisher sends only what changed
 
     def verdict(self, trial: TrialState) -> Verdict | None:
         if self.baseline is None:
@@ -216,12 +238,17 @@ class Server:
         part_samples: int = PART_SAMPLES,
         ring_owner: int | None = None,
         percentiles: tuple[float, ...] = (),
+        native_error: float = NATIVE_ERROR,
     ) -> None:
         self.reader = Reader(channel, ring_owner=ring_owner)
         self.store = store
         self.state = LiveState(channel, baseline, alpha, percentiles=percentiles)
-        if percentiles:
-            self.state.histogram = Histogram.auto(3)
+        # every sample in an HdrHistogram: the summary on /metrics and the page's percentiles
+        self.state.histogram = Histogram.auto(3)
+        self.state.native_schema = schema_for(native_error)
+        low, high = (e * 2**self.state.native_schema for e in NATIVE_LOG2_RANGE)
+        self.native_low = low
+        self.state.native_counts = np.zeros(high - low + 1, np.int64)
         if baseline is not None:
             self.state.category_counts = np.zeros(len(baseline.thresholds) + 1, np.int64)
         self.part_samples = part_samples
@@ -238,12 +265,14 @@ class Server:
         self.seq = 0
         self.open_trials: dict[int, TrialState] = {}  # by writer
         self.last_flush = time.monotonic()
+        self.stopped_early = False  # a signal ended a session that stored nothing
         # what writers left in the ring while no server ran belongs to no run of this server:
         # it is counted and left out (a study's trials must not mix with an earlier session)
         self.backlog_skipped = 0
         while len(skipped := self.reader.drain(stale_ns=0)):
             self.backlog_skipped += len(skipped)
         self.dropped_at_start = self.reader.dropped
+        self.state.backlog_skipped = self.backlog_skipped
         # the applications write the ring on this machine: the run is measured here, and
         # carries the machine's environment and the doctor's findings like every measured run
         self.meta = run_meta(
@@ -307,10 +336,40 @@ class Server:
         buckets = np.bincount(
             np.searchsorted(BUCKETS_S, latency / 1e9, side="left"), minlength=len(BUCKETS_S) + 1
         )
+        positive = latency > 0
+        native = np.clip(
+            bucket_indices(latency[positive] / 1e9, self.state.native_schema) - self.native_low,
+            0,
+            len(self.state.native_counts) - 1,
+        )
+        native_counts = np.bincount(native, minlength=len(self.state.native_counts))
+        writers = sample_writers(events)
+        by_writer = np.unique(writers, return_counts=True)
+        outlier = latency > self.state.baseline.thresholds[0] if self.state.baseline is not None else None
+        bins = self._timeline_bins(t_recv, latency, outlier)
         with self.state.lock:
+            self.state.version += 1
             self.state.samples += len(latency)
             self.state.bucket_counts += buckets
             self.state.latency_sum_s += float(latency.sum()) / 1e9
+            self.state.native_counts += native_counts
+            self.state.native_zero += int(len(latency) - np.count_nonzero(positive))
+            last = int(t_recv.max())
+            for writer, n in zip(*by_writer, strict=True):
+                seen = self.state.writers.setdefault(int(writer), [0, 0])
+                seen[0] += int(n)
+                seen[1] = max(seen[1], last)
+            for b, row in bins.items():
+                old = self.state.timeline.get(b)
+                if old is None:
+                    self.state.timeline[b] = row
+                else:
+                    old[0] += row[0]
+                    old[1], old[2] = min(old[1], row[1]), max(old[2], row[2])
+                    old[3] += row[3]
+                    old[4] += row[4]
+            while len(self.state.timeline) > TIMELINE_BINS:
+                del self.state.timeline[min(self.state.timeline)]
             if self.state.histogram is not None:  # a negative latency (clock step) counts as 0
                 distinct, counts = np.unique(np.maximum(t_recv - t_send, 0), return_counts=True)
                 self.state.histogram.record(distinct, counts)
@@ -321,7 +380,6 @@ class Server:
                 self.state.category_counts += counts
             trial_of = np.full(len(latency), -1, np.int64)
             if self.open_trials:
-                writers = sample_writers(events)
                 for writer, trial in self.open_trials.items():
                     mine = writers == np.uint64(writer)
                     n = int(np.count_nonzero(mine))
@@ -337,6 +395,24 @@ class Server:
         self.buffer_trial.append(trial_of)
         self.buffered += len(latency)
         self.seq += len(latency)
+
+    @staticmethod
+    def _timeline_bins(
+        t_recv: np.ndarray, latency: np.ndarray, outlier: np.ndarray | None
+    ) -> dict[int, list[float]]:
+        """Per time bin of the batch: count, min, max, sum and outliers of its latencies
+        (the page draws min…max per bin: a spike is never decimated away)."""
+        bins = t_recv // TIMELINE_BIN_NS
+        first, last = int(bins.min()), int(bins.max())
+        rows: dict[int, list[float]] = {}
+        for b in range(first, last + 1) if last - first < 8 else np.unique(bins).tolist():
+            mine = bins == b if first != last else slice(None)
+            x = latency[mine]
+            if not x.size:
+                continue
+            n_out = int(np.count_nonzero(outlier[mine])) if outlier is not None else 0
+            rows[int(b)] = [float(x.size), float(x.min()), float(x.max()), float(x.sum()), float(n_out)]
+        return rows
 
     def _mark(self, event: np.void) -> None:
         if int(event["kind"]) not in (TRIAL_BEGIN, TRIAL_END):
@@ -370,6 +446,8 @@ class Server:
                 trial=np.concatenate(self.buffer_trial),  # index into monitor.trials, -1: none
             )
             self.buffer_send, self.buffer_recv, self.buffer_trial, self.buffered = [], [], [], 0
+            with self.state.lock:
+                self.state.stored = self.seq
         self.last_flush = time.monotonic()
         atomic_write_json(
             self.staging / DRAFT_JSON, self._final_meta("partial", "the server is still running")
@@ -397,10 +475,23 @@ class Server:
             }
         return meta
 
-    def finish(self, stopped_by: str, partial: bool) -> Run:
+    @property
+    def no_writer(self) -> bool:
+        """No application wrote to the channel while it was served: no sample, no trial
+        mark, no drop (issue 41 item 5)."""
+        return self.seq == 0 and not self.state.trials and self.state.ring_dropped == 0
+
+    def finish(self, stopped_by: str, partial: bool) -> Run | None:
+        """Store the run; None (its staging folder removed) when no writer ever came: an
+        empty session is not a run, and never a "complete" one with 0 samples."""
         for _ in range(100):  # what is still in the ring
             if self.step() == 0:
                 break
+        if self.no_writer:
+            self.stopped_early = partial
+            self.reader.close()
+            self.store.discard_staging(self.staging)
+            return None
         self.flush()
         meta = self._final_meta(
             "partial" if partial else "complete",
@@ -446,8 +537,9 @@ def serve_loop(
     on_tick: Callable[[Server], None] = lambda _: None,
     idle_sleep_s: float = 0.0005,
     on_started: Callable[[Server], None] = lambda _: None,
-) -> Run:
-    """Run until ``duration_s`` (None: until interrupted), then store the run. ``on_started``
+) -> Run | None:
+    """Run until ``duration_s`` (None: until interrupted), then store the run (None: no
+    writer came, nothing stored; see :meth:`Server.finish`). ``on_started``
     runs once the run is staged, inside the loop's signal handling: a stop signal that
     arrives the moment the server says it serves still stores the run."""
     deadline = time.monotonic() + duration_s if duration_s else None
@@ -480,6 +572,7 @@ def serve_plan(
     on_tick: Callable[[Server], None] = lambda _: None,
     ring_owner: int | None = None,
     percentiles: tuple[float, ...] = (),
+    native_error: float = NATIVE_ERROR,
 ) -> Plan:
     """``monitor serve`` as a plan of one point: hold the channel, classify against the
     baseline (``--baseline``, or the one the application left in the channel), serve the
@@ -487,10 +580,12 @@ def serve_plan(
     by a signal before ``duration_s`` the run is partial; with no duration a signal is the
     ordinary end. Only a ring of this user (or of ``ring_owner``) with mode 0600 is used, so
     its baseline hint comes from no one else."""
+    from jitterlab.monitor.live import is_loopback
     from jitterlab.monitor.metrics import parse_listen, start_endpoint  # it reads this module's state
 
     check_channel(channel)
-    parse_listen(listen)
+    host, port = parse_listen(listen)
+    schema_for(native_error)
 
     def execute(ctx: Context) -> Done:
         held = ChannelLock(channel, ctx.warn)
@@ -519,6 +614,7 @@ def serve_plan(
                 alpha,
                 ring_owner=ring_owner,
                 percentiles=percentiles,
+                native_error=native_error,
             )
             if server.reader.owner_uid != os.geteuid():
                 ctx.warn(
@@ -535,13 +631,36 @@ def serve_plan(
                         f"left out {server.backlog_skipped} entries recorded while no server ran (an earlier session)",
                     )
                 )
-            endpoint = start_endpoint(server.state, listen)
+            if not is_loopback(host):
+                everyone = (
+                    "every host that can reach this machine"
+                    if host in ("0.0.0.0", "::", "")
+                    else f"every host that can reach {host}"
+                )
+                ctx.warn(
+                    CodedWarning(
+                        "listen-open",
+                        f"--listen {listen}: the live page, its event stream and /metrics (latencies, trial "
+                        f"tags, writers' pids) are readable without a password by {everyone} on port {port}",
+                    )
+                )
+            info = {
+                "channel": channel,
+                "run": server.run_id,
+                "baseline": reference,
+                "alpha": alpha,
+                "native_schema": server.state.native_schema,
+                "started": server.started.isoformat(timespec="seconds"),
+            }
+            endpoint = start_endpoint(server, listen, info)
             try:
                 stored = serve_loop(server, duration_s, on_tick, on_started=on_started)
             finally:
                 endpoint.shutdown()
         finally:
             held.release()
+        if stored is None:
+            return Done([], interrupted=server.stopped_early, failure=NO_WRITER.format(channel=channel))
         return Done([stored], interrupted=stored.partial)
 
     return Plan("monitor serve", [Point(f"monitor {channel}", execute)])

@@ -41,6 +41,7 @@ public enum WarningCode {
     IMPORT_ASSUMED("import-assumed"),
     ROWS_SKIPPED("rows-skipped"),
     NO_BASELINE("no-baseline"),
+    LISTEN_OPEN("listen-open"),
     BACKLOG_SKIPPED("backlog-skipped"),
     UNCLASSIFIED("unclassified"),
     STALE_LOCK("stale-lock"),

@@ -1,0 +1,209 @@
+"""Live page keep-up: `monitor serve` with writers at 1 M samples/s and pages open (issue 41 item 2).
+
+For 0, 1 and 10 open pages (event-stream readers in a separate process, reading /events
+exactly as the page's EventSource does), one `monitor serve` each while the C load writer
+(``jitterlab-monitor-load``) records at --rate for --seconds:
+
+- samples stored and dropped (target: 0 dropped);
+- update lag of every event a page received: the reader's CLOCK_MONOTONIC at receipt minus
+  the newest sample's receive time in that event (same machine, same clock): sample → page
+  (target: p99 and max ≤ 1 s while the writer runs);
+- the server's CPU time (utime + stime from /proc) over the writer's run, and the ratio of
+  10 pages to 1 page and to none (target: 10 pages ≤ 1.10 × 1 page).
+
+The machine's load average is printed beside the figures: on a shared machine they are
+figures of that load, not of a quiet one.
+
+Usage: python benchmarks/monitor_live.py [--seconds 10] [--rate 1000000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from jitterlab.core.programs import native_program
+from jitterlab.monitor import recorder
+from jitterlab.monitor.launch import start_serve, wait_stored
+
+READER = r"""
+import http.client, json, sys, threading, time
+port, pages = int(sys.argv[1]), int(sys.argv[2])
+lags, events, lock = [], [0], threading.Lock()
+def page():
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    c.request("GET", "/events")
+    r = c.getresponse()
+    for line in r:
+        if line.startswith(b"data: "):
+            now = time.monotonic_ns()
+            snap = json.loads(line[6:])
+            with lock:
+                events[0] += 1
+                if snap["last_sample_ns"] is not None and snap["writers"] and snap["writers"][0]["idle_s"] < 0.5:
+                    lags.append((now - snap["last_sample_ns"]) / 1e9)
+threads = [threading.Thread(target=page, daemon=True) for _ in range(pages)]
+for t in threads: t.start()
+sys.stdin.read()  # until told to stop
+lags.sort()
+p = lambda q: lags[min(len(lags) - 1, int(q * len(lags)))] if lags else None
+print(json.dumps({"events": events[0], "lag_p50_s": p(0.5), "lag_p99_s": p(0.99), "lag_max_s": lags[-1] if lags else None}))
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def one(store: Path, pages: int, rate: int, seconds: float) -> dict[str, object]:
+    channel = f"bench-live-{os.getpid()}-{pages}"
+    port = free_port()
+    proc = start_serve(channel, store, f"127.0.0.1:{port}", "--duration", f"{seconds + 4}s")
+    reader = None
+    try:
+        if pages:
+            reader = subprocess.Popen(
+                [sys.executable, "-c", READER, str(port), str(pages)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            time.sleep(0.5)
+        cpu0 = cpu_s(proc.pid)
+        load = subprocess.run(
+            [str(native_program("jitterlab-monitor-load")), "--channel", channel, "--rate", str(rate),
+             "--samples", str(int(rate * seconds))],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        time.sleep(0.5)
+        cpu1 = cpu_s(proc.pid)
+        lag: dict[str, object] = {}
+        if reader is not None:
+            out, _ = reader.communicate("", timeout=60)
+            lag = json.loads(out)
+        run_id = wait_stored(proc)
+        meta = json.loads((store / run_id / "run.json").read_text())
+        return {
+            "pages": pages,
+            "writer": json.loads(load.stdout),
+            "stored": meta["samples"]["rows"],
+            "dropped": meta["monitor"]["ring_dropped"],
+            "server_cpu_s": cpu1 - cpu0,
+            **lag,
+        }
+    finally:
+        if reader is not None and reader.poll() is None:
+            reader.kill()
+        if proc.poll() is None:
+            proc.kill()
+        recorder.unlink(channel)
+
+
+def screenshot(path: Path, rate: int, seconds: float) -> None:
+    """The page under load, as docs/monitor.md shows it: the load writer at ``rate`` plus a
+    study writer with a clean trial and one with an 80 ms spike, in headless Chromium."""
+    import numpy as np
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    from jitterlab import Monitor
+
+    channel = f"bench-live-shot-{os.getpid()}"
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Path(tmp) / "s"
+        rng = np.random.default_rng(41)
+        baseline = np.concatenate([rng.normal(10_000, 500, 20_000), rng.normal(30_000, 1_000, 400)])
+        rng.shuffle(baseline)
+        proc = start_serve(channel, store, f"127.0.0.1:{free_port()}", "--duration", "3s")
+        with Monitor(channel) as m:  # a baseline session first
+            for v in baseline.astype(np.int64).tolist():
+                m.record(v)
+        reference = wait_stored(proc)
+        port = free_port()
+        proc = start_serve(
+            channel, store, f"127.0.0.1:{port}", "--duration", f"{seconds + 10}s", "--baseline", reference
+        )
+        options = webdriver.ChromeOptions()
+        options.binary_location = "/usr/bin/chromium"
+        for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                     "--disable-background-networking", "--disable-dev-shm-usage",
+                     f"--user-data-dir={Path(tmp) / 'profile'}", "--window-size=1400,1250"):  # fmt: skip
+            options.add_argument(flag)
+        driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+        try:
+            driver.get(f"http://127.0.0.1:{port}/")
+            load = subprocess.Popen(
+                [str(native_program("jitterlab-monitor-load")), "--channel", channel, "--rate", str(rate),
+                 "--samples", str(int(rate * seconds))],
+                stdout=subprocess.DEVNULL,
+            )  # fmt: skip
+            with Monitor(channel) as m:
+                for tag, spike in (("cond-A/p07", False), ("cond-B/p07", True)):
+                    with m.trial(tag):
+                        for k in range(2000):
+                            m.record(int(rng.normal(10_000, 500)))
+                            if spike and k == 1500:
+                                m.record(80_000_000)
+                            if spike and k == 1900:  # the alert is up while the trial runs
+                                time.sleep(0.8)
+                                driver.save_screenshot(str(path))
+                            if k % 100 == 0:
+                                time.sleep(seconds / 80)
+                    if not spike:
+                        time.sleep(1)
+            load.wait()
+        finally:
+            driver.quit()
+            proc.terminate()
+            proc.wait()
+            recorder.unlink(channel)
+    print(f"wrote {path}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=10.0, help="length of each writer run (issue: 60)")
+    parser.add_argument("--rate", type=int, default=1_000_000, help="samples per second")
+    parser.add_argument("--screenshot", type=Path, help="instead: a screenshot of the page under load (PNG)")
+    args = parser.parse_args()
+    if args.screenshot:
+        screenshot(args.screenshot, args.rate, args.seconds)
+        return 0
+    with tempfile.TemporaryDirectory() as tmp:
+        rows = [one(Path(tmp) / "s", pages, args.rate, args.seconds) for pages in (0, 1, 10)]
+    print(f"load average before/after: {os.getloadavg()[0]:.1f} (1 min), {os.cpu_count()} CPUs")
+    for r in rows:
+        lag = (
+            f", lag p50 {r['lag_p50_s']:.3f} s p99 {r['lag_p99_s']:.3f} s max {r['lag_max_s']:.3f} s "
+            f"({r['events']} events)"
+            if r.get("lag_max_s") is not None
+            else ""
+        )
+        print(
+            f"{r['pages']:>2} pages: {r['stored']:,} stored, {r['dropped']:,} dropped, "
+            f"server CPU {r['server_cpu_s']:.2f} s{lag}"
+        )
+    base, one_page, ten = (float(r["server_cpu_s"]) for r in rows)  # type: ignore[arg-type]
+    print(
+        f"server CPU, 10 pages / 1 page: {ten / one_page:.3f}x; 10 pages / none: {ten / base:.3f}x "
+        "(target ≤ 1.10x)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
