@@ -6,6 +6,8 @@
 
 #include <openxr/openxr.h>
 
+#include <time.h>
+
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -22,7 +24,14 @@ struct Frame {
   double d_left = NAN, d_right = NAN, d_head = NAN;  // ns
   double eye_distance = NAN;                         // m, between the two delivered eyes
   bool velocity_valid = false;
+  std::int64_t ns_views = 0, ns_space = 0, ns_frame = 0;  // time in xrLocateViews, xrLocateSpace, wait+begin+end
 };
+
+inline std::int64_t clock_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
 
 template <typename T>
 T make(XrStructureType type) {
@@ -101,9 +110,11 @@ inline std::vector<Frame> run(int n, double omega, std::string& error, bool misu
   for (int f = 0; f < n; ++f) {
     auto fwi = make<XrFrameWaitInfo>(XR_TYPE_FRAME_WAIT_INFO);
     auto fs = make<XrFrameState>(XR_TYPE_FRAME_STATE);
+    const std::int64_t t0 = clock_ns();
     JL_XR_CHECK(xrWaitFrame(session, &fwi, &fs));
     auto fbi = make<XrFrameBeginInfo>(XR_TYPE_FRAME_BEGIN_INFO);
     JL_XR_CHECK(xrBeginFrame(session, &fbi));
+    const std::int64_t t1 = clock_ns();
     Frame fr;
     fr.display = fs.predictedDisplayTime;
     auto vli = make<XrViewLocateInfo>(XR_TYPE_VIEW_LOCATE_INFO);
@@ -113,7 +124,9 @@ inline std::vector<Frame> run(int n, double omega, std::string& error, bool misu
     auto vs = make<XrViewState>(misuse ? XR_TYPE_FRAME_STATE : XR_TYPE_VIEW_STATE);
     XrView views[2] = {make<XrView>(XR_TYPE_VIEW), make<XrView>(XR_TYPE_VIEW)};
     uint32_t count = 0;
+    const std::int64_t t2 = clock_ns();
     JL_XR_CHECK(xrLocateViews(session, &vli, &vs, 2, &count, views));
+    fr.ns_views = clock_ns() - t2;
     fr.views_valid = (vs.viewStateFlags & XR_VIEW_STATE_ORIENTATION_VALID_BIT) != 0;
     if (fr.views_valid) {
       fr.d_left = infer_delay(fr.display, views[0].pose.orientation, omega);
@@ -125,14 +138,18 @@ inline std::vector<Frame> run(int n, double omega, std::string& error, bool misu
     auto vel = make<XrSpaceVelocity>(XR_TYPE_SPACE_VELOCITY);
     auto loc = make<XrSpaceLocation>(XR_TYPE_SPACE_LOCATION);
     loc.next = &vel;
+    const std::int64_t t3 = clock_ns();
     JL_XR_CHECK(xrLocateSpace(view, local, fs.predictedDisplayTime, &loc));
+    fr.ns_space = clock_ns() - t3;
     fr.head_valid = (loc.locationFlags & XR_SPACE_LOCATION_ORIENTATION_VALID_BIT) != 0;
     if (fr.head_valid) fr.d_head = infer_delay(fr.display, loc.pose.orientation, omega);
     fr.velocity_valid = vel.velocityFlags != 0;
     auto fei = make<XrFrameEndInfo>(XR_TYPE_FRAME_END_INFO);
     fei.displayTime = fs.predictedDisplayTime;
     fei.environmentBlendMode = XR_ENVIRONMENT_BLEND_MODE_OPAQUE;
+    const std::int64_t t4 = clock_ns();
     JL_XR_CHECK(xrEndFrame(session, &fei));
+    fr.ns_frame = (t1 - t0) + (clock_ns() - t4);
     frames.push_back(fr);
   }
   JL_XR_CHECK(xrRequestExitSession(session));
