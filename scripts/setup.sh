@@ -21,9 +21,12 @@ cd "$(dirname "$0")/.."
 #   iproute2 iptables libnetfilter-queue-dev sockperf openssh-server netcat-openbsd
 #                             `jitterlab net`: namespaces, the NFQUEUE impairment engine, sockperf beside
 #                             it in benchmarks/net_floor.py, and an sshd in a namespace for the ssh launcher's test
+#   libopenxr-dev libopenxr-loader1 openxr-layer-corevalidation
+#                             the OpenXR API layer (docs/xr.md): openxr.h to build it, the Khronos loader and
+#                             core validation layer its tests run it through
 packages=(cmake ninja-build g++ libgtest-dev libcaf-dev nlohmann-json3-dev maven chromium chromium-driver stress-ng rt-tests linux-perf
           util-linux python3-venv prometheus pkgconf iproute2 iptables libnetfilter-queue-dev sockperf openssh-server
-          netcat-openbsd)
+          netcat-openbsd libopenxr-dev libopenxr-loader1 openxr-layer-corevalidation)
 
 missing=()
 for p in "${packages[@]}"; do

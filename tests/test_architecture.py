@@ -28,7 +28,9 @@ ALLOWED: dict[str, set[str]] = {
     "repl": {"core", "stats", "store", "measure", "net"},
     # across nodes: agents, namespaces, and the injection engine's models on the link
     "net": {"core", "stats", "store", "measure", "simulate"},
-    "cli": {"core", "stats", "store", "measure", "describe", "simulate", "mtp", "monitor", "repl", "net"},
+    # the OpenXR layer's config, environment and `xr run` (a monitor serve per channel, models checked)
+    "xr": {"core", "stats", "store", "measure", "simulate", "monitor"},
+    "cli": {"core", "stats", "store", "measure", "describe", "simulate", "mtp", "monitor", "repl", "net", "xr"},
 }
 TOP_LEVEL = {"__init__", "__main__"}  # the public face re-exports; __main__ calls the cli
 

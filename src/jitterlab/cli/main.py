@@ -47,6 +47,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sdk": ("monitor", "where the C/C++ SDK is: headers, libraries, CMake and pkg-config files"),
     "repl": ("repl", "multi-user replication scaling: N clients through one server (seed 003)"),
     "net": ("net", "latency and throughput across nodes: namespaces or hosts (seed 004)"),
+    "xr": ("xr", "OpenXR layer: delay an unchanged VR application's tracking by a model"),
 }
 
 

@@ -253,6 +253,7 @@ def cmd_sdk(args: argparse.Namespace) -> int:
         print(f"lib       {PACKAGE_ROOT / 'lib'}")
         print(f"cmake     {cmake}   (find_package(jitterlab) → jitterlab::monitor, jitterlab::inject)")
         print(f"pkgconfig {pkgconfig}   (jitterlab-monitor, jitterlab-inject)")
+        print(f"openxr    {PACKAGE_ROOT / 'xr'}   (XR_APILAYER_JITTERLAB_latency layer: jitterlab xr env)")
     return 0
 
 

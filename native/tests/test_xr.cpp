@@ -1,0 +1,252 @@
+// The OpenXR layer through the real Khronos loader: the test runtime (native/xr/test_runtime.cpp)
+// turns the head at a known angular velocity, the test application (native/xr/testapp.hpp)
+// infers from each pose it gets when that pose was valid, and the delays it infers must equal
+// the model's schedule, the layer's own record in the monitor ring, and each other (eyes and
+// head); the Khronos core validation layer sits below ours and must report nothing.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "jitterlab/injector.hpp"
+#include "jitterlab/monitor_c.h"
+#include "testapp.hpp"
+
+namespace fs = std::filesystem;
+namespace jl = jitterlab;
+
+namespace {
+
+constexpr double kOmega = 1.0;
+constexpr std::int64_t kPeriod = 5'000'000;  // 5 ms display period: 200 frames a second
+constexpr const char* kValidationLayer = "/usr/share/openxr/1/api_layers/explicit.d";
+
+// A model with a base of 10..30 ms and one spike category (20..40 ms spikes every 100..300 ms).
+std::string model_json() {
+    std::ostringstream m;
+    m << R"({"kind":"jitterlab.model","schema_version":1,"base":{"kind":"quantiles","quantiles_ns":[)";
+    for (int i = 0; i < 64; ++i) m << (i ? "," : "") << 10'000'000 + i * 20'000'000 / 63;
+    m << R"(]},"categories":[{"category":1,"rate_hz":5,"duration_quantiles_ns":[20000000,40000000],)"
+      << R"("interarrival_quantiles_ns":[100000000,300000000]}]})";
+    return m.str();
+}
+
+struct XrEnv {
+    fs::path dir;
+    std::string channel;
+    XrEnv() {
+        dir = fs::temp_directory_path() / ("jl-xr-test-" + std::to_string(::getpid()));
+        fs::create_directories(dir);
+        channel = "jl-xr-test-" + std::to_string(::getpid());
+        std::ofstream(dir / "model.json") << model_json();
+        ::setenv("XR_RUNTIME_JSON", (std::string(JL_XR_DIR) + "/runtime/jitterlab_xr_test_runtime.json").c_str(), 1);
+        ::setenv("XR_API_LAYER_PATH", (std::string(JL_XR_DIR) + ":" + kValidationLayer).c_str(), 1);
+        // The first layer named is nearest the application: validation checks what our layer calls.
+        ::setenv("XR_ENABLE_API_LAYERS", "XR_APILAYER_JITTERLAB_latency:XR_APILAYER_LUNARG_core_validation", 1);
+        ::setenv("XR_CORE_VALIDATION_EXPORT_TYPE", "text", 1);
+        ::setenv("XR_CORE_VALIDATION_FILE_NAME", (dir / "validation.txt").c_str(), 1);
+        ::setenv("JL_XR_TEST_PERIOD_NS", std::to_string(kPeriod).c_str(), 1);
+        ::unsetenv("JL_XR_TEST_LOSS");
+    }
+    ~XrEnv() {
+        jl_monitor_unlink(channel.c_str());
+        for (const char* suffix : {".frame-interval", ".frame-time", ".pose-age"})
+            jl_monitor_unlink((channel + suffix).c_str());
+        std::error_code ec;
+        fs::remove_all(dir, ec);
+        for (const char* v : {"XR_RUNTIME_JSON", "XR_API_LAYER_PATH", "XR_ENABLE_API_LAYERS", "JITTERLAB_XR_CONFIG",
+                              "XR_CORE_VALIDATION_EXPORT_TYPE", "XR_CORE_VALIDATION_FILE_NAME", "JL_XR_TEST_PERIOD_NS",
+                              "JL_XR_TEST_LOSS"})
+            ::unsetenv(v);
+    }
+    void config(const std::string& text) {
+        std::ofstream(dir / "xr.toml") << text;
+        ::setenv("JITTERLAB_XR_CONFIG", (dir / "xr.toml").c_str(), 1);
+    }
+    std::string good_config(std::uint64_t seed) const {
+        return "seed = " + std::to_string(seed) + "\n[head]\nmodel = \"model.json\"\nchannel = \"" + channel +
+               "\"\n[frames]\nchannel_prefix = \"" + channel + "\"\n";
+    }
+    std::vector<jl_monitor_event> drain(const std::string& name) const {
+        char err[256] = {0};
+        jl_monitor* m = jl_monitor_open(name.c_str(), 0, err, sizeof err);
+        EXPECT_NE(m, nullptr) << err;
+        std::vector<jl_monitor_event> out(4096);
+        const std::size_t n = m ? jl_monitor_drain(m, out.data(), out.size(), 0) : 0;
+        if (m) jl_monitor_close(m);
+        out.resize(n);
+        return out;
+    }
+    std::string validation_messages() const {
+        std::ifstream f(dir / "validation.txt");
+        std::stringstream ss;
+        ss << f.rdbuf();
+        return ss.str();
+    }
+};
+
+std::vector<jitterlab::xr::testapp::Frame> run_app(int frames) {
+    std::string error;
+    auto out = jitterlab::xr::testapp::run(frames, kOmega, error, false);
+    EXPECT_EQ(error, "");
+    return out;
+}
+
+// Two-sample Kolmogorov-Smirnov distance.
+double ks_distance(std::vector<double> a, std::vector<double> b) {
+    std::sort(a.begin(), a.end());
+    std::sort(b.begin(), b.end());
+    std::size_t i = 0, j = 0;
+    double d = 0;
+    while (i < a.size() && j < b.size()) {
+        const double x = std::min(a[i], b[j]);
+        while (i < a.size() && a[i] <= x) ++i;
+        while (j < b.size() && b[j] <= x) ++j;
+        d = std::max(d, std::abs(double(i) / a.size() - double(j) / b.size()));
+    }
+    return d;
+}
+
+constexpr double kTolNs = 20'000;  // float32 quaternions: about 0.1 us of angle at 1 rad/s, slerp well within
+
+}  // namespace
+
+TEST(XrLayer, DeliveredDelayFollowsTheModelFrameForFrameUnderValidation) {
+    XrEnv env;
+    const std::uint64_t seed = 7;
+    env.config(env.good_config(seed));
+    const int n = 600;
+    const auto frames = run_app(n);
+    ASSERT_EQ(frames.size(), std::size_t(n));
+    const auto recorded = env.drain(env.channel);
+    ASSERT_EQ(recorded.size(), std::size_t(n)) << "one record per frame";
+
+    jl::DelaySchedule schedule(jl::LatencyModel::load((env.dir / "model.json").string()), seed, false);
+    const XrTime first = frames.front().display;
+    std::vector<double> steady;
+    int startup = 0;
+    for (int i = 0; i < n; ++i) {
+        const auto& f = frames[i];
+        ASSERT_TRUE(f.views_valid && f.head_valid) << "frame " << i;
+        const double drawn = double(schedule.available_at(f.display) - f.display);
+        const double rec = double(recorded[i].t_recv_ns - recorded[i].t_send_ns);
+        EXPECT_EQ(recorded[i].t_recv_ns, f.display) << "frame " << i;
+        // Eyes and head share the frame's d, and each equals what the layer recorded.
+        EXPECT_NEAR(f.d_left, rec, kTolNs) << "frame " << i;
+        EXPECT_NEAR(f.d_right, rec, kTolNs) << "frame " << i;
+        EXPECT_NEAR(f.d_head, rec, kTolNs) << "frame " << i;
+        EXPECT_NEAR(f.eye_distance, 0.064, 1e-4) << "frame " << i;
+        EXPECT_FALSE(f.velocity_valid) << "velocities of a delayed pose are marked invalid";
+        if (f.display - drawn < double(first)) {
+            // Start-up: the history is shorter than d; the oldest pose is handed out.
+            ++startup;
+            EXPECT_EQ(recorded[i].t_send_ns, first) << "frame " << i;
+        } else {
+            EXPECT_EQ(rec, drawn) << "frame " << i << ": the model's draw for this frame";
+            steady.push_back(f.d_head);
+        }
+    }
+    EXPECT_GT(startup, 0);
+    EXPECT_LT(startup, 20);  // at most the longest delay (70 ms) in frames (>= 5 ms each)
+    // KS: the inferred delays against the model's schedule under 40 other seeds, same frames.
+    std::vector<double> reference;
+    for (std::uint64_t s = 1000; s < 1040; ++s) {
+        jl::DelaySchedule other(jl::LatencyModel::load((env.dir / "model.json").string()), s, false);
+        for (const auto& f : frames) reference.push_back(double(other.available_at(f.display) - f.display));
+    }
+    const double d = ks_distance(steady, reference);
+    const double n1 = double(steady.size()), n2 = double(reference.size());
+    const double critical = 1.949 * std::sqrt((n1 + n2) / (n1 * n2));  // alpha = 0.001
+    std::printf("xr KS distance %.4f over %zu frames (critical %.4f at alpha 0.001)\n", d, steady.size(), critical);
+    EXPECT_LT(d, critical);
+
+    // Frame timing: one display interval per frame after the first, a frame time per frame,
+    // and the pose age at display equal to the delivered delay (the app locates at display time).
+    const auto intervals = env.drain(env.channel + ".frame-interval");
+    EXPECT_EQ(intervals.size(), std::size_t(n - 1));
+    for (const auto& e : intervals) EXPECT_EQ((e.t_recv_ns - e.t_send_ns) % kPeriod, 0);
+    EXPECT_EQ(env.drain(env.channel + ".frame-time").size(), std::size_t(n));
+    const auto ages = env.drain(env.channel + ".pose-age");
+    ASSERT_EQ(ages.size(), std::size_t(n));
+    for (int i = 0; i < n; ++i) EXPECT_EQ(ages[i].t_recv_ns - ages[i].t_send_ns, recorded[i].t_recv_ns - recorded[i].t_send_ns);
+
+    EXPECT_EQ(env.validation_messages(), "") << "the core validation layer reported";
+}
+
+TEST(XrLayer, TrackingLossPassesThroughAndRestartsTheHistory) {
+    XrEnv env;
+    env.config(env.good_config(3));
+    ::setenv("JL_XR_TEST_LOSS", "300:600", 1);  // ms after xrBeginSession
+    const auto frames = run_app(200);  // 1 s at 5 ms
+    const auto recorded = env.drain(env.channel);
+    int lost = 0;
+    XrTime first_after = 0;
+    std::size_t r = 0;
+    for (const auto& f : frames) {
+        EXPECT_EQ(f.views_valid, f.head_valid);
+        if (!f.views_valid) {
+            ++lost;
+            first_after = 0;
+            continue;
+        }
+        ASSERT_LT(r, recorded.size());
+        const auto& rec = recorded[r++];
+        EXPECT_EQ(rec.t_recv_ns, f.display);
+        EXPECT_NEAR(f.d_head, double(rec.t_recv_ns - rec.t_send_ns), kTolNs);
+        if (lost > 0 && first_after == 0) first_after = f.display;
+        // After the loss, no pose from before it is handed out.
+        if (lost > 0) {
+            EXPECT_GE(rec.t_send_ns, first_after);
+        }
+    }
+    EXPECT_GT(lost, 20);
+    EXPECT_EQ(r, recorded.size()) << "nothing is recorded for a frame whose tracking was lost";
+    EXPECT_EQ(env.validation_messages(), "");
+}
+
+TEST(XrLayer, BadConfigOrModelSaysOneLineAndPassesThrough) {
+    XrEnv env;
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"seed = 1\n[hands]\nmodel = \"model.json\"\n", "unknown table [hands]"},
+        {"seed = 1\n[head]\nmodel = \"missing.json\"\n", "missing.json"},
+        {"seed = 1\n[head]\nmodel = \"damaged.json\"\n", "damaged.json: not JSON"},
+        {"seed = 1\n[head]\nmodel = \"model.json\"\nchannel = \"no/slash\"\n", "is not a channel name"},
+    };
+    std::ofstream(env.dir / "damaged.json") << "{\"kind\": \"jitterlab.mo";
+    for (const auto& [text, why] : cases) {
+        env.config(text);
+        testing::internal::CaptureStderr();
+        const auto frames = run_app(20);
+        const std::string err = testing::internal::GetCapturedStderr();
+        std::size_t ours = 0;  // the validation layer says on stderr which output it uses
+        for (std::size_t at = err.find("jitterlab xr layer:"); at != std::string::npos;
+             at = err.find("jitterlab xr layer:", at + 1)) ++ours;
+        EXPECT_EQ(ours, 1u) << err;
+        EXPECT_NE(err.find(why), std::string::npos) << err;
+        EXPECT_NE(err.find("passing every call through"), std::string::npos) << err;
+        ASSERT_EQ(frames.size(), 20u);
+        for (const auto& f : frames) EXPECT_NEAR(f.d_head, 0.0, kTolNs) << "passed through undelayed";
+    }
+    ::unsetenv("JITTERLAB_XR_CONFIG");
+    testing::internal::CaptureStderr();
+    run_app(5);
+    EXPECT_NE(testing::internal::GetCapturedStderr().find("JITTERLAB_XR_CONFIG is not set"), std::string::npos);
+    EXPECT_EQ(env.validation_messages(), "");
+}
+
+TEST(XrLayer, TheValidationLayerReportsAMisuse) {
+    // The negative control of the "no validation message" checks: a wrong structure type.
+    XrEnv env;
+    env.config(env.good_config(1));
+    std::string error;
+    jitterlab::xr::testapp::run(3, kOmega, error, true);
+    EXPECT_NE(error, "");
+    EXPECT_NE(env.validation_messages(), "");
+}

@@ -1,0 +1,453 @@
+// XR_APILAYER_JITTERLAB_latency: an OpenXR API layer that hands the application each head
+// pose as it was d earlier, d drawn per frame from a jitterlab latency model by the injection
+// engine (jitterlab::DelaySchedule), and records the delay it delivered and the frame timing
+// in monitor rings for `jitterlab monitor serve`. Semantics and limits: docs/xr.md.
+//
+// The frame path (xrWaitFrame/xrBeginFrame/xrEndFrame, xrLocateSpace, xrLocateViews) takes an
+// uncontended mutex, reads CLOCK_MONOTONIC (vDSO) and writes the rings; it does not allocate:
+// the pose histories are allocated when the instance is created.
+#include <openxr/openxr.h>
+
+#include <time.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "jitterlab/injector.hpp"
+#include "jitterlab/monitor_c.h"
+#include "loader_negotiation.h"
+#include "xr_config.hpp"
+
+namespace {
+
+constexpr const char* kLayerName = "XR_APILAYER_JITTERLAB_latency";
+constexpr std::size_t kHistory = 1024;  // poses kept per (space, base) pair: 11 s at 90 Hz
+constexpr std::size_t kHistories = 16;  // (space, base) pairs and view configurations
+constexpr std::uint32_t kMaxViews = 4;
+
+std::int64_t mono_ns() noexcept {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+struct Monitor {
+  jl_monitor* ring = nullptr;
+  Monitor() = default;
+  Monitor(const Monitor&) = delete;
+  Monitor& operator=(const Monitor&) = delete;
+  ~Monitor() {
+    if (ring != nullptr) jl_monitor_close(ring);
+  }
+  void open(const std::string& channel) {
+    char err[256] = {0};
+    ring = jl_monitor_open(channel.c_str(), 0, err, sizeof err);
+    if (ring == nullptr) throw std::runtime_error("monitor channel '" + channel + "': " + err);
+  }
+  void span(std::int64_t a, std::int64_t b) const noexcept {
+    if (ring != nullptr) jl_monitor_span(ring, a, b);
+  }
+};
+
+struct Entry {
+  XrTime t = 0;
+  std::uint32_t n = 0;  // poses (1 for a space, the view count for views)
+  std::array<XrPosef, kMaxViews> pose{};
+  std::array<XrFovf, kMaxViews> fov{};
+};
+
+// A ring of located poses of one (space, base space) or (view configuration, space) pair.
+struct History {
+  std::uint64_t key_a = 0, key_b = 0;
+  bool used = false;
+  std::vector<Entry> ring;  // kHistory entries, allocated once
+  std::size_t head = 0, count = 0;
+
+  const Entry& at(std::size_t i) const { return ring[(head + kHistory - count + i) % kHistory]; }  // 0 = oldest
+  void clear() noexcept { count = 0; }
+  void push(const Entry& e) noexcept {
+    if (count > 0 && e.t <= at(count - 1).t) return;  // only newer times extend the history
+    ring[head] = e;
+    head = (head + 1) % kHistory;
+    if (count < kHistory) ++count;
+  }
+};
+
+XrQuaternionf slerp(XrQuaternionf a, XrQuaternionf b, double u) {
+  double dot = double(a.x) * b.x + double(a.y) * b.y + double(a.z) * b.z + double(a.w) * b.w;
+  double s = 1.0;
+  if (dot < 0) {
+    dot = -dot;
+    s = -1.0;
+  }
+  double wa, wb;
+  if (dot > 0.9995) {
+    wa = 1 - u;
+    wb = u;
+  } else {
+    const double th = std::acos(std::min(1.0, dot));
+    const double sn = std::sin(th);
+    wa = std::sin((1 - u) * th) / sn;
+    wb = std::sin(u * th) / sn;
+  }
+  wb *= s;
+  double x = wa * a.x + wb * b.x, y = wa * a.y + wb * b.y, z = wa * a.z + wb * b.z, w = wa * a.w + wb * b.w;
+  const double norm = std::sqrt(x * x + y * y + z * z + w * w);
+  return XrQuaternionf{float(x / norm), float(y / norm), float(z / norm), float(w / norm)};
+}
+
+XrPosef interpolate(const XrPosef& a, const XrPosef& b, double u) {
+  XrPosef p;
+  p.orientation = slerp(a.orientation, b.orientation, u);
+  p.position.x = float(a.position.x + u * (double(b.position.x) - a.position.x));
+  p.position.y = float(a.position.y + u * (double(b.position.y) - a.position.y));
+  p.position.z = float(a.position.z + u * (double(b.position.z) - a.position.z));
+  return p;
+}
+
+// The pose state at time `t` from a history (count > 0): interpolated between the entries
+// around t, or the oldest entry when t is older than the history (start-up). Returns the
+// time the delivered pose was valid.
+XrTime delayed(const History& h, XrTime t, Entry& out) {
+  const Entry& oldest = h.at(0);
+  if (t <= oldest.t) {
+    out = oldest;
+    return oldest.t;
+  }
+  for (std::size_t i = h.count - 1; i > 0; --i) {
+    const Entry& b = h.at(i);
+    const Entry& a = h.at(i - 1);
+    if (a.t <= t && t <= b.t) {
+      const double u = b.t == a.t ? 1.0 : double(t - a.t) / double(b.t - a.t);
+      out = b;
+      for (std::uint32_t v = 0; v < std::min(a.n, b.n); ++v) out.pose[v] = interpolate(a.pose[v], b.pose[v], u);
+      out.t = t;
+      return t;
+    }
+  }
+  out = h.at(h.count - 1);  // t is newer than every entry: the newest
+  return out.t;
+}
+
+struct Dispatch {
+  PFN_xrGetInstanceProcAddr gipa = nullptr;
+  PFN_xrDestroyInstance DestroyInstance = nullptr;
+  PFN_xrCreateReferenceSpace CreateReferenceSpace = nullptr;
+  PFN_xrDestroySpace DestroySpace = nullptr;
+  PFN_xrLocateSpace LocateSpace = nullptr;
+  PFN_xrLocateViews LocateViews = nullptr;
+  PFN_xrWaitFrame WaitFrame = nullptr;
+  PFN_xrBeginFrame BeginFrame = nullptr;
+  PFN_xrEndFrame EndFrame = nullptr;
+};
+
+struct Layer {
+  std::mutex mu;
+  Dispatch next;
+  XrInstance instance = XR_NULL_HANDLE;
+  bool active = false;  // false: every call passes through
+  std::optional<jitterlab::DelaySchedule> head_schedule;
+  Monitor head_ring, interval_ring, frametime_ring, pose_age_ring;
+  std::vector<XrSpace> view_spaces;  // reference spaces of type VIEW (the head), reserved
+  std::vector<History> histories;
+
+  // The current frame (set by xrWaitFrame).
+  bool have_frame = false;
+  XrTime frame_display = 0, previous_display = 0;
+  std::int64_t frame_d = 0;
+  bool head_recorded = false;
+  XrTime head_valid = 0;  // when the delivered head pose of this frame was valid
+  std::int64_t begin_ns = 0;
+  std::uint64_t frames = 0, lost = 0;
+
+  History* history(std::uint64_t a, std::uint64_t b) {
+    for (auto& h : histories)
+      if (h.used && h.key_a == a && h.key_b == b) return &h;
+    for (auto& h : histories)
+      if (!h.used) {
+        h.used = true;
+        h.key_a = a;
+        h.key_b = b;
+        h.count = 0;
+        return &h;
+      }
+    return nullptr;  // more pairs than kHistories: that pair passes through
+  }
+  bool is_view_space(XrSpace s) const {
+    return std::find(view_spaces.begin(), view_spaces.end(), s) != view_spaces.end();
+  }
+  // The delay of this frame's head poses; records it once per frame.
+  void record_head(XrTime requested, XrTime valid) {
+    if (!head_recorded) {
+      head_recorded = true;
+      head_valid = valid;
+      head_ring.span(valid, requested);
+    }
+  }
+};
+
+Layer* g_layer = nullptr;  // one instance at a time (the loader creates one per application)
+std::mutex g_create_mu;
+
+void say(const std::string& line) { std::fprintf(stderr, "jitterlab xr layer: %s\n", line.c_str()); }
+
+void configure(Layer& layer) {
+  const char* path = std::getenv("JITTERLAB_XR_CONFIG");
+  if (path == nullptr || *path == '\0') throw std::runtime_error("JITTERLAB_XR_CONFIG is not set");
+  const jitterlab::xr::Config cfg = jitterlab::xr::Config::load(path);
+  if (!cfg.head_model.empty()) {
+    layer.head_schedule.emplace(jitterlab::LatencyModel::load(cfg.head_model), cfg.seed, false);
+    layer.head_ring.open(cfg.head_channel);
+  }
+  if (!cfg.frame_prefix.empty()) {
+    layer.interval_ring.open(cfg.frame_prefix + ".frame-interval");
+    layer.frametime_ring.open(cfg.frame_prefix + ".frame-time");
+    layer.pose_age_ring.open(cfg.frame_prefix + ".pose-age");
+  }
+  layer.view_spaces.reserve(64);
+  layer.histories.resize(kHistories);
+  for (auto& h : layer.histories) h.ring.resize(kHistory);
+}
+
+// ---- intercepted functions ----
+
+XRAPI_ATTR XrResult XRAPI_CALL jl_xrDestroyInstance(XrInstance instance) {
+  PFN_xrDestroyInstance next = nullptr;
+  {
+    std::lock_guard<std::mutex> g(g_create_mu);
+    if (g_layer != nullptr && g_layer->instance == instance) {
+      next = g_layer->next.DestroyInstance;
+      delete g_layer;  // NOLINT: the layer's one owner is this global (see xrCreateApiLayerInstance)
+      g_layer = nullptr;
+    }
+  }
+  return next != nullptr ? next(instance) : XR_ERROR_HANDLE_INVALID;
+}
+
+XRAPI_ATTR XrResult XRAPI_CALL jl_xrCreateReferenceSpace(XrSession session, const XrReferenceSpaceCreateInfo* info,
+                                                        XrSpace* space) {
+  Layer& l = *g_layer;
+  const XrResult r = l.next.CreateReferenceSpace(session, info, space);
+  if (XR_SUCCEEDED(r) && info != nullptr && info->referenceSpaceType == XR_REFERENCE_SPACE_TYPE_VIEW) {
+    std::lock_guard<std::mutex> g(l.mu);
+    if (l.view_spaces.size() < l.view_spaces.capacity()) l.view_spaces.push_back(*space);
+  }
+  return r;
+}
+
+XRAPI_ATTR XrResult XRAPI_CALL jl_xrDestroySpace(XrSpace space) {
+  Layer& l = *g_layer;
+  {
+    std::lock_guard<std::mutex> g(l.mu);
+    l.view_spaces.erase(std::remove(l.view_spaces.begin(), l.view_spaces.end(), space), l.view_spaces.end());
+    for (auto& h : l.histories)
+      if (h.used && (h.key_a == reinterpret_cast<std::uint64_t>(space) ||
+                     h.key_b == reinterpret_cast<std::uint64_t>(space)))
+        h.used = false;
+  }
+  return l.next.DestroySpace(space);
+}
+
+XRAPI_ATTR XrResult XRAPI_CALL jl_xrWaitFrame(XrSession session, const XrFrameWaitInfo* info, XrFrameState* state) {
+  Layer& l = *g_layer;
+  const XrResult r = l.next.WaitFrame(session, info, state);
+  if (!XR_SUCCEEDED(r) || state == nullptr) return r;
+  std::lock_guard<std::mutex> g(l.mu);
+  const XrTime t = state->predictedDisplayTime;
+  if (l.have_frame && t > l.previous_display) l.interval_ring.span(l.previous_display, t);
+  l.previous_display = t;
+  l.have_frame = true;
+  l.frame_display = t;
+  l.frame_d = l.head_schedule ? l.head_schedule->available_at(t) - t : 0;
+  l.head_recorded = false;
+  l.head_valid = 0;
+  ++l.frames;
+  return r;
+}
+
+XRAPI_ATTR XrResult XRAPI_CALL jl_xrBeginFrame(XrSession session, const XrFrameBeginInfo* info) {
+  Layer& l = *g_layer;
+  {
+    std::lock_guard<std::mutex> g(l.mu);
+    l.begin_ns = mono_ns();
+  }
+  return l.next.BeginFrame(session, info);
+}
+
+XRAPI_ATTR XrResult XRAPI_CALL jl_xrEndFrame(XrSession session, const XrFrameEndInfo* info) {
+  Layer& l = *g_layer;
+  {
+    std::lock_guard<std::mutex> g(l.mu);
+    const std::int64_t now = mono_ns();
+    if (l.begin_ns != 0) l.frametime_ring.span(l.begin_ns, now);
+    l.begin_ns = 0;
+    if (info != nullptr && l.head_recorded && l.head_valid != 0 && info->displayTime >= l.head_valid)
+      l.pose_age_ring.span(l.head_valid, info->displayTime);
+  }
+  return l.next.EndFrame(session, info);
+}
+
+XRAPI_ATTR XrResult XRAPI_CALL jl_xrLocateViews(XrSession session, const XrViewLocateInfo* info, XrViewState* state,
+                                               uint32_t capacity, uint32_t* count, XrView* views) {
+  Layer& l = *g_layer;
+  const XrResult r = l.next.LocateViews(session, info, state, capacity, count, views);
+  if (!XR_SUCCEEDED(r) || capacity == 0 || info == nullptr || state == nullptr || views == nullptr ||
+      count == nullptr || *count == 0 || *count > kMaxViews || !l.head_schedule)
+    return r;
+  std::lock_guard<std::mutex> g(l.mu);
+  if (!l.have_frame) return r;  // before the first xrWaitFrame: no d yet, pass through
+  History* h = l.history(0x5649455753ull ^ std::uint64_t(info->viewConfigurationType),
+                         reinterpret_cast<std::uint64_t>(info->space));
+  if (h == nullptr) return r;
+  if ((state->viewStateFlags & XR_VIEW_STATE_ORIENTATION_VALID_BIT) == 0) {
+    h->clear();  // tracking lost: the runtime's answer (invalid) passes through
+    ++l.lost;
+    return r;
+  }
+  Entry e;
+  e.t = info->displayTime;
+  e.n = *count;
+  for (std::uint32_t v = 0; v < e.n; ++v) {
+    e.pose[v] = views[v].pose;
+    e.fov[v] = views[v].fov;
+  }
+  h->push(e);
+  Entry out;
+  const XrTime valid = delayed(*h, info->displayTime - l.frame_d, out);
+  for (std::uint32_t v = 0; v < std::min(out.n, e.n); ++v) views[v].pose = out.pose[v];
+  l.record_head(info->displayTime, valid);
+  return r;
+}
+
+XRAPI_ATTR XrResult XRAPI_CALL jl_xrLocateSpace(XrSpace space, XrSpace base, XrTime time, XrSpaceLocation* location) {
+  Layer& l = *g_layer;
+  const XrResult r = l.next.LocateSpace(space, base, time, location);
+  if (!XR_SUCCEEDED(r) || location == nullptr || !l.head_schedule) return r;
+  std::lock_guard<std::mutex> g(l.mu);
+  if (!l.have_frame || !l.is_view_space(space)) return r;
+  History* h = l.history(reinterpret_cast<std::uint64_t>(space), reinterpret_cast<std::uint64_t>(base));
+  if (h == nullptr) return r;
+  // Velocities of the delayed pose are not known: they are marked invalid (docs/xr.md).
+  for (auto* n = static_cast<XrBaseOutStructure*>(location->next); n != nullptr; n = n->next)
+    if (n->type == XR_TYPE_SPACE_VELOCITY) reinterpret_cast<XrSpaceVelocity*>(n)->velocityFlags = 0;
+  if ((location->locationFlags & XR_SPACE_LOCATION_ORIENTATION_VALID_BIT) == 0) {
+    h->clear();
+    ++l.lost;
+    return r;
+  }
+  Entry e;
+  e.t = time;
+  e.n = 1;
+  e.pose[0] = location->pose;
+  h->push(e);
+  Entry out;
+  const XrTime valid = delayed(*h, time - l.frame_d, out);
+  location->pose = out.pose[0];
+  l.record_head(time, valid);
+  return r;
+}
+
+XRAPI_ATTR XrResult XRAPI_CALL jl_xrGetInstanceProcAddr(XrInstance instance, const char* name,
+                                                       PFN_xrVoidFunction* function) {
+  Layer* l = g_layer;
+  if (l == nullptr || name == nullptr || function == nullptr) return XR_ERROR_HANDLE_INVALID;
+  const XrResult r = l->next.gipa(instance, name, function);
+  if (!XR_SUCCEEDED(r)) return r;
+  const std::string_view n(name);
+  auto use = [&](auto f) { *function = reinterpret_cast<PFN_xrVoidFunction>(f); };
+  if (n == "xrGetInstanceProcAddr") use(&jl_xrGetInstanceProcAddr);
+  else if (n == "xrDestroyInstance") use(&jl_xrDestroyInstance);
+  else if (!l->active) return r;
+  else if (n == "xrCreateReferenceSpace") use(&jl_xrCreateReferenceSpace);
+  else if (n == "xrDestroySpace") use(&jl_xrDestroySpace);
+  else if (n == "xrLocateSpace") use(&jl_xrLocateSpace);
+  else if (n == "xrLocateViews") use(&jl_xrLocateViews);
+  else if (n == "xrWaitFrame") use(&jl_xrWaitFrame);
+  else if (n == "xrBeginFrame") use(&jl_xrBeginFrame);
+  else if (n == "xrEndFrame") use(&jl_xrEndFrame);
+  return r;
+}
+
+template <typename F>
+bool load(PFN_xrGetInstanceProcAddr gipa, XrInstance instance, const char* name, F& out) {
+  PFN_xrVoidFunction f = nullptr;
+  if (!XR_SUCCEEDED(gipa(instance, name, &f)) || f == nullptr) return false;
+  out = reinterpret_cast<F>(f);
+  return true;
+}
+
+XRAPI_ATTR XrResult XRAPI_CALL jl_xrCreateApiLayerInstance(const XrInstanceCreateInfo* info,
+                                                          const XrApiLayerCreateInfo* layer_info,
+                                                          XrInstance* instance) {
+  if (layer_info == nullptr || layer_info->nextInfo == nullptr ||
+      std::strcmp(layer_info->nextInfo->layerName, kLayerName) != 0)
+    return XR_ERROR_INITIALIZATION_FAILED;
+  XrApiLayerCreateInfo next_info = *layer_info;
+  next_info.nextInfo = layer_info->nextInfo->next;
+  const PFN_xrGetInstanceProcAddr gipa = layer_info->nextInfo->nextGetInstanceProcAddr;
+  const XrResult r = layer_info->nextInfo->nextCreateApiLayerInstance(info, &next_info, instance);
+  if (!XR_SUCCEEDED(r)) return r;
+
+  std::lock_guard<std::mutex> g(g_create_mu);
+  if (g_layer != nullptr) {
+    say("a second XrInstance in one process: the layer passes it through");
+    return r;
+  }
+  auto layer = std::make_unique<Layer>();
+  layer->instance = *instance;
+  layer->next.gipa = gipa;
+  Dispatch& d = layer->next;
+  const bool ok = load(gipa, *instance, "xrDestroyInstance", d.DestroyInstance) &&
+                  load(gipa, *instance, "xrCreateReferenceSpace", d.CreateReferenceSpace) &&
+                  load(gipa, *instance, "xrDestroySpace", d.DestroySpace) &&
+                  load(gipa, *instance, "xrLocateSpace", d.LocateSpace) &&
+                  load(gipa, *instance, "xrLocateViews", d.LocateViews) &&
+                  load(gipa, *instance, "xrWaitFrame", d.WaitFrame) &&
+                  load(gipa, *instance, "xrBeginFrame", d.BeginFrame) && load(gipa, *instance, "xrEndFrame", d.EndFrame);
+  try {
+    if (!ok) throw std::runtime_error("the next layer or runtime lacks a core function");
+    configure(*layer);
+    layer->active = true;
+  } catch (const std::exception& e) {
+    say(std::string(e.what()) + "; passing every call through");
+    layer->active = false;
+  }
+  g_layer = layer.release();
+  return r;
+}
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) XrResult XRAPI_CALL
+xrNegotiateLoaderApiLayerInterface(const XrNegotiateLoaderInfo* loader_info, const char* layer_name,
+                                   XrNegotiateApiLayerRequest* request) {
+  if (loader_info == nullptr || request == nullptr || layer_name == nullptr ||
+      loader_info->structType != XR_LOADER_INTERFACE_STRUCT_LOADER_INFO ||
+      loader_info->structVersion != XR_LOADER_INFO_STRUCT_VERSION ||
+      loader_info->structSize != sizeof(XrNegotiateLoaderInfo) ||
+      request->structType != XR_LOADER_INTERFACE_STRUCT_API_LAYER_REQUEST ||
+      request->structVersion != XR_API_LAYER_INFO_STRUCT_VERSION ||
+      request->structSize != sizeof(XrNegotiateApiLayerRequest) ||
+      loader_info->minInterfaceVersion > XR_CURRENT_LOADER_API_LAYER_VERSION ||
+      loader_info->maxInterfaceVersion < XR_CURRENT_LOADER_API_LAYER_VERSION ||
+      std::strcmp(layer_name, kLayerName) != 0)
+    return XR_ERROR_INITIALIZATION_FAILED;
+  request->layerInterfaceVersion = XR_CURRENT_LOADER_API_LAYER_VERSION;
+  request->layerApiVersion = XR_CURRENT_API_VERSION;
+  request->getInstanceProcAddr = &jl_xrGetInstanceProcAddr;
+  request->createApiLayerInstance = &jl_xrCreateApiLayerInstance;
+  return XR_SUCCESS;
+}
