@@ -21,9 +21,13 @@ cd "$(dirname "$0")/.."
 #   iproute2 iptables libnetfilter-queue-dev sockperf openssh-server netcat-openbsd
 #                             `jitterlab net`: namespaces, the NFQUEUE impairment engine, sockperf beside
 #                             it in benchmarks/net_floor.py, and an sshd in a namespace for the ssh launcher's test
+#   texlive-latex-recommended texlive-latex-extra poppler-utils
+#                             tests only: `jitterlab paper`'s LaTeX tables compiled with a real TeX (booktabs,
+#                             siunitx), its PDFs rendered (pdftoppm), read (pdftotext) and their fonts checked
+#                             (pdffonts); `jitterlab paper` itself never needs them
 packages=(cmake ninja-build g++ libgtest-dev libcaf-dev nlohmann-json3-dev maven chromium chromium-driver stress-ng rt-tests linux-perf
           util-linux python3-venv prometheus pkgconf iproute2 iptables libnetfilter-queue-dev sockperf openssh-server
-          netcat-openbsd)
+          netcat-openbsd texlive-latex-recommended texlive-latex-extra poppler-utils)
 
 missing=()
 for p in "${packages[@]}"; do
