@@ -4,7 +4,7 @@
 # and the Python suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/setup.sh
+./scripts/setup.sh --tests
 
 echo "== native tests (GoogleTest, ASan+UBSan)" >&2
 cmake -S native -B build/native-tests -G Ninja -DCMAKE_BUILD_TYPE=Debug \

@@ -24,9 +24,16 @@ cd "$(dirname "$0")/.."
 #   libopenxr-dev libopenxr-loader1 openxr-layer-corevalidation
 #                             the OpenXR API layer (docs/xr.md): openxr.h to build it, the Khronos loader and
 #                             core validation layer its tests run it through
+#   texlive-latex-recommended texlive-latex-extra poppler-utils
+#                             only for the tests (run-tests.sh passes --tests): `jitterlab paper`'s LaTeX tables compiled with a real TeX (booktabs,
+#                             siunitx), its PDFs rendered (pdftoppm), read (pdftotext) and their fonts checked
+#                             (pdffonts); `jitterlab paper` itself never needs them
 packages=(cmake ninja-build g++ libgtest-dev libcaf-dev nlohmann-json3-dev maven chromium chromium-driver stress-ng rt-tests linux-perf
           util-linux python3-venv prometheus pkgconf iproute2 iptables libnetfilter-queue-dev sockperf openssh-server
           netcat-openbsd libopenxr-dev libopenxr-loader1 openxr-layer-corevalidation)
+if [ "${1:-}" = "--tests" ]; then
+  packages+=(texlive-latex-recommended texlive-latex-extra poppler-utils)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "show": ("runs", "summary of one run"),
     "report": ("runs", "write one self-contained HTML report of runs"),
     "compare": ("runs", "compare run B against run A: verdict per percentile"),
+    "paper": ("paper", "tables (LaTeX, Markdown, CSV), PDF/SVG figures, methods and a checklist of runs"),
     "recover": ("runs", "store what killed measurements left in the store's .staging/ as partial runs"),
     "rename": ("names", "give a stored run a name (its id stays, and still resolves)"),
     "export": ("interop", "write a run as HdrHistogram (hgrm, hlog), CSV or Parquet"),

@@ -1,0 +1,201 @@
+"""What ``jitterlab paper`` draws and tabulates, computed once from the runs' descriptions.
+
+Each run is described by :func:`jitterlab.describe.analysis.describe_run` (the numbers of
+``describe --json``), its chosen percentiles are ``run_percentiles``' type-7 values and
+each comparison is :func:`jitterlab.describe.compare.compare_runs` (``compare --json``);
+the tables and the figures are both drawn from the :class:`PaperData` built here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from jitterlab.core.errors import JitterlabError
+from jitterlab.core.percentiles import percentile_key
+from jitterlab.describe.analysis import describe_run, pauses_in_run, restrict, run_percentiles, time_range
+from jitterlab.describe.compare import IN_MEMORY_AT_MOST, RunComparison, compare_runs
+from jitterlab.describe.overview import comparison_groups, technique_of
+from jitterlab.describe.panels import Panels, memory_panels
+from jitterlab.describe.paper.intervals import METHOD, interval_ranks
+from jitterlab.describe.paper.tables import Estimate
+from jitterlab.stats import StackedResult, Summary
+from jitterlab.stats.summary import percentiles_sorted
+from jitterlab.store import Run
+from jitterlab.store.runs import IN_MEMORY_BYTES_PER_SAMPLE, memory_bound_bytes
+from jitterlab.store.writer import LOCAL, Engine
+
+DEFAULT_PERCENTILES = (99.0, 99.9, 99.99)
+MAX_TIMELINE_POINTS = 20_000
+TIMELINE_COLUMNS = 600
+
+
+@dataclass(frozen=True)
+class RunData:
+    """One run as the paper shows it."""
+
+    run: Run  # without its samples
+    summary: Summary
+    test: str
+    categories: StackedResult
+    levels: dict[str, Estimate]  # "p50" and the chosen levels (percentile_key), ns
+    panels: Panels | None  # None: too large to hold (its figures are not drawn)
+    pauses: list[dict[str, Any]]
+    group: str  # runs of one group share a table
+    number: int = 0  # 1, 2, …: the run's row in runs.csv, Table 1 and the figures' legends
+
+    @property
+    def name(self) -> str:
+        """``#N label``: how the tables and figures name the run."""
+        return f"#{self.number} {self.run.label}"
+
+
+@dataclass(frozen=True)
+class PaperData:
+    runs: list[RunData]
+    comparisons: list[RunComparison]
+    levels: tuple[float, ...]  # the chosen percentiles
+    left_out: list[str]  # one line each: runs not in the paper and why
+    span: tuple[float | None, float | None]
+    numbers: dict[tuple[str, str], tuple[int, int]]  # (A id, B id) of a comparison -> their run numbers
+
+    def comparison_names(self, rc: RunComparison) -> tuple[str, str]:
+        a, b = self.numbers.get((rc.a.id, rc.b.id), (0, 0))
+        return f"#{a} {rc.a.label}", f"#{b} {rc.b.label}"
+
+
+def group_of(run: Run) -> str:
+    """Runs that may share a table: the same kind of run (what produced it) and the same
+    unit of samples (percentiles of sample runs are all type 7 here)."""
+    runtime = str(run.config.get("runtime", "native"))
+    kind = runtime if runtime in ("mtp", "repl", "net", "monitor", "import", "hiccup") else "bench"
+    unit = str((run.meta.get("samples") or {}).get("unit", "ns"))
+    return f"{kind} ({unit})"
+
+
+def _fits(run: Run) -> bool:
+    rows = int((run.meta.get("samples") or {}).get("rows", IN_MEMORY_AT_MOST + 1))
+    return rows <= IN_MEMORY_AT_MOST and rows * IN_MEMORY_BYTES_PER_SAMPLE <= memory_bound_bytes()
+
+
+def estimates(ordered: np.ndarray, ps: Sequence[float]) -> dict[str, Estimate]:
+    """Type-7 percentiles of a sorted sample, each with its order-statistic interval."""
+    values = percentiles_sorted(ordered, tuple(ps))
+    out = {}
+    n = int(ordered.size)
+    for p, v in zip(ps, values, strict=True):
+        if p >= 100:
+            out[percentile_key(p)] = Estimate(float(v))
+            continue
+        ranks = interval_ranks(n, p / 100)
+        if ranks is None:
+            out[percentile_key(p)] = Estimate(float(v))
+            continue
+        high = None if ranks.high is None else float(ordered[ranks.high])
+        out[percentile_key(p)] = Estimate(
+            float(v), float(ordered[ranks.low]), high, resolved=ranks.high is not None, method=METHOD
+        )
+    return out
+
+
+def describe_for_paper(
+    run: Run,
+    ps: tuple[float, ...],
+    from_s: float | None,
+    to_s: float | None,
+    engine: Engine | None,
+) -> RunData:
+    """One run's description (as ``describe`` gives it), its levels and its figures' data."""
+    levels = (50.0, *[p for p in ps if p != 50.0])
+    run = dataclasses.replace(run)  # its columns go when this returns
+    if engine is None and _fits(run):
+        run.table  # noqa: B018 (held: one sort serves the description, the levels and the panels)
+        run = time_range(run, from_s, to_s)
+        d = describe_run(run)
+        assert d.ordered is not None
+        chosen = estimates(d.ordered, levels)
+        panels = memory_panels(
+            run.latency_ns,
+            run.t_send_ns,
+            d.summary,
+            d.categories,
+            d.ordered,
+            MAX_TIMELINE_POINTS,
+            TIMELINE_COLUMNS,
+        )
+        pauses = pauses_in_run(run)
+    else:  # read in row groups (or on the cluster): exact values, no interval, no per-run figures
+        run, span = restrict(run, from_s, to_s)
+        d = describe_run(run, engine=engine, span=span)
+        values = run_percentiles(run, levels, engine or LOCAL, span)
+        chosen = {k: Estimate(v) for k, v in values.items()}
+        panels, pauses = None, []
+    bare = Run(run.path, run.meta)
+    return RunData(bare, d.summary, d.test, d.categories, chosen, panels, pauses, group_of(run))
+
+
+def build(
+    runs: Sequence[Run],
+    ps: tuple[float, ...] | None,
+    baseline_id: str | None,
+    from_s: float | None = None,
+    to_s: float | None = None,
+    engine: Engine | None = None,
+    noise: float = 0.05,
+) -> PaperData:
+    """Describe every sample run and compare like with like (or every run with
+    ``baseline_id``), as ``report`` does."""
+    left_out = [
+        f"{r.id}: holds a histogram only (HdrHistogram's percentile definition): not tabulated with "
+        "type-7 percentiles; 'jitterlab export RUN --format hgrm' has its table"
+        for r in runs
+        if r.histogram_only
+    ]
+    sample_runs = [r for r in runs if not r.histogram_only]
+    empty = [r for r in sample_runs if (r.meta.get("samples") or {}).get("rows", 1) == 0]
+    left_out += [f"{r.id}: holds no samples" for r in empty]
+    sample_runs = [r for r in sample_runs if r not in empty]
+    if not sample_runs:
+        raise JitterlabError("no run with samples to put in a paper (histogram-only or empty runs only)")
+    levels = tuple(ps) if ps else DEFAULT_PERCENTILES
+    data = [
+        dataclasses.replace(describe_for_paper(r, levels, from_s, to_s, engine), number=i + 1)
+        for i, r in enumerate(sample_runs)
+    ]
+    comparisons: list[RunComparison] = []
+    numbers: dict[tuple[str, str], tuple[int, int]] = {}
+    if len(sample_runs) > 1:
+        for base, others in comparison_groups(sample_runs, baseline_id):
+            for other in others:
+                if group_of(base) != group_of(other):
+                    left_out.append(
+                        f"comparison {base.id} → {other.id}: different kinds or units "
+                        f"({group_of(base)} vs {group_of(other)}), not compared"
+                    )
+                    continue
+                a, b = (_restricted(r, from_s, to_s) for r in (base, other))
+                comparisons.append(compare_runs(a, b, noise, engine))
+                numbers[(a.id, b.id)] = (sample_runs.index(base) + 1, sample_runs.index(other) + 1)
+    return PaperData(data, comparisons, levels, left_out, (from_s, to_s), numbers)
+
+
+def _restricted(run: Run, from_s: float | None, to_s: float | None) -> Run:
+    if from_s is None and to_s is None:
+        return run
+    if not _fits(run):
+        raise JitterlabError(
+            f"run {run.id} is too large to hold: --from/--to with comparisons need runs of at most "
+            f"{IN_MEMORY_AT_MOST:,} samples"
+        )
+    run = dataclasses.replace(run)
+    run.table  # noqa: B018
+    return time_range(run, from_s, to_s)
+
+
+def style_key(run: Run) -> tuple[str, str]:
+    """(technique, policy): one colour per technique, one dash and marker per policy."""
+    return technique_of(run), run.policy_label

@@ -1,0 +1,186 @@
+"""The paper's tables, laid out from :class:`jitterlab.describe.paper.build.PaperData`.
+
+* **Table 1** (Stauffert et al. 2016, Table 1, one row per technique × pairs × policy):
+  n, median, mean, max and the chosen percentiles, each percentile with its interval.
+* **Collectors** (ibid., Tables 2–3): technique × pairs, collector, scheduler: n, max,
+  mean, median; only when the runs cover several collectors.
+* **Comparison**: each like-with-like comparison's rows as ``compare --json`` has them.
+
+Runs of different kinds or units go into separate tables (one per group, numbered).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from jitterlab.core.percentiles import percentile_key
+from jitterlab.describe.paper.build import PaperData, RunData
+from jitterlab.describe.paper.tables import UNRESOLVED_NOTE, Column, Estimate, Table, decimals_for, unit_for
+from jitterlab.stats.compare import MAX_ROW
+
+
+def _level_name(key: str) -> str:
+    return "median" if key == "p50" else key
+
+
+def _ns_values(rows: Sequence[Sequence[object]], columns: Sequence[Column], j: int) -> list[float]:
+    out: list[float] = []
+    for row in rows:
+        cell = row[j]
+        value = cell.value if isinstance(cell, Estimate) else cell
+        if isinstance(value, (int, float)):
+            out.append(float(value))
+        if isinstance(cell, Estimate):
+            out += [v for v in (cell.ci_low, cell.ci_high) if v is not None]
+    return out
+
+
+def _finish(table: Table) -> Table:
+    """Choose the table's unit (from its ns columns) and each column's decimals."""
+    ns = [j for j, c in enumerate(table.columns) if c.kind == "ns"]
+    values = [v for j in ns for v in _ns_values(table.rows, table.columns, j)]
+    table.unit = unit_for([v for j in ns[:1] for v in _ns_values(table.rows, table.columns, j)] or values)
+    for j in ns:
+        c = table.columns[j]
+        decimals = decimals_for(_ns_values(table.rows, table.columns, j), table.scale)
+        table.columns[j] = Column(c.header, c.kind, decimals, c.interval)
+    if any(isinstance(cell, Estimate) and not cell.resolved for row in table.rows for cell in row):
+        table.notes.append(UNRESOLVED_NOTE)
+    return table
+
+
+def groups(data: PaperData) -> dict[str, list[RunData]]:
+    out: dict[str, list[RunData]] = {}
+    for r in data.runs:
+        out.setdefault(r.group, []).append(r)
+    return out
+
+
+def _suffix(index: int) -> str:
+    return "" if index == 0 else f"-{index + 1}"
+
+
+def table1(data: PaperData) -> list[Table]:
+    tables = []
+    for i, (group, members) in enumerate(groups(data).items()):
+        keys = ["p50", *[percentile_key(p) for p in data.levels if p not in (50.0, 100.0)]]
+        columns = [
+            Column("run", "text"),
+            Column("technique", "text"),
+            Column("pairs", "text"),
+            Column("policy", "text"),
+            Column("n", "count"),
+            *[Column(_level_name(k), "ns", interval=True) for k in keys[:1]],
+            Column("mean", "ns"),
+            Column("max", "ns"),
+            *[Column(_level_name(k), "ns", interval=True) for k in keys[1:]],
+        ]
+        rows: list[list[object]] = []
+        for r in members:
+            c = r.run.config
+            runtime = str(c.get("runtime", "native"))
+            technique = r.run.technique_label if runtime == "native" else f"{runtime}/{r.run.technique_label}"
+            rows.append(
+                [
+                    f"#{r.number}",
+                    technique,
+                    str(c.get("pairs", "—")),
+                    r.run.policy_label,
+                    r.summary.count,
+                    r.levels["p50"],
+                    r.summary.mean,
+                    r.summary.max,
+                    *[r.levels[k] for k in keys[1:]],
+                ]
+            )
+        caption = (
+            "Latency per technique, pairs and scheduling policy (layout of Stauffert et al. 2016, "
+            "Table 1): n samples, type-7 percentiles with their 95 % distribution-free intervals"
+        )
+        if len(groups(data)) > 1:
+            caption += f"; runs of kind {group}"
+        tables.append(_finish(Table(f"table1{_suffix(i)}", caption, columns, rows)))  # type: ignore[arg-type]
+    return tables
+
+
+def collectors(data: PaperData) -> list[Table]:
+    """Tables 2–3 of the seed when the runs cover two or more collectors."""
+    with_gc = [r for r in data.runs if r.run.config.get("gc")]
+    if len({r.run.config["gc"] for r in with_gc}) < 2:
+        return []
+    cells: dict[tuple[str, str, str], RunData] = {}
+    for r in with_gc:
+        c = r.run.config
+        what = str(c.get("technique", "?")) + (f"/{c['variant']}" if c.get("variant") else "")
+        cells[(f"{what} ×{c.get('pairs', '?')}", str(c["gc"]), r.run.policy_label)] = r
+    rows: list[list[object]] = []
+    shown: set[str] = set()
+    for (group, gc, policy), r in sorted(cells.items()):
+        rows.append(
+            [
+                group if group not in shown else "",
+                gc,
+                policy,
+                r.summary.count,
+                r.summary.max,
+                r.summary.mean,
+                r.levels["p50"],
+            ]
+        )
+        shown.add(group)
+    columns = [
+        Column("technique", "text"),
+        Column("GC", "text"),
+        Column("scheduler", "text"),
+        Column("n", "count"),
+        Column("max", "ns"),
+        Column("mean", "ns"),
+        Column("median", "ns", interval=True),
+    ]
+    caption = "Garbage collector × scheduler (layout of Stauffert et al. 2016, Tables 2-3)"
+    return [_finish(Table("collectors", caption, columns, rows))]  # type: ignore[arg-type]
+
+
+def comparison(data: PaperData) -> list[Table]:
+    if not data.comparisons:
+        return []
+    confidence = data.comparisons[0].result.confidence
+    columns = [
+        Column("A", "text"),
+        Column("B", "text"),
+        Column("level", "text"),
+        Column("A value", "ns"),
+        Column("B value", "ns"),
+        Column("change", "percent", 1),
+        Column("CI low", "percent", 1),
+        Column("CI high", "percent", 1),
+        Column("verdict", "text"),
+    ]
+    rows: list[list[object]] = []
+    for rc in data.comparisons:
+        name_a, name_b = data.comparison_names(rc)
+        for d in rc.result.percentiles:
+            is_max = d.percentile == MAX_ROW
+            rows.append(
+                [
+                    name_a,
+                    name_b,
+                    "max" if is_max else f"p{d.percentile:g}",
+                    d.a,
+                    d.b,
+                    d.relative,
+                    None if is_max else d.ci_low,
+                    None if is_max else d.ci_high,
+                    d.verdict,
+                ]
+            )
+    noise = data.comparisons[0].result.noise_threshold
+    caption = (
+        f"B against A, like with like: change of each percentile with its {confidence:.0%} interval "
+        f"and the verdict (noise threshold ±{noise:.0%}); as 'jitterlab compare A B' gives them"
+    )
+    return [_finish(Table("comparison", caption, columns, rows))]  # type: ignore[arg-type]
+
+
+def all_tables(data: PaperData) -> list[Table]:
+    return [*table1(data), *collectors(data), *comparison(data)]

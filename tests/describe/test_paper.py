@@ -1,0 +1,284 @@
+"""``jitterlab paper``: every table number equals describe/compare --json, the LaTeX compiles
+with a real TeX and renders, the figures are vector with text as text and fonts embedded,
+and a folder that is not a paper's is refused (issue 39)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import OtherUser, assert_one_line_error, latency_clusters, make_run, run_main
+from jitterlab.describe.paper.build import estimates
+from jitterlab.describe.paper.tables import Column, Estimate, Table, latex, shown
+
+LEVELS = "99,99.9,99.99"
+
+
+@pytest.fixture(scope="module")
+def paper(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[str]]:
+    """Four runs (two alike: one comparison), written by ``paper`` once for the module."""
+    root = tmp_path_factory.mktemp("paper")
+    store = root / "results"
+    runs = [
+        make_run(store, latency_clusters(1, 20_000), technique="mutex", pairs=1),
+        make_run(store, latency_clusters(2, 20_000) + 500, technique="mutex", pairs=1),
+        make_run(store, latency_clusters(3, 20_000), technique="mutex", pairs=2),
+        make_run(store, latency_clusters(4, 20_000) // 2, technique="spin", pairs=2),
+    ]
+    ids = [r.id for r in runs]
+    out = root / "paper"
+    from jitterlab.cli import main
+
+    assert main(["paper", *ids, "-o", str(out), "--store", str(store), "--percentiles", LEVELS]) == 0
+    return store, out, ids
+
+
+def _csv(path: Path) -> list[dict[str, str]]:
+    with path.open() as f:
+        return list(csv.DictReader(f))
+
+
+def test_paper_writes_every_part(paper: tuple[Path, Path, list[str]]) -> None:
+    _store, out, _ids = paper
+    for name in ("table1", "comparison"):
+        for ext in ("tex", "md", "csv"):
+            assert (out / "tables" / f"{name}.{ext}").is_file()
+    for name in ("spectrum", "scaling", "qq", "effects"):
+        for size in ("column", "page"):
+            for ext in ("pdf", "svg"):
+                assert (out / "figures" / f"{name}-{size}.{ext}").stat().st_size > 1000
+    for name in ("histograms", "timelines"):  # one panel per run; four runs: page wide only
+        assert (out / "figures" / f"{name}-page.pdf").is_file()
+        assert not (out / "figures" / f"{name}-column.pdf").exists()
+    for name in (
+        "methods.md",
+        "methods.tex",
+        "checklist.md",
+        "runs.csv",
+        "references.bib",
+        "paper.md",
+        ".jitterlab-paper",
+    ):
+        assert (out / name).is_file(), name
+
+
+def test_table1_numbers_equal_describe_json(
+    paper: tuple[Path, Path, list[str]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    store, out, ids = paper
+    rows = _csv(out / "tables" / "table1.csv")
+    assert len(rows) == len(ids)
+    tex = (out / "tables" / "table1.tex").read_text()
+    md = (out / "tables" / "table1.md").read_text()
+    unit = re.search(r"median \((\S+)\)", md)
+    assert unit is not None
+    scale = {"ns": 1, "µs": 1e3, "ms": 1e6}[unit.group(1)]
+    for row, run_id in zip(rows, ids, strict=True):
+        code, stdout, _ = run_main(
+            ["describe", run_id, "--json", "--store", str(store), "--percentiles", LEVELS], capsys
+        )
+        assert code == 0
+        d = json.loads(stdout)
+        s = d["summary_ns"]
+        assert int(row["n"]) == s["count"]
+        assert float(row["median_ns"]) == s["p50"]
+        assert float(row["mean_ns"]) == s["mean"]
+        assert float(row["max_ns"]) == s["max"]
+        for key in ("p99", "p99.9", "p99.99"):
+            assert float(row[f"{key}_ns"]) == d["percentiles_ns"][key]
+            low, high = float(row[f"{key}_ci_low_ns"]), row[f"{key}_ci_high_ns"]
+            assert low <= float(row[f"{key}_ns"])
+            assert high == "" or float(high) >= float(row[f"{key}_ns"])
+        # the LaTeX and Markdown show the same numbers, rounded in the table's unit
+        decimals = int(re.findall(r"D\{\.\}\{\.\}\{\d+\.(\d+)\}", tex)[1])  # n, then the median
+        median = f"{s['p50'] / scale:.{decimals}f}"
+        assert median in tex and median in md
+
+
+def test_comparison_numbers_equal_compare_json(
+    paper: tuple[Path, Path, list[str]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    store, out, ids = paper
+    rows = _csv(out / "tables" / "comparison.csv")
+    code, stdout, _ = run_main(["compare", ids[0], ids[1], "--json", "--store", str(store)], capsys)
+    assert code == 0
+    c = json.loads(stdout)
+    assert len(rows) == len(c["percentiles"])  # the one like-with-like pair (mutex ×1)
+    for row, p in zip(rows, c["percentiles"], strict=True):
+        assert float(row["A_value_ns"]) == p["a_ns"]
+        assert float(row["B_value_ns"]) == p["b_ns"]
+        assert float(row["change"]) == p["relative"]
+        assert row["verdict"] == p["verdict"]
+        if p["ci_low"] is None:
+            assert row["CI_low"] == ""
+        else:
+            assert float(row["CI_low"]) == p["ci_low"] and float(row["CI_high"]) == p["ci_high"]
+
+
+def test_intervals_are_scipys_order_statistic_intervals() -> None:
+    from scipy.stats import quantile_test
+
+    rng = np.random.default_rng(39)
+    x = np.sort(rng.integers(1_000, 100_000, 2_001))
+    got = estimates(x, (50.0, 99.0, 99.99))
+    for p in (50.0, 99.0):
+        ci = quantile_test(x, q=float(np.quantile(x, p / 100)), p=p / 100).confidence_interval(0.95)
+        e = got[f"p{p:g}"]
+        assert e.resolved
+        assert (e.ci_low, e.ci_high) == (float(ci.low), float(ci.high))
+    assert not got["p99.99"].resolved and got["p99.99"].ci_high is None  # 0.2 samples beyond it
+
+
+def test_unresolved_level_is_marked_in_every_format() -> None:
+    t = Table("t", "caption", [Column("level", "text"), Column("p99.99", "ns", 1, interval=True)])
+    t.rows = [["a", Estimate(12_345.0, 12_000.0, None, resolved=False)]]
+    assert shown(t, t.columns[1], 12_345.0) == "12.3"
+    assert r"12.3^{\dag}" in latex(t)
+    assert "[12.0, —)" in latex(t).replace("---", "—")
+
+
+@pytest.mark.skipif(shutil.which("pdflatex") is None, reason="TeX (texlive) is installed by scripts/setup.sh")
+def test_latex_compiles_renders_and_holds_the_numbers(
+    paper: tuple[Path, Path, list[str]], tmp_path: Path
+) -> None:
+    _store, out, _ids = paper
+    figures = [*sorted((out / "figures").glob("*-column.pdf"))[:6], out / "figures" / "spectrum-page.pdf"]
+    doc = "\n".join(
+        [
+            r"\documentclass{article}",
+            r"\usepackage[T1]{fontenc}\usepackage{booktabs}\usepackage{dcolumn}\usepackage{graphicx}",
+            r"\usepackage{textcomp}\usepackage[margin=2cm]{geometry}",
+            r"\begin{document}",
+            rf"\input{{{out}/tables/table1.tex}}",
+            rf"\input{{{out}/tables/comparison.tex}}",
+            rf"\input{{{out}/methods.tex}}",
+            *[rf"\includegraphics[width=\linewidth]{{{p}}}" for p in figures],
+            r"\bibliographystyle{plain}",
+            rf"\bibliography{{{out}/references}}",
+            r"\end{document}",
+        ]
+    )
+    (tmp_path / "doc.tex").write_text(doc)
+    for step in (["pdflatex"], ["bibtex"], ["pdflatex"]):
+        arg = "doc" if step == ["bibtex"] else "doc.tex"
+        r = subprocess.run(
+            [*step, *(["-interaction=nonstopmode", "-halt-on-error"] if step != ["bibtex"] else []), arg],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert r.returncode == 0, r.stdout[-3000:]
+    pdf = tmp_path / "doc.pdf"
+    subprocess.run(["pdftoppm", "-r", "40", "-png", str(pdf), str(tmp_path / "page")], check=True, timeout=60)
+    pages = sorted(tmp_path.glob("page*.png"))
+    assert len(pages) >= 2
+    from matplotlib.image import imread
+
+    for page in pages:
+        pixels = imread(page)
+        assert (pixels[..., :3].mean(axis=2) < 0.5).mean() > 0.001, f"{page.name} is blank"
+    text = subprocess.run(
+        ["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True, check=True
+    ).stdout
+    table_numbers = re.findall(
+        r"^(?:[^&]*&){5}\s*([0-9.]+)", (out / "tables" / "table1.tex").read_text(), re.M
+    )
+    assert table_numbers and all(n in text for n in table_numbers)
+
+
+def test_svgs_keep_text_as_text_and_pdfs_embed_fonts(paper: tuple[Path, Path, list[str]]) -> None:
+    _store, out, _ids = paper
+    svgs = sorted((out / "figures").glob("*.svg"))
+    assert svgs
+    for svg in svgs:
+        root = ET.parse(svg).getroot()
+        texts = [t for t in root.iter("{http://www.w3.org/2000/svg}text") if "".join(t.itertext()).strip()]
+        assert texts, f"{svg.name}: no <text>"
+    if shutil.which("pdffonts") is None:
+        pytest.skip("pdffonts (poppler-utils) is installed by scripts/setup.sh")
+    for pdf in sorted((out / "figures").glob("*.pdf")):
+        lines = subprocess.run(
+            ["pdffonts", str(pdf)], capture_output=True, text=True, check=True
+        ).stdout.splitlines()[2:]
+        assert lines, f"{pdf.name}: no fonts"
+        for line in lines:
+            assert re.search(r"\s(yes)\s+(yes|no)\s+(yes|no)\s+\d+\s+\d+\s*$", line), f"{pdf.name}: {line}"
+
+
+def test_methods_and_checklist_come_from_the_runs(paper: tuple[Path, Path, list[str]]) -> None:
+    _store, out, ids = paper
+    methods = (out / "methods.md").read_text()
+    assert "per run from 20,410 to 20,410" in methods  # latency_clusters(n=20000): 20000 + 400 + 10
+    assert "The clock read cost (median) was not recorded." in methods  # synthetic runs: no floor
+    checklist = (out / "checklist.md").read_text()
+    assert "- [ ] **Measurement method and its own error" in checklist
+    assert "- [x] **Distribution and tails" in checklist
+    rows = _csv(out / "runs.csv")
+    assert [r["id"] for r in rows] == ids
+    for r in rows:
+        assert re.fullmatch(r"[0-9a-f]{64}", r["sha256"])
+
+
+def test_refuses_a_folder_that_is_not_a_papers(
+    paper: tuple[Path, Path, list[str]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store, _out, ids = paper
+    foreign = tmp_path / "thesis"
+    foreign.mkdir()
+    (foreign / "chapter1.tex").write_text("mine")
+    code, _, err = run_main(["paper", ids[0], "-o", str(foreign), "--store", str(store)], capsys)
+    assert code == 2
+    assert_one_line_error(err)
+    assert sorted(p.name for p in foreign.iterdir()) == ["chapter1.tex"]
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("x")
+    code, _, err = run_main(["paper", ids[0], "-o", str(a_file), "--store", str(store)], capsys)
+    assert code == 2
+    assert_one_line_error(err)
+
+
+def test_rewrites_its_own_folder_dropping_stale_files(
+    paper: tuple[Path, Path, list[str]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store, _out, ids = paper
+    out = tmp_path / "p"
+    assert run_main(["paper", *ids[:2], "-o", str(out), "--store", str(store)], capsys)[0] == 0
+    assert (out / "figures" / "effects-page.svg").is_file()
+    assert run_main(["paper", ids[2], "-o", str(out), "--store", str(store)], capsys)[0] == 0
+    assert not (out / "figures" / "effects-page.svg").exists()  # the earlier paper's: no comparison now
+    assert not (out / "tables" / "comparison.csv").exists()
+    assert len(_csv(out / "tables" / "table1.csv")) == 1
+
+
+def test_refuses_an_unwritable_folder(other_user: OtherUser) -> None:
+    import tempfile
+
+    top = Path(tempfile.mkdtemp(prefix="jl-paper-"))  # /tmp: the other user can reach it
+    try:
+        os.chmod(top, 0o755)
+        parent = top / "root-only"
+        parent.mkdir(mode=0o755)
+        home = top / "home"
+        home.mkdir()
+        os.chown(home, other_user.uid, other_user.gid)
+        for target in (parent / "paper", parent):  # to create in a folder it cannot write; to write into one
+            r = other_user.jitterlab("paper", "-o", str(target), "--store", str(home / "results"), home=home)
+            assert r.returncode == 2, r.stderr
+            assert_one_line_error(
+                r.stderr.replace("Matplotlib is building the font cache; this may take a moment.", "")
+            )
+            assert "not writable" in r.stderr
+            assert list(parent.iterdir()) == []
+    finally:
+        shutil.rmtree(top)
