@@ -4,8 +4,9 @@ The test application (``jitterlab-xr-testapp``) runs frames against the headless
 through the Khronos loader twice per repeat, with and without the layer (no other layer), and
 times every call with CLOCK_MONOTONIC: ``xrLocateViews``, ``xrLocateSpace`` (the VIEW space)
 and a frame's ``xrWaitFrame`` + ``xrBeginFrame`` + ``xrEndFrame``. The runtime's display period
-is 20 µs, shorter than a frame takes, so ``xrWaitFrame`` does not sleep for long; the model is a
-constant 60 µs, so the layer interpolates 3 history entries back, as at 90 Hz with ~30 ms.
+is 20 µs and its ``xrWaitFrame`` does not sleep (``JL_XR_TEST_NO_SLEEP``), so the frame calls
+time the call path, not a wait; the model is a constant 60 µs, so the layer interpolates about
+3 history entries back, as at 90 Hz with ~30 ms.
 The layer writes its rings with no server draining them (a full ring counts a drop: the same
 cost as a recorded sample). Added cost = (with layer) − (without) at p50 and p99, median of
 the repeats.
@@ -38,6 +39,7 @@ def run(frames: int, layer: bool, tmp: Path) -> dict[str, np.ndarray]:
         **os.environ,
         "XR_RUNTIME_JSON": str(PACKAGE_ROOT / "xr" / "runtime" / "jitterlab_xr_test_runtime.json"),
         "JL_XR_TEST_PERIOD_NS": "20000",
+        "JL_XR_TEST_NO_SLEEP": "1",
         "XR_API_LAYER_PATH": str(layer_dir()),
         "XR_ENABLE_API_LAYERS": LAYER_NAME if layer else "",
         "JITTERLAB_XR_CONFIG": str(tmp / "xr.toml"),

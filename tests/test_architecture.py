@@ -30,7 +30,19 @@ ALLOWED: dict[str, set[str]] = {
     "net": {"core", "stats", "store", "measure", "simulate"},
     # the OpenXR layer's config, environment and `xr run` (a monitor serve per channel, models checked)
     "xr": {"core", "stats", "store", "measure", "simulate", "monitor"},
-    "cli": {"core", "stats", "store", "measure", "describe", "simulate", "mtp", "monitor", "repl", "net", "xr"},
+    "cli": {
+        "core",
+        "stats",
+        "store",
+        "measure",
+        "describe",
+        "simulate",
+        "mtp",
+        "monitor",
+        "repl",
+        "net",
+        "xr",
+    },
 }
 TOP_LEVEL = {"__init__", "__main__"}  # the public face re-exports; __main__ calls the cli
 

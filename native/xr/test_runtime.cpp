@@ -3,7 +3,8 @@
 // angular velocity, so an application can tell from an orientation alone the time at which
 // that pose was valid: theta(t) = omega * t, t in seconds of XrTime (CLOCK_MONOTONIC ns).
 // Environment: JL_XR_TEST_PERIOD_NS (display period, default 11111111),
-// JL_XR_TEST_OMEGA (rad/s, default 1), JL_XR_TEST_LOSS="A:B" (tracking lost for display
+// JL_XR_TEST_OMEGA (rad/s, default 1), JL_XR_TEST_NO_SLEEP=1 (xrWaitFrame does not wait),
+// JL_XR_TEST_LOSS="A:B" (tracking lost for display
 // times from A to B ms after xrBeginSession).
 #include <openxr/openxr.h>
 
@@ -38,6 +39,7 @@ struct Runtime {
   std::mutex mu;
   std::int64_t created = 0, period = 11'111'111, loss_a = -1, loss_b = -1;
   double omega = 1.0;
+  bool sleep = true;  // JL_XR_TEST_NO_SLEEP=1: xrWaitFrame returns at once (benchmarks/xr_overhead.py)
   std::uint64_t next_handle = 0x100;
   std::map<std::uint64_t, XrReferenceSpaceType> spaces;
   std::map<std::uint64_t, std::string> paths;
@@ -97,6 +99,7 @@ XRAPI_ATTR XrResult XRAPI_CALL CreateInstance(const XrInstanceCreateInfo* info, 
   g.created = mono_ns();
   g.period = std::int64_t(env_double("JL_XR_TEST_PERIOD_NS", 11'111'111));
   g.omega = env_double("JL_XR_TEST_OMEGA", 1.0);
+  g.sleep = env_double("JL_XR_TEST_NO_SLEEP", 0) == 0;
   if (const char* loss = std::getenv("JL_XR_TEST_LOSS"); loss != nullptr && std::strchr(loss, ':') != nullptr) {
     g.loss_a = std::int64_t(std::strtod(loss, nullptr) * 1e6);
     g.loss_b = std::int64_t(std::strtod(std::strchr(loss, ':') + 1, nullptr) * 1e6);
@@ -280,7 +283,7 @@ XRAPI_ATTR XrResult XRAPI_CALL WaitFrame(XrSession, const XrFrameWaitInfo*, XrFr
     g.next_vsync += g.period;
   }
   timespec ts{static_cast<time_t>(vsync / 1'000'000'000), static_cast<long>(vsync % 1'000'000'000)};
-  clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);
+  if (g.sleep) clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);
   state->predictedDisplayTime = vsync + g.period;
   state->predictedDisplayPeriod = g.period;
   state->shouldRender = XR_TRUE;
