@@ -57,7 +57,7 @@ enum class WarningCode {
     deprecated_option,
 };
 
-inline constexpr std::array<std::string_view, 43> kWarningCodeNames = {
+inline constexpr std::array<std::string_view, 46> kWarningCodeNames = {
     "policy-refused",
     "affinity-refused",
     "mlock-refused",
