@@ -9,7 +9,7 @@ process tree (benchmarks/treemem.py), median and range.
 
 Target (issue 39): the paper of the 28 runs ≤ 15 s and ≤ 400 MB for the process tree.
 
-Usage: python benchmarks/paper_speed.py [--runs 28] [--samples 200000] [--store DIR] [--repeats 3]
+Usage: python benchmarks/paper_speed.py [--runs 28] [--samples 200000] [--store DIR] [--repeats 3] [--out DIR]
 """
 
 from __future__ import annotations
@@ -44,6 +44,9 @@ def main() -> int:
     parser.add_argument("--samples", type=int, default=200_000, help="samples per pair (200000)")
     parser.add_argument("--store", type=Path, help="this store instead of a synthetic one")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--out", type=Path, help="keep the last paper written here (a new folder or a paper's)"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -63,7 +66,7 @@ def main() -> int:
                 "--store",
                 str(store),
                 "-o",
-                str(root / "paper"),
+                str(args.out or root / "paper"),
             ],
             "report": [
                 sys.executable,

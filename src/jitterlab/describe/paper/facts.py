@@ -320,7 +320,7 @@ def checklist(data: PaperData) -> list[Item]:
         Item(
             "Jitter over time",
             len(drawn) == len(runs),
-            "figures runNN-timeline (samples above median + 2σ over the run)"
+            "figure timelines (samples above median + 2σ over each run)"
             + ("" if len(drawn) == len(runs) else f"; {missing(drawn)}"),
         ),
         Item(
@@ -353,7 +353,7 @@ def checklist(data: PaperData) -> list[Item]:
         Item(
             "Outlier treatment stated",
             True,
-            "methods: stacked test categories, no sample removed; figures runNN-histogram",
+            "methods: stacked test categories, no sample removed; figure histograms (category cuts)",
         ),
         Item(
             "Raw data available and checkable",
