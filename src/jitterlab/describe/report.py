@@ -146,11 +146,9 @@ def run_figure(d: RunDescription, panels: Panels | None = None) -> str:
     ax.set_xlim(0, span / 1e9)
     ax.set_xlabel("time since the run started (s)")
     ax.set_ylabel("latency (µs)")
+    below = format_count(max(s.count - p.above, 0))
     ax.set_title(
-        f"samples above median + 2σ ({format_ns(cut)}){note}; the "
-        f"{format_count(max(s.count - p.above, 0))} below it are not drawn (all: jitterlab export)",
-        fontsize=10,
-        y=1.0,
+        f"samples above median + 2σ ({format_ns(cut)}){note}; {below} below not drawn", fontsize=10, y=1.0
     )
     if p.t.size or marked:
         # Below the median + 2σ cut no point is drawn, so the legend sits there, not on spikes.
@@ -429,7 +427,8 @@ outliers again and again until none remain: the <i>main</i> cluster, then catego
 values. The dashed lines in the histogram are the cuts between them; the table gives each category's range,
 count and share. Formulas and references: <code>docs/statistics.md</code>.</p>
 <p><b>Timeline.</b> Each point is a sample above median + 2σ, placed at its send time in seconds since the run
-started, as in Stauffert et al. (2016) Fig. 2. Spikes at regular intervals point at periodic sources (timers,
+started, as in Stauffert et al. (2016) Fig. 2. The samples below that cut are not drawn (the title says how
+many); every sample with its send time: <code>jitterlab export RUN --format csv</code>. Spikes at regular intervals point at periodic sources (timers,
 garbage collection); a cloud at the start at warm-up effects. On JVM runs, red vertical lines mark where a
 garbage-collection pause began and grey ones other safepoints, read from the JVM's own log on the samples'
 clock (Figs. 3–4 of the same paper); a spike on a red line was the collector's doing.</p>

@@ -241,10 +241,13 @@ def histogram_text(d: HistogramDescription) -> str:
         )
         lines.append(render(headers, rows, "l" + "r" * (len(headers) - 1)))
     name = "(untagged)" if d.tag is None else f"tag {d.tag}"
-    lines.append(f"\nintervals of {name}: {len(d.windows)}")
+    lines.append(f"\nintervals of {name}: {len(d.windows):,}")
     headers = list(INTERVAL_HEADERS) + (["corrected p99", "corrected max"] if d.expected_interval_ns else [])
     rows = histogram_interval_rows(d.windows, 20 if len(d.windows) > 40 else None)
     lines.append(render(headers, rows, "r" * len(headers)))
     if len(d.windows) > 40:
-        lines.append(f"({len(d.windows) - 20} intervals not shown; --json has them all)")
+        lines.append(
+            f"(the last {counted(len(d.windows) - 20, 'interval')} not shown; "
+            f"jitterlab describe {d.run.id} --json has them all)"
+        )
     return "\n".join(lines)
