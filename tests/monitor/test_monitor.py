@@ -390,7 +390,8 @@ def test_serve_refuses_bad_input(
         assert code == 2 and "already served" in err
     finally:
         proc.send_signal(signal.SIGINT)
-        finish(proc)
+        _, served = proc.communicate(timeout=120)
+    assert "no writer recorded" in served  # no writer came: no run (issue 41 item 5)
     assert not Path(f"/dev/shm/jitterlab-monitor-{channel}.serve.lock").exists()  # released and removed
     not_a_folder = tmp_path / "a-file"
     not_a_folder.write_text("")
