@@ -25,6 +25,17 @@ Targets (each takes the bytes of a file):
              refusals" and not waited for
   options    the text of a duration / whole-number / number option (core.options): refused
              in one line or a value inside the option's range
+  durations  the text given to every duration option of the CLI, through the real parser
+             (`bench --pause TEXT`, `hiccup --duration=TEXT`, `describe --window`, ...):
+             exit 2 with one line, or a value the measuring code's parser takes too
+  cluster    a --cluster address (parsed, never connected to) and the first bytes a service
+             at it sends, through the scheduler probe over a socket pair: a Dask handshake
+             or one line naming what answered
+  staging    a leftover killed after its samples file was complete (issue 42 item 8): a
+             mutated samples.parquet beside harness.json, as `recover` stores it, then
+             `show` and `runs --strict` of what was stored
+  run-files  the run.json fields that name files (samples.file, histogram.file) set to odd
+             names (absolute, `..`, links, folders, empty, long), then `show` and `describe`
 
 Every target runs in this process, no subprocess per input: a JitterlabError is a
 refusal (fine), any other exception a finding. The files a target reads are written in a
@@ -56,6 +67,7 @@ import math
 import os
 import random
 import shutil
+import socket
 import sys
 import tempfile
 import time
@@ -66,8 +78,10 @@ from typing import Any
 
 import numpy as np
 
-from jitterlab.core.errors import JitterlabError
+from jitterlab.cli.main import build_parser
+from jitterlab.core.errors import CorruptRunError, JitterlabError
 from jitterlab.core.options import Range, parse_duration_s, parse_integer, parse_number
+from jitterlab.core.units import parse_duration_ns
 from jitterlab.describe.analysis import describe_run, run_summary
 from jitterlab.describe.export import ExportOptions, export_run
 from jitterlab.describe.text import describe_text, show_text
@@ -79,11 +93,12 @@ from jitterlab.net import topo
 from jitterlab.simulate.injector import Injector
 from jitterlab.simulate.model import load_model, model_to_json, parametric_model
 from jitterlab.store import ResultsStore, load_run
+from jitterlab.store import cluster as cluster_probe
 from jitterlab.store.hdr.streams import read_figures
 from jitterlab.store.ingest import import_csv
 from jitterlab.store.rawfile import RECORD_DTYPE, read_raw_samples, write_raw_samples
-from jitterlab.store.runs import DRAFT_JSON, PARTS_DIR
-from jitterlab.store.schema import RUN_JSON, read_harness_json
+from jitterlab.store.runs import DRAFT_JSON, PARTS_DIR, verified_samples_path
+from jitterlab.store.schema import RUN_JSON, SAMPLES_FILE, read_harness_json
 
 # the monitor ring's header (native/src/monitor.cpp, docs/monitor.md): magic at offset 0,
 # then version, entry size, capacity and the hint; 384 bytes with its three aligned indices
@@ -278,6 +293,21 @@ class Targets:
         assert int.from_bytes(self.seeds["ring"][:8], "little") == RING_MAGIC, "the ring's magic changed"
         self.header_refusals = 0  # ring inputs refused by the header check here (see the docstring)
         self.seeds["options"] = b"1.5ms"
+        self.seeds["durations"] = b"250us"
+        # what a scheduler says first (store/cluster.py): an 8-byte length, then msgpack
+        # naming compression, python and pickle-protocol; then an address
+        handshake = b"\x83\xabcompression\xc0\xa6python\x93\x03\x0b\x07\xafpickle-protocol\x05"
+        self.seeds["cluster"] = len(handshake).to_bytes(8, "little") + handshake
+        self.seeds["cluster-address"] = b"tcp://127.0.0.1:8786"
+        self.parsers: dict[str, Any] = {}
+        self.staging_store = ResultsStore(root / "leftovers")
+        self.seeds["staging"] = (run.path / SAMPLES_FILE).read_bytes()
+        self.seeds["run-files"] = b"samples.parquet"
+        self.files_run = import_csv(csv_seed, ResultsStore(root / "named")).path
+        self.files_json = json.loads((self.files_run / RUN_JSON).read_bytes())
+        (root / "private.parquet").write_bytes(self.seeds["staging"])
+        (self.files_run / "elsewhere").mkdir()
+        (self.files_run / "linked.parquet").symlink_to(root / "private.parquet")
         self.findings = root / "findings"  # run_targets points it at --findings
 
     def close(self) -> None:
@@ -424,6 +454,100 @@ class Targets:
             if not math.isfinite(x) or x not in allowed:
                 raise AssertionError(f"number {text!r} gave {x} outside {allowed.describe()}")
 
+    # every duration option of the CLI: (argv before the option, the option, parsed again
+    # by the measuring code from the text kept)
+    DURATION_OPTIONS: tuple[tuple[tuple[str, ...], str, bool], ...] = (
+        (("bench",), "--pause", True),
+        (("bench", "--scenario", "pipeline"), "--interval", True),
+        (("bench", "--policy", "deadline"), "--dl-runtime", True),
+        (("bench", "--policy", "deadline"), "--dl-deadline", True),
+        (("bench", "--policy", "deadline"), "--dl-period", True),
+        (("hiccup",), "--duration", True),
+        (("hiccup",), "--threshold", True),
+        (("inject",), "--stats-interval", True),
+        (("inject",), "--duration", False),
+        (("model", "make", "-o", "m.json"), "--constant", True),
+        (("describe", "R"), "--expected-interval", True),
+        (("describe", "R"), "--window", False),
+        (("describe", "R"), "--from", False),
+        (("export", "R"), "--window", False),
+        (("monitor", "record"), "--duration", False),
+        (("net", "bench"), "--duration", False),
+    )
+
+    def t_durations(self, data: bytes) -> None:
+        text = data.decode("utf-8", "surrogateescape").replace("\x00", "")  # as argv arrives
+        for before, option, as_text in self.DURATION_OPTIONS:
+            parser = self.parsers.get(before[0])
+            if parser is None:
+                parser = self.parsers[before[0]] = build_parser(before[0])
+            for argv in ([*before, option, text], [*before, f"{option}={text}"]):
+                try:
+                    with contextlib.redirect_stderr(io.StringIO()) as said:
+                        args = parser.parse_args(argv)
+                except SystemExit as e:
+                    lines = said.getvalue().strip().splitlines()
+                    if e.code != 2 or len(lines) != 1:
+                        raise AssertionError(f"{argv!r}: exit {e.code}, said {said.getvalue()!r}") from None
+                    continue
+                value = getattr(args, option.lstrip("-").replace("-", "_"), None)
+                if as_text and isinstance(value, str) and value != "auto":
+                    parse_duration_ns(value, "ns")  # the range was checked: it must parse again
+
+    def t_cluster(self, data: bytes) -> None:
+        address = self.mutate_seed("cluster-address", data).decode("utf-8", "surrogateescape")
+        with contextlib.suppress(JitterlabError):
+            parsed = cluster_probe.scheduler_address(address)  # never connected to
+            if parsed is not None and not 0 < parsed[1] < 65536:
+                raise AssertionError(f"{address!r} gave port {parsed[1]}")
+        ours, theirs = socket.socketpair()
+        with ours, theirs:
+            theirs.sendall(data[: 1 << 16])
+            theirs.shutdown(socket.SHUT_WR)
+            said = cluster_probe._not_a_scheduler(ours)
+        if said is not None and (not said or "\n" in said):
+            raise AssertionError(f"the probe said {said!r}")
+
+    def t_staging(self, data: bytes) -> None:
+        store = self.staging_store
+        for run_dir in store.run_dirs():  # keep the store small
+            shutil.rmtree(run_dir)
+        staging = store.staging_root() / self.draft_id
+        shutil.rmtree(staging, ignore_errors=True)
+        staging = store.staging_dir(self.draft_id)
+        (staging / SAMPLES_FILE).write_bytes(data)
+        (staging / "harness.json").write_bytes(self.seeds["harness"])
+        for run in recover(store, lambda _: None):
+            stored = load_run(run.path)
+            show_text(stored, run_summary(stored))
+            try:
+                verified_samples_path(stored)  # what runs --strict checks
+            except CorruptRunError as e:
+                raise AssertionError(f"recover stored a run its own check refuses: {e}") from None
+        shutil.rmtree(staging, ignore_errors=True)  # a refused leftover stays: not for the next input
+
+    ODD_NAMES = (
+        "/etc/passwd", "../samples.parquet", "..", ".", "", "elsewhere", "linked.parquet", "run.json",
+        "samples.parquet/", "./samples.parquet", "a" * 300, "samples.parquet\x00x", "~/x", "\\x",
+    )  # fmt: skip
+
+    def t_run_files(self, data: bytes) -> None:
+        rng = random.Random(hashlib.sha256(data).digest())
+        name: Any = rng.choice(self.ODD_NAMES) if data[:1] in (b"", b"s") else data.decode("utf-8", "replace")
+        doc = copy.deepcopy(self.files_json)
+        if rng.random() < 0.3:
+            doc["histogram"] = {"file": name}
+            doc["samples"] = None if rng.random() < 0.5 else doc["samples"]
+        else:
+            doc["samples"]["file"] = name
+        if rng.random() < 0.5:
+            doc["samples"].pop("sha256", None) if isinstance(doc.get("samples"), dict) else None
+        (self.files_run / RUN_JSON).write_text(json.dumps(doc))
+        run = load_run(self.files_run)
+        show_text(run, run_summary(run))
+        if not run.histogram_only:
+            describe_text(describe_run(run))
+
     def t_topo_state(self, data: bytes) -> None:
         topo.STATE_DIR.mkdir(exist_ok=True)
         (topo.STATE_DIR / f"{self.topo_name}.json").write_bytes(data)
@@ -446,6 +570,10 @@ TARGETS = (
     "draft",
     "ring",
     "options",
+    "durations",
+    "cluster",
+    "staging",
+    "run-files",
 )
 
 

@@ -70,6 +70,9 @@ class _Parser(Parser):
         super().__init__(*args, **kwargs)
         self._negative_number_matcher = re.compile(r"^-\.?[0-9]")
 
+    def add_subparsers(self, **kwargs: Any) -> Any:  # every level (model make, net topo up …)
+        return super().add_subparsers(**(kwargs | {"parser_class": _Parser}))
+
 
 def build_parser(command: str | None = None) -> Parser:
     """The parser: full for ``command``'s group, one help line for every other command."""

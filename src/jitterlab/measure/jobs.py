@@ -374,7 +374,13 @@ def _recover_samples_file(store: ResultsStore, staging: Path) -> Run:
     why = "recovered from .staging: killed after its samples file was complete, before it was published"
     meta = _recovered_meta(staging, harness, started, int(harness.get("pairs") or max(pairs, 1)), "", why)
     done = _StoredFile(path, rows, tuple(names[len(SAMPLE_COLUMNS) :]))
-    run = drop_metadata(store.publish_samples(staging, meta, done))  # type: ignore[arg-type]
+    try:  # its summary reads it again, row group by row group (a reader the decode above is not)
+        published = store.publish_samples(staging, meta, done)  # type: ignore[arg-type]
+    except (OSError, ValueError, pa.ArrowException) as e:
+        raise JitterlabError(
+            f"{staging.name}: its {SAMPLES_FILE} is not readable ({' '.join(str(e).split())[:200]}); left in place"
+        ) from None
+    run = drop_metadata(published)
     (staging.parent / f"{staging.name}.lock").unlink(missing_ok=True)
     return run
 
