@@ -17,6 +17,7 @@ from jitterlab.describe import analysis
 from jitterlab.describe.analysis import describe_run, description_json, latency_views
 from jitterlab.describe.export import ExportOptions, export_bytes
 from jitterlab.stats import percentiles, stacked_z_test
+from jitterlab.stats.quantile_ci import is_resolved
 from jitterlab.store import load_run
 
 
@@ -106,6 +107,14 @@ def test_describe_cli_json(stored: tuple[Path, Path], capsys: pytest.CaptureFixt
     assert sum(r["count"] for r in got["windows"]["rows"]) == 1_200_000
 
 
+def _resolved(x: np.ndarray, ps: tuple[float, ...]) -> list[float | None]:
+    """The exact percentiles, None where the sample does not resolve the level (issue 38)."""
+    return [
+        float(v) if p == 100 or is_resolved(x.size, p) else None
+        for p, v in zip(ps, percentiles(x, ps), strict=True)
+    ]
+
+
 def test_describe_percentiles(stored: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
     run = load_run(stored[0])
     store = str(run.path.parent)
@@ -115,15 +124,13 @@ def test_describe_percentiles(stored: tuple[Path, Path], capsys: pytest.CaptureF
     assert code == 0, err
     got = json.loads(out)["percentiles_ns"]
     assert list(got) == ["p25", "p99.9", "p99.999", "max"]
-    assert list(got.values()) == tidy_json([float(v) for v in percentiles(run.latency_ns, ps)])  # 12 digits
+    assert list(got.values()) == tidy_json(_resolved(run.latency_ns, ps))
     # a time range: the percentiles of the samples in it
     code, out, err = run_main([*args, "--from", "10", "--to", "20"], capsys)
     assert code == 0, err
     t = run.t_send_ns - run.t_send_ns.min()
     inside = run.latency_ns[(t >= 10 * 10**9) & (t <= 20 * 10**9)]
-    assert list(json.loads(out)["percentiles_ns"].values()) == tidy_json(
-        [float(v) for v in percentiles(inside, ps)]
-    )
+    assert list(json.loads(out)["percentiles_ns"].values()) == tidy_json(_resolved(inside, ps))
     code, out, _ = run_main(["describe", run.id, "--percentiles", "99.9", "--store", store], capsys)
     assert code == 0 and "p99.9" in out
     for bad in ("0", "abc", "50,,90"):

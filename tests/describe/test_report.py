@@ -103,7 +103,9 @@ def test_a_verdict_names_the_percentiles_behind_it(tmp_path: Path) -> None:
     html = build_report([a, b])
     verdict = html[html.index('class="verdict-') :][:120]
     assert verdict.startswith('class="verdict-regressed">regressed</span>'), verdict
-    assert "(p99.9, p99.99)" in verdict, verdict  # the far tail; p50 and p99 improved
+    # the far tail; p50 and p99 improved; p99.99 of ~51 000 samples is not resolved (5 beyond
+    # it), so not judged (issue 38 item 3)
+    assert "(p99.9)" in verdict, verdict
 
 
 def test_the_timeline_is_in_seconds_since_the_run_started(
@@ -227,11 +229,19 @@ def test_report_percentiles_are_columns_with_the_runs_exact_values(tmp_path: Pat
     table = html.split("chosen percentiles (exact, type 7)</div>", 1)[1].split("</table>", 1)[0]
     assert re.findall(r"<th>([^<]*)</th>", table) == ["p50", "p99", "p99.9", "p99.99", "max"]
     cells = [float(v) for v in re.findall(r"data-ns='([^']*)'", table)]
-    expected = np.percentile(latency.astype(np.float64), [50, 99, 99.9, 99.99, 100])
+    # 8 160 samples resolve p99 but not p99.9 or p99.99 (8 and 0.8 beyond): no bare number there
+    assert table.count("not resolved") == 2
+    expected = np.percentile(latency.astype(np.float64), [50, 99, 100])
     assert cells == pytest.approx(list(expected), rel=0, abs=1e-6)
     assert cells[-1] == latency.max()
     shown = run_cli("show", run.id, "--json", "--percentiles", "50,99,99.9,99.99,max", "--store", str(store))
-    assert list(json.loads(shown.stdout)["percentiles_ns"].values()) == tidy_json(cells)  # --json: 12 digits
+    assert list(json.loads(shown.stdout)["percentiles_ns"].values()) == tidy_json([
+        cells[0],
+        cells[1],
+        None,
+        None,
+        cells[2],
+    ])
     # over several runs the overview holds one row per run with the same values
     other = make_run(store, latency_clusters(4, 6_000), technique="spin")
     two = tmp_path / "two.html"
@@ -242,7 +252,7 @@ def test_report_percentiles_are_columns_with_the_runs_exact_values(tmp_path: Pat
         label: [float(v) for v in re.findall(r"data-ns='([^']*)'", row)]
         for label, row in re.findall(r"<tr><td>([^<]*)</td>(.*?)</tr>", overview)
     }
-    assert rows == {run.label: cells, other.label: rows[other.label]} and len(rows[other.label]) == 5
+    assert rows == {run.label: cells, other.label: rows[other.label]} and len(rows[other.label]) == 3
     assert rows[other.label][-1] == latency_clusters(4, 6_000).max()
     # without the option the report has no such table; a bad list is one line and exit 2
     plain = tmp_path / "plain.html"

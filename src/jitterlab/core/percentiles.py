@@ -48,3 +48,13 @@ def percentile_key(p: float) -> str:
     if p == 100:
         return "max"
     return "p" + repr(float(p)).removesuffix(".0")
+
+
+RESOLVE_BEYOND = 10  # samples expected beyond a level for it to be resolved (docs/statistics.md)
+
+
+def is_resolved(n: int, level: float) -> bool:
+    """True when ``n`` samples resolve percentile ``level``: n·(1 − level/100) ≥ 10
+    (a small tolerance for levels such as 99.9 that are not exact in binary); the maximum
+    (100) is a sample, not an estimate, and never "resolved" here."""
+    return level < 100 and n * (100.0 - level) / 100.0 >= RESOLVE_BEYOND - 1e-9

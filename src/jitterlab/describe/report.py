@@ -319,7 +319,7 @@ def _summary_table(d: RunDescription) -> str:
     return table
 
 
-def _chosen_table(chosen: dict[str, float] | None) -> str:
+def _chosen_table(chosen: dict[str, float | None] | None) -> str:
     """``report --percentiles``: the chosen levels as columns, one row of values (each cell
     carries its exact value in ns as ``data-ns``)."""
     if not chosen:
@@ -329,11 +329,22 @@ def _chosen_table(chosen: dict[str, float] | None) -> str:
     )
 
 
-def _ns_cell(value: float) -> str:
+def _ns_cell(value: float | None) -> str:
+    if value is None:  # a level the run does not resolve (stats/quantile_ci.py): no bare number
+        return "<span class='muted'>not resolved</span>"
     return f"<span data-ns='{value!r}'>{_esc(format_ns(value))}</span>"
 
 
-def _chosen_overview(runs: Sequence[Run], chosen: Sequence[dict[str, float] | None]) -> str:
+def _resolved_chosen(chosen: dict[str, float] | None, count: int) -> dict[str, float | None] | None:
+    """``--percentiles``' values with None where ``count`` samples do not resolve the level."""
+    if chosen is None:
+        return None
+    from jitterlab.stats.quantile_ci import is_resolved
+
+    return {k: v if k == "max" or is_resolved(count, float(k[1:])) else None for k, v in chosen.items()}
+
+
+def _chosen_overview(runs: Sequence[Run], chosen: Sequence[dict[str, float | None] | None]) -> str:
     """``report --percentiles`` over several runs: one row per run, the chosen levels as columns."""
     present = [(run, c) for run, c in zip(runs, chosen, strict=True) if c]
     if not present:
@@ -372,7 +383,7 @@ def _attribution(block: dict[str, Any] | None) -> str:
 def _run_section(
     d: RunDescription,
     anchor: str,
-    chosen: dict[str, float] | None = None,
+    chosen: dict[str, float | None] | None = None,
     panels: Panels | None = None,
     sources: SourceTable | None = None,
     facts_html: str | None = None,
@@ -489,7 +500,7 @@ need raw samples, which an HdrHistogram log does not hold, so they are not shown
 
 def _section_job(
     run: Run, anchor: str, ps: tuple[float, ...] = (), engine: Engine | None = None
-) -> tuple[str, RunDigest, dict[str, float] | None]:
+) -> tuple[str, RunDigest, dict[str, float | None] | None]:
     """One run's section and the overview's numbers of it (in a worker process); ``ps``:
     the percentiles ``--percentiles`` chose, the same type-7 values ``show --percentiles``
     prints, taken from the sorted samples the section already holds.
@@ -513,14 +524,15 @@ def _section_job(
         panels, histogram = streamed_panels(
             LOCAL.timed(path), d.summary, d.categories, SCATTER_COLUMNS, send_time_extent(path)
         )
-        chosen = run_percentiles(run, ps, engine or LOCAL) if ps else None
+        chosen = _resolved_chosen(run_percentiles(run, ps, engine or LOCAL) if ps else None, d.summary.count)
         section = _run_section(d, anchor, chosen, panels)
         return section, digest_of_histogram(run, d.summary, histogram), chosen
     ordered = d.ordered if d.ordered is not None else np.sort(run.latency_ns)
-    chosen = (
+    chosen = _resolved_chosen(
         {percentile_key(p): float(v) for p, v in zip(ps, percentiles_sorted(ordered, ps), strict=True)}
         if ps
-        else None
+        else None,
+        d.summary.count,
     )
     section = _run_section(d, anchor, chosen)
     return section, digest(run, d.summary, ordered), chosen

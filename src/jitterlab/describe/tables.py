@@ -219,7 +219,7 @@ def runs_rows(
 def _level_cell(value: float | None, count: int, key: str) -> str:
     """A stored percentile in a table: "unresolved" where the run's count cannot resolve
     its level (stats/quantile_ci.py; ``show RUN`` gives its lower bound), else the value."""
-    from jitterlab.stats.quantile_ci import is_resolved
+    from jitterlab.core.percentiles import is_resolved  # no numpy: `runs` starts fast
 
     level = 100.0 if key == "max" else float(key[1:].replace("_", "."))
     if level < 100 and count and value is not None and not is_resolved(count, level):

@@ -39,9 +39,9 @@ from typing import Any
 
 import numpy as np
 
+from jitterlab.core.percentiles import RESOLVE_BEYOND, is_resolved
 from jitterlab.stats.scan import Scan
 
-RESOLVE_BEYOND = 10  # samples expected beyond a level for it to be resolved
 CONFIDENCE = 0.95
 DEPENDENCE_ALPHA = 0.05  # level of the dispersion test that picks the block method
 MIN_BLOCKS = 10  # fewer blocks than this: no block method (too few to estimate a variance)
@@ -95,12 +95,6 @@ class QuantileInterval:
         if self.dispersion is not None:
             out["dispersion"] = self.dispersion
         return out
-
-
-def is_resolved(n: int, level: float) -> bool:
-    """True when ``n`` samples resolve percentile ``level``: n·(1 − level/100) ≥ 10
-    (a small tolerance for levels such as 99.9 that are not exact in binary)."""
-    return level < 100 and n * (100.0 - level) / 100.0 >= RESOLVE_BEYOND - 1e-9
 
 
 def resolvable_level(n: int) -> float:
