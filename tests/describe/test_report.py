@@ -235,13 +235,15 @@ def test_report_percentiles_are_columns_with_the_runs_exact_values(tmp_path: Pat
     assert cells == pytest.approx(list(expected), rel=0, abs=1e-6)
     assert cells[-1] == latency.max()
     shown = run_cli("show", run.id, "--json", "--percentiles", "50,99,99.9,99.99,max", "--store", str(store))
-    assert list(json.loads(shown.stdout)["percentiles_ns"].values()) == tidy_json([
-        cells[0],
-        cells[1],
-        None,
-        None,
-        cells[2],
-    ])
+    assert list(json.loads(shown.stdout)["percentiles_ns"].values()) == tidy_json(
+        [
+            cells[0],
+            cells[1],
+            None,
+            None,
+            cells[2],
+        ]
+    )
     # over several runs the overview holds one row per run with the same values
     other = make_run(store, latency_clusters(4, 6_000), technique="spin")
     two = tmp_path / "two.html"

@@ -39,7 +39,8 @@ from typing import Any
 
 import numpy as np
 
-from jitterlab.core.percentiles import RESOLVE_BEYOND, is_resolved
+from jitterlab.core.percentiles import RESOLVE_BEYOND as RESOLVE_BEYOND  # re-exported: the rule lives in core
+from jitterlab.core.percentiles import is_resolved as is_resolved
 from jitterlab.stats.scan import Scan
 
 CONFIDENCE = 0.95

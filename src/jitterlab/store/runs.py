@@ -240,6 +240,8 @@ def obtained_policy_label(meta: dict[str, Any]) -> str:
     if config.get("policy") in (None, "unknown"):  # recovered: nothing asked that we know of
         return "+".join(got)
     return f"{'+'.join(got)} — {asked} {'partly refused' if asked in got else 'refused'}"
+
+
 # Run.describe() is the describe room's (describe/notebook.py fills this when imported): the
 # store never imports describe, the arrow stays one way (tests/test_architecture.py)
 DESCRIBERS: dict[str, Callable[..., Any]] = {}
