@@ -73,3 +73,24 @@ def test_merge_on_a_full_disk_keeps_every_run(small_disk: Path, capsys) -> None:
     assert "internal error" not in err and "no space left in" in err, err
     assert {p: p.read_bytes() for p in store.rglob("*") if p.is_file()} == before
     assert sorted(r.id for r in ResultsStore(store).runs()) == sorted([a.id, b.id])
+
+
+@pytest.mark.parametrize(("leave", "samples"), [(0, 1_000), (1_000_000, 100_000)])
+def test_bench_on_a_full_disk_names_the_store_not_a_bad_header(
+    small_disk: Path, capsys, leave: int, samples: int
+) -> None:
+    """The harness cannot write its raw file (nothing free) or the commit its Parquet copy
+    (1 MB free for 100 000 samples): one line naming the store and the space, exit 2, never
+    "bad header" or a /proc/self/fd path; what was recorded stays in .staging for recover."""
+    store = small_disk / "store"
+    ResultsStore(store).ensure_writable()
+    _fill(small_disk, leave)
+    code, _, err = run_main(
+        ["bench", "--technique", "mutex", "--samples", str(samples), "--store", str(store)], capsys
+    )
+    assert code == 2, err
+    assert_one_line_error("".join(line for line in err.splitlines(True) if "error" in line))
+    assert len([line for line in err.splitlines() if not line.startswith("jitterlab bench: ")]) == 1, err
+    assert f"no space left in results store {store}" in err, err
+    assert "bad header" not in err and "/proc/self/fd" not in err and "internal error" not in err, err
+    assert ResultsStore(store).runs() == []

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import ctypes
 import datetime as dt
+import shutil
 import signal
 import subprocess
 from collections.abc import Callable
@@ -29,7 +30,7 @@ from jitterlab.measure.policy import is_realtime
 from jitterlab.measure.runner import Context, Done, Point
 from jitterlab.measure.tracing import trace_block
 from jitterlab.store import ResultsStore, Run
-from jitterlab.store.rawfile import RawSamples, read_raw_samples
+from jitterlab.store.rawfile import RECORD_DTYPE, RawSamples, read_raw_samples
 from jitterlab.store.runs import staging_fd, work_path
 from jitterlab.store.schema import SAMPLES_FILE, read_harness_json, run_meta
 from jitterlab.store.writer import SampleWriter
@@ -219,13 +220,46 @@ def run_native_job(ctx: Context, job: NativeJob) -> Done:
     # its name is the run's id; locked from the moment it exists (recover leaves it alone)
     staging = store.staging_dir(store.new_run_id(*job.id_parts), lock=True)
     with store.staging_lock(staging.name):
-        result, interrupted, failure = _execute(ctx, job, staging)
-        if result is None:
-            return Done([], interrupted, failure)
-        if job.series:
-            return Done(_store_series(store, job, result), interrupted)
-        staging, raw, meta = result
-        return Done([drop_metadata(store.commit(staging, raw, meta))], interrupted)
+        try:
+            result, interrupted, failure = _execute(ctx, job, staging)
+            if result is None:
+                return Done([], interrupted, failure)
+            if job.series:
+                return Done(_store_series(store, job, result), interrupted)
+            staging, raw, meta = result
+            return Done([drop_metadata(store.commit(staging, raw, meta))], interrupted)
+        except (JitterlabError, CorruptRunError, OSError) as e:
+            # a harness that could not write its samples leaves a file with a bad header, a
+            # commit a path under /proc/self/fd: a full disk is said as such (issue 42 item 10)
+            full = full_disk_text(store, staging, job)
+            if full is None:
+                raise
+            raise JitterlabError(full) from e
+
+
+FULL_DISK_BYTES = 1 << 20  # less than this free on the store's disk after a failure: it was full
+
+
+def full_disk_text(store: ResultsStore, staging: Path, job: NativeJob) -> str | None:
+    """One line for a job that failed on a full disk, naming the store, the space free and
+    about the space the samples need; None when the store's disk is not (nearly) full."""
+    try:
+        free = shutil.disk_usage(store.root).free
+    except OSError:
+        return None
+    if free >= FULL_DISK_BYTES:
+        return None
+    # the raw file and its Parquet copy (about half as large) are on the disk together
+    needed = (
+        ""
+        if job.progress_unit == "s"
+        else f", about {job.total * RECORD_DTYPE.itemsize * 1.5 / 1e6:.3g} MB needed"
+    )
+    kept = f"; what was recorded is kept in .staging/{staging.name} for `jitterlab recover`"
+    return (
+        f"no space left in results store {store.root}: {free / 1e6:.3g} MB free{needed} "
+        f"(free space there, or use --store on a larger disk){kept if staging.exists() else ''}"
+    )
 
 
 def _store_series(
