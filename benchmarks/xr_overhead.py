@@ -37,7 +37,9 @@ TARGET_NS = {"xrLocateViews": 1000.0, "xrLocateSpace": 1000.0, "frame (wait+begi
 def run(frames: int, layer: bool, tmp: Path) -> dict[str, np.ndarray]:
     env = {
         **os.environ,
-        "XR_RUNTIME_JSON": str(PACKAGE_ROOT / "xr" / "runtime" / "jitterlab_xr_test_runtime.json"),
+        "XR_RUNTIME_JSON": str(
+            PACKAGE_ROOT / "lib" / "openxr" / "runtime" / "jitterlab_xr_test_runtime.json"
+        ),
         "JL_XR_TEST_PERIOD_NS": "20000",
         "JL_XR_TEST_NO_SLEEP": "1",
         "XR_API_LAYER_PATH": str(layer_dir()),

@@ -20,7 +20,7 @@ from jitterlab.core.programs import PACKAGE_ROOT, native_program
 from jitterlab.simulate.model import load_model, simulate_delays
 from jitterlab.store import ResultsStore
 
-RUNTIME = PACKAGE_ROOT / "xr" / "runtime" / "jitterlab_xr_test_runtime.json"
+RUNTIME = PACKAGE_ROOT / "lib" / "openxr" / "runtime" / "jitterlab_xr_test_runtime.json"
 pytestmark = pytest.mark.skipif(not RUNTIME.is_file(), reason="built without openxr.h (libopenxr-dev)")
 
 MODEL = {

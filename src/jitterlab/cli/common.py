@@ -146,20 +146,9 @@ offset_seconds = duration(-YEAR_S, YEAR_S)
 def time_range_options(parser: argparse.ArgumentParser) -> None:
     """``--from``/``--to``: seconds from the run's start (an imported log's StartTime), like
     HistogramLogProcessor's -start/-end."""
-    parser.add_argument(
-        "--from",
-        dest="from_s",
-        type=offset_seconds,
-        metavar="SECONDS",
-        help="only from this many seconds after the start",
-    )
-    parser.add_argument(
-        "--to",
-        dest="to_s",
-        type=offset_seconds,
-        metavar="SECONDS",
-        help="only up to this many seconds after the start",
-    )
+    for flag, dest, words in (("--from", "from_s", "from"), ("--to", "to_s", "up to")):
+        help_text = f"only {words} this many seconds after the start"
+        parser.add_argument(flag, dest=dest, type=offset_seconds, metavar="SECONDS", help=help_text)
 
 
 def expected_interval_option(parser: argparse.ArgumentParser) -> None:
@@ -174,27 +163,18 @@ def expected_interval_option(parser: argparse.ArgumentParser) -> None:
 
 def expected_interval_ns(args: argparse.Namespace) -> int | None:
     text = getattr(args, "expected_interval", None)
-    if text is None:
-        return None
-    value = parse_duration_ns(text, "ns")
-    if value <= 0:
+    value = None if text is None else parse_duration_ns(text, "ns")
+    if value is not None and value <= 0:
         raise JitterlabError("--expected-interval must be a positive duration such as 1ms")
     return value
 
 
 def store_option(parser: argparse.ArgumentParser, named: bool = False) -> None:
-    parser.add_argument(
-        "--store",
-        type=Path,
-        default=None,
-        help="results store folder (default ./jitterlab-results or $JITTERLAB_STORE)",
-    )
-    parser.add_argument(
-        "--trust-store-owner",
-        action="store_true",
-        help="as root, use a store another user owns: its owner's folders, drafts and leftovers are "
-        "trusted (without it root refuses such a store in one line; docs/security.md)",
-    )
+    where = "results store folder (default ./jitterlab-results or $JITTERLAB_STORE)"
+    parser.add_argument("--store", type=Path, default=None, help=where)
+    trust = "as root, use a store another user owns: its owner's folders, drafts and leftovers are "
+    trust += "trusted (without it root refuses such a store in one line; docs/security.md)"
+    parser.add_argument("--trust-store-owner", action="store_true", help=trust)
     if named:  # a command that stores runs (store/names.py)
         parser.add_argument("--name", metavar="NAME", help="the stored run's name (unique; resolves as RUN)")
 

@@ -1,4 +1,4 @@
-"""``jitterlab monitor`` (live latency inside an experiment), ``ssq score`` and ``sdk``."""
+"""``jitterlab monitor`` (live latency inside an experiment) and ``ssq score``."""
 
 from __future__ import annotations
 
@@ -22,7 +22,6 @@ from jitterlab.cli.common import (
 )
 from jitterlab.cli.measuring import json_context
 from jitterlab.core.errors import JitterlabError
-from jitterlab.core.programs import PACKAGE_ROOT
 from jitterlab.core.render import render
 
 if TYPE_CHECKING:  # the server, the trials and ssq bring numpy, pyarrow, pandas: imported to run
@@ -82,11 +81,6 @@ def add_parsers(sub: Any) -> None:
     q.add_argument("--ignore-column", action="append", default=[], metavar="NAME", help="leave it out")
     q.add_argument("--json", action="store_true", help="print JSON (machine-readable) instead of text")
     store_option(q)
-    p = sub.add_parser("sdk", help="where the C/C++ SDK is: headers, libraries, CMake and pkg-config files")
-    p.add_argument(
-        "--cmakedir", action="store_true", help="print the folder for CMAKE_PREFIX_PATH/jitterlab_DIR"
-    )
-    p.add_argument("--pkgconfigdir", action="store_true", help="print the folder for PKG_CONFIG_PATH")
 
 
 def cmd_monitor(args: argparse.Namespace) -> int:
@@ -239,22 +233,4 @@ def cmd_ssq(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_sdk(args: argparse.Namespace) -> int:
-    cmake = PACKAGE_ROOT / "lib" / "cmake" / "jitterlab"
-    pkgconfig = PACKAGE_ROOT / "lib" / "pkgconfig"
-    if not cmake.is_dir():
-        raise JitterlabError("the SDK is not installed; reinstall jitterlab (pip install .)")
-    if args.cmakedir:
-        print(cmake)
-    elif args.pkgconfigdir:
-        print(pkgconfig)
-    else:
-        print(f"include   {PACKAGE_ROOT / 'include'}")
-        print(f"lib       {PACKAGE_ROOT / 'lib'}")
-        print(f"cmake     {cmake}   (find_package(jitterlab) → jitterlab::monitor, jitterlab::inject)")
-        print(f"pkgconfig {pkgconfig}   (jitterlab-monitor, jitterlab-inject)")
-        print(f"openxr    {PACKAGE_ROOT / 'xr'}   (XR_APILAYER_JITTERLAB_latency layer: jitterlab xr env)")
-    return 0
-
-
-COMMANDS = {"monitor": cmd_monitor, "ssq": cmd_ssq, "sdk": cmd_sdk}
+COMMANDS = {"monitor": cmd_monitor, "ssq": cmd_ssq}

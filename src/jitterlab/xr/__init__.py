@@ -40,7 +40,9 @@ _KEYS: dict[str, type | dict[str, type]] = {
 
 def layer_dir() -> Path:
     """The folder holding the layer's manifest and library (for ``XR_API_LAYER_PATH``)."""
-    folder = PACKAGE_ROOT / "xr"
+    folder = (
+        PACKAGE_ROOT / "lib" / "openxr"
+    )  # outside the jitterlab.xr package: a .so there reads as a module
     if not (folder / LAYER_MANIFEST).is_file():
         raise JitterlabError(
             "the OpenXR layer is not installed (jitterlab was built without openxr.h: "
