@@ -37,7 +37,9 @@ def test_a_duration_out_of_range_is_one_line_naming_the_option(
     assert code == 2, err
     assert_one_line_error(err)
     assert option in err and "expected one argument" not in err, err
-    assert "out of range" in err or "is not a duration" in err, err
+    # a bare number in an option that once read another unit is refused for that (issue 38
+    # item 8: a bare number is seconds everywhere), also one line naming the option
+    assert "out of range" in err or "is not a duration" in err or "needs a unit" in err, err
     assert not (tmp_path / "s").exists()  # refused before anything was made
 
 
@@ -69,10 +71,17 @@ def test_the_one_parser_refuses_what_no_int64_holds(text: str) -> None:
         ("1ms", "s", 1_000_000),
         ("250us", "s", 250_000),
         ("1.5", "s", 1_500_000_000),
-        ("7", "ns", 7),
-        ("33.3", "ms", 33_300_000),
+        ("7ns", "ns", 7),
+        ("33.3ms", "ms", 33_300_000),
+        ("0", "ms", 0),
         ("1ns", "s", 1),
     ],
 )
 def test_the_one_parser_keeps_the_values_it_took(text: str, unit: str, ns: int) -> None:
     assert parse_duration_ns(text, unit) == ns
+
+
+@pytest.mark.parametrize(("text", "unit"), [("7", "ns"), ("33.3", "ms")])
+def test_a_bare_number_in_an_option_of_another_unit_is_refused(text: str, unit: str) -> None:
+    with pytest.raises(JitterlabError, match="needs a unit"):
+        parse_duration_ns(text, unit)

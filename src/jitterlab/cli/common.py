@@ -210,7 +210,8 @@ def print_json(document: Any) -> None:
     """``--json`` output: floats without binary noise (core.tidy)."""
     from jitterlab.core.tidy import tidy_json
 
-    print(json.dumps(tidy_json(document), indent=2))
+    json.dump(tidy_json(document), sys.stdout, indent=2)  # written as encoded: no whole string held
+    print()
 
 
 def print_context(runs: Sequence[Run]) -> None:

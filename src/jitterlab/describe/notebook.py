@@ -179,7 +179,7 @@ def describe(run: Run | str, store: str | Path | None = None) -> Description:
     document |= {f"summary_{name}_ns": view for name, view in views.items()}
     if sources is not None:
         document["sources"] = sources.to_dict()
-    return Description(describe_text(d, views, sources), document)
+    return Description(describe_text(d, views, sources, intervals=list(d.intervals)), document)
 
 
 @dataclass(frozen=True)

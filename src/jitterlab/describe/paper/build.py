@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from jitterlab.core.errors import JitterlabError
-from jitterlab.core.percentiles import percentile_key
+from jitterlab.core.percentiles import is_resolved, percentile_key
 from jitterlab.describe.analysis import describe_run, pauses_in_run, restrict, run_percentiles, time_range
 from jitterlab.describe.compare import IN_MEMORY_AT_MOST, RunComparison, compare_runs
 from jitterlab.describe.overview import comparison_groups, technique_of
@@ -96,9 +96,8 @@ def estimates(ordered: np.ndarray, ps: Sequence[float]) -> dict[str, Estimate]:
             out[percentile_key(p)] = Estimate(float(v))
             continue
         high = None if ranks.high is None else float(ordered[ranks.high])
-        out[percentile_key(p)] = Estimate(
-            float(v), float(ordered[ranks.low]), high, resolved=ranks.high is not None, method=METHOD
-        )
+        resolved = ranks.high is not None and is_resolved(n, p)  # the rule every output follows
+        out[percentile_key(p)] = Estimate(float(v), float(ordered[ranks.low]), high, resolved, METHOD)
     return out
 
 

@@ -20,6 +20,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from jitterlab.core.tidy import tidy_float
+
 UNSCALED = {"count", "text", "percent"}
 
 
@@ -177,6 +179,14 @@ def markdown(table: Table) -> str:
 # --- CSV: the exact numbers ---
 
 
+def _exact(value: float | int) -> str:
+    """A CSV number as ``--json`` gives it: a float at 12 significant digits, no binary noise;
+    no number (NaN, where ``--json`` has null) is an empty cell."""
+    if isinstance(value, float) and math.isnan(value):
+        return ""
+    return repr(tidy_float(value) if isinstance(value, float) else value)
+
+
 def csv_text(table: Table) -> str:
     """One header row, then the rows with the exact values: ns columns in nanoseconds
     (``_ns``), fractions as fractions; an Estimate's interval and resolution beside."""
@@ -193,12 +203,12 @@ def csv_text(table: Table) -> str:
         cells: list[str] = []
         for c, cell in zip(table.columns, row, strict=True):
             value = _value_of(cell)
-            cells.append("" if cell is None else (repr(value) if value is not None else str(cell)))
+            cells.append("" if cell is None else (_exact(value) if value is not None else str(cell)))
             if c.interval:
                 e = cell if isinstance(cell, Estimate) else None
                 cells += [
-                    "" if e is None or e.ci_low is None else repr(e.ci_low),
-                    "" if e is None or e.ci_high is None else repr(e.ci_high),
+                    "" if e is None or e.ci_low is None else _exact(e.ci_low),
+                    "" if e is None or e.ci_high is None else _exact(e.ci_high),
                     "" if e is None else str(e.resolved).lower(),
                 ]
         w.writerow(cells)
