@@ -36,8 +36,8 @@ def window_count(t_first: int, t_last: int, width_ns: int) -> int:
     :data:`MAX_WINDOWS` (before any per-window array exists)."""
     if width_ns <= 0:
         raise ValueError("window width must be positive")
-    span = max(int(t_last) - int(t_first), 0)
-    n = span // width_ns + 1
+    span = int(t_last) - int(t_first)  # below 0 (extents that do not hold the sends): no window
+    n = max(span // width_ns + 1, 0)
     if n > MAX_WINDOWS:
         fits = span // (MAX_WINDOWS - 1) + 1  # the narrowest width giving at most MAX_WINDOWS
         raise TooManyWindows(
