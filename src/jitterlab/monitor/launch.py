@@ -45,7 +45,18 @@ def start_serve(
 def wait_stored(proc: subprocess.Popen[str], timeout: float = 600) -> str:
     """Wait for the server to end; the id of the run it stored (a partial one when a signal
     stopped it before its --duration: exit code 130)."""
+    run_id = wait_stored_or_none(proc, timeout)
+    if run_id is None:
+        raise JitterlabError("monitor serve stored no run: no writer came")
+    return run_id
+
+
+def wait_stored_or_none(proc: subprocess.Popen[str], timeout: float = 600) -> str | None:
+    """:func:`wait_stored`, with None for a server that stored nothing because no writer
+    ever came (it says so and exits 1: server.NO_WRITER)."""
     _, err = proc.communicate(timeout=timeout)
+    if proc.returncode == 1 and "no writer recorded on channel" in err:
+        return None
     if proc.returncode not in (0, 130):
         raise JitterlabError(f"monitor serve failed (exit {proc.returncode}): {err.strip()}")
     for line in err.splitlines():

@@ -155,7 +155,7 @@ def run_app(
     servers when it exits; returns its exit code and (channel, run id) of each stored run.
     An application that exits within ``min_seconds`` or before the layer recorded anything
     stores nothing: its runs are removed and the error names its exit code."""
-    from jitterlab.monitor.launch import start_serve, wait_stored
+    from jitterlab.monitor.launch import start_serve, wait_stored_or_none
     from jitterlab.store.runs import ResultsStore
 
     if not argv:
@@ -177,7 +177,8 @@ def run_app(
         for _, proc in servers:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
-    stored = [(channel, wait_stored(proc)) for channel, proc in servers]
+    ended = [(channel, wait_stored_or_none(proc)) for channel, proc in servers]
+    stored = [(channel, run_id) for channel, run_id in ended if run_id is not None]
     runs = {r.id: r for r in ResultsStore(store).runs()}
     empty = not stored or all(r in runs and len(runs[r].latency_ns) == 0 for _, r in stored)
     if elapsed < min_seconds or empty:
