@@ -36,7 +36,7 @@ def paper(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[st
     ]
     ids = [r.id for r in runs]
     out = root / "paper"
-    from jitterlab.cli import main
+    from jitterlab.cli.main import main  # the function (jitterlab.cli.main is the module once imported)
 
     assert main(["paper", *ids, "-o", str(out), "--store", str(store), "--percentiles", LEVELS]) == 0
     return store, out, ids
