@@ -333,12 +333,16 @@ def effects(data: PaperData, width: float) -> Any | None:
         ys, xs, lo, hi = [], [], [], []
         for i, rc in enumerate(data.comparisons):
             d = next((d for d in rc.result.percentiles if f"p{d.percentile:g}" == name), None)
-            if d is None:
-                continue
+            if d is None or not all(
+                isinstance(v, float) and np.isfinite(v) for v in (d.relative, d.ci_low, d.ci_high)
+            ):
+                continue  # a level not judged (not resolved): no point, no bar
             ys.append(i + offsets[k])
             xs.append(d.relative * 100)
-            lo.append((d.relative - d.ci_low) * 100)
-            hi.append((d.ci_high - d.relative) * 100)
+            # the interval bounds the change from the runs' own intervals; where rounding of ranks
+            # leaves the point just outside it, the bar starts at the point
+            lo.append(max(d.relative - d.ci_low, 0.0) * 100)
+            hi.append(max(d.ci_high - d.relative, 0.0) * 100)
         ax.errorbar(
             xs, ys, xerr=[lo, hi], fmt=MARKERS[k % len(MARKERS)], color=OKABE_ITO[k % len(OKABE_ITO)],
             ms=3, lw=0.8, capsize=1.5, label=name, mfc="white" if k % 2 else None,
