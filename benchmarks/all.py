@@ -44,6 +44,7 @@ REPO = Path(__file__).resolve().parents[1]
 REGISTRY = REPO / "benchmarks" / "figures.toml"
 PUBLISHED = REPO / "docs" / "results" / "figures.json"
 TABLE = REPO / "docs" / "results" / "figures.md"
+PLACEMENTS = REPO / "docs" / "results" / "harness-floor.json"  # harness_floor.py --publish
 FAST_REGIME_BELOW_NS = 95.0  # between the two regimes seen here, ≈ 64 and ≈ 130 ns
 
 
@@ -305,7 +306,42 @@ def write_table(published: dict[str, Any], benches: list[Bench]) -> None:
                     f"after: {m['regime_after']}."
                 )
             lines.append("")
+    lines += placement_table(json.loads(PLACEMENTS.read_text())["rows"] if PLACEMENTS.exists() else [])
     TABLE.write_text("\n".join(lines))
+
+
+def placement_table(rows: list[dict[str, Any]]) -> list[str]:
+    """The harness floor by placement: every row harness_floor.py --publish kept, oldest first.
+
+    The ratio means something only within one placement of the vCPUs, so each row carries
+    its host CPU and its own c2c floor (issue 43 item 7)."""
+    if not rows:
+        return []
+
+    def ns(v: float | None) -> str:
+        return "not recorded" if v is None else f"{v:g} ns"
+
+    lines = [
+        "## Harness floor by placement",
+        "",
+        "spsc one-way p50 ÷ c2c one-way p50 in pure-channel mode (`--pairs 1 --block-ints 0 --pin spread`),",
+        "one row per cross-core regime a session met (target ≤ 1.3 in each); appended by",
+        "`python benchmarks/harness_floor.py --publish` to docs/results/harness-floor.json.",
+        "",
+        "| date | commit | host CPU | load | regime | c2c p50 | spsc p50 | ratio (range) | repeats | verdict | source |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        ratio = r["ratio"]
+        load = "not recorded" if r.get("load") is None else f"{r['load']:g}"
+        source = r.get("source") or f"`{r['command']}`"
+        lines.append(
+            f"| {r['date']} | {r['commit']} | {r['cpu']} | {load} | {r['regime']} | {ns(r['c2c_p50_ns'])} "
+            f"| {ns(r['spsc_p50_ns'])} | {ratio['median']:.2f} ({ratio['min']:.2f} – {ratio['max']:.2f}) "
+            f"| {r['repeats']} | {r['verdict']} | {source} |"
+        )
+    lines.append("")
+    return lines
 
 
 def main() -> int:

@@ -16,7 +16,21 @@ median ratio and range. spsc runs in pure-channel mode (``--block-ints 0 --pin s
 shared-block access, sender and receiver on two CPUs, as in the ping-pong). Recording on/off
 runs alternate so drift hits both alike; the medians of the repeats are compared.
 
-Usage: python benchmarks/harness_floor.py [--samples N] [--repeats R] [--quick]
+What crosses between the two cores inside the timed interval [t_send, t_recv] of spsc in this
+mode (issue 43 item 7; docs/results/figures.md, "Harness floor by placement"): one cache line,
+the slot's. The receiver spins on the slot it will read next, so the sender's store first takes
+that line from the receiver (read-for-ownership) and the receiver's next poll fetches it back:
+the same two coherence messages as one one-way trip of the c2c ping-pong. Everything else the
+round moves happens outside the interval: the barrier's line (the receiver's arrive, before the
+sender's t_send), the consumer's read index (its own line; the producer reads it only when its
+cached copy says the 128-slot ring is full, never with one message in flight), the recorder
+(after t_recv, the receiver's own memory) and the shared block (none: --block-ints 0).
+
+``--publish`` appends this session's placement(s) to docs/results/harness-floor.json (the host
+CPU with family/model/stepping, the c2c floor, spsc p50, the ratio with its range and repeats),
+which benchmarks/all.py renders as the table by placement in docs/results/figures.md.
+
+Usage: python benchmarks/harness_floor.py [--samples N] [--repeats R] [--quick] [--publish]
 Parsable lines: ``ratio spsc/c2c REGIME MEDIAN MIN MAX N ok|MISSED`` and
 ``ratio record-on/off MEDIAN ok|MISSED``.
 """
@@ -24,7 +38,9 @@ Parsable lines: ``ratio spsc/c2c REGIME MEDIAN MIN MAX N ok|MISSED`` and
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
+import os
 import statistics
 import subprocess
 import tempfile
@@ -41,6 +57,64 @@ REGIME_TOLERANCE = 0.25  # the floors before and after one run agree within this
 TARGET_SPSC = 1.3
 TARGET_RECORD = 1.05
 PURE_CHANNEL = ["--technique", "spsc", "--pairs", "1", "--block-ints", "0", "--pin", "spread"]
+PLACEMENTS = Path(__file__).resolve().parents[1] / "docs" / "results" / "harness-floor.json"
+
+
+def host_cpu() -> str:
+    """The host CPU as the guest sees it: model name, family, model and stepping.
+
+    "AMD EPYC" alone names several generations; the family/model pair tells them apart."""
+    fields: dict[str, str] = {}
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        key, _, value = line.partition(":")
+        key = key.strip()
+        if key in ("model name", "cpu family", "model", "stepping") and key not in fields:
+            fields[key] = value.strip()
+        if not line.strip() and fields:
+            break
+    return (
+        f"{fields.get('model name', 'unknown')} (family {fields.get('cpu family', '?')}, "
+        f"model {fields.get('model', '?')}, stepping {fields.get('stepping', '?')})"
+    )
+
+
+def placement_rows(
+    by_regime: dict[str, list[tuple[float, float, float]]], samples: int, when: str, commit: str, load: float
+) -> list[dict[str, Any]]:
+    """One row per cross-core regime this session met: what docs/results/harness-floor.json keeps."""
+    rows = []
+    for regime in ("fast", "slow"):
+        runs = by_regime[regime]
+        if not runs:
+            continue
+        ratios = sorted(r for _, _, r in runs)
+        median = statistics.median(ratios)
+        rows.append(
+            {
+                "date": when,
+                "commit": commit,
+                "cpu": host_cpu(),
+                "load": round(load, 1),
+                "regime": regime,
+                "c2c_p50_ns": round(statistics.median(c for c, _, _ in runs), 1),
+                "spsc_p50_ns": round(statistics.median(p for _, p, _ in runs), 1),
+                "ratio": {"median": round(median, 2), "min": round(ratios[0], 2), "max": round(ratios[-1], 2)},
+                "repeats": len(ratios),
+                "samples": samples,
+                "verdict": "ok" if median <= TARGET_SPSC else "MISSED",
+                "command": f"python benchmarks/harness_floor.py --samples {samples} --repeats {len(ratios)}",
+            }
+        )
+    return rows
+
+
+def publish(rows: list[dict[str, Any]], path: Path = PLACEMENTS) -> None:
+    """Append this session's rows to the placements file (written whole, atomically)."""
+    kept = json.loads(path.read_text()) if path.exists() else {"rows": []}
+    kept["rows"].extend(rows)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(kept, indent=2, ensure_ascii=False) + "\n")
+    tmp.replace(path)
 
 
 def run_harness(*args: str) -> tuple[dict[str, Any], np.ndarray]:
@@ -68,7 +142,11 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=300_000)
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--quick", action="store_true", help="50 000 samples, 3 repeats")
+    parser.add_argument(
+        "--publish", action="store_true", help=f"append this placement to {PLACEMENTS.name} (figures.md's table)"
+    )
     args = parser.parse_args()
+    load_at_start = os.getloadavg()[0]
     if args.quick:
         args.samples, args.repeats = 50_000, 3
 
@@ -129,6 +207,15 @@ def main() -> None:
     ratio_rec = on / off
     verdict = "ok" if ratio_rec <= TARGET_RECORD else "MISSED"
     print(f"ratio record-on/off {ratio_rec:.3f} {verdict}   (target ≤ {TARGET_RECORD})")
+    print(f"host CPU: {host_cpu()}")
+    if args.publish:
+        commit = subprocess.run(
+            ["git", "-C", str(PLACEMENTS.parent), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+        ).stdout.strip()
+        when = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        rows = placement_rows(by_regime, args.samples, when, commit or "unknown", load_at_start)
+        publish(rows)
+        print(f"published {len(rows)} placement row(s) to {PLACEMENTS}")
 
 
 if __name__ == "__main__":

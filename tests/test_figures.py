@@ -128,3 +128,26 @@ def test_a_regime_not_met_keeps_its_published_figure(figures_module) -> None:
     figures_module.publish(section, again, today | {"regime_after": "fast"}, some_only=False, benches=benches)
     carried = section["benches"]["harness_floor"]["figures"]["spsc_over_c2c_slow"]["carried"]
     assert carried["machine"]["commit"] == "5af53cc" and carried["regime_before"].startswith("slow")
+
+
+def test_the_harness_floor_table_has_a_row_per_placement_with_its_host_cpu(figures_module, tmp_path) -> None:
+    """Issue 43 item 7: each placement met is kept with its host CPU and c2c floor; a missed one says so."""
+    floor = importlib.import_module("harness_floor")
+    by_regime = {"fast": [(90.0, 80.0, 0.89), (91.0, 79.0, 0.87)], "slow": [(105.0, 288.0, 2.74)], "changed": []}
+    rows = floor.placement_rows(by_regime, 300_000, "2026-11-28 13:21 UTC", "abc1234", 1.5)
+    assert [(r["regime"], r["verdict"]) for r in rows] == [("fast", "ok"), ("slow", "MISSED")]
+    assert "family" in rows[0]["cpu"] and rows[1]["c2c_p50_ns"] == 105.0
+    kept = tmp_path / "placements.json"
+    floor.publish(rows[:1], kept)
+    floor.publish(rows[1:], kept)  # appended, never replaced: an earlier placement stays
+    table = "\n".join(figures_module.placement_table(json.loads(kept.read_text())["rows"]))
+    assert table.count("| 2026-11-28 13:21 UTC | abc1234 |") == 2
+    assert "| slow | 105 ns | 288 ns | 2.74 (2.74 – 2.74) | 1 | MISSED |" in table
+
+
+def test_the_published_placements_are_in_figures_md() -> None:
+    rows = json.loads((REPO / "docs" / "results" / "harness-floor.json").read_text())["rows"]
+    text = (REPO / "docs" / "results" / "figures.md").read_text()
+    assert "## Harness floor by placement" in text
+    for r in rows:
+        assert f"| {r['date']} | {r['commit']} | {r['cpu']} |" in text
