@@ -111,6 +111,8 @@ def normalise(text: str, store: Path) -> str:
 
 def answer(case: Case, store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
     """Run ``case`` in-process on ``store``; its answer, normalised."""
+    if case.form == "memory":
+        return in_memory(case, store)
     args = [*case.args, "--store", str(store)]
     out_file = tmp_path / "out.html"
     if case.form == "report":
@@ -134,6 +136,35 @@ def answer(case: Case, store: Path, tmp_path: Path, capsys: pytest.CaptureFixtur
     return result
 
 
+def in_memory(case: Case, store: Path) -> dict[str, Any]:
+    """The numbers report prints, at full precision: report describes a run of its size in
+    memory (describe/report.py reads the samples, then ``describe_run``), so its tables are
+    rounded views of this description and of the type-7 percentiles of the sorted samples
+    (``report --percentiles``). ``describe --json`` streams instead: this is the other path.
+    If the redesign moves these functions, this is the one place to call their successors."""
+    import numpy as np
+
+    from jitterlab.core.errors import JitterlabError
+    from jitterlab.core.tidy import tidy_json
+    from jitterlab.describe.analysis import describe_run, description_json
+    from jitterlab.stats.summary import percentiles_sorted
+    from jitterlab.store import load_run
+
+    result: dict[str, Any] = {"args": list(case.args)}
+    try:
+        run = load_run(case.args[1], store)
+        run.table  # noqa: B018 (held in memory, as report holds a run of this size)
+        d = describe_run(run)
+        levels = tuple(float(x) for x in LEVELS.split(","))
+        chosen = percentiles_sorted(np.sort(run.latency_ns), levels)
+    except JitterlabError as e:
+        return result | {"exit": 2, "stderr": [normalise(str(e), store)]}
+    document = description_json(d) | {
+        "percentiles_sorted": dict(zip(LEVELS.split(","), chosen.tolist(), strict=True))
+    }
+    return result | {"exit": 0, "stdout": tidy_json(_drop_context(document))}
+
+
 # --- the cases ------------------------------------------------------------------------------
 
 
@@ -143,7 +174,7 @@ class Case:
 
     name: str
     args: tuple[str, ...]
-    form: str = "json"  # json | text | sha256 | report
+    form: str = "json"  # json | text | sha256 | report | memory (in_memory: no command line)
     slow: bool = False
     cluster: bool = False  # also run with --cluster local:2 and expect the same answer
 
@@ -154,6 +185,10 @@ def _corpus() -> dict[str, list[str]]:
     for run in json.loads((CORPUS / "corpus.json").read_text())["runs"]:
         kinds.setdefault(run["kind"], []).append(run["id"])
     return kinds
+
+
+def kinds_of(kinds: dict[str, list[str]], *names: str) -> list[str]:
+    return [r for name in names for r in kinds.get(name, [])]
 
 
 def _bench(kinds: dict[str, list[str]], technique: str, pairs: int, policy: str) -> str:
@@ -170,6 +205,8 @@ def cases() -> Iterator[Case]:
         yield Case(f"export-hgrm--{run}", ("export", run, "--format", "hgrm", "-o", "-"), "text")
         yield Case(f"export-hlog--{run}", ("export", run, "--format", "hlog", "-o", "-"), "text")
         yield Case(f"export-csv--{run}", ("export", run, "--format", "csv", "-o", "-"), "sha256")
+        if not run.startswith(tuple(kinds_of(kinds, "hlog", "cyclictest", "hgrm"))):
+            yield Case(f"report-numbers--{run}", ("describe-in-memory", run), "memory")
     a, b = _bench(kinds, "mutex", 1, "other"), _bench(kinds, "mutex", 1, "rr90")
     spin2 = _bench(kinds, "spin", 2, "other")
     few = [a, spin2, kinds["hlog"][0], kinds["merge"][0], kinds["net"][0], kinds["monitor"][0]]
