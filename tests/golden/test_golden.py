@@ -268,12 +268,19 @@ def _params(cluster: bool) -> list[Any]:
 # --- the test -------------------------------------------------------------------------------
 
 
+def _fingerprint(folder: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns) for p in folder.rglob("*")}
+
+
 @pytest.fixture(scope="session")
-def golden_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A copy of the corpus' store: the commands never see (or write) tests/fixtures."""
+def golden_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A copy of the corpus' store: the commands never see (or write) tests/fixtures; the
+    fixtures are checked unchanged at the end."""
+    before = _fingerprint(CORPUS / "store")
     copy = tmp_path_factory.mktemp("golden") / "store"
     shutil.copytree(CORPUS / "store", copy)
-    return copy
+    yield copy
+    assert _fingerprint(CORPUS / "store") == before, "tests/fixtures/golden/store was written"
 
 
 def _encode(result: dict[str, Any]) -> str:
@@ -324,3 +331,24 @@ def test_every_kind_of_run_is_in_the_corpus() -> None:
     assert wanted <= set(kinds)
     stored = {p.name for p in (CORPUS / "store").iterdir() if p.is_dir() and not p.name.startswith(".")}
     assert stored == {r for ids in kinds.values() for r in ids}
+
+
+def test_every_answer_belongs_to_a_case() -> None:
+    """No answer left behind by a case that is gone (recording again keeps old files)."""
+    names = {case.name for case in cases()}
+    stale = sorted(p.stem for p in ANSWERS.glob("*.json") if p.stem not in names)
+    assert not stale, f"answers of no case: {stale[:5]}"
+
+
+@pytest.mark.parametrize(
+    "name", ["merged", "net-ping", "repl-3", "mtp-ingest", "monitor", "hgrm-import", "empty"]
+)
+def test_names_resolve_to_the_corpus_runs(
+    name: str, golden_store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The corpus' runs are found by the names they were stored with, as by their ids."""
+    code, out, err = run_main(["runs", "--json", "--store", str(golden_store)], capsys)
+    assert code == 0, err
+    named = {r.get("name"): r["id"] for r in json.loads(out)}
+    ids = {r for ids in _corpus().values() for r in ids}
+    assert named.get(name) in ids, (name, named)
