@@ -10,7 +10,8 @@ the analysis redesign (tests/fixtures/golden/answers/CASE.json).
 - ``show --json`` (and with ``--percentiles``), ``describe --json`` (stacked-z; GESD,
   Walsh, 100 ms windows, a baseline, ``--from/--to`` and ``--union`` on some), ``compare
   --json`` of like pairs and one unlike pair, ``export`` as hgrm and hlog (text) and csv
-  (SHA-256), and the numbers of ``report``'s tables (parsed from its HTML, no image bytes);
+  (SHA-256), and the numbers of ``report``'s tables (parsed from its HTML, no image bytes)
+  and at full precision (:func:`in_memory`: the in-memory description report rounds);
 - a failing command's answer is its exit code and its one-line message;
 - ``--cluster local:2`` gives the local answer, byte for byte after normalisation.
 
