@@ -3,7 +3,7 @@ memory independent of its size, with results identical to the in-memory function
 (:func:`jitterlab.stats.zscore.stacked_z_test`, :func:`jitterlab.stats.windows.time_windows`).
 
 Nothing is estimated. Every median and MAD is the order statistic itself, found by radix
-refinement over the chunks (:func:`jitterlab.stats.summary.percentiles_of`'s selection):
+refinement over the chunks (:func:`jitterlab.stats.summary.percentiles_by`'s selection):
 
 - level k's sample is the values above the previous level's cut (all values for level 1),
   read again as a filter of the chunks;
@@ -44,6 +44,7 @@ from jitterlab.stats.categories import StackedResult, categories_of_ranges, cate
 from jitterlab.stats.scan import LocalScan, Scan, identity
 from jitterlab.stats.screening import DEFAULT_ALPHA, Baseline, Verdict, screen_counts
 from jitterlab.stats.summary import exact_sum, extent_by, order_statistics_by
+from jitterlab.stats.type7 import type7_interpolate, type7_ranks
 from jitterlab.stats.windows import WindowTable, window_count
 from jitterlab.stats.zscore import (
     MAD_CONSISTENCY,
@@ -345,19 +346,17 @@ def time_windows_scan(
         lowest[at] = np.minimum(lowest[at], lo)
         highest[at] = np.maximum(highest[at], hi)
         by_slot[keys] += slot_counts
-    h, lo_rank, ranks = window_ranks(counts)
+    weight, ranks = window_ranks(counts)
     value = _window_order_statistics(scan, ranks, lowest, highest, counts > 0, t0, width_ns)
     slots = by_slot.reshape(n_windows, max(n_slots, 1)) if categories is not None else None
-    return window_table(width_ns, counts, sums, highest, h, lo_rank, value, slots, categories, first)
+    return window_table(width_ns, counts, sums, highest, weight, value, slots, categories, first)
 
 
-def window_ranks(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per window: h = (n − 1) p / 100 for p50 and p99 (as percentiles_sorted computes it),
-    its floor, and the four 0-based ranks whose values make them (lo50, lo99, hi50, hi99)."""
-    h = (counts - 1)[:, None] * np.array([50.0, 99.0]) / 100.0
-    lo_rank = np.floor(h).astype(np.int64)
-    hi_rank = np.minimum(lo_rank + 1, np.maximum(counts - 1, 0)[:, None])
-    return h, lo_rank, np.concatenate([lo_rank, hi_rank], axis=1)
+def window_ranks(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per window: the type-7 weights of p50 and p99 (:func:`jitterlab.stats.type7.type7_ranks`)
+    and the four 0-based ranks whose values make them (lo50, lo99, hi50, hi99)."""
+    lo_rank, hi_rank, weight = type7_ranks(counts[:, None], (50.0, 99.0))
+    return weight, np.concatenate([lo_rank, hi_rank], axis=1)
 
 
 def window_table(
@@ -365,8 +364,7 @@ def window_table(
     counts: np.ndarray,
     sums: np.ndarray,
     highest: np.ndarray,
-    h: np.ndarray,
-    lo_rank: np.ndarray,
+    weight: np.ndarray,
     value: np.ndarray,
     by_slot: np.ndarray | None,
     categories: StackedResult | None,
@@ -376,8 +374,7 @@ def window_table(
     :func:`window_ranks`'s ranks and the (window × slot) category counts."""
     n_windows = counts.size
     filled = counts > 0
-    a, b = value[:, :2].astype(np.float64), value[:, 2:].astype(np.float64)
-    p = a + (h - lo_rank) * (b - a)
+    p = type7_interpolate(value[:, :2], value[:, 2:], weight)
     nan = np.full(n_windows, np.nan)
     mean = np.array([int(s) / int(c) if c else math.nan for s, c in zip(sums, counts, strict=True)])
     indices = tuple(c.index for c in categories.categories) if categories is not None else ()
