@@ -7,7 +7,7 @@ Both tests only ever look at the ends of a sorted sample:
 - **GESD** with at most r outliers removes, r times, the value farthest from the mean of
   what is left: always the smallest or the largest left. Its steps need the r smallest and
   the r largest values, the count n and the sums S1 = Σx and S2 = Σx², which are *exact
-  integers* for integer samples (:func:`square_sum`). Step i, with m values left and sums
+  integers* for integer samples (:func:`~jitterlab.stats.summary.exact_squares`). Step i, with m values left and sums
   S1, S2, takes the largest value x_h when m (x_h + x_l) >= 2 S1 (the smallest x_l
   otherwise) and records R_i² = D² (m − 1) / (m Q), D = |m x − S1|, Q = m S2 − S1²: a
   ratio of exact integers rounded once, then its square root. The in-memory test computes
@@ -41,46 +41,12 @@ import numpy as np
 
 from jitterlab.stats.categories import StackedResult, stack
 from jitterlab.stats.scan import LocalScan, Scan
+from jitterlab.stats.summary import exact_squares, exact_sum
 
 DEFAULT_GESD_EXTREMES = 100_000  # gesd.default_max_outliers' cap: r <= this at any n
 WALSH_FIRST_TOP = 1 << 16  # largest values gathered for Walsh's first try (512 KiB)
 WALSH_MAX_TOP = 1 << 24  # and at most (128 MiB): beyond, the test refuses
 MAX_LEVELS = 64  # categories.stack's bound, shared by the streamed stack
-_MASK31 = (1 << 31) - 1
-_LIMIT = 1 << 62
-
-
-def _sum_nonnegative(t: np.ndarray) -> int:
-    """Exact sum of non-negative int64 values below 2^62 (fewer than 2^32 of them): the high
-    and low 31 bits summed apart, each in int64 without overflow."""
-    if t.size == 0:
-        return 0
-    return (int(np.sum(t >> 31, dtype=np.int64)) << 31) + int(np.sum(t & _MASK31, dtype=np.int64))
-
-
-def exact_total(x: np.ndarray) -> int:
-    """Σx of an integer array as a Python integer (exact)."""
-    if x.size == 0:
-        return 0
-    a = x.astype(np.int64, copy=False)
-    lo, hi = int(a.min()), int(a.max())
-    if hi - lo < _LIMIT and x.size < (1 << 32):
-        return _sum_nonnegative(a - lo) + lo * int(a.size)
-    return sum(int(v) for v in x.tolist())
-
-
-def square_sum(x: np.ndarray) -> int:
-    """Σx² of an integer array as a Python integer (exact): |x| = h 2^31 + l, so
-    x² = h² 2^62 + 2 h l 2^31 + l², three sums of values below 2^62."""
-    if x.size == 0:
-        return 0
-    a = np.abs(x.astype(np.int64, copy=False))
-    if int(a.max()) >= _LIMIT or int(a.min()) < 0 or x.size >= (1 << 32):  # min < 0: |int64 min|
-        return sum(int(v) * int(v) for v in x.tolist())
-    if int(a.max()) < (1 << 31):  # latencies below 2 s: every square below 2^62
-        return _sum_nonnegative(a * a)
-    h, lo = a >> 31, a & _MASK31
-    return (_sum_nonnegative(h * h) << 62) + (_sum_nonnegative(h * lo) << 32) + _sum_nonnegative(lo * lo)
 
 
 # ---------------------------------------------------------------------------------------
@@ -165,8 +131,8 @@ def extremes_chunk(
     """One chunk's (count, Σx, Σx², k_low smallest, k_high largest), unsorted; the sums 0
     unless ``sums``."""
     x = np.asarray(x, dtype=np.int64)
-    total = exact_total(x) if sums else 0
-    squares = square_sum(x) if sums else 0
+    total = exact_sum(x) if sums else 0
+    squares = exact_squares(x) if sums else 0
     return int(x.size), total, squares, _smallest(x, k_low).copy(), _largest(x, k_high).copy()
 
 

@@ -25,7 +25,8 @@ import numpy as np
 import numpy.typing as npt
 
 from jitterlab.stats.categories import StackedResult, build_result, stack
-from jitterlab.stats.extremes import exact_total, gesd_steps, square_sum
+from jitterlab.stats.extremes import gesd_steps
+from jitterlab.stats.summary import exact_squares, exact_sum
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,7 @@ def _exact_ends(x: np.ndarray, r: int) -> tuple[int, int, list[int], list[int]]:
     sample, as exact integers: the values themselves for an integer sample; for floats
     each value m 2^e (m an integer of at most 53 bits) scaled by the smallest 2^e."""
     if x.dtype.kind in "iu":
-        return exact_total(x), square_sum(x), x[:r].tolist(), x[::-1][:r].tolist()
+        return exact_sum(x), exact_squares(x), x[:r].tolist(), x[::-1][:r].tolist()
     if not np.isfinite(x).all():
         raise ValueError("the generalized ESD test needs finite values")
     mantissa, exponent = np.frexp(x)
@@ -103,8 +104,8 @@ def _exact_ends(x: np.ndarray, r: int) -> tuple[int, int, list[int], list[int]]:
     total = squares = 0
     for s in np.unique(shift).tolist():
         part = m[shift == s]
-        total += exact_total(part) << s
-        squares += square_sum(part) << (2 * s)
+        total += exact_sum(part) << s
+        squares += exact_squares(part) << (2 * s)
 
     def scaled(i: np.ndarray) -> list[int]:
         return [v << s for v, s in zip(m[i].tolist(), shift[i].tolist(), strict=True)]
