@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from jitterlab.stats.categories import StackedResult, stack
+from jitterlab.stats.categories import Level, SortedLevel, StackedResult, stack_levels
 from jitterlab.stats.scan import LocalScan, Scan
 from jitterlab.stats.summary import exact_squares, exact_sum
 
@@ -188,33 +188,60 @@ def _stack_scan(
     memory_cut: Cut,
     gathered: int,
 ) -> tuple[float, ...]:
-    """Thresholds of a stacked test (:func:`jitterlab.stats.categories.stack`) of a sample
-    read by ``scan``. ``level_cut(level_scan, k)`` is a level's cut and its pass's
+    """Thresholds of a stacked test (:func:`jitterlab.stats.categories.stack_levels`) of a
+    sample read by ``scan``. ``level_cut(level_scan, k)`` is a level's cut and its pass's
     :class:`Extremes` (k largest at least); ``memory_cut`` the in-memory test's cut, run on
     a level once its values are all among the ``gathered`` largest of the previous one."""
-    thresholds: list[float] = []
-    cut: float | None = None
-    while len(thresholds) < MAX_LEVELS:
-        level = _above(scan, cut)
-        new_cut, seen = level_cut(level, gathered)
-        if seen.count == 0:
-            if cut is None:
-                raise ValueError("stacked test of an empty sample")
-            break
-        if seen.count <= seen.highest.size:  # the whole level is in memory
-            thresholds += stack(seen.highest, memory_cut, MAX_LEVELS - len(thresholds))
-            break
-        # as stack(): stop when no value of the level lies at or below the cut (none can
-        # lie above it: the cut is just below an outlier)
-        if new_cut is None or float(seen.lowest[0]) > new_cut:
-            break
-        thresholds.append(new_cut)
-        if float(seen.highest[0]) <= new_cut:  # every value above the cut was gathered
-            tail = seen.highest[seen.highest > new_cut]
-            thresholds += stack(tail, memory_cut, MAX_LEVELS - len(thresholds))
-            break
-        cut = new_cut
-    return tuple(thresholds)
+    first = _EndsLevel(scan, None, level_cut, memory_cut, gathered)
+    if first.size() == 0:
+        raise ValueError("stacked test of an empty sample")
+    return stack_levels(first, MAX_LEVELS)
+
+
+class _EndsLevel:
+    """A level of a stacked GESD or Walsh test read by a scan: the values of ``root`` above
+    ``floor``, whose cut comes from one pass gathering their ends (:class:`Extremes`); a
+    level whose values were all gathered continues in memory."""
+
+    def __init__(
+        self,
+        root: Scan,
+        floor: float | None,
+        level_cut: Callable[[Scan, int], tuple[float | None, Extremes]],
+        memory_cut: Cut,
+        gathered: int,
+    ) -> None:
+        self.root, self.floor, self.level_cut, self.memory_cut, self.gathered = (
+            root, floor, level_cut, memory_cut, gathered
+        )  # fmt: skip
+        self._seen: tuple[float | None, Extremes] | None = None
+
+    def _pass(self) -> tuple[float | None, Extremes]:
+        if self._seen is None:
+            self._seen = self.level_cut(_above(self.root, self.floor), self.gathered)
+        return self._seen
+
+    def _whole(self) -> SortedLevel | None:
+        seen = self._pass()[1]
+        return SortedLevel(seen.highest, self.memory_cut) if seen.count <= seen.highest.size else None
+
+    def size(self) -> int:
+        return self._pass()[1].count
+
+    def cut(self) -> float | None:
+        whole = self._whole()
+        return whole.cut() if whole is not None else self._pass()[0]
+
+    def above(self, cut: float) -> Level:
+        whole = self._whole()
+        if whole is not None:
+            return whole.above(cut)
+        seen = self._pass()[1]
+        if float(seen.lowest[0]) > cut:  # no value at or below the cut: the stack ends here
+            return self
+        if float(seen.highest[0]) <= cut:  # every value above the cut was gathered
+            return SortedLevel(seen.highest[seen.highest > cut], self.memory_cut)
+        return _EndsLevel(self.root, cut, self.level_cut, self.memory_cut, self.gathered)
 
 
 def stacked_gesd_scan(scan: Scan, alpha: float = 0.05, max_outliers: int | None = None) -> tuple[float, ...]:

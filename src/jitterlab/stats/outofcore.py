@@ -40,7 +40,14 @@ from typing import Protocol
 
 import numpy as np
 
-from jitterlab.stats.categories import StackedResult, categories_of_ranges, categorize, stack
+from jitterlab.stats.categories import (
+    Level,
+    SortedLevel,
+    StackedResult,
+    categories_of_ranges,
+    categorize,
+    stack_levels,
+)
 from jitterlab.stats.scan import LocalScan, Scan, identity
 from jitterlab.stats.screening import DEFAULT_ALPHA, Baseline, Verdict, screen_counts
 from jitterlab.stats.summary import exact_sum, extent_by, order_statistics_by
@@ -152,40 +159,57 @@ def stacked_cuts(
     sample: Levels, threshold: float, two_sided: bool, in_memory_at: int
 ) -> tuple[tuple[float, ...], tuple[RobustScale, ...], float | None]:
     """The stacked z-score test's thresholds, the levels they came from and the low
-    threshold, level by level (:func:`jitterlab.stats.zscore.stacked_z_test`'s steps); a
-    level of at most ``in_memory_at`` values is sorted and finished in memory."""
+    threshold (:func:`jitterlab.stats.zscore.stacked_z_test`'s steps, by
+    :func:`~jitterlab.stats.categories.stack_levels`); a level of at most ``in_memory_at``
+    values is sorted and finished in memory."""
     levels: list[RobustScale] = []
-    thresholds: list[float] = []
 
-    def next_cut(ordered: np.ndarray) -> float | None:  # the in-memory test's step
-        level = robust_scale_sorted(ordered)
+    def z_cut(level: RobustScale) -> float | None:  # the in-memory test's step
         if level.scale == 0:
             return None
         levels.append(level)
         return level.center + threshold * level.scale
 
-    current = sample
-    for _ in range(MAX_LEVELS):
-        count = current.size()
-        if count == 0:
-            if not thresholds:
-                raise ValueError("stacked test of an empty sample")
-            break
-        if count <= in_memory_at:
-            thresholds += stack(current.sorted_values(), next_cut, MAX_LEVELS - len(thresholds))
-            break
-        level = current.robust_scale()
-        if level.scale == 0:
-            break
-        levels.append(level)
-        cut = level.center + threshold * level.scale
-        upper = current.above(cut)
-        if upper.size() in (0, count):
-            break
-        thresholds.append(cut)
-        current = upper
+    first = _ZLevel(sample, z_cut, in_memory_at)
+    if first.size() == 0:
+        raise ValueError("stacked test of an empty sample")
+    thresholds = stack_levels(first, MAX_LEVELS)
     low = levels[0].center - threshold * levels[0].scale if two_sided and levels else None
-    return tuple(thresholds), tuple(levels[: len(thresholds)]), low
+    return thresholds, tuple(levels[: len(thresholds)]), low
+
+
+class _ZLevel:
+    """A level of the stacked z-score test: its median and MAD from ``sample``'s own
+    passes, or, once it holds at most ``in_memory_at`` values, from its sorted values."""
+
+    def __init__(
+        self, sample: Levels, z_cut: Callable[[RobustScale], float | None], in_memory_at: int
+    ) -> None:
+        self.sample, self.z_cut, self.in_memory_at = sample, z_cut, in_memory_at
+        self._held: SortedLevel | None = None
+        self._size: int | None = None
+
+    def _memory(self) -> SortedLevel | None:
+        if self._held is None and self.size() <= self.in_memory_at:
+            self._held = SortedLevel(
+                self.sample.sorted_values(), lambda s: self.z_cut(robust_scale_sorted(s))
+            )
+        return self._held
+
+    def size(self) -> int:
+        if self._size is None:
+            self._size = self.sample.size()
+        return self._size
+
+    def cut(self) -> float | None:
+        held = self._memory()
+        return held.cut() if held is not None else self.z_cut(self.sample.robust_scale())
+
+    def above(self, cut: float) -> Level:
+        held = self._memory()
+        if held is not None:
+            return held.above(cut)
+        return _ZLevel(self.sample.above(cut), self.z_cut, self.in_memory_at)
 
 
 class _ScanLevels:
