@@ -11,7 +11,7 @@ Both tests only ever look at the ends of a sorted sample:
   S1, S2, takes the largest value x_h when m (x_h + x_l) >= 2 S1 (the smallest x_l
   otherwise) and records R_i² = D² (m − 1) / (m Q), D = |m x − S1|, Q = m S2 − S1²: a
   ratio of exact integers rounded once, then its square root. The in-memory test computes
-  the same integers the same way (:func:`gesd_steps`), so both agree to the last bit.
+  the same integers the same way (:func:`jitterlab.stats.gesd.gesd_steps`), so both agree to the last bit.
   Its high-side outliers are those above the sample's median; the median is never needed
   as a number except when a removed value ties the smallest of the r largest (then it is
   the exact order statistic, found by radix refinement).
@@ -40,60 +40,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from jitterlab.stats.categories import Level, SortedLevel, StackedResult, stack_levels
+from jitterlab.stats.gesd import default_max_outliers, gesd_critical_values, gesd_cut, gesd_steps
 from jitterlab.stats.scan import LocalScan, Scan
 from jitterlab.stats.summary import exact_squares, exact_sum
+from jitterlab.stats.walsh import walsh_cut, walsh_of_largest
 
 DEFAULT_GESD_EXTREMES = 100_000  # gesd.default_max_outliers' cap: r <= this at any n
 WALSH_FIRST_TOP = 1 << 16  # largest values gathered for Walsh's first try (512 KiB)
 WALSH_MAX_TOP = 1 << 24  # and at most (128 MiB): beyond, the test refuses
 MAX_LEVELS = 64  # categories.stack's bound, shared by the streamed stack
-
-
-# ---------------------------------------------------------------------------------------
-# GESD steps from the ends of a sample
-
-
-def gesd_steps(
-    count: int, total: int, squares: int, lowest: list[int], highest: list[int], r: int
-) -> tuple[list[bool], np.ndarray]:
-    """The r removal steps of the generalized ESD test from exact integers.
-
-    Parameters
-    ----------
-    count, total, squares
-        n, Σx and Σx² of the sample (exact; the values may be integers scaled by a common
-        power of two: R_i does not change with the scale).
-    lowest, highest
-        The r smallest values ascending and the r largest descending (same scale).
-    r
-        Steps (1 <= r <= n - 2).
-
-    Returns
-    -------
-    (sides, statistics)
-        ``sides[i]`` is True when step i removed the largest value left (False: the
-        smallest); ``statistics[i]`` is R_i (0 when what is left has no spread).
-    """
-    m, s1, s2 = count, total, squares
-    lo = hi = 0
-    sides: list[bool] = []
-    statistic = np.empty(r)
-    for i in range(r):
-        low, high = lowest[lo], highest[hi]
-        if m * (high + low) >= 2 * s1:  # high − mean >= mean − low
-            value, lo_side = high, False
-            hi += 1
-        else:
-            value, lo_side = low, True
-            lo += 1
-        q = m * s2 - s1 * s1  # m (m − 1) s², exact
-        d = m * value - s1  # m (x − mean), exact
-        statistic[i] = math.sqrt(d * d * (m - 1) / (m * q)) if q > 0 else 0.0
-        sides.append(not lo_side)
-        s1 -= value
-        s2 -= value * value
-        m -= 1
-    return sides, statistic
 
 
 # ---------------------------------------------------------------------------------------
@@ -247,8 +202,6 @@ class _EndsLevel:
 def stacked_gesd_scan(scan: Scan, alpha: float = 0.05, max_outliers: int | None = None) -> tuple[float, ...]:
     """Thresholds of :func:`jitterlab.stats.gesd.stacked_gesd` of an integer sample read
     by ``scan`` (identical); one pass per level read from the chunks."""
-    from jitterlab.stats.gesd import default_max_outliers, gesd_critical_values, gesd_cut
-
     k = max_outliers or DEFAULT_GESD_EXTREMES
 
     def level_cut(level: Scan, gathered: int) -> tuple[float | None, Extremes]:
@@ -326,7 +279,6 @@ def stacked_walsh_scan(scan: Scan, max_top: int = WALSH_MAX_TOP) -> tuple[float,
     """Thresholds of :func:`jitterlab.stats.walsh.stacked_walsh` of an integer sample read
     by ``scan`` (identical): one pass per level read from the chunks, or a few when the
     :data:`WALSH_FIRST_TOP` largest values do not decide the k search."""
-    from jitterlab.stats.walsh import walsh_cut, walsh_of_largest
 
     def level_cut(level: Scan, gathered: int) -> tuple[float | None, Extremes]:
         k = max(WALSH_FIRST_TOP, gathered)
