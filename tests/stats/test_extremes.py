@@ -12,14 +12,13 @@ import pytest
 from conftest import heavy_tail, latency_clusters
 from jitterlab.stats import extremes
 from jitterlab.stats.extremes import (
-    exact_total,
     extremes_of,
-    square_sum,
     stacked_gesd_result,
     stacked_walsh_result,
 )
 from jitterlab.stats.gesd import generalized_esd, gesd_critical_values, stacked_gesd
 from jitterlab.stats.scan import LocalScan
+from jitterlab.stats.summary import exact_squares, exact_sum
 from jitterlab.stats.walsh import stacked_walsh, walsh_test
 
 
@@ -39,9 +38,12 @@ def test_exact_sums_equal_python_integers() -> None:
     rng = np.random.default_rng(0)
     for bound in (10, 1 << 31, 1 << 40, 1 << 52, 1 << 62):
         x = rng.integers(-bound, bound, 20_000)
-        assert exact_total(x) == sum(int(v) for v in x)
-        assert square_sum(x) == sum(int(v) ** 2 for v in x)
-    assert exact_total(np.zeros(0, np.int64)) == square_sum(np.zeros(0, np.int64)) == 0
+        assert exact_sum(x) == sum(int(v) for v in x)
+        assert exact_squares(x) == sum(int(v) ** 2 for v in x)
+    ends = np.array([np.iinfo(np.int64).min, np.iinfo(np.int64).max, -1, 0, 1], np.int64)
+    assert exact_sum(ends) == sum(int(v) for v in ends)
+    assert exact_squares(ends) == sum(int(v) ** 2 for v in ends)
+    assert exact_sum(np.zeros(0, np.int64)) == exact_squares(np.zeros(0, np.int64)) == 0
 
 
 def test_one_pass_keeps_the_ends_whatever_the_chunks() -> None:

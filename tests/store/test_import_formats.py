@@ -54,6 +54,21 @@ def test_a_ycsb_log_is_read_in_microseconds_and_says_so(
     assert load_run(run_id, store).meta["summary"]["latency_ns"]["p50"] == 373
 
 
+def test_a_gap_in_the_send_times_is_measured_against_the_type7_median_step(
+    tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The usual spacing is the median step (type 7, read as chunks by stats): 100 steps of
+    1 ms and 99 of 3 ms and one of 25 ms have the median 2 ms, so the 25 ms step is a gap
+    (> 20 ms); with the median taken as either neighbour (1 or 3 ms) it would be 10 or 30 ms."""
+    steps = [1_000_000, 3_000_000] * 99 + [1_000_000, 25_000_000]
+    t = np.cumsum([0, *steps])
+    path = tmp_path / "gappy.csv"
+    path.write_text("time_ns,latency_ns\n" + "".join(f"{v},{1000 + i % 7}\n" for i, v in enumerate(t)))
+    _, err = imported(path, store, capsys, "--time-column", "time_ns:ns")
+    assert "1 gap(s) in time_ns longer than 10× the usual spacing (2 ms)" in err
+    assert "the widest, 25 ms, before row 201" in err
+
+
 def test_a_csv_time_column_is_never_silently_row_numbers(
     tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -9,7 +9,8 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from jitterlab.stats.summary import median_of, summarize, summarize_chunks
+from jitterlab.stats.scan import LocalScan
+from jitterlab.stats.summary import percentiles_of_scan, summarize, summarize_chunks
 from jitterlab.store import ResultsStore
 from jitterlab.store import writer as writer_module
 from jitterlab.store.ingest import ImportOptions, import_csv
@@ -31,7 +32,7 @@ def test_the_streaming_summary_equals_the_in_memory_one(n: int) -> None:
     assert abs(whole["mean"] - float(np.mean(x))) <= 1e-12 * abs(
         whole["mean"]
     )  # the exact mean, rounded once
-    assert median_of(chunked(x, 999)) == float(np.median(x))
+    assert percentiles_of_scan(LocalScan(chunked(x, 999)), (50.0,))[0] == float(np.median(x))
 
 
 def test_ties_wide_ranges_and_negative_values_are_exact() -> None:

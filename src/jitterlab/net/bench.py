@@ -37,6 +37,7 @@ from jitterlab.net.options import (  # the options the command line parses, ligh
     NetOptions,
     check_options,
 )
+from jitterlab.stats import percentiles
 from jitterlab.store import ResultsStore, Run
 from jitterlab.store.rawfile import FOOTER_BYTES, HEADER_BYTES, RawSamples, read_raw_samples
 from jitterlab.store.runs import BLOCKS_DIR, DRAFT_JSON, PARTS_DIR
@@ -440,10 +441,11 @@ def _skew(records: np.ndarray) -> dict[str, Any]:
     per_node = {}
     for node in np.unique(records["dst_node"][order]):
         mine = skew[records["dst_node"][order] == node]
-        per_node[str(int(node))] = {"p50_ns": float(np.median(mine)), "max_ns": int(mine.max())}
+        per_node[str(int(node))] = {"p50_ns": float(percentiles(mine, (50.0,))[0]), "max_ns": int(mine.max())}
+    frame_p = percentiles(per_frame, (50.0, 99.0))
     return {
-        "frame_p50_ns": float(np.median(per_frame)),
-        "frame_p99_ns": float(np.percentile(per_frame, 99)),
+        "frame_p50_ns": float(frame_p[0]),
+        "frame_p99_ns": float(frame_p[1]),
         "frame_max_ns": int(per_frame.max()),
         "per_node": per_node,
     }
@@ -516,9 +518,9 @@ def check_impairment(
     if len(runs) < 2:
         raise JitterlabError("the impairment check was interrupted")
     base, impaired = runs
-    added = float(np.median(impaired.latency_ns) - np.median(base.latency_ns))
+    added = float(percentiles(impaired.latency_ns, (50.0,))[0] - percentiles(base.latency_ns, (50.0,))[0])
     expected = (
-        2 * float(np.median(impairment.model.base.values))
+        2 * float(percentiles(impairment.model.base.values, (50.0,))[0])
         if impairment.model.base is not None
         else float("nan")
     )

@@ -139,11 +139,12 @@ def _ticks_block(ticks: np.ndarray, server: dict[str, Any], tick_hz: float) -> d
     per_second: Any = (
         np.bincount(((start - start[0]) // 1_000_000_000).astype(np.int64)) if start.size else []
     )
+    busy_p = percentiles(busy, (50.0, 99.0)) if busy.size else None
     return {
         "ticks_per_s": len(start) / window_s,
         "ticks_per_second_series": [int(v) for v in per_second],
-        "busy_p50_ns": float(np.median(busy)) if busy.size else None,
-        "busy_p99_ns": float(percentiles(busy, (99.0,))[0]) if busy.size else None,
+        "busy_p50_ns": float(busy_p[0]) if busy_p is not None else None,
+        "busy_p99_ns": float(busy_p[1]) if busy_p is not None else None,
         "busy_share": float(busy.sum() / 1e9 / window_s),
         "cpu_share": server.get("cpu_ns", 0) / 1e9 / window_s,
         "period_ns": 1e9 / tick_hz,
@@ -157,7 +158,7 @@ def _uniform_fit(share: np.ndarray, instants: int) -> dict[str, Any]:
         "ks": ks,
         "critical": float(critical),
         "uniform": bool(ks < critical),
-        "quartiles": [float(q) for q in np.percentile(share, (25, 50, 75))],
+        "quartiles": [float(q) for q in percentiles(share, (25.0, 50.0, 75.0))],
     }
 
 

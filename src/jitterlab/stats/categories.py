@@ -13,6 +13,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import pairwise
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -131,24 +132,69 @@ def categories_of_ranges(
     return tuple(categories)
 
 
+class Level(Protocol):
+    """One level of a stacked test: the values that remain, however they are held (a
+    sorted array, chunks read through the filters of the levels below, a table of value
+    counts, a sample's gathered ends)."""
+
+    def size(self) -> int:
+        """How many values the level holds."""
+        ...
+
+    def cut(self) -> float | None:
+        """The value above which the level's outliers lie (None: it has none), from the
+        test's center and scale of this level (median/MAD, GESD, Walsh)."""
+        ...
+
+    def above(self, cut: float) -> Level:
+        """The next level: the values above ``cut``."""
+        ...
+
+
+def stack_levels(first: Level, max_levels: int = 64) -> tuple[float, ...]:
+    """Thresholds of a stacked test: the first level's cut, then the cut of the values above
+    it, and so on until a level has no outlier, its cut leaves every value or none above it,
+    or ``max_levels`` thresholds are found. The one loop that stacks levels: the in-memory,
+    streamed, two-pass and cluster tests differ only in how a level is held."""
+    thresholds: list[float] = []
+    current = first
+    while len(thresholds) < max_levels:
+        count = current.size()
+        if count == 0:
+            break
+        cut = current.cut()
+        if cut is None:
+            break
+        upper = current.above(cut)
+        if upper.size() in (0, count):
+            break
+        thresholds.append(cut)
+        current = upper
+    return tuple(thresholds)
+
+
+class SortedLevel:
+    """A level held as a sorted array: ``next_cut(values)`` is the test's cut; the outliers
+    of a sorted sample are its tail, so every level is a slice."""
+
+    def __init__(self, ordered: np.ndarray, next_cut: Callable[[np.ndarray], float | None]) -> None:
+        self.ordered = ordered
+        self.next_cut = next_cut
+
+    def size(self) -> int:
+        return int(self.ordered.size)
+
+    def cut(self) -> float | None:
+        return self.next_cut(self.ordered)
+
+    def above(self, cut: float) -> SortedLevel:
+        return SortedLevel(self.ordered[search(self.ordered, cut, "right") :], self.next_cut)
+
+
 def stack(
     ordered: np.ndarray, next_cut: Callable[[np.ndarray], float | None], max_levels: int = 64
 ) -> tuple[float, ...]:
-    """Thresholds of a stacked test on a sorted sample: ``next_cut(sample)`` returns the
-    value above which the sample's outliers lie (None when there are none); it is applied
-    to the outliers again until no outlier remains. The outliers of a sorted sample are
-    its tail, so every level is a slice."""
-    thresholds: list[float] = []
-    current = ordered
-    for _ in range(max_levels):
-        if current.size == 0:
-            break
-        cut = next_cut(current)
-        if cut is None:
-            break
-        start = search(current, cut, "right")
-        if start in (0, current.size):
-            break
-        thresholds.append(cut)
-        current = current[start:]
-    return tuple(thresholds)
+    """Thresholds of a stacked test on a sorted sample (:func:`stack_levels` of a
+    :class:`SortedLevel`): ``next_cut(sample)`` returns the value above which the sample's
+    outliers lie (None when there are none)."""
+    return stack_levels(SortedLevel(ordered, next_cut), max_levels)

@@ -42,6 +42,7 @@ import numpy.typing as npt
 from jitterlab.stats import quantile_ci
 from jitterlab.stats.quantile_ci import QuantileInterval
 from jitterlab.stats.summary import order_statistics_of, sample_extent
+from jitterlab.stats.type7 import type7_percentiles
 
 COMPARE_PERCENTILES: tuple[float, ...] = (50.0, 90.0, 99.0, 99.9, 99.99)
 MAX_ROW = 100.0  # the maximum, shown after the percentiles without a verdict
@@ -184,16 +185,6 @@ def _subsample(x: OrderedSample, m: int, rng: np.random.Generator) -> np.ndarray
     return x.at_positions(positions)
 
 
-def percentiles_at(x: OrderedSample, ps: tuple[float, ...] | list[float]) -> np.ndarray:
-    """Type-7 percentiles of a non-empty sample (as ``stats.summary.percentiles_sorted``)."""
-    h = (x.size - 1) * np.asarray(ps, dtype=np.float64) / 100.0
-    lo = np.floor(h).astype(np.int64)
-    hi = np.minimum(lo + 1, x.size - 1)
-    values = x.at_ranks(np.concatenate([lo, hi]))
-    a, b = values[: lo.size], values[lo.size :]
-    return np.asarray(a + (h - lo) * (b - a))
-
-
 def interval_confidence(confidence: float) -> float:
     """The level of each run's interval whose pair holds with probability ``confidence``
     (independent runs): sqrt(confidence)."""
@@ -298,7 +289,7 @@ def compare_ordered(
         intervals = (xa.intervals(tuple(ps), level), xb.intervals(tuple(ps), level))
     if any([q.level for q in side] != list(ps) for side in intervals):
         raise ValueError("the intervals given are not at the compared levels")
-    qa, qb = percentiles_at(xa, ps), percentiles_at(xb, ps)
+    qa, qb = type7_percentiles(xa.size, ps, xa.at_ranks), type7_percentiles(xb.size, ps, xb.at_ranks)
     diffs = []
     for i, p in enumerate(ps):
         ia, ib = intervals[0][i], intervals[1][i]
@@ -343,6 +334,6 @@ def compare_ordered(
         noise_threshold=noise_threshold,
         confidence=confidence,
         qq_probabilities=probs,
-        qq_a=percentiles_at(xa, tuple(probs * 100)),
-        qq_b=percentiles_at(xb, tuple(probs * 100)),
+        qq_a=type7_percentiles(xa.size, probs * 100, xa.at_ranks),
+        qq_b=type7_percentiles(xb.size, probs * 100, xb.at_ranks),
     )

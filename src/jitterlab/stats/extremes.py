@@ -7,11 +7,11 @@ Both tests only ever look at the ends of a sorted sample:
 - **GESD** with at most r outliers removes, r times, the value farthest from the mean of
   what is left: always the smallest or the largest left. Its steps need the r smallest and
   the r largest values, the count n and the sums S1 = Σx and S2 = Σx², which are *exact
-  integers* for integer samples (:func:`square_sum`). Step i, with m values left and sums
+  integers* for integer samples (:func:`~jitterlab.stats.summary.exact_squares`). Step i, with m values left and sums
   S1, S2, takes the largest value x_h when m (x_h + x_l) >= 2 S1 (the smallest x_l
   otherwise) and records R_i² = D² (m − 1) / (m Q), D = |m x − S1|, Q = m S2 − S1²: a
   ratio of exact integers rounded once, then its square root. The in-memory test computes
-  the same integers the same way (:func:`gesd_steps`), so both agree to the last bit.
+  the same integers the same way (:func:`jitterlab.stats.gesd.gesd_steps`), so both agree to the last bit.
   Its high-side outliers are those above the sample's median; the median is never needed
   as a number except when a removed value ties the smallest of the r largest (then it is
   the exact order statistic, found by radix refinement).
@@ -39,95 +39,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from jitterlab.stats.categories import StackedResult, stack
+from jitterlab.stats.categories import Level, SortedLevel, StackedResult, stack_levels
+from jitterlab.stats.gesd import default_max_outliers, gesd_critical_values, gesd_cut, gesd_steps
 from jitterlab.stats.scan import LocalScan, Scan
+from jitterlab.stats.summary import exact_squares, exact_sum
+from jitterlab.stats.walsh import walsh_cut, walsh_of_largest
 
 DEFAULT_GESD_EXTREMES = 100_000  # gesd.default_max_outliers' cap: r <= this at any n
 WALSH_FIRST_TOP = 1 << 16  # largest values gathered for Walsh's first try (512 KiB)
 WALSH_MAX_TOP = 1 << 24  # and at most (128 MiB): beyond, the test refuses
 MAX_LEVELS = 64  # categories.stack's bound, shared by the streamed stack
-_MASK31 = (1 << 31) - 1
-_LIMIT = 1 << 62
-
-
-def _sum_nonnegative(t: np.ndarray) -> int:
-    """Exact sum of non-negative int64 values below 2^62 (fewer than 2^32 of them): the high
-    and low 31 bits summed apart, each in int64 without overflow."""
-    if t.size == 0:
-        return 0
-    return (int(np.sum(t >> 31, dtype=np.int64)) << 31) + int(np.sum(t & _MASK31, dtype=np.int64))
-
-
-def exact_total(x: np.ndarray) -> int:
-    """Σx of an integer array as a Python integer (exact)."""
-    if x.size == 0:
-        return 0
-    a = x.astype(np.int64, copy=False)
-    lo, hi = int(a.min()), int(a.max())
-    if hi - lo < _LIMIT and x.size < (1 << 32):
-        return _sum_nonnegative(a - lo) + lo * int(a.size)
-    return sum(int(v) for v in x.tolist())
-
-
-def square_sum(x: np.ndarray) -> int:
-    """Σx² of an integer array as a Python integer (exact): |x| = h 2^31 + l, so
-    x² = h² 2^62 + 2 h l 2^31 + l², three sums of values below 2^62."""
-    if x.size == 0:
-        return 0
-    a = np.abs(x.astype(np.int64, copy=False))
-    if int(a.max()) >= _LIMIT or int(a.min()) < 0 or x.size >= (1 << 32):  # min < 0: |int64 min|
-        return sum(int(v) * int(v) for v in x.tolist())
-    if int(a.max()) < (1 << 31):  # latencies below 2 s: every square below 2^62
-        return _sum_nonnegative(a * a)
-    h, lo = a >> 31, a & _MASK31
-    return (_sum_nonnegative(h * h) << 62) + (_sum_nonnegative(h * lo) << 32) + _sum_nonnegative(lo * lo)
-
-
-# ---------------------------------------------------------------------------------------
-# GESD steps from the ends of a sample
-
-
-def gesd_steps(
-    count: int, total: int, squares: int, lowest: list[int], highest: list[int], r: int
-) -> tuple[list[bool], np.ndarray]:
-    """The r removal steps of the generalized ESD test from exact integers.
-
-    Parameters
-    ----------
-    count, total, squares
-        n, Σx and Σx² of the sample (exact; the values may be integers scaled by a common
-        power of two: R_i does not change with the scale).
-    lowest, highest
-        The r smallest values ascending and the r largest descending (same scale).
-    r
-        Steps (1 <= r <= n - 2).
-
-    Returns
-    -------
-    (sides, statistics)
-        ``sides[i]`` is True when step i removed the largest value left (False: the
-        smallest); ``statistics[i]`` is R_i (0 when what is left has no spread).
-    """
-    m, s1, s2 = count, total, squares
-    lo = hi = 0
-    sides: list[bool] = []
-    statistic = np.empty(r)
-    for i in range(r):
-        low, high = lowest[lo], highest[hi]
-        if m * (high + low) >= 2 * s1:  # high − mean >= mean − low
-            value, lo_side = high, False
-            hi += 1
-        else:
-            value, lo_side = low, True
-            lo += 1
-        q = m * s2 - s1 * s1  # m (m − 1) s², exact
-        d = m * value - s1  # m (x − mean), exact
-        statistic[i] = math.sqrt(d * d * (m - 1) / (m * q)) if q > 0 else 0.0
-        sides.append(not lo_side)
-        s1 -= value
-        s2 -= value * value
-        m -= 1
-    return sides, statistic
 
 
 # ---------------------------------------------------------------------------------------
@@ -165,8 +86,8 @@ def extremes_chunk(
     """One chunk's (count, Σx, Σx², k_low smallest, k_high largest), unsorted; the sums 0
     unless ``sums``."""
     x = np.asarray(x, dtype=np.int64)
-    total = exact_total(x) if sums else 0
-    squares = square_sum(x) if sums else 0
+    total = exact_sum(x) if sums else 0
+    squares = exact_squares(x) if sums else 0
     return int(x.size), total, squares, _smallest(x, k_low).copy(), _largest(x, k_high).copy()
 
 
@@ -222,40 +143,65 @@ def _stack_scan(
     memory_cut: Cut,
     gathered: int,
 ) -> tuple[float, ...]:
-    """Thresholds of a stacked test (:func:`jitterlab.stats.categories.stack`) of a sample
-    read by ``scan``. ``level_cut(level_scan, k)`` is a level's cut and its pass's
+    """Thresholds of a stacked test (:func:`jitterlab.stats.categories.stack_levels`) of a
+    sample read by ``scan``. ``level_cut(level_scan, k)`` is a level's cut and its pass's
     :class:`Extremes` (k largest at least); ``memory_cut`` the in-memory test's cut, run on
     a level once its values are all among the ``gathered`` largest of the previous one."""
-    thresholds: list[float] = []
-    cut: float | None = None
-    while len(thresholds) < MAX_LEVELS:
-        level = _above(scan, cut)
-        new_cut, seen = level_cut(level, gathered)
-        if seen.count == 0:
-            if cut is None:
-                raise ValueError("stacked test of an empty sample")
-            break
-        if seen.count <= seen.highest.size:  # the whole level is in memory
-            thresholds += stack(seen.highest, memory_cut, MAX_LEVELS - len(thresholds))
-            break
-        # as stack(): stop when no value of the level lies at or below the cut (none can
-        # lie above it: the cut is just below an outlier)
-        if new_cut is None or float(seen.lowest[0]) > new_cut:
-            break
-        thresholds.append(new_cut)
-        if float(seen.highest[0]) <= new_cut:  # every value above the cut was gathered
-            tail = seen.highest[seen.highest > new_cut]
-            thresholds += stack(tail, memory_cut, MAX_LEVELS - len(thresholds))
-            break
-        cut = new_cut
-    return tuple(thresholds)
+    first = _EndsLevel(scan, None, level_cut, memory_cut, gathered)
+    if first.size() == 0:
+        raise ValueError("stacked test of an empty sample")
+    return stack_levels(first, MAX_LEVELS)
+
+
+class _EndsLevel:
+    """A level of a stacked GESD or Walsh test read by a scan: the values of ``root`` above
+    ``floor``, whose cut comes from one pass gathering their ends (:class:`Extremes`); a
+    level whose values were all gathered continues in memory."""
+
+    def __init__(
+        self,
+        root: Scan,
+        floor: float | None,
+        level_cut: Callable[[Scan, int], tuple[float | None, Extremes]],
+        memory_cut: Cut,
+        gathered: int,
+    ) -> None:
+        self.root, self.floor, self.level_cut, self.memory_cut, self.gathered = (
+            root, floor, level_cut, memory_cut, gathered
+        )  # fmt: skip
+        self._seen: tuple[float | None, Extremes] | None = None
+
+    def _pass(self) -> tuple[float | None, Extremes]:
+        if self._seen is None:
+            self._seen = self.level_cut(_above(self.root, self.floor), self.gathered)
+        return self._seen
+
+    def _whole(self) -> SortedLevel | None:
+        seen = self._pass()[1]
+        return SortedLevel(seen.highest, self.memory_cut) if seen.count <= seen.highest.size else None
+
+    def size(self) -> int:
+        return self._pass()[1].count
+
+    def cut(self) -> float | None:
+        whole = self._whole()
+        return whole.cut() if whole is not None else self._pass()[0]
+
+    def above(self, cut: float) -> Level:
+        whole = self._whole()
+        if whole is not None:
+            return whole.above(cut)
+        seen = self._pass()[1]
+        if float(seen.lowest[0]) > cut:  # no value at or below the cut: the stack ends here
+            return self
+        if float(seen.highest[0]) <= cut:  # every value above the cut was gathered
+            return SortedLevel(seen.highest[seen.highest > cut], self.memory_cut)
+        return _EndsLevel(self.root, cut, self.level_cut, self.memory_cut, self.gathered)
 
 
 def stacked_gesd_scan(scan: Scan, alpha: float = 0.05, max_outliers: int | None = None) -> tuple[float, ...]:
     """Thresholds of :func:`jitterlab.stats.gesd.stacked_gesd` of an integer sample read
     by ``scan`` (identical); one pass per level read from the chunks."""
-    from jitterlab.stats.gesd import default_max_outliers, gesd_critical_values, gesd_cut
-
     k = max_outliers or DEFAULT_GESD_EXTREMES
 
     def level_cut(level: Scan, gathered: int) -> tuple[float | None, Extremes]:
@@ -333,7 +279,6 @@ def stacked_walsh_scan(scan: Scan, max_top: int = WALSH_MAX_TOP) -> tuple[float,
     """Thresholds of :func:`jitterlab.stats.walsh.stacked_walsh` of an integer sample read
     by ``scan`` (identical): one pass per level read from the chunks, or a few when the
     :data:`WALSH_FIRST_TOP` largest values do not decide the k search."""
-    from jitterlab.stats.walsh import walsh_cut, walsh_of_largest
 
     def level_cut(level: Scan, gathered: int) -> tuple[float | None, Extremes]:
         k = max(WALSH_FIRST_TOP, gathered)

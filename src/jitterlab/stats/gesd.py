@@ -11,7 +11,7 @@ The number of outliers is the largest i with R_i > lambda_i (two-sided test).
 
 Speed: the sample is sorted once; the farthest value of the remainder is always at one of
 its two ends, so the steps need only the r smallest and r largest values. Mean and
-variance follow from the exact integer sums Σx and Σx² (:func:`jitterlab.stats.extremes.gesd_steps`;
+variance follow from the exact integer sums Σx and Σx² (:func:`gesd_steps`;
 floats are scaled to integers by a common power of two first, which does not change R_i):
 O(n log n + r) instead of O(n r), and the same numbers to the last bit as the test of a run
 read in chunks (:mod:`jitterlab.stats.extremes`).
@@ -19,13 +19,14 @@ read in chunks (:mod:`jitterlab.stats.extremes`).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 from jitterlab.stats.categories import StackedResult, build_result, stack
-from jitterlab.stats.extremes import exact_total, gesd_steps, square_sum
+from jitterlab.stats.summary import exact_squares, exact_sum
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,49 @@ class GesdResult:
     statistics: np.ndarray  # R_i
     critical_values: np.ndarray  # lambda_i
     alpha: float
+
+
+def gesd_steps(
+    count: int, total: int, squares: int, lowest: list[int], highest: list[int], r: int
+) -> tuple[list[bool], np.ndarray]:
+    """The r removal steps of the generalized ESD test from exact integers.
+
+    Parameters
+    ----------
+    count, total, squares
+        n, Σx and Σx² of the sample (exact; the values may be integers scaled by a common
+        power of two: R_i does not change with the scale).
+    lowest, highest
+        The r smallest values ascending and the r largest descending (same scale).
+    r
+        Steps (1 <= r <= n - 2).
+
+    Returns
+    -------
+    (sides, statistics)
+        ``sides[i]`` is True when step i removed the largest value left (False: the
+        smallest); ``statistics[i]`` is R_i (0 when what is left has no spread).
+    """
+    m, s1, s2 = count, total, squares
+    lo = hi = 0
+    sides: list[bool] = []
+    statistic = np.empty(r)
+    for i in range(r):
+        low, high = lowest[lo], highest[hi]
+        if m * (high + low) >= 2 * s1:  # high − mean >= mean − low
+            value, lo_side = high, False
+            hi += 1
+        else:
+            value, lo_side = low, True
+            lo += 1
+        q = m * s2 - s1 * s1  # m (m − 1) s², exact
+        d = m * value - s1  # m (x − mean), exact
+        statistic[i] = math.sqrt(d * d * (m - 1) / (m * q)) if q > 0 else 0.0
+        sides.append(not lo_side)
+        s1 -= value
+        s2 -= value * value
+        m -= 1
+    return sides, statistic
 
 
 def gesd_critical_values(n: int, max_outliers: int, alpha: float) -> np.ndarray:
@@ -92,7 +136,7 @@ def _exact_ends(x: np.ndarray, r: int) -> tuple[int, int, list[int], list[int]]:
     sample, as exact integers: the values themselves for an integer sample; for floats
     each value m 2^e (m an integer of at most 53 bits) scaled by the smallest 2^e."""
     if x.dtype.kind in "iu":
-        return exact_total(x), square_sum(x), x[:r].tolist(), x[::-1][:r].tolist()
+        return exact_sum(x), exact_squares(x), x[:r].tolist(), x[::-1][:r].tolist()
     if not np.isfinite(x).all():
         raise ValueError("the generalized ESD test needs finite values")
     mantissa, exponent = np.frexp(x)
@@ -103,8 +147,8 @@ def _exact_ends(x: np.ndarray, r: int) -> tuple[int, int, list[int], list[int]]:
     total = squares = 0
     for s in np.unique(shift).tolist():
         part = m[shift == s]
-        total += exact_total(part) << s
-        squares += square_sum(part) << (2 * s)
+        total += exact_sum(part) << s
+        squares += exact_squares(part) << (2 * s)
 
     def scaled(i: np.ndarray) -> list[int]:
         return [v << s for v, s in zip(m[i].tolist(), shift[i].tolist(), strict=True)]

@@ -13,7 +13,7 @@ small non-negative integers (0 … ``groups`` − 1).
   ``(values of the groups before g) + r``. The radix refinement of
   :func:`jitterlab.stats.summary.order_statistics_by` finds all of them in the same
   passes; each percentile is then interpolated exactly as
-  :func:`jitterlab.stats.summary.percentiles_sorted` does, so a group's figures equal the
+  :mod:`jitterlab.stats.type7` does, so a group's figures equal the
   in-memory figures of that group's values to the last bit. When ``groups · span`` would
   not fit 62 bits, each group is refined on its own (the same numbers, more passes).
 """
@@ -27,6 +27,7 @@ import numpy as np
 from jitterlab.stats.categories import categorize
 from jitterlab.stats.scan import Scan
 from jitterlab.stats.summary import order_statistics_by
+from jitterlab.stats.type7 import type7_interpolate, type7_ranks
 
 GroupedChunk = tuple[np.ndarray, np.ndarray]  # (latency_ns, group)
 
@@ -119,27 +120,21 @@ def group_percentiles(scan: Scan, extent: GroupExtent, ps: tuple[float, ...]) ->
     lowest = int(extent.lowest[filled].min())
     highest = int(extent.highest[filled].max())
     span = highest - lowest + 1
-    p = np.asarray(ps, dtype=np.float64)
-    plan = []
-    for k in filled:
-        n = int(extent.count[k])
-        h = (n - 1) * p / 100.0  # as percentiles_sorted computes it
-        low_rank = np.floor(h).astype(np.int64)
-        plan.append((int(k), h, low_rank, np.minimum(low_rank + 1, n - 1)))
+    plan = [(int(k), *type7_ranks(int(extent.count[k]), ps)) for k in filled]
     if groups * span <= _COMPOSITE_AT_MOST:
         before = np.concatenate([[0], np.cumsum(extent.count)])
-        ranks = sorted({int(before[g] + r) for g, _, lo, hi in plan for r in (*lo, *hi)})
+        ranks = sorted({int(before[g] + r) for g, lo, hi, _ in plan for r in (*lo, *hi)})
         total = int(extent.count.sum())
         value = order_statistics_by(
             scan.then(composite_key, lowest, span), ranks, 0, groups * span - 1, total
         )
-        for g, h, lo, hi in plan:
+        for g, lo, hi, weight in plan:
             base = int(before[g])
             a = np.array([value[base + int(r)] - g * span + lowest for r in lo], np.int64)
             b = np.array([value[base + int(r)] - g * span + lowest for r in hi], np.int64)
-            out[g] = _interpolate(h, lo, a, b)
+            out[g] = type7_interpolate(a, b, weight)
         return out
-    for g, h, lo, hi in plan:  # too wide for composite keys: one refinement per group
+    for g, lo, hi, weight in plan:  # too wide for composite keys: one refinement per group
         ranks = sorted({int(r) for r in (*lo, *hi)})
         one = scan.then(of_group, g)
         value = order_statistics_by(
@@ -147,10 +142,5 @@ def group_percentiles(scan: Scan, extent: GroupExtent, ps: tuple[float, ...]) ->
         )
         a = np.array([value[int(r)] for r in lo], np.int64)
         b = np.array([value[int(r)] for r in hi], np.int64)
-        out[g] = _interpolate(h, lo, a, b)
+        out[g] = type7_interpolate(a, b, weight)
     return out
-
-
-def _interpolate(h: np.ndarray, lo: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    fa, fb = a.astype(np.float64), b.astype(np.float64)
-    return np.asarray(fa + (h - lo) * (fb - fa))

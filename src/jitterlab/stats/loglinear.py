@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from jitterlab.stats.type7 import type7_percentiles
+
 SUB_BITS = 7
 M = 1 << SUB_BITS
 BUCKETS = (64 - SUB_BITS) * M  # enough for every non-negative int64
@@ -84,16 +86,10 @@ class LogLinear:
 
     def quantiles(self, ps: np.ndarray | tuple[float, ...]) -> np.ndarray:
         """Percentiles ``ps`` (0–100) from the buckets (see the module docs)."""
-        n = self.total
-        p = np.asarray(ps, np.float64)
-        if n == 0:
-            return np.full(p.shape, np.nan)
-        h = (n - 1) * p / 100.0  # as type 7: between the values at ranks ⌊h⌋ and ⌊h⌋ + 1
-        lo = np.floor(h).astype(np.int64)
-        hi = np.minimum(lo + 1, n - 1)
         cumulative = np.cumsum(self.counts)
-        a, b = (self._midpoint(np.searchsorted(cumulative, r, side="right")) for r in (lo, hi))
-        return np.asarray(a + (h - lo) * (b - a), np.float64)
+        return type7_percentiles(
+            self.total, ps, lambda ranks: self._midpoint(np.searchsorted(cumulative, ranks, side="right"))
+        )
 
     def _midpoint(self, index: np.ndarray) -> np.ndarray:
         mid = bucket_lower(index) + (bucket_width(index) - 1) / 2.0

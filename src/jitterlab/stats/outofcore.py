@@ -3,7 +3,7 @@ memory independent of its size, with results identical to the in-memory function
 (:func:`jitterlab.stats.zscore.stacked_z_test`, :func:`jitterlab.stats.windows.time_windows`).
 
 Nothing is estimated. Every median and MAD is the order statistic itself, found by radix
-refinement over the chunks (:func:`jitterlab.stats.summary.percentiles_of`'s selection):
+refinement over the chunks (:func:`jitterlab.stats.summary.percentiles_by`'s selection):
 
 - level k's sample is the values above the previous level's cut (all values for level 1),
   read again as a filter of the chunks;
@@ -40,10 +40,18 @@ from typing import Protocol
 
 import numpy as np
 
-from jitterlab.stats.categories import StackedResult, categories_of_ranges, categorize, stack
+from jitterlab.stats.categories import (
+    Level,
+    SortedLevel,
+    StackedResult,
+    categories_of_ranges,
+    categorize,
+    stack_levels,
+)
 from jitterlab.stats.scan import LocalScan, Scan, identity
 from jitterlab.stats.screening import DEFAULT_ALPHA, Baseline, Verdict, screen_counts
 from jitterlab.stats.summary import exact_sum, extent_by, order_statistics_by
+from jitterlab.stats.type7 import type7_interpolate, type7_ranks
 from jitterlab.stats.windows import WindowTable, window_count
 from jitterlab.stats.zscore import (
     MAD_CONSISTENCY,
@@ -151,40 +159,57 @@ def stacked_cuts(
     sample: Levels, threshold: float, two_sided: bool, in_memory_at: int
 ) -> tuple[tuple[float, ...], tuple[RobustScale, ...], float | None]:
     """The stacked z-score test's thresholds, the levels they came from and the low
-    threshold, level by level (:func:`jitterlab.stats.zscore.stacked_z_test`'s steps); a
-    level of at most ``in_memory_at`` values is sorted and finished in memory."""
+    threshold (:func:`jitterlab.stats.zscore.stacked_z_test`'s steps, by
+    :func:`~jitterlab.stats.categories.stack_levels`); a level of at most ``in_memory_at``
+    values is sorted and finished in memory."""
     levels: list[RobustScale] = []
-    thresholds: list[float] = []
 
-    def next_cut(ordered: np.ndarray) -> float | None:  # the in-memory test's step
-        level = robust_scale_sorted(ordered)
+    def z_cut(level: RobustScale) -> float | None:  # the in-memory test's step
         if level.scale == 0:
             return None
         levels.append(level)
         return level.center + threshold * level.scale
 
-    current = sample
-    for _ in range(MAX_LEVELS):
-        count = current.size()
-        if count == 0:
-            if not thresholds:
-                raise ValueError("stacked test of an empty sample")
-            break
-        if count <= in_memory_at:
-            thresholds += stack(current.sorted_values(), next_cut, MAX_LEVELS - len(thresholds))
-            break
-        level = current.robust_scale()
-        if level.scale == 0:
-            break
-        levels.append(level)
-        cut = level.center + threshold * level.scale
-        upper = current.above(cut)
-        if upper.size() in (0, count):
-            break
-        thresholds.append(cut)
-        current = upper
+    first = _ZLevel(sample, z_cut, in_memory_at)
+    if first.size() == 0:
+        raise ValueError("stacked test of an empty sample")
+    thresholds = stack_levels(first, MAX_LEVELS)
     low = levels[0].center - threshold * levels[0].scale if two_sided and levels else None
-    return tuple(thresholds), tuple(levels[: len(thresholds)]), low
+    return thresholds, tuple(levels[: len(thresholds)]), low
+
+
+class _ZLevel:
+    """A level of the stacked z-score test: its median and MAD from ``sample``'s own
+    passes, or, once it holds at most ``in_memory_at`` values, from its sorted values."""
+
+    def __init__(
+        self, sample: Levels, z_cut: Callable[[RobustScale], float | None], in_memory_at: int
+    ) -> None:
+        self.sample, self.z_cut, self.in_memory_at = sample, z_cut, in_memory_at
+        self._held: SortedLevel | None = None
+        self._size: int | None = None
+
+    def _memory(self) -> SortedLevel | None:
+        if self._held is None and self.size() <= self.in_memory_at:
+            self._held = SortedLevel(
+                self.sample.sorted_values(), lambda s: self.z_cut(robust_scale_sorted(s))
+            )
+        return self._held
+
+    def size(self) -> int:
+        if self._size is None:
+            self._size = self.sample.size()
+        return self._size
+
+    def cut(self) -> float | None:
+        held = self._memory()
+        return held.cut() if held is not None else self.z_cut(self.sample.robust_scale())
+
+    def above(self, cut: float) -> Level:
+        held = self._memory()
+        if held is not None:
+            return held.above(cut)
+        return _ZLevel(self.sample.above(cut), self.z_cut, self.in_memory_at)
 
 
 class _ScanLevels:
@@ -345,19 +370,17 @@ def time_windows_scan(
         lowest[at] = np.minimum(lowest[at], lo)
         highest[at] = np.maximum(highest[at], hi)
         by_slot[keys] += slot_counts
-    h, lo_rank, ranks = window_ranks(counts)
+    weight, ranks = window_ranks(counts)
     value = _window_order_statistics(scan, ranks, lowest, highest, counts > 0, t0, width_ns)
     slots = by_slot.reshape(n_windows, max(n_slots, 1)) if categories is not None else None
-    return window_table(width_ns, counts, sums, highest, h, lo_rank, value, slots, categories, first)
+    return window_table(width_ns, counts, sums, highest, weight, value, slots, categories, first)
 
 
-def window_ranks(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per window: h = (n − 1) p / 100 for p50 and p99 (as percentiles_sorted computes it),
-    its floor, and the four 0-based ranks whose values make them (lo50, lo99, hi50, hi99)."""
-    h = (counts - 1)[:, None] * np.array([50.0, 99.0]) / 100.0
-    lo_rank = np.floor(h).astype(np.int64)
-    hi_rank = np.minimum(lo_rank + 1, np.maximum(counts - 1, 0)[:, None])
-    return h, lo_rank, np.concatenate([lo_rank, hi_rank], axis=1)
+def window_ranks(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per window: the type-7 weights of p50 and p99 (:func:`jitterlab.stats.type7.type7_ranks`)
+    and the four 0-based ranks whose values make them (lo50, lo99, hi50, hi99)."""
+    lo_rank, hi_rank, weight = type7_ranks(counts[:, None], (50.0, 99.0))
+    return weight, np.concatenate([lo_rank, hi_rank], axis=1)
 
 
 def window_table(
@@ -365,8 +388,7 @@ def window_table(
     counts: np.ndarray,
     sums: np.ndarray,
     highest: np.ndarray,
-    h: np.ndarray,
-    lo_rank: np.ndarray,
+    weight: np.ndarray,
     value: np.ndarray,
     by_slot: np.ndarray | None,
     categories: StackedResult | None,
@@ -376,8 +398,7 @@ def window_table(
     :func:`window_ranks`'s ranks and the (window × slot) category counts."""
     n_windows = counts.size
     filled = counts > 0
-    a, b = value[:, :2].astype(np.float64), value[:, 2:].astype(np.float64)
-    p = a + (h - lo_rank) * (b - a)
+    p = type7_interpolate(value[:, :2], value[:, 2:], weight)
     nan = np.full(n_windows, np.nan)
     mean = np.array([int(s) / int(c) if c else math.nan for s, c in zip(sums, counts, strict=True)])
     indices = tuple(c.index for c in categories.categories) if categories is not None else ()

@@ -42,6 +42,7 @@ import numpy as np
 from jitterlab.core.percentiles import RESOLVE_BEYOND as RESOLVE_BEYOND  # re-exported: the rule lives in core
 from jitterlab.core.percentiles import is_resolved as is_resolved
 from jitterlab.stats.scan import Scan
+from jitterlab.stats.type7 import type7_interpolate, type7_ranks
 
 CONFIDENCE = 0.95
 DEPENDENCE_ALPHA = 0.05  # level of the dispersion test that picks the block method
@@ -200,16 +201,6 @@ def block_ranks(
     return max(lo, -1), min(hi, n)
 
 
-def type7_ranks(n: int, levels: Sequence[float]) -> list[tuple[int, int, float]]:
-    """Per level: the two 0-based ranks type-7 interpolates between and the weight."""
-    out = []
-    for level in levels:
-        h = (n - 1) * level / 100.0
-        lo = math.floor(h)
-        out.append((lo, min(lo + 1, n - 1), h - lo))
-    return out
-
-
 def quantile_intervals(
     n: int,
     levels: Sequence[float],
@@ -227,16 +218,17 @@ def quantile_intervals(
     benchmark's comparison); None: the dependence test decides."""
     if n <= 0:
         return [QuantileInterval(lv, None, None, None, False, BINOMIAL, confidence) for lv in levels]
-    t7 = type7_ranks(n, levels)
+    lo7, hi7, weight = type7_ranks(n, levels)
     binom = [binomial_ranks(n, lv, confidence) if lv < 100 else (n - 1, n) for lv in levels]
-    wanted = {r for lo, hi, _ in t7 for r in (lo, hi)} | {r for pair in binom for r in pair if 0 <= r < n}
+    wanted = {*lo7.tolist(), *hi7.tolist()} | {r for pair in binom for r in pair if 0 <= r < n}
     wanted.add(n - 1)
     values = order_statistics(sorted(wanted))
 
     def at(rank: int) -> float | None:
         return float(values[rank]) if 0 <= rank < n else None
 
-    estimates = [float(values[lo]) + w * (float(values[hi]) - float(values[lo])) for lo, hi, w in t7]
+    at_lo, at_hi = ([values[r] for r in ranks.tolist()] for ranks in (lo7, hi7))
+    estimates: list[float] = type7_interpolate(at_lo, at_hi, weight).tolist()
     independent = BINOMIAL if block_counts is not None else BINOMIAL_COUNTS
     chosen: list[QuantileInterval | None] = [None] * len(levels)
     tested: dict[int, tuple[int, float, float]] = {}  # level index → (blocks, se, dispersion)

@@ -17,7 +17,8 @@ import numpy.typing as npt
 
 from jitterlab.stats import kernels
 from jitterlab.stats.scan import LocalScan, Scan
-from jitterlab.stats.valuetable import ValueCounter, percentiles_table
+from jitterlab.stats.type7 import type7_interpolate, type7_percentiles, type7_ranks
+from jitterlab.stats.valuetable import ValueCounter
 
 SUMMARY_PERCENTILES: tuple[float, ...] = (50.0, 90.0, 99.0, 99.9, 99.99, 99.999)
 _CHUNK = 1 << 16  # 512 KiB of float64: the deviations stay in cache
@@ -39,27 +40,12 @@ def percentiles(values: npt.ArrayLike, ps: tuple[float, ...] | list[float]) -> n
         One float per requested percentile; NaN for an empty sample.
     """
     x = np.asarray(values)
-    if x.size == 0:
-        return np.full(len(ps), np.nan)
-    h = (x.size - 1) * np.asarray(ps, dtype=np.float64) / 100.0
-    lo = np.floor(h).astype(np.int64)
-    hi = np.minimum(lo + 1, x.size - 1)
-    part = np.partition(x, np.unique(np.concatenate([lo, hi])))
-    a = part[lo].astype(np.float64)
-    b = part[hi].astype(np.float64)
-    return np.asarray(a + (h - lo) * (b - a))
+    return type7_percentiles(x.size, ps, lambda ranks: np.partition(x, np.unique(ranks))[ranks])
 
 
 def percentiles_sorted(ordered: np.ndarray, ps: tuple[float, ...] | list[float]) -> np.ndarray:
     """Type-7 percentiles of an already sorted sample: index arithmetic only."""
-    if ordered.size == 0:
-        return np.full(len(ps), np.nan)
-    h = (ordered.size - 1) * np.asarray(ps, dtype=np.float64) / 100.0
-    lo = np.floor(h).astype(np.int64)
-    hi = np.minimum(lo + 1, ordered.size - 1)
-    a = ordered[lo].astype(np.float64)
-    b = ordered[hi].astype(np.float64)
-    return np.asarray(a + (h - lo) * (b - a))
+    return type7_percentiles(ordered.size, ps, lambda ranks: ordered[ranks])
 
 
 @dataclass(frozen=True)
@@ -180,7 +166,7 @@ def summarize_differences(pairs: Differences, chunks: Callable[[], Iterable[np.n
     (:class:`~jitterlab.stats.valuetable.ValueCounter`, sized from the first chunk), whose
     table gives every order statistic the type-7 percentiles need. A sample of too many
     distinct values (or a chunk the kernel refuses) has its percentiles by radix
-    refinement instead (:func:`percentiles_of`, more passes).
+    refinement instead (:func:`percentiles_by`, more passes).
     """
     moments: Moments = (0, 0, 0, 0, 0)
     counter: ValueCounter | None = None
@@ -216,29 +202,19 @@ def summarize_differences(pairs: Differences, chunks: Callable[[], Iterable[np.n
         return summarize(np.zeros(0, np.int64))
     table = counter.table() if counter is not None else None
     if table is not None:
-        p = percentiles_table(table, SUMMARY_PERCENTILES)
+        p = table.percentiles(SUMMARY_PERCENTILES)
     else:
-        p = percentiles_of(chunks, SUMMARY_PERCENTILES, moments[:3])
+        p = percentiles_by(local_refine(chunks), SUMMARY_PERCENTILES, moments[:3])
     return summary_from(moments, p)
 
 
-def percentiles_of_chunks(chunks: Callable[[], Iterable[np.ndarray]], ps: tuple[float, ...]) -> np.ndarray:
-    """Type-7 percentiles of an integer sample read as chunks, exactly (NaN for no sample)."""
-    return percentiles_of_scan(LocalScan(chunks), ps)
-
-
 def percentiles_of_scan(scan: Scan, ps: tuple[float, ...]) -> np.ndarray:
-    """:func:`percentiles_of_chunks` of a sample read by ``scan`` (here or on a cluster)."""
+    """Type-7 percentiles of an integer sample read by ``scan`` (here or on a cluster), exactly
+    (NaN for no sample): its extent in one pass, then :func:`percentiles_by`."""
     count, lowest, highest, _ = extent_by(scan)
     if count == 0:
         return np.full(len(ps), np.nan)
     return percentiles_by(refine_by(scan), ps, (count, lowest, highest))
-
-
-def median_of(chunks: Callable[[], Iterable[np.ndarray]]) -> float:
-    """The median (type 7) of an integer sample read as chunks; 0.0 for an empty one."""
-    extent = extent_of(chunks)
-    return float(percentiles_of(chunks, (50.0,), extent[:3])[0]) if extent[0] else 0.0
 
 
 def sample_extent(chunks: Callable[[], Iterable[np.ndarray]]) -> tuple[int, int, int, int]:
@@ -250,7 +226,7 @@ def order_statistics_of(
     chunks: Callable[[], Iterable[np.ndarray]], ranks: list[int], extent: tuple[int, int, int]
 ) -> dict[int, int]:
     """The value at each 0-based rank of a non-empty integer sample read as chunks, exactly,
-    given its (count, min, max): the radix refinement of :func:`percentiles_of` for any
+    given its (count, min, max): the radix refinement of :func:`percentiles_by` for any
     set of ranks (ranks in one bucket share its passes)."""
     count, lowest, highest = extent
     return order_statistics(chunks, sorted(set(ranks)), lowest, highest, count)
@@ -265,18 +241,29 @@ def exact_sum(x: np.ndarray) -> int:
 
 
 def exact_squares(x: np.ndarray) -> int:
-    """Σx² of an integer array as a Python integer, without the kernels: each value split
-    as h·2²¹ + l (0 ≤ l < 2²¹), so that h², h·l and l² sum in int64 blocks of 2²⁰ without
-    overflow while |x| < 2⁴²; larger values in Python integers."""
-    total = 0
-    for i in range(0, x.size, 1 << 20):
-        block = x[i : i + (1 << 20)].astype(np.int64)
-        if max(abs(int(block.min())), abs(int(block.max()))) >= 1 << 42:
-            total += sum(v * v for v in block.tolist())
-            continue
-        h, low = block >> 21, block & ((1 << 21) - 1)
-        total += (int((h * h).sum()) << 42) + (int((h * low).sum()) << 22) + int((low * low).sum())
-    return total
+    """Σx² of an integer array as a Python integer (exact), without the kernels: |x| split as
+    h·2³¹ + l, so x² = h²·2⁶² + 2hl·2³¹ + l², three sums of values below 2⁶² each summed in
+    two int64 halves (:func:`_sum_nonnegative`); latencies below 2³¹ ns (2.1 s) need only
+    the squares. Values of 2⁶² or more, or 2³² values and more, in Python integers."""
+    if x.size == 0:
+        return 0
+    a = np.abs(x.astype(np.int64, copy=False))
+    if int(a.max()) >= _LIMIT or int(a.min()) < 0 or x.size >= (1 << 32):  # min < 0: |int64 min|
+        return sum(int(v) * int(v) for v in x.tolist())
+    if int(a.max()) < (1 << 31):  # every square below 2^62
+        return _sum_nonnegative(a * a)
+    h, low = a >> 31, a & _MASK31
+    return (_sum_nonnegative(h * h) << 62) + (_sum_nonnegative(h * low) << 32) + _sum_nonnegative(low * low)
+
+
+_MASK31 = (1 << 31) - 1
+_LIMIT = 1 << 62
+
+
+def _sum_nonnegative(t: np.ndarray) -> int:
+    """Exact sum of non-negative int64 values below 2^62 (fewer than 2^32 of them): the high
+    and low 31 bits summed apart, each in int64 without overflow."""
+    return (int(np.sum(t >> 31, dtype=np.int64)) << 31) + int(np.sum(t & _MASK31, dtype=np.int64))
 
 
 def _squares(x: np.ndarray, mean: float, start: float = 0.0) -> float:
@@ -317,39 +304,28 @@ def extent_by(scan: Scan) -> tuple[int, int, int, int]:
     return count, lowest, highest, total
 
 
-def percentiles_of(
-    chunks: Callable[[], Iterable[np.ndarray]],
-    ps: tuple[float, ...],
-    extent: tuple[int, int, int],
-    transform: Callable[[np.ndarray], np.ndarray] | None = None,
-) -> np.ndarray:
-    """Type-7 percentiles of a non-empty integer sample read as chunks, exactly, given its
-    (count, min, max): each order statistic they need is found by radix refinement — its
-    rank's interval of values split into 2^16 equal buckets per pass over the data (counts
-    only) until the interval holds at most 2^18 values, which one more pass gathers and
-    sorts. ``transform`` (non-decreasing) maps the order statistics before interpolation,
-    as :func:`percentiles_sorted` of the transformed sorted sample would."""
-    return percentiles_by(local_refine(chunks), ps, extent, transform)
-
-
 def percentiles_by(
     refine: RefinePass,
     ps: tuple[float, ...],
     extent: tuple[int, int, int],
     transform: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> np.ndarray:
-    """:func:`percentiles_of` with ``refine`` running each pass (here or on a cluster)."""
+    """Type-7 percentiles of a non-empty integer sample, exactly, given its (count, min, max),
+    with ``refine`` running each pass (here or on a cluster): each order statistic they need
+    is found by radix refinement — its rank's interval of values split into 2^16 equal
+    buckets per pass over the data (counts only) until the interval holds at most 2^18
+    values, which one more pass gathers and sorts. ``transform`` (non-decreasing) maps the
+    order statistics before interpolation, as :func:`percentiles_sorted` of the transformed
+    sorted sample would."""
     count, lowest, highest = extent
-    h = (count - 1) * np.asarray(ps, dtype=np.float64) / 100.0
-    lo_rank = np.floor(h).astype(np.int64)
-    hi_rank = np.minimum(lo_rank + 1, count - 1)
+    lo_rank, hi_rank, weight = type7_ranks(count, ps)
     ranks = sorted({int(r) for r in np.concatenate([lo_rank, hi_rank])})
     value = _order_statistics(refine, ranks, lowest, highest, count)
     a = np.array([value[int(r)] for r in lo_rank], dtype=np.int64)
     b = np.array([value[int(r)] for r in hi_rank], dtype=np.int64)
-    a, b = (transform(a), transform(b)) if transform else (a, b)
-    a, b = a.astype(np.float64), b.astype(np.float64)
-    return np.asarray(a + (h - lo_rank) * (b - a))
+    if transform is not None:
+        a, b = transform(a), transform(b)
+    return type7_interpolate(a, b, weight)
 
 
 def order_statistics(

@@ -244,7 +244,7 @@ def windows_two_pass(
     counts = first.count
     n_windows = counts.size
     filled = counts > 0
-    h, lo_rank, ranks = window_ranks(counts)
+    weight, ranks = window_ranks(counts)
     n_ranks = ranks.shape[1]
     a, b, below = _locate(first, ranks, filled)
     low = categories.low_threshold if categories is not None else None
@@ -278,7 +278,7 @@ def windows_two_pass(
                 narrow(hist[g][rows], rows, r, ranks, a, b, below, step[g, rows])
     first_slot = -1 if low is not None else 0
     return window_table(
-        first.width_ns, counts, first.sum, first.highest, h, lo_rank, a, by_slot, categories, first_slot
+        first.width_ns, counts, first.sum, first.highest, weight, a, by_slot, categories, first_slot
     )
 
 

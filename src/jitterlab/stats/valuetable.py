@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from jitterlab.stats import kernels
+from jitterlab.stats.type7 import type7_percentiles
 
 DENSE_VALUES = 1 << 22  # exact counts of the values from the minimum up (32 MiB)
 BEYOND_AT_MOST = 1 << 22  # distinct values beyond the dense range kept in the table
@@ -38,6 +39,11 @@ class ValueTable:
     def at_ranks(self, ranks: np.ndarray) -> np.ndarray:
         """The values at these 0-based ranks of the sorted sample."""
         return np.asarray(self.values[np.searchsorted(self.cumulative(), ranks, side="right")])
+
+    def percentiles(self, ps: tuple[float, ...]) -> np.ndarray:
+        """Type-7 percentiles of the sample (:mod:`jitterlab.stats.type7`: the same float
+        operations on the same order statistics as every other path)."""
+        return type7_percentiles(int(self.counts.sum()), ps, self.at_ranks)
 
 
 def _merge(values: np.ndarray, counts: np.ndarray, more: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -125,15 +131,3 @@ class ValueCounter:
             np.concatenate([self._values[:split], at + self.base, self._values[split:]]),
             np.concatenate([self._counts[:split], self.dense[at], self._counts[split:]]),
         )
-
-
-def percentiles_table(table: ValueTable, ps: tuple[float, ...]) -> np.ndarray:
-    """Type-7 percentiles of a non-empty table, as :func:`jitterlab.stats.summary.percentiles_by`
-    computes them from the same order statistics (the same float operations)."""
-    count = int(table.counts.sum())
-    h = (count - 1) * np.asarray(ps, dtype=np.float64) / 100.0
-    lo_rank = np.floor(h).astype(np.int64)
-    hi_rank = np.minimum(lo_rank + 1, count - 1)
-    a = table.at_ranks(lo_rank).astype(np.float64)
-    b = table.at_ranks(hi_rank).astype(np.float64)
-    return np.asarray(a + (h - lo_rank) * (b - a))

@@ -38,7 +38,7 @@ from jitterlab.stats.summary import (
     summarize_chunks,
     summary_from,
 )
-from jitterlab.stats.valuetable import ValueCounter, percentiles_table
+from jitterlab.stats.valuetable import ValueCounter
 
 WORKERS_WITHIN_S = 10
 MISSING = "--cluster needs the optional package dask[distributed]: pip install 'jitterlab[cluster]'"
@@ -344,7 +344,7 @@ def summarize_on_cluster(client: Any, path: Path, since: str = "t_send_ns") -> S
             add_counts(counter, counted)
     table = counter.table() if counter is not None else None
     if table is not None:  # every value counted, as summarize_file counts them
-        p = percentiles_table(table, SUMMARY_PERCENTILES)
+        p = table.percentiles(SUMMARY_PERCENTILES)
     else:
         p = percentiles_by(refine_by(scan), SUMMARY_PERCENTILES, (count, lowest, highest))
     return summary_from(moments, p)

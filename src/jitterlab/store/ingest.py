@@ -26,7 +26,8 @@ import pyarrow.parquet as pq
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.units import format_ns
 from jitterlab.core.warnings import CodedWarning, Warn
-from jitterlab.stats.summary import median_of
+from jitterlab.stats.scan import LocalScan
+from jitterlab.stats.summary import percentiles_of_scan
 from jitterlab.store.hdr.log import YEAR_S, unit_named_in
 from jitterlab.store.hdr.streams import UNITS_NS, corrected_figures, figures, in_unit, read_figures
 from jitterlab.store.runs import ResultsStore, Run
@@ -487,7 +488,7 @@ def _time_warnings(path: Path, name: str, samples: Path, pairs: list[int], warn:
         def forward(p: int = p) -> Iterator[np.ndarray]:
             return (step[step >= 0] for step, _ in _send_steps(samples, p))
 
-        usual = median_of(forward)
+        usual = float(percentiles_of_scan(LocalScan(forward), (50.0,))[0])  # NaN: no step
         if usual > 0:
             gaps, widest, widest_row = 0, -1, -1
             for step, rows in _send_steps(samples, p):
