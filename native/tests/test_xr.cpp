@@ -38,6 +38,15 @@ std::string model_json() {
     return m.str();
 }
 
+// The right hand's model: 40..60 ms, no spikes (another model than the head's and the left hand's).
+std::string slow_model_json() {
+    std::ostringstream m;
+    m << R"({"kind":"jitterlab.model","schema_version":1,"base":{"kind":"quantiles","quantiles_ns":[)";
+    for (int i = 0; i < 64; ++i) m << (i ? "," : "") << 40'000'000 + i * 20'000'000 / 63;
+    m << R"(]},"categories":[]})";
+    return m.str();
+}
+
 struct XrEnv {
     fs::path dir;
     std::string channel;
@@ -46,6 +55,7 @@ struct XrEnv {
         fs::create_directories(dir);
         channel = "jl-xr-test-" + std::to_string(::getpid());
         std::ofstream(dir / "model.json") << model_json();
+        std::ofstream(dir / "slow.json") << slow_model_json();
         ::setenv("XR_RUNTIME_JSON", (std::string(JL_XR_DIR) + "/runtime/jitterlab_xr_test_runtime.json").c_str(), 1);
         ::setenv("XR_API_LAYER_PATH", (std::string(JL_XR_DIR) + ":" + kValidationLayer).c_str(), 1);
         // The first layer named is nearest the application: validation checks what our layer calls.
@@ -54,16 +64,17 @@ struct XrEnv {
         ::setenv("XR_CORE_VALIDATION_FILE_NAME", (dir / "validation.txt").c_str(), 1);
         ::setenv("JL_XR_TEST_PERIOD_NS", std::to_string(kPeriod).c_str(), 1);
         ::unsetenv("JL_XR_TEST_LOSS");
+        ::unsetenv("JL_XR_TEST_OMEGA");
     }
     ~XrEnv() {
         jl_monitor_unlink(channel.c_str());
-        for (const char* suffix : {".frame-interval", ".frame-time", ".pose-age"})
+        for (const char* suffix : {".frame-interval", ".frame-time", ".pose-age", ".left", ".right", ".every"})
             jl_monitor_unlink((channel + suffix).c_str());
         std::error_code ec;
         fs::remove_all(dir, ec);
         for (const char* v : {"XR_RUNTIME_JSON", "XR_API_LAYER_PATH", "XR_ENABLE_API_LAYERS", "JITTERLAB_XR_CONFIG",
                               "XR_CORE_VALIDATION_EXPORT_TYPE", "XR_CORE_VALIDATION_FILE_NAME", "JL_XR_TEST_PERIOD_NS",
-                              "JL_XR_TEST_LOSS"})
+                              "JL_XR_TEST_LOSS", "JL_XR_TEST_OMEGA"})
             ::unsetenv(v);
     }
     void config(const std::string& text) {
@@ -92,9 +103,9 @@ struct XrEnv {
     }
 };
 
-std::vector<jitterlab::xr::testapp::Frame> run_app(int frames) {
+std::vector<jitterlab::xr::testapp::Frame> run_app(int frames, double omega = kOmega) {
     std::string error;
-    auto out = jitterlab::xr::testapp::run(frames, kOmega, error, false);
+    auto out = jitterlab::xr::testapp::run(frames, omega, error, false);
     EXPECT_EQ(error, "");
     return out;
 }
@@ -142,8 +153,13 @@ TEST(XrLayer, DeliveredDelayFollowsTheModelFrameForFrameUnderValidation) {
         EXPECT_NEAR(f.d_left, rec, kTolNs) << "frame " << i;
         EXPECT_NEAR(f.d_right, rec, kTolNs) << "frame " << i;
         EXPECT_NEAR(f.d_head, rec, kTolNs) << "frame " << i;
-        EXPECT_NEAR(f.eye_distance, 0.064, 1e-4) << "frame " << i;
+        EXPECT_NEAR(f.eye_distance, 0.064, 1e-5) << "frame " << i;
+        EXPECT_LT(f.eye_error, 1e-5) << "frame " << i << ": the eyes are where the runtime's were at d";
         EXPECT_FALSE(f.velocity_valid) << "velocities of a delayed pose are marked invalid";
+        // The hands are not configured here: their action spaces pass through undelayed.
+        ASSERT_TRUE(f.hands_valid) << "frame " << i;
+        EXPECT_NEAR(f.d_left_hand, 0.0, kTolNs) << "frame " << i;
+        EXPECT_NEAR(f.d_right_hand, 0.0, kTolNs) << "frame " << i;
         if (f.display - drawn < double(first)) {
             // Start-up: the history is shorter than d; the oldest pose is handed out.
             ++startup;
@@ -178,6 +194,122 @@ TEST(XrLayer, DeliveredDelayFollowsTheModelFrameForFrameUnderValidation) {
     for (int i = 0; i < n; ++i) EXPECT_EQ(ages[i].t_recv_ns - ages[i].t_send_ns, recorded[i].t_recv_ns - recorded[i].t_send_ns);
 
     EXPECT_EQ(env.validation_messages(), "") << "the core validation layer reported";
+}
+
+// Far-apart history entries (50 ms frames at 8 rad/s: 0.4 rad between entries): lerping each
+// eye's position alone would cut the chord (0.064 m * cos(0.2) = 0.0627 m at mid-interval);
+// the layer interpolates the head and puts the eyes back at their offsets.
+TEST(XrLayer, TheEyesKeepTheirDistanceBetweenFarApartHistoryEntries) {
+    XrEnv env;
+    ::setenv("JL_XR_TEST_PERIOD_NS", "50000000", 1);
+    ::setenv("JL_XR_TEST_OMEGA", "8", 1);
+    env.config(env.good_config(11));
+    const auto frames = run_app(40, 8.0);
+    ASSERT_EQ(frames.size(), 40u);
+    int between = 0;  // frames whose delayed time falls strictly between two history entries
+    for (std::size_t i = 0; i < frames.size(); ++i) {
+        const auto& f = frames[i];
+        ASSERT_TRUE(f.views_valid);
+        EXPECT_NEAR(f.eye_distance, 0.064, 1e-5) << "frame " << i;
+        EXPECT_LT(f.eye_error, 1e-5) << "frame " << i;
+        EXPECT_NEAR(f.d_left, f.d_head, 20'000 * 8.0) << "frame " << i;  // float32 angles at 8 rad/s
+        const std::int64_t phase = (std::int64_t(std::llround(f.d_left)) % 50'000'000 + 50'000'000) % 50'000'000;
+        if (phase > 5'000'000 && phase < 45'000'000 && f.display - f.d_left > frames.front().display) ++between;
+    }
+    EXPECT_GT(between, 10) << "the test must interpolate between far-apart entries to mean anything";
+    EXPECT_EQ(env.validation_messages(), "");
+}
+
+// Hands: the action spaces of /user/hand/left and /user/hand/right are delayed each by its own
+// model and d, recorded each on its own channel; the head keeps its own d.
+TEST(XrLayer, HandsAreDelayedBySubactionPathEachWithItsOwnModelAndChannel) {
+    XrEnv env;
+    const std::uint64_t seed = 21;
+    env.config("seed = " + std::to_string(seed) + "\n[head]\nmodel = \"model.json\"\nchannel = \"" + env.channel +
+               "\"\n[pose.left]\npath = \"/user/hand/left\"\nmodel = \"model.json\"\nchannel = \"" + env.channel +
+               ".left\"\n[pose.right]\npath = \"/user/hand/right\"\nmodel = \"slow.json\"\nseed = 99\nchannel = \"" +
+               env.channel + ".right\"\n");
+    const int n = 400;
+    const auto frames = run_app(n);
+    ASSERT_EQ(frames.size(), std::size_t(n));
+    const auto head = env.drain(env.channel), left = env.drain(env.channel + ".left"),
+               right = env.drain(env.channel + ".right");
+    ASSERT_EQ(head.size(), std::size_t(n));
+    ASSERT_EQ(left.size(), std::size_t(n));
+    ASSERT_EQ(right.size(), std::size_t(n));
+    // Seeds: the file's plus the table's position among the pose tables, unless the table sets one.
+    jl::DelaySchedule head_s(jl::LatencyModel::load((env.dir / "model.json").string()), seed, false);
+    jl::DelaySchedule left_s(jl::LatencyModel::load((env.dir / "model.json").string()), seed + 1, false);
+    jl::DelaySchedule right_s(jl::LatencyModel::load((env.dir / "slow.json").string()), 99, false);
+    const XrTime first = frames.front().display;
+    std::vector<double> steady_left, steady_right;
+    int differ = 0;
+    for (int i = 0; i < n; ++i) {
+        const auto& f = frames[i];
+        ASSERT_TRUE(f.hands_valid && f.head_valid) << "frame " << i;
+        const double rh = double(head[i].t_recv_ns - head[i].t_send_ns);
+        const double rl = double(left[i].t_recv_ns - left[i].t_send_ns);
+        const double rr = double(right[i].t_recv_ns - right[i].t_send_ns);
+        EXPECT_EQ(left[i].t_recv_ns, f.display);
+        EXPECT_EQ(right[i].t_recv_ns, f.display);
+        EXPECT_NEAR(f.d_head, rh, kTolNs) << "frame " << i;
+        EXPECT_NEAR(f.d_left, rh, kTolNs) << "frame " << i;
+        EXPECT_NEAR(f.d_left_hand, rl, kTolNs) << "frame " << i;
+        EXPECT_NEAR(f.d_right_hand, rr, kTolNs) << "frame " << i;
+        differ += std::abs(rl - rh) > 1e6;
+        const double dl = double(left_s.available_at(f.display) - f.display);
+        const double dr = double(right_s.available_at(f.display) - f.display);
+        const double dh = double(head_s.available_at(f.display) - f.display);
+        if (f.display - dh >= double(first)) {
+            EXPECT_EQ(rh, dh) << "frame " << i;
+        }
+        if (f.display - dl >= double(first)) {
+            EXPECT_EQ(rl, dl) << "frame " << i;
+            steady_left.push_back(f.d_left_hand);
+        }
+        if (f.display - dr >= double(first)) {
+            EXPECT_EQ(rr, dr) << "frame " << i;
+            steady_right.push_back(f.d_right_hand);
+        }
+    }
+    EXPECT_GT(differ, n / 2) << "the left hand draws its own d, not the head's";
+    // KS of each hand's inferred delays against its own model's schedule under 40 other seeds.
+    for (const auto& [steady, file] : {std::pair{&steady_left, "model.json"}, std::pair{&steady_right, "slow.json"}}) {
+        std::vector<double> reference;
+        for (std::uint64_t s = 2000; s < 2040; ++s) {
+            jl::DelaySchedule other(jl::LatencyModel::load((env.dir / file).string()), s, false);
+            for (const auto& f : frames) reference.push_back(double(other.available_at(f.display) - f.display));
+        }
+        const double d = ks_distance(*steady, reference);
+        const double n1 = double(steady->size()), n2 = double(reference.size());
+        const double critical = 1.949 * std::sqrt((n1 + n2) / (n1 * n2));  // alpha = 0.001
+        std::printf("xr KS distance (%s hand) %.4f over %zu frames (critical %.4f at alpha 0.001)\n",
+                    file == std::string("model.json") ? "left" : "right", d, steady->size(), critical);
+        EXPECT_LT(d, critical) << file;
+    }
+    EXPECT_EQ(env.validation_messages(), "") << "the core validation layer reported";
+}
+
+// [every]: every space no other table claims (here the hands and the VIEW space: no [head])
+// shares the every pose's d; the eyes follow it too.
+TEST(XrLayer, EverySpaceSharesOneDelayPerFrame) {
+    XrEnv env;
+    env.config("seed = 4\n[every]\nmodel = \"model.json\"\nchannel = \"" + env.channel + ".every\"\n");
+    const auto frames = run_app(200);
+    const auto recorded = env.drain(env.channel + ".every");
+    ASSERT_EQ(recorded.size(), frames.size()) << "one record per frame";
+    jl::DelaySchedule schedule(jl::LatencyModel::load((env.dir / "model.json").string()), 4, false);
+    for (std::size_t i = 0; i < frames.size(); ++i) {
+        const auto& f = frames[i];
+        const double rec = double(recorded[i].t_recv_ns - recorded[i].t_send_ns);
+        for (double d : {f.d_left, f.d_right, f.d_head, f.d_left_hand, f.d_right_hand})
+            EXPECT_NEAR(d, rec, kTolNs) << "frame " << i;
+        const double drawn = double(schedule.available_at(f.display) - f.display);  // every frame: the schedule has state
+        if (f.display - drawn >= double(frames.front().display)) {
+            EXPECT_EQ(rec, drawn) << "frame " << i;
+        }
+    }
+    EXPECT_EQ(env.validation_messages(), "");
 }
 
 TEST(XrLayer, TrackingLossPassesThroughAndRestartsTheHistory) {
@@ -215,6 +347,10 @@ TEST(XrLayer, BadConfigOrModelSaysOneLineAndPassesThrough) {
     XrEnv env;
     const std::vector<std::pair<std::string, std::string>> cases = {
         {"seed = 1\n[hands]\nmodel = \"model.json\"\n", "unknown table [hands]"},
+        {"seed = 1\n[pose.left]\nmodel = \"model.json\"\n", "[pose.left] needs path"},
+        {"seed = 1\n[pose.a]\npath = \"/user/hand/left\"\nmodel = \"model.json\"\n[pose.b]\npath = "
+         "\"/user/hand/left\"\nmodel = \"model.json\"\n",
+         "named by two tables"},
         {"seed = 1\n[head]\nmodel = \"missing.json\"\n", "missing.json"},
         {"seed = 1\n[head]\nmodel = \"damaged.json\"\n", "damaged.json: not JSON"},
         {"seed = 1\n[head]\nmodel = \"model.json\"\nchannel = \"no/slash\"\n", "is not a channel name"},
@@ -232,7 +368,10 @@ TEST(XrLayer, BadConfigOrModelSaysOneLineAndPassesThrough) {
         EXPECT_NE(err.find(why), std::string::npos) << err;
         EXPECT_NE(err.find("passing every call through"), std::string::npos) << err;
         ASSERT_EQ(frames.size(), 20u);
-        for (const auto& f : frames) EXPECT_NEAR(f.d_head, 0.0, kTolNs) << "passed through undelayed";
+        for (const auto& f : frames) {
+            EXPECT_NEAR(f.d_head, 0.0, kTolNs) << "passed through undelayed";
+            EXPECT_NEAR(f.d_left_hand, 0.0, kTolNs) << "passed through undelayed";
+        }
     }
     ::unsetenv("JITTERLAB_XR_CONFIG");
     testing::internal::CaptureStderr();
