@@ -343,17 +343,30 @@ TEST(XrLayer, TrackingLossPassesThroughAndRestartsTheHistory) {
     EXPECT_EQ(env.validation_messages(), "");
 }
 
+std::string ring_note(const std::string& channel) {
+    char err[256] = {0};
+    jl_monitor* m = jl_monitor_open(channel.c_str(), 0, err, sizeof err);
+    if (m == nullptr) return err;
+    char note[256] = {0};
+    jl_monitor_hint(m, note, sizeof note);
+    jl_monitor_close(m);
+    return note;
+}
+
 TEST(XrLayer, BadConfigOrModelSaysOneLineAndPassesThrough) {
     XrEnv env;
+    // Each config starts with [frames] so that the note goes to this test's channels only.
+    const std::string frames = "seed = 1\n[frames]\nchannel_prefix = \"" + env.channel + "\"\n";
+    const std::string ch = "channel = \"" + env.channel + "\"\n";
     const std::vector<std::pair<std::string, std::string>> cases = {
-        {"seed = 1\n[hands]\nmodel = \"model.json\"\n", "unknown table [hands]"},
-        {"seed = 1\n[pose.left]\nmodel = \"model.json\"\n", "[pose.left] needs path"},
-        {"seed = 1\n[pose.a]\npath = \"/user/hand/left\"\nmodel = \"model.json\"\n[pose.b]\npath = "
-         "\"/user/hand/left\"\nmodel = \"model.json\"\n",
+        {frames + "[hands]\nmodel = \"model.json\"\n", "unknown table [hands]"},
+        {frames + "[head]\nmodel = \"missing.json\"\n" + ch, "missing.json"},
+        {frames + "[head]\nmodel = \"damaged.json\"\n" + ch, "damaged.json: not JSON"},
+        {frames + "[head]\nmodel = \"model.json\"\nchannel = \"no/slash\"\n", "is not a channel name"},
+        {frames + "[pose.left]\nmodel = \"model.json\"\n", "[pose.left] needs path"},
+        {frames + "[pose.a]\npath = \"/user/hand/left\"\nmodel = \"model.json\"\n[pose.b]\npath = "
+                  "\"/user/hand/left\"\nmodel = \"model.json\"\n",
          "named by two tables"},
-        {"seed = 1\n[head]\nmodel = \"missing.json\"\n", "missing.json"},
-        {"seed = 1\n[head]\nmodel = \"damaged.json\"\n", "damaged.json: not JSON"},
-        {"seed = 1\n[head]\nmodel = \"model.json\"\nchannel = \"no/slash\"\n", "is not a channel name"},
     };
     std::ofstream(env.dir / "damaged.json") << "{\"kind\": \"jitterlab.mo";
     for (const auto& [text, why] : cases) {
@@ -372,7 +385,22 @@ TEST(XrLayer, BadConfigOrModelSaysOneLineAndPassesThrough) {
             EXPECT_NEAR(f.d_head, 0.0, kTolNs) << "passed through undelayed";
             EXPECT_NEAR(f.d_left_hand, 0.0, kTolNs) << "passed through undelayed";
         }
+        // The same line on the monitor: the note of the channels the config names.
+        const std::string pid = "note: jitterlab xr layer (pid " + std::to_string(::getpid()) + "): ";
+        std::vector<std::string> told = {env.channel + ".frame-interval"};
+        if (text.find(ch) != std::string::npos) told.push_back(env.channel);  // [head]'s channel too
+        for (const std::string& c : told) {
+            const std::string note = ring_note(c);
+            EXPECT_EQ(note.rfind(pid, 0), 0u) << c << ": " << note;
+            EXPECT_NE(note.find(why.substr(0, 20)), std::string::npos) << c << ": " << note;
+        }
+        EXPECT_TRUE(env.drain(env.channel + ".frame-interval").empty()) << "nothing recorded";
     }
+    // A good config again: the layer clears the note an earlier session left.
+    env.config(env.good_config(2));
+    run_app(3);
+    EXPECT_EQ(ring_note(env.channel), "");
+    EXPECT_EQ(ring_note(env.channel + ".frame-interval"), "");
     ::unsetenv("JITTERLAB_XR_CONFIG");
     testing::internal::CaptureStderr();
     run_app(5);

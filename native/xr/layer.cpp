@@ -10,6 +10,7 @@
 #include <openxr/openxr.h>
 
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -60,6 +61,12 @@ struct Monitor {
   }
   void span(std::int64_t a, std::int64_t b) const noexcept {
     if (ring != nullptr) jl_monitor_span(ring, a, b);
+  }
+  void clear_note() const noexcept {  // a note an earlier session left (see tell_monitor)
+    if (ring == nullptr) return;
+    char hint[8] = {0};
+    jl_monitor_hint(ring, hint, sizeof hint);
+    if (std::strncmp(hint, "note:", 5) == 0) jl_monitor_set_hint(ring, "");
   }
 };
 
@@ -264,6 +271,63 @@ std::mutex g_create_mu;
 
 void say(const std::string& line) { std::fprintf(stderr, "jitterlab xr layer: %s\n", line.c_str()); }
 
+// The channels a config names, read leniently: a config the layer refused still says where
+// its runs would have gone (a pose table's channel, by default xr.NAME; the frame timing's).
+std::vector<std::string> config_channels(const char* path) {
+  std::vector<std::string> out;
+  std::ifstream f(path != nullptr ? path : "");
+  std::string line, table, pending;  // pending: the current pose table's channel
+  auto flush = [&] {
+    if (!pending.empty() && jitterlab::xr::Config::channel_ok(pending)) out.push_back(pending);
+    pending.clear();
+  };
+  auto value = [](const std::string& l) {
+    const std::size_t a = l.find('"'), b = l.rfind('"');
+    return a != std::string::npos && b > a ? l.substr(a + 1, b - a - 1) : std::string();
+  };
+  while (std::getline(f, line)) {
+    const std::size_t i = line.find_first_not_of(" \t");
+    if (i == std::string::npos || line[i] == '#') continue;
+    if (line[i] == '[') {
+      flush();
+      const std::size_t j = line.find(']', i);
+      table = j == std::string::npos ? std::string() : line.substr(i + 1, j - i - 1);
+      if (table == "head" || table == "every") pending = "xr." + table;
+      else if (table.rfind("pose.", 0) == 0) pending = "xr." + table.substr(5);
+      continue;
+    }
+    const std::string key = line.substr(i, line.find_first_of(" \t=", i) - i);
+    if (key == "channel" && table != "frames") pending = value(line);
+    if (key == "channel_prefix" && table == "frames") {
+      const std::string c = value(line) + ".frame-interval";
+      if (jitterlab::xr::Config::channel_ok(c)) out.push_back(c);
+    }
+  }
+  flush();
+  if (out.empty()) out.emplace_back("xr.head");
+  return out;
+}
+
+// Says `line` on the monitor too: as the note of each channel's ring (`jitterlab xr run` and
+// `monitor serve` report a note that appeared while they ran). Best effort: a channel that
+// cannot be opened is skipped; without JITTERLAB_XR_CONFIG no channel is known.
+void tell_monitor(const char* config_path, const std::string& line) {
+  if (config_path == nullptr || *config_path == '\0') return;  // no config: no channel is known
+  std::string note = "note: jitterlab xr layer (pid " + std::to_string(::getpid()) + "): " + line;
+  if (note.size() > 127) {  // the ring's note holds 127 bytes: cut at a character boundary
+    std::size_t n = 124;
+    while (n > 0 && (static_cast<unsigned char>(note[n]) & 0xC0) == 0x80) --n;
+    note = note.substr(0, n) + "...";
+  }
+  for (const auto& channel : config_channels(config_path)) {
+    char err[256] = {0};
+    jl_monitor* ring = jl_monitor_open(channel.c_str(), 0, err, sizeof err);
+    if (ring == nullptr) continue;
+    jl_monitor_set_hint(ring, note.c_str());
+    jl_monitor_close(ring);
+  }
+}
+
 void configure(Layer& layer) {
   const char* path = std::getenv("JITTERLAB_XR_CONFIG");
   if (path == nullptr || *path == '\0') throw std::runtime_error("JITTERLAB_XR_CONFIG is not set");
@@ -290,6 +354,8 @@ void configure(Layer& layer) {
     layer.frametime_ring.open(cfg.frame_prefix + ".frame-time");
     layer.pose_age_ring.open(cfg.frame_prefix + ".pose-age");
   }
+  for (const auto& pose : layer.poses) pose->ring.clear_note();
+  for (const Monitor* m : {&layer.interval_ring, &layer.frametime_ring, &layer.pose_age_ring}) m->clear_note();
   layer.spaces.reserve(256);
   layer.histories.resize(kHistories);
   for (auto& h : layer.histories) h.ring.resize(kHistory);
@@ -515,7 +581,13 @@ XRAPI_ATTR XrResult XRAPI_CALL jl_xrCreateApiLayerInstance(const XrInstanceCreat
     configure(*layer);
     layer->active = true;
   } catch (const std::exception& e) {
-    say(std::string(e.what()) + "; passing every call through");
+    const std::string line = std::string(e.what()) + "; passing every call through";
+    say(line);
+    try {
+      tell_monitor(std::getenv("JITTERLAB_XR_CONFIG"), line);
+    } catch (const std::exception&) {  // never fail the application over the note
+    }
+    layer->poses.clear();
     layer->active = false;
   }
   g_layer = layer.release();
