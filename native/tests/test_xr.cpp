@@ -74,7 +74,7 @@ struct XrEnv {
         fs::remove_all(dir, ec);
         for (const char* v : {"XR_RUNTIME_JSON", "XR_API_LAYER_PATH", "XR_ENABLE_API_LAYERS", "JITTERLAB_XR_CONFIG",
                               "XR_CORE_VALIDATION_EXPORT_TYPE", "XR_CORE_VALIDATION_FILE_NAME", "JL_XR_TEST_PERIOD_NS",
-                              "JL_XR_TEST_LOSS", "JL_XR_TEST_OMEGA"})
+                              "JL_XR_TEST_LOSS", "JL_XR_TEST_OMEGA", "JITTERLAB_XR_TRIAL"})
             ::unsetenv(v);
     }
     void config(const std::string& text) {
@@ -85,7 +85,8 @@ struct XrEnv {
         return "seed = " + std::to_string(seed) + "\n[head]\nmodel = \"model.json\"\nchannel = \"" + channel +
                "\"\n[frames]\nchannel_prefix = \"" + channel + "\"\n";
     }
-    std::vector<jl_monitor_event> drain(const std::string& name) const {
+    // The samples of a channel (`marks`: the trial marks too).
+    std::vector<jl_monitor_event> drain(const std::string& name, bool marks = false) const {
         char err[256] = {0};
         jl_monitor* m = jl_monitor_open(name.c_str(), 0, err, sizeof err);
         EXPECT_NE(m, nullptr) << err;
@@ -93,6 +94,10 @@ struct XrEnv {
         const std::size_t n = m ? jl_monitor_drain(m, out.data(), out.size(), 0) : 0;
         if (m) jl_monitor_close(m);
         out.resize(n);
+        if (!marks)
+            out.erase(std::remove_if(out.begin(), out.end(),
+                                     [](const jl_monitor_event& e) { return e.kind != JL_MONITOR_SAMPLE; }),
+                      out.end());
         return out;
     }
     std::string validation_messages() const {
@@ -136,8 +141,12 @@ TEST(XrLayer, DeliveredDelayFollowsTheModelFrameForFrameUnderValidation) {
     const int n = 600;
     const auto frames = run_app(n);
     ASSERT_EQ(frames.size(), std::size_t(n));
-    const auto recorded = env.drain(env.channel);
-    ASSERT_EQ(recorded.size(), std::size_t(n)) << "one record per frame";
+    const auto events = env.drain(env.channel, true);
+    ASSERT_EQ(events.size(), std::size_t(n + 2)) << "one record per frame, the session's trial begin and end";
+    EXPECT_EQ(events.front().kind, JL_MONITOR_TRIAL_BEGIN);
+    EXPECT_EQ(std::string(events.front().tag, events.front().tag_len), "session-1");
+    EXPECT_EQ(events.back().kind, JL_MONITOR_TRIAL_END);
+    const std::vector<jl_monitor_event> recorded(events.begin() + 1, events.end() - 1);
 
     jl::DelaySchedule schedule(jl::LatencyModel::load((env.dir / "model.json").string()), seed, false);
     const XrTime first = frames.front().display;
@@ -229,14 +238,25 @@ TEST(XrLayer, HandsAreDelayedBySubactionPathEachWithItsOwnModelAndChannel) {
                "\"\n[pose.left]\npath = \"/user/hand/left\"\nmodel = \"model.json\"\nchannel = \"" + env.channel +
                ".left\"\n[pose.right]\npath = \"/user/hand/right\"\nmodel = \"slow.json\"\nseed = 99\nchannel = \"" +
                env.channel + ".right\"\n");
-    const int n = 400;
+    ::setenv("JITTERLAB_XR_TRIAL", "cond-A/p07", 1);
+    const int n = 600;
     const auto frames = run_app(n);
     ASSERT_EQ(frames.size(), std::size_t(n));
-    const auto head = env.drain(env.channel), left = env.drain(env.channel + ".left"),
-               right = env.drain(env.channel + ".right");
+    // Each channel: the session's trial (tagged JITTERLAB_XR_TRIAL) around its samples.
+    std::vector<jl_monitor_event> head, left, right;
+    for (auto [c, out] : {std::pair{env.channel, &head}, std::pair{env.channel + ".left", &left},
+                          std::pair{env.channel + ".right", &right}}) {
+        const auto all = env.drain(c, true);
+        ASSERT_GE(all.size(), 2u) << c;
+        EXPECT_EQ(all.front().kind, JL_MONITOR_TRIAL_BEGIN) << c;
+        EXPECT_EQ(std::string(all.front().tag, all.front().tag_len), "cond-A/p07") << c;
+        EXPECT_EQ(all.back().kind, JL_MONITOR_TRIAL_END) << c;
+        out->assign(all.begin() + 1, all.end() - 1);
+    }
     ASSERT_EQ(head.size(), std::size_t(n));
     ASSERT_EQ(left.size(), std::size_t(n));
     ASSERT_EQ(right.size(), std::size_t(n));
+    ::unsetenv("JITTERLAB_XR_TRIAL");
     // Seeds: the file's plus the table's position among the pose tables, unless the table sets one.
     jl::DelaySchedule head_s(jl::LatencyModel::load((env.dir / "model.json").string()), seed, false);
     jl::DelaySchedule left_s(jl::LatencyModel::load((env.dir / "model.json").string()), seed + 1, false);

@@ -199,6 +199,8 @@ struct Dispatch {
   PFN_xrDestroySpace DestroySpace = nullptr;
   PFN_xrLocateSpace LocateSpace = nullptr;
   PFN_xrLocateViews LocateViews = nullptr;
+  PFN_xrBeginSession BeginSession = nullptr;
+  PFN_xrEndSession EndSession = nullptr;
   PFN_xrWaitFrame WaitFrame = nullptr;
   PFN_xrBeginFrame BeginFrame = nullptr;
   PFN_xrEndFrame EndFrame = nullptr;
@@ -242,6 +244,8 @@ struct Layer {
   XrTime frame_display = 0, previous_display = 0;
   std::int64_t begin_ns = 0;
   std::uint64_t frames = 0, lost = 0;
+  std::string trial;  // JITTERLAB_XR_TRIAL: the tag of the trial each session marks
+  std::uint64_t sessions = 0;
 
   History* history(std::uint64_t a, std::uint64_t b) {
     for (auto& h : histories)
@@ -343,6 +347,11 @@ void configure(Layer& layer) {
     layer.poses.push_back(std::move(pose));
   }
   if (layer.head == nullptr) layer.head = layer.every;
+  if (const char* trial = std::getenv("JITTERLAB_XR_TRIAL"); trial != nullptr && *trial != '\0') {
+    if (std::strlen(trial) > JL_MONITOR_TAG_MAX)
+      throw std::runtime_error("JITTERLAB_XR_TRIAL is longer than " + std::to_string(JL_MONITOR_TAG_MAX) + " bytes");
+    layer.trial = trial;
+  }
   for (auto& pose : layer.poses)
     if (!pose->path_string.empty()) {
       const XrResult r = layer.next.StringToPath(layer.instance, pose->path_string.c_str(), &pose->path);
@@ -411,6 +420,35 @@ XRAPI_ATTR XrResult XRAPI_CALL jl_xrDestroySpace(XrSpace space) {
         h.used = false;
   }
   return l.next.DestroySpace(space);
+}
+
+// Each session is a trial on every pose's channel (monitor serve screens it against a baseline):
+// tagged JITTERLAB_XR_TRIAL, else session-N; from xrBeginSession to xrEndSession.
+XRAPI_ATTR XrResult XRAPI_CALL jl_xrBeginSession(XrSession session, const XrSessionBeginInfo* info) {
+  Layer& l = *g_layer;
+  const XrResult r = l.next.BeginSession(session, info);
+  if (XR_SUCCEEDED(r)) {
+    std::lock_guard<std::mutex> g(l.mu);
+    ++l.sessions;
+    std::string tag = l.trial.empty() ? "session-" + std::to_string(l.sessions) : l.trial;
+    if (!l.trial.empty() && l.sessions > 1) {
+      const std::string n = "#" + std::to_string(l.sessions);
+      tag = tag.substr(0, std::min(tag.size(), JL_MONITOR_TAG_MAX - n.size())) + n;
+    }
+    for (const auto& pose : l.poses)
+      if (pose->ring.ring != nullptr) jl_monitor_trial_begin(pose->ring.ring, tag.c_str());
+  }
+  return r;
+}
+
+XRAPI_ATTR XrResult XRAPI_CALL jl_xrEndSession(XrSession session) {
+  Layer& l = *g_layer;
+  {
+    std::lock_guard<std::mutex> g(l.mu);
+    for (const auto& pose : l.poses)
+      if (pose->ring.ring != nullptr) jl_monitor_trial_end(pose->ring.ring);
+  }
+  return l.next.EndSession(session);
 }
 
 XRAPI_ATTR XrResult XRAPI_CALL jl_xrWaitFrame(XrSession session, const XrFrameWaitInfo* info, XrFrameState* state) {
@@ -533,6 +571,8 @@ XRAPI_ATTR XrResult XRAPI_CALL jl_xrGetInstanceProcAddr(XrInstance instance, con
   else if (n == "xrLocateSpace") use(&jl_xrLocateSpace);
   else if (n == "xrLocateViews") use(&jl_xrLocateViews);
   else if (n == "xrWaitFrame") use(&jl_xrWaitFrame);
+  else if (n == "xrBeginSession") use(&jl_xrBeginSession);
+  else if (n == "xrEndSession") use(&jl_xrEndSession);
   else if (n == "xrBeginFrame") use(&jl_xrBeginFrame);
   else if (n == "xrEndFrame") use(&jl_xrEndFrame);
   return r;
@@ -575,6 +615,8 @@ XRAPI_ATTR XrResult XRAPI_CALL jl_xrCreateApiLayerInstance(const XrInstanceCreat
                   load(gipa, *instance, "xrLocateSpace", d.LocateSpace) &&
                   load(gipa, *instance, "xrLocateViews", d.LocateViews) &&
                   load(gipa, *instance, "xrWaitFrame", d.WaitFrame) &&
+                  load(gipa, *instance, "xrBeginSession", d.BeginSession) &&
+                  load(gipa, *instance, "xrEndSession", d.EndSession) &&
                   load(gipa, *instance, "xrBeginFrame", d.BeginFrame) && load(gipa, *instance, "xrEndFrame", d.EndFrame);
   try {
     if (!ok) throw std::runtime_error("the next layer or runtime lacks a core function");
