@@ -6,17 +6,20 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy import stats
 
-from conftest import assert_one_line_error, run_cli
+from conftest import OtherUser, assert_one_line_error, run_cli
 from jitterlab.core.programs import PACKAGE_ROOT, native_program
 from jitterlab.simulate.model import load_model, simulate_delays
 from jitterlab.store import ResultsStore
@@ -326,3 +329,68 @@ def test_a_note_an_earlier_session_left_is_no_baseline_and_stays_unsaid(store: P
         unlink(channel)
     assert server.returncode == 1, err
     assert "no writer recorded" in err and "the writer said" not in err, err
+
+
+def _owned_by(uid: int, *folders: Path) -> set[Path]:
+    """Every file and folder of ``uid`` below ``folders`` (others' tests come and go there)."""
+    out = set()
+    for folder in folders:
+        for where, dirs, files in os.walk(folder):
+            for name in [*dirs, *files]:
+                try:
+                    if os.lstat(Path(where, name)).st_uid == uid:
+                        out.add(Path(where, name))
+                except FileNotFoundError:
+                    continue
+    return out
+
+
+def test_xr_run_as_an_unprivileged_user_into_their_own_store(other_user: OtherUser) -> None:
+    """Issue 40 item 6: a study account (a real second user, no privileges) runs ``xr run``
+    into its own store; the layer writes nothing but its ring (the user's, mode 0600)."""
+    home = Path(tempfile.mkdtemp(prefix="jl-xr-user-"))
+    channel = f"xr-user-{os.getpid()}"
+    try:
+        (home / "model.json").write_text(json.dumps(MODEL))
+        (home / "xr.toml").write_text(f'seed = 5\n[head]\nmodel = "model.json"\nchannel = "{channel}"\n')
+        os.chmod(home, 0o755)
+        os.chown(home, other_user.uid, other_user.gid)
+        shared = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"))
+        before = _owned_by(other_user.uid, *shared)
+        os.environ["XR_RUNTIME_JSON"] = str(RUNTIME)
+        os.environ["JL_XR_TEST_PERIOD_NS"] = "5000000"
+        try:
+            done = other_user.jitterlab(
+                "xr",
+                "run",
+                "--config",
+                str(home / "xr.toml"),
+                "--store",
+                str(home / "results"),
+                "--listen",
+                free_port_base(1),
+                "--",
+                str(native_program("jitterlab-xr-testapp")),
+                "--frames",
+                "200",
+                home=home,
+            )
+        finally:
+            del os.environ["XR_RUNTIME_JSON"], os.environ["JL_XR_TEST_PERIOD_NS"]
+        assert done.returncode == 0, done.stderr
+        _, run_id = done.stdout.splitlines()[-1].split("\t")
+        (run,) = ResultsStore(home / "results").runs()
+        assert run.id == run_id and len(run.latency_ns) == 200
+        assert run.path.stat().st_uid == other_user.uid
+        # Outside its store and its home (the matplotlib cache), the user wrote only the ring.
+        ring = Path(f"/dev/shm/jitterlab-monitor-{channel}")
+        new = {p for p in _owned_by(other_user.uid, *shared) - before if not p.is_relative_to(home)}
+        assert new == {ring}, new
+        assert ring.stat().st_uid == other_user.uid and stat.S_IMODE(ring.stat().st_mode) == 0o600
+        written = {p.relative_to(home).parts[0] for p in _owned_by(other_user.uid, home)}
+        assert written <= {"results", ".mpl"}, written
+    finally:
+        subprocess.run(
+            [sys.executable, "-m", "jitterlab", "monitor", "unlink", "--channel", channel], check=False
+        )
+        shutil.rmtree(home, ignore_errors=True)

@@ -14,10 +14,12 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.programs import PACKAGE_ROOT
@@ -201,6 +203,75 @@ def _ports(listen: str, count: int) -> list[str]:
     return [f"{host}:{port + i}" for i in range(count)]
 
 
+class _Forked:
+    """``monitor serve`` in a forked child of this process, for a user who may not execute
+    this interpreter (it lives in another user's folder: a Python of root's, used by a study
+    account). The parts of :class:`subprocess.Popen` that ``run_app`` uses."""
+
+    def __init__(self, args: Sequence[str]) -> None:
+        read, write = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        self.pid = os.fork()
+        if self.pid == 0:  # the child: main() of `jitterlab monitor serve`, stderr into the pipe
+            code = 1
+            try:
+                os.close(read)
+                os.dup2(write, 2)
+                null = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(null, 1)
+                from jitterlab.cli.main import main
+
+                code = main(list(args))
+            except BaseException:  # said on the pipe: the parent's error names it
+                import traceback
+
+                traceback.print_exc()
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
+        os.close(write)
+        self.stderr = os.fdopen(read, "r", encoding="utf-8", errors="replace")
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def send_signal(self, signum: int) -> None:
+        if self.poll() is None:
+            os.kill(self.pid, signum)
+
+    def communicate(self, timeout: float | None = None) -> tuple[str, str]:
+        err = self.stderr.read()
+        self.stderr.close()
+        if self.returncode is None:
+            self.returncode = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
+        return "", err
+
+
+def _start_server(channel: str, store: Path, address: str, *options: str) -> subprocess.Popen[str]:
+    """``monitor serve`` of ``channel``, started and draining: a process of this interpreter,
+    or a forked child when this user may not execute it."""
+    from jitterlab.monitor.launch import start_serve
+
+    if os.access(sys.executable, os.X_OK):
+        return start_serve(channel, store, address, *options, stdout=subprocess.PIPE)
+    args = ["monitor", "serve", "--channel", channel, "--store", str(store), "--listen", address, *options]
+    proc = _Forked(args)
+    said = []
+    for line in proc.stderr:
+        if line.startswith("serving channel"):
+            return cast("subprocess.Popen[str]", proc)  # poll, send_signal, communicate, returncode
+        said.append(line.strip())
+    proc.communicate()
+    raise JitterlabError(f"monitor serve did not start (exit {proc.returncode}): {' '.join(said)}")
+
+
 def _hints(channels: Sequence[str]) -> dict[str, str]:
     """The hint of each channel's ring now (where the layer leaves its note)."""
     from jitterlab.monitor.recorder import Reader
@@ -235,7 +306,7 @@ def run_app(
     recorded anything stores nothing: its runs are removed and the error names its exit code,
     or what the layer said on the monitor (its note: a config or model it could not read).
     A note with runs stored goes to ``warn``."""
-    from jitterlab.monitor.launch import start_serve, wait_stored_or_none
+    from jitterlab.monitor.launch import wait_stored_or_none
     from jitterlab.monitor.recorder import writer_note
     from jitterlab.store.runs import ResultsStore, load_run
 
@@ -258,9 +329,7 @@ def run_app(
     try:
         for channel, address in zip(config.channels, _ports(listen, len(config.channels)), strict=True):
             screen = ("--baseline", baseline) if baseline and channel in config.pose_channels else ()
-            servers.append(
-                (channel, start_serve(channel, store, address, "--json", *screen, stdout=subprocess.PIPE))
-            )
+            servers.append((channel, _start_server(channel, store, address, "--json", *screen)))
         before = _hints(config.channels)
         started = time.monotonic()
         try:
