@@ -128,6 +128,9 @@ def test_bad_config_is_one_line_and_exit_2(tmp_path: Path, store: Path) -> None:
     (tmp_path / "damaged.json").write_text('{"kind": "jitterlab.mo')
     cases = {
         '[hands]\nmodel = "m.json"\n': "unknown table 'hands'",
+        '[pose.left]\nmodel = "m.json"\n': "[pose.left] needs path",
+        '[pose.x]\npath = "/user/hand/"\nmodel = "m.json"\n': "[pose.x] needs path",
+        '[pose.a.b]\npath = "/user/hand/left"\nmodel = "m.json"\n': "the layer reads only",
         '[head]\nmodel = "missing.json"\n': "missing.json",
         '[head]\nmodel = "damaged.json"\n': "damaged.json",
         '[head]\nmodel = "damaged.json"\nchannel = "a/b"\n': "damaged.json",
