@@ -220,9 +220,13 @@ class _Forked:
                 os.dup2(write, 2)
                 null = os.open(os.devnull, os.O_WRONLY)
                 os.dup2(null, 1)
-                from jitterlab.cli.main import main
+                import importlib
 
-                code = main(list(args))
+                # what `python -m jitterlab ARGS` (monitor.launch.start_serve) runs, without
+                # the exec: the command line's entry point, named at run time as a process is
+                code = importlib.import_module("jitterlab.cli.main").main(list(args))
+            except SystemExit as e:
+                code = e.code if isinstance(e.code, int) else 1
             except BaseException:  # said on the pipe: the parent's error names it
                 import traceback
 
