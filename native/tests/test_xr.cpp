@@ -375,7 +375,8 @@ std::string ring_note(const std::string& channel) {
 
 TEST(XrLayer, BadConfigOrModelSaysOneLineAndPassesThrough) {
     XrEnv env;
-    // Each config starts with [frames] so that the note goes to this test's channels only.
+    // Each config starts with [frames] and names its poses' channels, so that the note goes to
+    // this test's channels only (a pose table without one would mean xr.NAME).
     const std::string frames = "seed = 1\n[frames]\nchannel_prefix = \"" + env.channel + "\"\n";
     const std::string ch = "channel = \"" + env.channel + "\"\n";
     const std::vector<std::pair<std::string, std::string>> cases = {
@@ -383,9 +384,11 @@ TEST(XrLayer, BadConfigOrModelSaysOneLineAndPassesThrough) {
         {frames + "[head]\nmodel = \"missing.json\"\n" + ch, "missing.json"},
         {frames + "[head]\nmodel = \"damaged.json\"\n" + ch, "damaged.json: not JSON"},
         {frames + "[head]\nmodel = \"model.json\"\nchannel = \"no/slash\"\n", "is not a channel name"},
-        {frames + "[pose.left]\nmodel = \"model.json\"\n", "[pose.left] needs path"},
-        {frames + "[pose.a]\npath = \"/user/hand/left\"\nmodel = \"model.json\"\n[pose.b]\npath = "
-                  "\"/user/hand/left\"\nmodel = \"model.json\"\n",
+        {frames + "[pose.left]\nmodel = \"model.json\"\nchannel = \"" + env.channel + ".left\"\n",
+         "[pose.left] needs path"},
+        {frames + "[pose.a]\npath = \"/user/hand/left\"\nmodel = \"model.json\"\nchannel = \"" + env.channel +
+             ".left\"\n[pose.b]\npath = \"/user/hand/left\"\nmodel = \"model.json\"\nchannel = \"" + env.channel +
+             ".right\"\n",
          "named by two tables"},
     };
     std::ofstream(env.dir / "damaged.json") << "{\"kind\": \"jitterlab.mo";
