@@ -72,7 +72,7 @@ class OtherUser:
             "for name in ('numpy', 'pyarrow', 'pyarrow.parquet', 'pyarrow.compute', 'pandas',\n"
             "             'jsonschema', 'scipy.stats', 'matplotlib', 'concurrent.futures.process',\n"
             "             'multiprocessing.synchronize', 'multiprocessing.popen_fork',\n"
-            "             'multiprocessing.queues', 'multiprocessing.connection'):\n"
+            "             'multiprocessing.queues', 'multiprocessing.connection', 'encodings.idna'):\n"
             "    importlib.import_module(name)\n"
             f"os.setgroups([]); os.setresgid({self.gid}, {self.gid}, {self.gid}); "
             f"os.setresuid({self.uid}, {self.uid}, {self.uid})\n"

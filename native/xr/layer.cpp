@@ -1,7 +1,8 @@
-// XR_APILAYER_JITTERLAB_latency: an OpenXR API layer that hands the application each head
-// pose as it was d earlier, d drawn per frame from a jitterlab latency model by the injection
-// engine (jitterlab::DelaySchedule), and records the delay it delivered and the frame timing
-// in monitor rings for `jitterlab monitor serve`. Semantics and limits: docs/xr.md.
+// XR_APILAYER_JITTERLAB_latency: an OpenXR API layer that hands the application each pose it
+// is configured for (the head, the action spaces of a subaction path such as a hand, or every
+// space) as it was d earlier, d drawn per frame and per pose from a jitterlab latency model by
+// the injection engine (jitterlab::DelaySchedule), and records the delay it delivered and the
+// frame timing in monitor rings for `jitterlab monitor serve`. Semantics and limits: docs/xr.md.
 //
 // The frame path (xrWaitFrame/xrBeginFrame/xrEndFrame, xrLocateSpace, xrLocateViews) takes an
 // uncontended mutex, reads CLOCK_MONOTONIC (vDSO) and writes the rings; it does not allocate:
@@ -9,6 +10,7 @@
 #include <openxr/openxr.h>
 
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -60,6 +62,12 @@ struct Monitor {
   void span(std::int64_t a, std::int64_t b) const noexcept {
     if (ring != nullptr) jl_monitor_span(ring, a, b);
   }
+  void clear_note() const noexcept {  // a note an earlier session left (see tell_monitor)
+    if (ring == nullptr) return;
+    char hint[8] = {0};
+    jl_monitor_hint(ring, hint, sizeof hint);
+    if (std::strncmp(hint, "note:", 5) == 0) jl_monitor_set_hint(ring, "");
+  }
 };
 
 struct Entry {
@@ -109,6 +117,23 @@ XrQuaternionf slerp(XrQuaternionf a, XrQuaternionf b, double u) {
   return XrQuaternionf{float(x / norm), float(y / norm), float(z / norm), float(w / norm)};
 }
 
+struct V3 {
+  double x, y, z;
+};
+V3 operator+(V3 a, V3 b) { return {a.x + b.x, a.y + b.y, a.z + b.z}; }
+V3 operator-(V3 a, V3 b) { return {a.x - b.x, a.y - b.y, a.z - b.z}; }
+V3 operator*(double k, V3 a) { return {k * a.x, k * a.y, k * a.z}; }
+V3 cross(V3 a, V3 b) { return {a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x}; }
+V3 v3(const XrVector3f& v) { return {v.x, v.y, v.z}; }
+XrVector3f xr3(V3 v) { return {float(v.x), float(v.y), float(v.z)}; }
+// q rotates v (q a unit quaternion); conjugate = true: by q's inverse.
+V3 rotate(const XrQuaternionf& q, V3 v, bool conjugate = false) {
+  const double k = conjugate ? -1.0 : 1.0;
+  const V3 u{k * q.x, k * q.y, k * q.z};
+  const V3 t = 2.0 * cross(u, v);
+  return v + double(q.w) * t + cross(u, t);
+}
+
 XrPosef interpolate(const XrPosef& a, const XrPosef& b, double u) {
   XrPosef p;
   p.orientation = slerp(a.orientation, b.orientation, u);
@@ -116,6 +141,28 @@ XrPosef interpolate(const XrPosef& a, const XrPosef& b, double u) {
   p.position.y = float(a.position.y + u * (double(b.position.y) - a.position.y));
   p.position.z = float(a.position.z + u * (double(b.position.z) - a.position.z));
   return p;
+}
+
+// The views of `a` and `b` interpolated at u so that the eyes keep their places on the head:
+// the head (the eyes' midpoint, oriented as the first eye) is interpolated, and each eye is
+// put back at its offset in the head's frame (interpolated between a's and b's offsets, which
+// are equal when the runtime's eye offsets did not change). Lerping each eye's position alone
+// would cut the chord and bring the eyes closer when a and b are far apart.
+void interpolate_views(const Entry& a, const Entry& b, double u, Entry& out) {
+  const std::uint32_t n = std::min(a.n, b.n);
+  auto head = [n](const Entry& e) {
+    V3 mid{0, 0, 0};
+    for (std::uint32_t v = 0; v < n; ++v) mid = mid + (1.0 / n) * v3(e.pose[v].position);
+    return XrPosef{e.pose[0].orientation, xr3(mid)};
+  };
+  const XrPosef ha = head(a), hb = head(b), h = interpolate(ha, hb, u);
+  for (std::uint32_t v = 0; v < n; ++v) {
+    const V3 off_a = rotate(ha.orientation, v3(a.pose[v].position) - v3(ha.position), true);
+    const V3 off_b = rotate(hb.orientation, v3(b.pose[v].position) - v3(hb.position), true);
+    const V3 off = off_a + u * (off_b - off_a);
+    out.pose[v].orientation = slerp(a.pose[v].orientation, b.pose[v].orientation, u);
+    out.pose[v].position = xr3(v3(h.position) + rotate(h.orientation, off));
+  }
 }
 
 // The pose state at time `t` from a history (count > 0): interpolated between the entries
@@ -133,7 +180,8 @@ XrTime delayed(const History& h, XrTime t, Entry& out) {
     if (a.t <= t && t <= b.t) {
       const double u = b.t == a.t ? 1.0 : double(t - a.t) / double(b.t - a.t);
       out = b;
-      for (std::uint32_t v = 0; v < std::min(a.n, b.n); ++v) out.pose[v] = interpolate(a.pose[v], b.pose[v], u);
+      if (std::min(a.n, b.n) > 1) interpolate_views(a, b, u, out);
+      else out.pose[0] = interpolate(a.pose[0], b.pose[0], u);
       out.t = t;
       return t;
     }
@@ -146,12 +194,37 @@ struct Dispatch {
   PFN_xrGetInstanceProcAddr gipa = nullptr;
   PFN_xrDestroyInstance DestroyInstance = nullptr;
   PFN_xrCreateReferenceSpace CreateReferenceSpace = nullptr;
+  PFN_xrCreateActionSpace CreateActionSpace = nullptr;
+  PFN_xrStringToPath StringToPath = nullptr;
   PFN_xrDestroySpace DestroySpace = nullptr;
   PFN_xrLocateSpace LocateSpace = nullptr;
   PFN_xrLocateViews LocateViews = nullptr;
+  PFN_xrBeginSession BeginSession = nullptr;
+  PFN_xrEndSession EndSession = nullptr;
   PFN_xrWaitFrame WaitFrame = nullptr;
   PFN_xrBeginFrame BeginFrame = nullptr;
   PFN_xrEndFrame EndFrame = nullptr;
+};
+
+// One delayed pose: the head, the action spaces of one subaction path, or every other space.
+// Its own model (schedule), channel and d per frame; its spaces have their own histories.
+struct Pose {
+  std::string name, path_string;
+  XrPath path = XR_NULL_PATH;  // [pose.NAME]: the subaction path
+  std::optional<jitterlab::DelaySchedule> schedule;
+  Monitor ring;
+  std::int64_t d = 0;     // this frame's (xrWaitFrame)
+  bool recorded = false;  // this frame's delay recorded
+  XrTime valid = 0;       // when the pose delivered in this frame was valid
+
+  // The delay of this frame's poses; recorded once per frame.
+  void record(XrTime requested, XrTime when_valid) {
+    if (!recorded) {
+      recorded = true;
+      valid = when_valid;
+      ring.span(when_valid, requested);
+    }
+  }
 };
 
 struct Layer {
@@ -159,19 +232,20 @@ struct Layer {
   Dispatch next;
   XrInstance instance = XR_NULL_HANDLE;
   bool active = false;  // false: every call passes through
-  std::optional<jitterlab::DelaySchedule> head_schedule;
-  Monitor head_ring, interval_ring, frametime_ring, pose_age_ring;
-  std::vector<XrSpace> view_spaces;  // reference spaces of type VIEW (the head), reserved
+  std::vector<std::unique_ptr<Pose>> poses;
+  Pose* head = nullptr;   // the views and VIEW spaces: [head], else [every]
+  Pose* every = nullptr;  // spaces no other pose claims
+  Monitor interval_ring, frametime_ring, pose_age_ring;
+  std::vector<std::pair<XrSpace, Pose*>> spaces;  // VIEW and action spaces with their pose, reserved
   std::vector<History> histories;
 
   // The current frame (set by xrWaitFrame).
   bool have_frame = false;
   XrTime frame_display = 0, previous_display = 0;
-  std::int64_t frame_d = 0;
-  bool head_recorded = false;
-  XrTime head_valid = 0;  // when the delivered head pose of this frame was valid
   std::int64_t begin_ns = 0;
   std::uint64_t frames = 0, lost = 0;
+  std::string trial;  // JITTERLAB_XR_TRIAL: the tag of the trial each session marks
+  std::uint64_t sessions = 0;
 
   History* history(std::uint64_t a, std::uint64_t b) {
     for (auto& h : histories)
@@ -186,16 +260,13 @@ struct Layer {
       }
     return nullptr;  // more pairs than kHistories: that pair passes through
   }
-  bool is_view_space(XrSpace s) const {
-    return std::find(view_spaces.begin(), view_spaces.end(), s) != view_spaces.end();
+  Pose* pose_of(XrSpace s) const {
+    for (const auto& [space, pose] : spaces)
+      if (space == s) return pose;
+    return every;
   }
-  // The delay of this frame's head poses; records it once per frame.
-  void record_head(XrTime requested, XrTime valid) {
-    if (!head_recorded) {
-      head_recorded = true;
-      head_valid = valid;
-      head_ring.span(valid, requested);
-    }
+  void claim(XrSpace s, Pose* pose) {
+    if (pose != nullptr && spaces.size() < spaces.capacity()) spaces.emplace_back(s, pose);
   }
 };
 
@@ -204,20 +275,97 @@ std::mutex g_create_mu;
 
 void say(const std::string& line) { std::fprintf(stderr, "jitterlab xr layer: %s\n", line.c_str()); }
 
+// The channels a config names, read leniently: a config the layer refused still says where
+// its runs would have gone (a pose table's channel, by default xr.NAME; the frame timing's).
+std::vector<std::string> config_channels(const char* path) {
+  std::vector<std::string> out;
+  std::ifstream f(path != nullptr ? path : "");
+  std::string line, table, pending;  // pending: the current pose table's channel
+  auto flush = [&] {
+    if (!pending.empty() && jitterlab::xr::Config::channel_ok(pending)) out.push_back(pending);
+    pending.clear();
+  };
+  auto value = [](const std::string& l) {
+    const std::size_t a = l.find('"'), b = l.rfind('"');
+    return a != std::string::npos && b > a ? l.substr(a + 1, b - a - 1) : std::string();
+  };
+  while (std::getline(f, line)) {
+    const std::size_t i = line.find_first_not_of(" \t");
+    if (i == std::string::npos || line[i] == '#') continue;
+    if (line[i] == '[') {
+      flush();
+      const std::size_t j = line.find(']', i);
+      table = j == std::string::npos ? std::string() : line.substr(i + 1, j - i - 1);
+      if (table == "head" || table == "every") pending = "xr." + table;
+      else if (table.rfind("pose.", 0) == 0) pending = "xr." + table.substr(5);
+      continue;
+    }
+    const std::string key = line.substr(i, line.find_first_of(" \t=", i) - i);
+    if (key == "channel" && table != "frames") pending = value(line);
+    if (key == "channel_prefix" && table == "frames") {
+      const std::string c = value(line) + ".frame-interval";
+      if (jitterlab::xr::Config::channel_ok(c)) out.push_back(c);
+    }
+  }
+  flush();
+  if (out.empty()) out.emplace_back("xr.head");
+  return out;
+}
+
+// Says `line` on the monitor too: as the note of each channel's ring (`jitterlab xr run` and
+// `monitor serve` report a note that appeared while they ran). Best effort: a channel that
+// cannot be opened is skipped; without JITTERLAB_XR_CONFIG no channel is known.
+void tell_monitor(const char* config_path, const std::string& line) {
+  if (config_path == nullptr || *config_path == '\0') return;  // no config: no channel is known
+  std::string note = "note: jitterlab xr layer (pid " + std::to_string(::getpid()) + "): " + line;
+  if (note.size() > 127) {  // the ring's note holds 127 bytes: cut at a character boundary
+    std::size_t n = 124;
+    while (n > 0 && (static_cast<unsigned char>(note[n]) & 0xC0) == 0x80) --n;
+    note = note.substr(0, n) + "...";
+  }
+  for (const auto& channel : config_channels(config_path)) {
+    char err[256] = {0};
+    jl_monitor* ring = jl_monitor_open(channel.c_str(), 0, err, sizeof err);
+    if (ring == nullptr) continue;
+    jl_monitor_set_hint(ring, note.c_str());
+    jl_monitor_close(ring);
+  }
+}
+
 void configure(Layer& layer) {
   const char* path = std::getenv("JITTERLAB_XR_CONFIG");
   if (path == nullptr || *path == '\0') throw std::runtime_error("JITTERLAB_XR_CONFIG is not set");
   const jitterlab::xr::Config cfg = jitterlab::xr::Config::load(path);
-  if (!cfg.head_model.empty()) {
-    layer.head_schedule.emplace(jitterlab::LatencyModel::load(cfg.head_model), cfg.seed, false);
-    layer.head_ring.open(cfg.head_channel);
+  for (const auto& pc : cfg.poses) {
+    auto pose = std::make_unique<Pose>();
+    pose->name = pc.name;
+    pose->path_string = pc.path;
+    pose->schedule.emplace(jitterlab::LatencyModel::load(pc.model), pc.seed, false);
+    pose->ring.open(pc.channel);
+    if (pc.name == "head") layer.head = pose.get();
+    if (pc.name == "every") layer.every = pose.get();
+    layer.poses.push_back(std::move(pose));
   }
+  if (layer.head == nullptr) layer.head = layer.every;
+  if (const char* trial = std::getenv("JITTERLAB_XR_TRIAL"); trial != nullptr && *trial != '\0') {
+    if (std::strlen(trial) > JL_MONITOR_TAG_MAX)
+      throw std::runtime_error("JITTERLAB_XR_TRIAL is longer than " + std::to_string(JL_MONITOR_TAG_MAX) + " bytes");
+    layer.trial = trial;
+  }
+  for (auto& pose : layer.poses)
+    if (!pose->path_string.empty()) {
+      const XrResult r = layer.next.StringToPath(layer.instance, pose->path_string.c_str(), &pose->path);
+      if (XR_FAILED(r))
+        throw std::runtime_error("the runtime refused the path '" + pose->path_string + "' (" + std::to_string(r) + ")");
+    }
   if (!cfg.frame_prefix.empty()) {
     layer.interval_ring.open(cfg.frame_prefix + ".frame-interval");
     layer.frametime_ring.open(cfg.frame_prefix + ".frame-time");
     layer.pose_age_ring.open(cfg.frame_prefix + ".pose-age");
   }
-  layer.view_spaces.reserve(64);
+  for (const auto& pose : layer.poses) pose->ring.clear_note();
+  for (const Monitor* m : {&layer.interval_ring, &layer.frametime_ring, &layer.pose_age_ring}) m->clear_note();
+  layer.spaces.reserve(256);
   layer.histories.resize(kHistories);
   for (auto& h : layer.histories) h.ring.resize(kHistory);
 }
@@ -243,7 +391,19 @@ XRAPI_ATTR XrResult XRAPI_CALL jl_xrCreateReferenceSpace(XrSession session, cons
   const XrResult r = l.next.CreateReferenceSpace(session, info, space);
   if (XR_SUCCEEDED(r) && info != nullptr && info->referenceSpaceType == XR_REFERENCE_SPACE_TYPE_VIEW) {
     std::lock_guard<std::mutex> g(l.mu);
-    if (l.view_spaces.size() < l.view_spaces.capacity()) l.view_spaces.push_back(*space);
+    l.claim(*space, l.head);
+  }
+  return r;
+}
+
+XRAPI_ATTR XrResult XRAPI_CALL jl_xrCreateActionSpace(XrSession session, const XrActionSpaceCreateInfo* info,
+                                                     XrSpace* space) {
+  Layer& l = *g_layer;
+  const XrResult r = l.next.CreateActionSpace(session, info, space);
+  if (XR_SUCCEEDED(r) && info != nullptr && info->subactionPath != XR_NULL_PATH) {
+    std::lock_guard<std::mutex> g(l.mu);
+    for (const auto& pose : l.poses)
+      if (pose->path == info->subactionPath) l.claim(*space, pose.get());
   }
   return r;
 }
@@ -252,13 +412,43 @@ XRAPI_ATTR XrResult XRAPI_CALL jl_xrDestroySpace(XrSpace space) {
   Layer& l = *g_layer;
   {
     std::lock_guard<std::mutex> g(l.mu);
-    l.view_spaces.erase(std::remove(l.view_spaces.begin(), l.view_spaces.end(), space), l.view_spaces.end());
+    l.spaces.erase(std::remove_if(l.spaces.begin(), l.spaces.end(), [space](const auto& e) { return e.first == space; }),
+                   l.spaces.end());
     for (auto& h : l.histories)
       if (h.used && (h.key_a == reinterpret_cast<std::uint64_t>(space) ||
                      h.key_b == reinterpret_cast<std::uint64_t>(space)))
         h.used = false;
   }
   return l.next.DestroySpace(space);
+}
+
+// Each session is a trial on every pose's channel (monitor serve screens it against a baseline):
+// tagged JITTERLAB_XR_TRIAL, else session-N; from xrBeginSession to xrEndSession.
+XRAPI_ATTR XrResult XRAPI_CALL jl_xrBeginSession(XrSession session, const XrSessionBeginInfo* info) {
+  Layer& l = *g_layer;
+  const XrResult r = l.next.BeginSession(session, info);
+  if (XR_SUCCEEDED(r)) {
+    std::lock_guard<std::mutex> g(l.mu);
+    ++l.sessions;
+    std::string tag = l.trial.empty() ? "session-" + std::to_string(l.sessions) : l.trial;
+    if (!l.trial.empty() && l.sessions > 1) {
+      const std::string n = "#" + std::to_string(l.sessions);
+      tag = tag.substr(0, std::min(tag.size(), JL_MONITOR_TAG_MAX - n.size())) + n;
+    }
+    for (const auto& pose : l.poses)
+      if (pose->ring.ring != nullptr) jl_monitor_trial_begin(pose->ring.ring, tag.c_str());
+  }
+  return r;
+}
+
+XRAPI_ATTR XrResult XRAPI_CALL jl_xrEndSession(XrSession session) {
+  Layer& l = *g_layer;
+  {
+    std::lock_guard<std::mutex> g(l.mu);
+    for (const auto& pose : l.poses)
+      if (pose->ring.ring != nullptr) jl_monitor_trial_end(pose->ring.ring);
+  }
+  return l.next.EndSession(session);
 }
 
 XRAPI_ATTR XrResult XRAPI_CALL jl_xrWaitFrame(XrSession session, const XrFrameWaitInfo* info, XrFrameState* state) {
@@ -271,9 +461,11 @@ XRAPI_ATTR XrResult XRAPI_CALL jl_xrWaitFrame(XrSession session, const XrFrameWa
   l.previous_display = t;
   l.have_frame = true;
   l.frame_display = t;
-  l.frame_d = l.head_schedule ? l.head_schedule->available_at(t) - t : 0;
-  l.head_recorded = false;
-  l.head_valid = 0;
+  for (const auto& pose : l.poses) {  // one d per pose per frame
+    pose->d = pose->schedule->available_at(t) - t;
+    pose->recorded = false;
+    pose->valid = 0;
+  }
   ++l.frames;
   return r;
 }
@@ -294,8 +486,9 @@ XRAPI_ATTR XrResult XRAPI_CALL jl_xrEndFrame(XrSession session, const XrFrameEnd
     const std::int64_t now = mono_ns();
     if (l.begin_ns != 0) l.frametime_ring.span(l.begin_ns, now);
     l.begin_ns = 0;
-    if (info != nullptr && l.head_recorded && l.head_valid != 0 && info->displayTime >= l.head_valid)
-      l.pose_age_ring.span(l.head_valid, info->displayTime);
+    const Pose* head = l.head;
+    if (info != nullptr && head != nullptr && head->recorded && head->valid != 0 && info->displayTime >= head->valid)
+      l.pose_age_ring.span(head->valid, info->displayTime);
   }
   return l.next.EndFrame(session, info);
 }
@@ -305,7 +498,7 @@ XRAPI_ATTR XrResult XRAPI_CALL jl_xrLocateViews(XrSession session, const XrViewL
   Layer& l = *g_layer;
   const XrResult r = l.next.LocateViews(session, info, state, capacity, count, views);
   if (!XR_SUCCEEDED(r) || capacity == 0 || info == nullptr || state == nullptr || views == nullptr ||
-      count == nullptr || *count == 0 || *count > kMaxViews || !l.head_schedule)
+      count == nullptr || *count == 0 || *count > kMaxViews || l.head == nullptr)
     return r;
   std::lock_guard<std::mutex> g(l.mu);
   if (!l.have_frame) return r;  // before the first xrWaitFrame: no d yet, pass through
@@ -326,18 +519,19 @@ XRAPI_ATTR XrResult XRAPI_CALL jl_xrLocateViews(XrSession session, const XrViewL
   }
   h->push(e);
   Entry out;
-  const XrTime valid = delayed(*h, info->displayTime - l.frame_d, out);
+  const XrTime valid = delayed(*h, info->displayTime - l.head->d, out);
   for (std::uint32_t v = 0; v < std::min(out.n, e.n); ++v) views[v].pose = out.pose[v];
-  l.record_head(info->displayTime, valid);
+  l.head->record(info->displayTime, valid);
   return r;
 }
 
 XRAPI_ATTR XrResult XRAPI_CALL jl_xrLocateSpace(XrSpace space, XrSpace base, XrTime time, XrSpaceLocation* location) {
   Layer& l = *g_layer;
   const XrResult r = l.next.LocateSpace(space, base, time, location);
-  if (!XR_SUCCEEDED(r) || location == nullptr || !l.head_schedule) return r;
+  if (!XR_SUCCEEDED(r) || location == nullptr || l.poses.empty()) return r;
   std::lock_guard<std::mutex> g(l.mu);
-  if (!l.have_frame || !l.is_view_space(space)) return r;
+  Pose* pose = l.have_frame ? l.pose_of(space) : nullptr;
+  if (pose == nullptr) return r;
   History* h = l.history(reinterpret_cast<std::uint64_t>(space), reinterpret_cast<std::uint64_t>(base));
   if (h == nullptr) return r;
   // Velocities of the delayed pose are not known: they are marked invalid (docs/xr.md).
@@ -354,9 +548,9 @@ XRAPI_ATTR XrResult XRAPI_CALL jl_xrLocateSpace(XrSpace space, XrSpace base, XrT
   e.pose[0] = location->pose;
   h->push(e);
   Entry out;
-  const XrTime valid = delayed(*h, time - l.frame_d, out);
+  const XrTime valid = delayed(*h, time - pose->d, out);
   location->pose = out.pose[0];
-  l.record_head(time, valid);
+  pose->record(time, valid);
   return r;
 }
 
@@ -372,10 +566,13 @@ XRAPI_ATTR XrResult XRAPI_CALL jl_xrGetInstanceProcAddr(XrInstance instance, con
   else if (n == "xrDestroyInstance") use(&jl_xrDestroyInstance);
   else if (!l->active) return r;
   else if (n == "xrCreateReferenceSpace") use(&jl_xrCreateReferenceSpace);
+  else if (n == "xrCreateActionSpace") use(&jl_xrCreateActionSpace);
   else if (n == "xrDestroySpace") use(&jl_xrDestroySpace);
   else if (n == "xrLocateSpace") use(&jl_xrLocateSpace);
   else if (n == "xrLocateViews") use(&jl_xrLocateViews);
   else if (n == "xrWaitFrame") use(&jl_xrWaitFrame);
+  else if (n == "xrBeginSession") use(&jl_xrBeginSession);
+  else if (n == "xrEndSession") use(&jl_xrEndSession);
   else if (n == "xrBeginFrame") use(&jl_xrBeginFrame);
   else if (n == "xrEndFrame") use(&jl_xrEndFrame);
   return r;
@@ -412,17 +609,27 @@ XRAPI_ATTR XrResult XRAPI_CALL jl_xrCreateApiLayerInstance(const XrInstanceCreat
   Dispatch& d = layer->next;
   const bool ok = load(gipa, *instance, "xrDestroyInstance", d.DestroyInstance) &&
                   load(gipa, *instance, "xrCreateReferenceSpace", d.CreateReferenceSpace) &&
+                  load(gipa, *instance, "xrCreateActionSpace", d.CreateActionSpace) &&
+                  load(gipa, *instance, "xrStringToPath", d.StringToPath) &&
                   load(gipa, *instance, "xrDestroySpace", d.DestroySpace) &&
                   load(gipa, *instance, "xrLocateSpace", d.LocateSpace) &&
                   load(gipa, *instance, "xrLocateViews", d.LocateViews) &&
                   load(gipa, *instance, "xrWaitFrame", d.WaitFrame) &&
+                  load(gipa, *instance, "xrBeginSession", d.BeginSession) &&
+                  load(gipa, *instance, "xrEndSession", d.EndSession) &&
                   load(gipa, *instance, "xrBeginFrame", d.BeginFrame) && load(gipa, *instance, "xrEndFrame", d.EndFrame);
   try {
     if (!ok) throw std::runtime_error("the next layer or runtime lacks a core function");
     configure(*layer);
     layer->active = true;
   } catch (const std::exception& e) {
-    say(std::string(e.what()) + "; passing every call through");
+    const std::string line = std::string(e.what()) + "; passing every call through";
+    say(line);
+    try {
+      tell_monitor(std::getenv("JITTERLAB_XR_CONFIG"), line);
+    } catch (const std::exception&) {  // never fail the application over the note
+    }
+    layer->poses.clear();
     layer->active = false;
   }
   g_layer = layer.release();

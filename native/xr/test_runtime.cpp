@@ -2,6 +2,10 @@
 // offers XR_MND_headless, a display period, and a head that turns about +Y at a constant
 // angular velocity, so an application can tell from an orientation alone the time at which
 // that pose was valid: theta(t) = omega * t, t in seconds of XrTime (CLOCK_MONOTONIC ns).
+// Two hands (the action spaces of a pose action for /user/hand/left and /user/hand/right)
+// turn by the same theta(t), the left one about +X and the right one about +Z, so a mix-up
+// of head and hands shows in the axis. Actions: just enough for pose actions (action sets,
+// suggested bindings, attach, sync, pose state, action spaces).
 // Environment: JL_XR_TEST_PERIOD_NS (display period, default 11111111),
 // JL_XR_TEST_OMEGA (rad/s, default 1), JL_XR_TEST_NO_SLEEP=1 (xrWaitFrame does not wait),
 // JL_XR_TEST_LOSS="A:B" (tracking lost for display
@@ -35,13 +39,15 @@ double env_double(const char* name, double fallback) {
   return v != nullptr && *v != '\0' ? std::strtod(v, nullptr) : fallback;
 }
 
+enum class Kind { view, local, other, left_hand, right_hand };
+
 struct Runtime {
   std::mutex mu;
   std::int64_t created = 0, period = 11'111'111, loss_a = -1, loss_b = -1;
   double omega = 1.0;
   bool sleep = true;  // JL_XR_TEST_NO_SLEEP=1: xrWaitFrame returns at once (benchmarks/xr_overhead.py)
   std::uint64_t next_handle = 0x100;
-  std::map<std::uint64_t, XrReferenceSpaceType> spaces;
+  std::map<std::uint64_t, Kind> spaces;
   std::map<std::uint64_t, std::string> paths;
   std::deque<XrSessionState> events;
   XrSession session = XR_NULL_HANDLE;
@@ -64,6 +70,20 @@ XrPosef head_pose(XrTime t) {
   XrPosef p{};
   p.orientation = {0.0f, float(std::sin(theta / 2)), 0.0f, float(std::cos(theta / 2))};
   p.position = {0.0f, 1.6f, 0.0f};
+  return p;
+}
+
+XrPosef hand_pose(XrTime t, Kind hand) {
+  const double theta = std::fmod(g.omega * (double(t) * 1e-9), 2 * M_PI);
+  const float s = float(std::sin(theta / 2)), c = float(std::cos(theta / 2));
+  XrPosef p{};
+  if (hand == Kind::left_hand) {
+    p.orientation = {s, 0.0f, 0.0f, c};
+    p.position = {-0.2f, 1.2f, -0.3f};
+  } else {
+    p.orientation = {0.0f, 0.0f, s, c};
+    p.position = {0.2f, 1.2f, -0.3f};
+  }
   return p;
 }
 
@@ -219,7 +239,45 @@ XRAPI_ATTR XrResult XRAPI_CALL CreateReferenceSpace(XrSession, const XrReference
                                                     XrSpace* space) {
   std::lock_guard<std::mutex> l(g.mu);
   *space = new_handle<XrSpace>();
-  g.spaces[reinterpret_cast<std::uint64_t>(*space)] = info->referenceSpaceType;
+  g.spaces[reinterpret_cast<std::uint64_t>(*space)] =
+      info->referenceSpaceType == XR_REFERENCE_SPACE_TYPE_VIEW    ? Kind::view
+      : info->referenceSpaceType == XR_REFERENCE_SPACE_TYPE_LOCAL ? Kind::local
+                                                                  : Kind::other;
+  return XR_SUCCESS;
+}
+
+// ---- actions: only what pose actions need ----
+
+XRAPI_ATTR XrResult XRAPI_CALL CreateActionSet(XrInstance, const XrActionSetCreateInfo*, XrActionSet* set) {
+  std::lock_guard<std::mutex> l(g.mu);
+  *set = new_handle<XrActionSet>();
+  return XR_SUCCESS;
+}
+XRAPI_ATTR XrResult XRAPI_CALL DestroyActionSet(XrActionSet) { return XR_SUCCESS; }
+XRAPI_ATTR XrResult XRAPI_CALL CreateAction(XrActionSet, const XrActionCreateInfo*, XrAction* action) {
+  std::lock_guard<std::mutex> l(g.mu);
+  *action = new_handle<XrAction>();
+  return XR_SUCCESS;
+}
+XRAPI_ATTR XrResult XRAPI_CALL DestroyAction(XrAction) { return XR_SUCCESS; }
+XRAPI_ATTR XrResult XRAPI_CALL SuggestInteractionProfileBindings(XrInstance,
+                                                                 const XrInteractionProfileSuggestedBinding*) {
+  return XR_SUCCESS;
+}
+XRAPI_ATTR XrResult XRAPI_CALL AttachSessionActionSets(XrSession, const XrSessionActionSetsAttachInfo*) {
+  return XR_SUCCESS;
+}
+XRAPI_ATTR XrResult XRAPI_CALL SyncActions(XrSession, const XrActionsSyncInfo*) { return XR_SUCCESS; }
+XRAPI_ATTR XrResult XRAPI_CALL GetActionStatePose(XrSession, const XrActionStateGetInfo*, XrActionStatePose* state) {
+  state->isActive = XR_TRUE;
+  return XR_SUCCESS;
+}
+XRAPI_ATTR XrResult XRAPI_CALL CreateActionSpace(XrSession, const XrActionSpaceCreateInfo* info, XrSpace* space) {
+  std::lock_guard<std::mutex> l(g.mu);
+  const auto path = g.paths.find(info->subactionPath);
+  const std::string name = path == g.paths.end() ? std::string() : path->second;
+  *space = new_handle<XrSpace>();
+  g.spaces[reinterpret_cast<std::uint64_t>(*space)] = name == "/user/hand/right" ? Kind::right_hand : Kind::left_hand;
   return XR_SUCCESS;
 }
 
@@ -235,21 +293,23 @@ XRAPI_ATTR XrResult XRAPI_CALL LocateSpace(XrSpace space, XrSpace base, XrTime t
   const auto b = g.spaces.find(reinterpret_cast<std::uint64_t>(base));
   if (s == g.spaces.end() || b == g.spaces.end()) return XR_ERROR_HANDLE_INVALID;
   if (time <= 0) return XR_ERROR_TIME_INVALID;
-  if (b->second == XR_REFERENCE_SPACE_TYPE_VIEW) return XR_ERROR_VALIDATION_FAILURE;  // not offered here
-  const bool head = s->second == XR_REFERENCE_SPACE_TYPE_VIEW;
+  if (b->second != Kind::local) return XR_ERROR_VALIDATION_FAILURE;  // only LOCAL is offered as a base here
+  const bool head = s->second == Kind::view;
+  const bool hand = s->second == Kind::left_hand || s->second == Kind::right_hand;
   if (head && tracking_lost(time)) {
     location->locationFlags = 0;
     location->pose = XrPosef{{0, 0, 0, 1}, {0, 0, 0}};
     return XR_SUCCESS;
   }
-  location->pose = head ? head_pose(time) : XrPosef{{0, 0, 0, 1}, {0, 0, 0}};
+  location->pose = head ? head_pose(time) : hand ? hand_pose(time, s->second) : XrPosef{{0, 0, 0, 1}, {0, 0, 0}};
   location->locationFlags = XR_SPACE_LOCATION_ORIENTATION_VALID_BIT | XR_SPACE_LOCATION_POSITION_VALID_BIT |
                             XR_SPACE_LOCATION_ORIENTATION_TRACKED_BIT | XR_SPACE_LOCATION_POSITION_TRACKED_BIT;
   for (auto* n = static_cast<XrBaseOutStructure*>(location->next); n != nullptr; n = n->next)
     if (n->type == XR_TYPE_SPACE_VELOCITY) {
       auto* v = reinterpret_cast<XrSpaceVelocity*>(n);
       v->velocityFlags = XR_SPACE_VELOCITY_ANGULAR_VALID_BIT | XR_SPACE_VELOCITY_LINEAR_VALID_BIT;
-      v->angularVelocity = {0, head ? float(g.omega) : 0.0f, 0};
+      v->angularVelocity = {s->second == Kind::left_hand ? float(g.omega) : 0.0f, head ? float(g.omega) : 0.0f,
+                            s->second == Kind::right_hand ? float(g.omega) : 0.0f};
       v->linearVelocity = {0, 0, 0};
     }
   return XR_SUCCESS;
@@ -337,7 +397,9 @@ const std::pair<std::string_view, PFN_xrVoidFunction> kFunctions[] = {
     JL_FN(DestroySession), JL_FN(BeginSession), JL_FN(EndSession), JL_FN(RequestExitSession), JL_FN(PollEvent),
     JL_FN(EnumerateReferenceSpaces), JL_FN(CreateReferenceSpace), JL_FN(DestroySpace), JL_FN(LocateSpace),
     JL_FN(LocateViews), JL_FN(WaitFrame), JL_FN(BeginFrame), JL_FN(EndFrame), JL_FN(StringToPath),
-    JL_FN(PathToString), JL_FN(ResultToString), JL_FN(StructureTypeToString),
+    JL_FN(PathToString), JL_FN(ResultToString), JL_FN(StructureTypeToString), JL_FN(CreateActionSet),
+    JL_FN(DestroyActionSet), JL_FN(CreateAction), JL_FN(DestroyAction), JL_FN(SuggestInteractionProfileBindings),
+    JL_FN(AttachSessionActionSets), JL_FN(SyncActions), JL_FN(GetActionStatePose), JL_FN(CreateActionSpace),
 };
 #undef JL_FN
 

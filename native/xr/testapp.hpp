@@ -1,13 +1,17 @@
 // The test application of the layer's tests: a headless OpenXR session through the Khronos
-// loader, N frames of xrWaitFrame / xrBeginFrame / xrLocateViews + xrLocateSpace(VIEW) at the
-// predicted display time / xrEndFrame, and for each frame the delay inferred from each pose
-// alone (the test runtime turns the head at omega rad/s: theta(t) = omega * t).
+// loader, N frames of xrWaitFrame / xrBeginFrame / xrLocateViews + xrLocateSpace(VIEW) +
+// xrSyncActions and xrLocateSpace of the two hands' action spaces (a pose action with the
+// subaction paths /user/hand/left and /user/hand/right) at the predicted display time /
+// xrEndFrame, and for each frame the delay inferred from each pose alone (the test runtime
+// turns the head about +Y, the left hand about +X, the right hand about +Z, each at omega
+// rad/s: theta(t) = omega * t).
 #pragma once
 
 #include <openxr/openxr.h>
 
 #include <time.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -23,6 +27,9 @@ struct Frame {
   bool views_valid = false, head_valid = false;
   double d_left = NAN, d_right = NAN, d_head = NAN;  // ns
   double eye_distance = NAN;                         // m, between the two delivered eyes
+  double eye_error = NAN;  // m, the largest distance of a delivered eye from where the runtime's eye was at d_left
+  bool hands_valid = false;
+  double d_left_hand = NAN, d_right_hand = NAN;  // ns
   bool velocity_valid = false;
   std::int64_t ns_views = 0, ns_space = 0, ns_frame = 0;  // time in xrLocateViews, xrLocateSpace, wait+begin+end
 };
@@ -40,9 +47,11 @@ T make(XrStructureType type) {
   return value;
 }
 
-inline double infer_delay(XrTime t, const XrQuaternionf& q, double omega) {
+/// The delay of a pose displayed at `t` whose orientation `q` turns about one axis (`axis_part`:
+/// q.x, q.y or q.z of that axis) by omega * t.
+inline double infer_delay(XrTime t, const XrQuaternionf& q, double omega, float XrQuaternionf::*axis_part) {
   const double expected = std::fmod(omega * (double(t) * 1e-9), 2 * M_PI);
-  const double theta = 2 * std::atan2(double(q.y), double(q.w));
+  const double theta = 2 * std::atan2(double(q.*axis_part), double(q.w));
   double diff = std::remainder(expected - theta, 2 * M_PI);
   return diff / omega * 1e9;
 }
@@ -88,6 +97,46 @@ inline std::vector<Frame> run(int n, double omega, std::string& error, bool misu
   rci.referenceSpaceType = XR_REFERENCE_SPACE_TYPE_VIEW;
   JL_XR_CHECK(xrCreateReferenceSpace(session, &rci, &view));
 
+  // The hands: one pose action for both, an action space per subaction path.
+  XrPath hand_paths[2] = {XR_NULL_PATH, XR_NULL_PATH};
+  JL_XR_CHECK(xrStringToPath(instance, "/user/hand/left", &hand_paths[0]));
+  JL_XR_CHECK(xrStringToPath(instance, "/user/hand/right", &hand_paths[1]));
+  auto asci = make<XrActionSetCreateInfo>(XR_TYPE_ACTION_SET_CREATE_INFO);
+  std::strcpy(asci.actionSetName, "jl_testapp");
+  std::strcpy(asci.localizedActionSetName, "jitterlab test app");
+  XrActionSet action_set = XR_NULL_HANDLE;
+  JL_XR_CHECK(xrCreateActionSet(instance, &asci, &action_set));
+  auto aci = make<XrActionCreateInfo>(XR_TYPE_ACTION_CREATE_INFO);
+  std::strcpy(aci.actionName, "hand_pose");
+  std::strcpy(aci.localizedActionName, "hand pose");
+  aci.actionType = XR_ACTION_TYPE_POSE_INPUT;
+  aci.countSubactionPaths = 2;
+  aci.subactionPaths = hand_paths;
+  XrAction hand_action = XR_NULL_HANDLE;
+  JL_XR_CHECK(xrCreateAction(action_set, &aci, &hand_action));
+  XrPath profile = XR_NULL_PATH;
+  XrActionSuggestedBinding bindings[2] = {{hand_action, XR_NULL_PATH}, {hand_action, XR_NULL_PATH}};
+  JL_XR_CHECK(xrStringToPath(instance, "/interaction_profiles/khr/simple_controller", &profile));
+  JL_XR_CHECK(xrStringToPath(instance, "/user/hand/left/input/grip/pose", &bindings[0].binding));
+  JL_XR_CHECK(xrStringToPath(instance, "/user/hand/right/input/grip/pose", &bindings[1].binding));
+  auto ipsb = make<XrInteractionProfileSuggestedBinding>(XR_TYPE_INTERACTION_PROFILE_SUGGESTED_BINDING);
+  ipsb.interactionProfile = profile;
+  ipsb.countSuggestedBindings = 2;
+  ipsb.suggestedBindings = bindings;
+  JL_XR_CHECK(xrSuggestInteractionProfileBindings(instance, &ipsb));
+  auto sasai = make<XrSessionActionSetsAttachInfo>(XR_TYPE_SESSION_ACTION_SETS_ATTACH_INFO);
+  sasai.countActionSets = 1;
+  sasai.actionSets = &action_set;
+  JL_XR_CHECK(xrAttachSessionActionSets(session, &sasai));
+  XrSpace hands[2] = {XR_NULL_HANDLE, XR_NULL_HANDLE};
+  for (int h = 0; h < 2; ++h) {
+    auto aspci = make<XrActionSpaceCreateInfo>(XR_TYPE_ACTION_SPACE_CREATE_INFO);
+    aspci.action = hand_action;
+    aspci.subactionPath = hand_paths[h];
+    aspci.poseInActionSpace.orientation.w = 1;
+    JL_XR_CHECK(xrCreateActionSpace(session, &aspci, &hands[h]));
+  }
+
   auto poll = [&](XrSessionState want) -> bool {
     for (int i = 0; i < 100; ++i) {
       auto ev = make<XrEventDataBuffer>(XR_TYPE_EVENT_DATA_BUFFER);
@@ -129,11 +178,22 @@ inline std::vector<Frame> run(int n, double omega, std::string& error, bool misu
     fr.ns_views = clock_ns() - t2;
     fr.views_valid = (vs.viewStateFlags & XR_VIEW_STATE_ORIENTATION_VALID_BIT) != 0;
     if (fr.views_valid) {
-      fr.d_left = infer_delay(fr.display, views[0].pose.orientation, omega);
-      fr.d_right = infer_delay(fr.display, views[1].pose.orientation, omega);
+      fr.d_left = infer_delay(fr.display, views[0].pose.orientation, omega, &XrQuaternionf::y);
+      fr.d_right = infer_delay(fr.display, views[1].pose.orientation, omega, &XrQuaternionf::y);
       const double dx = double(views[0].pose.position.x) - views[1].pose.position.x;
+      const double dy = double(views[0].pose.position.y) - views[1].pose.position.y;
       const double dz = double(views[0].pose.position.z) - views[1].pose.position.z;
-      fr.eye_distance = std::sqrt(dx * dx + dz * dz);
+      fr.eye_distance = std::sqrt(dx * dx + dy * dy + dz * dz);
+      // Where the runtime's eyes were at display - d_left: (+-0.032, 0, 0) turned about +Y, at head height.
+      const double theta = omega * ((double(fr.display) - fr.d_left) * 1e-9);
+      fr.eye_error = 0;
+      for (int e = 0; e < 2; ++e) {
+        const double off = e == 0 ? -0.032 : 0.032;
+        const double ex = off * std::cos(theta) - views[e].pose.position.x;
+        const double ey = 1.6 - views[e].pose.position.y;
+        const double ez = -off * std::sin(theta) - views[e].pose.position.z;
+        fr.eye_error = std::max(fr.eye_error, std::sqrt(ex * ex + ey * ey + ez * ez));
+      }
     }
     auto vel = make<XrSpaceVelocity>(XR_TYPE_SPACE_VELOCITY);
     auto loc = make<XrSpaceLocation>(XR_TYPE_SPACE_LOCATION);
@@ -142,8 +202,24 @@ inline std::vector<Frame> run(int n, double omega, std::string& error, bool misu
     JL_XR_CHECK(xrLocateSpace(view, local, fs.predictedDisplayTime, &loc));
     fr.ns_space = clock_ns() - t3;
     fr.head_valid = (loc.locationFlags & XR_SPACE_LOCATION_ORIENTATION_VALID_BIT) != 0;
-    if (fr.head_valid) fr.d_head = infer_delay(fr.display, loc.pose.orientation, omega);
+    if (fr.head_valid) fr.d_head = infer_delay(fr.display, loc.pose.orientation, omega, &XrQuaternionf::y);
     fr.velocity_valid = vel.velocityFlags != 0;
+    const XrActiveActionSet active{action_set, XR_NULL_PATH};
+    auto asi = make<XrActionsSyncInfo>(XR_TYPE_ACTIONS_SYNC_INFO);
+    asi.countActiveActionSets = 1;
+    asi.activeActionSets = &active;
+    JL_XR_CHECK(xrSyncActions(session, &asi));
+    fr.hands_valid = true;
+    for (int h = 0; h < 2; ++h) {
+      auto hand = make<XrSpaceLocation>(XR_TYPE_SPACE_LOCATION);
+      JL_XR_CHECK(xrLocateSpace(hands[h], local, fs.predictedDisplayTime, &hand));
+      if ((hand.locationFlags & XR_SPACE_LOCATION_ORIENTATION_VALID_BIT) == 0) {
+        fr.hands_valid = false;
+        continue;
+      }
+      (h == 0 ? fr.d_left_hand : fr.d_right_hand) =
+          infer_delay(fr.display, hand.pose.orientation, omega, h == 0 ? &XrQuaternionf::x : &XrQuaternionf::z);
+    }
     auto fei = make<XrFrameEndInfo>(XR_TYPE_FRAME_END_INFO);
     fei.displayTime = fs.predictedDisplayTime;
     fei.environmentBlendMode = XR_ENVIRONMENT_BLEND_MODE_OPAQUE;
@@ -155,6 +231,10 @@ inline std::vector<Frame> run(int n, double omega, std::string& error, bool misu
   JL_XR_CHECK(xrRequestExitSession(session));
   poll(XR_SESSION_STATE_STOPPING);
   JL_XR_CHECK(xrEndSession(session));
+  xrDestroySpace(hands[0]);
+  xrDestroySpace(hands[1]);
+  xrDestroyAction(hand_action);
+  xrDestroyActionSet(action_set);
   xrDestroySpace(view);
   xrDestroySpace(local);
   xrDestroySession(session);

@@ -26,6 +26,14 @@ def add_parsers(sub: Any) -> None:
         default="127.0.0.1:9464",
         help="metrics endpoint of the first channel; the others take the next ports (127.0.0.1:9464)",
     )
+    q.add_argument(
+        "--baseline",
+        help="reference run whose stacked-z thresholds screen the poses' trials live (as monitor serve --baseline)",
+    )
+    q.add_argument(
+        "--trial",
+        help="tag of the trial each session of APP marks on the poses' channels (default session-N; <= 32 bytes)",
+    )
     q.add_argument("app", nargs=argparse.REMAINDER, help="-- APP ARGS...")
     store_option(q)
 
@@ -41,7 +49,9 @@ def cmd_xr(args: argparse.Namespace) -> int:
     config_ = xr.read_config(args.config)
     argv = list(args.app[1:] if args.app[:1] == ["--"] else args.app)
     store = writable_store(args)
-    code, stored = xr.run_app(config_, argv, store.root, args.listen)
+    code, stored = xr.run_app(
+        config_, argv, store.root, args.listen, baseline=args.baseline, trial=args.trial, warn=note
+    )
     for channel, run_id in stored:
         print(f"{channel}\t{run_id}")
     if code != 0:

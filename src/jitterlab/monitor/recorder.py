@@ -236,6 +236,17 @@ class Reader:
         self._lib.jl_monitor_close(self._handle)
 
 
+# A hint that starts so is a writer's note for the server (the OpenXR layer's "passing every
+# call through" line, docs/xr.md), not a baseline run.
+WRITER_NOTE = "note:"
+
+
+def writer_note(before: str, now: str) -> str | None:
+    """The note a writer left in a channel's hint while it was served: ``now`` when it is a
+    note and differs from the hint ``before`` (a note an earlier session left stays unsaid)."""
+    return now.removeprefix(WRITER_NOTE).strip() if now.startswith(WRITER_NOTE) and now != before else None
+
+
 def unlink(channel: str) -> bool:
     """Remove a channel's shared memory; False when there was none."""
     return library().jl_monitor_unlink(channel.encode()) == 0

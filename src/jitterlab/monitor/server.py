@@ -33,7 +33,15 @@ from jitterlab.measure import environment
 from jitterlab.measure.doctor import doctor_facts
 from jitterlab.measure.runner import Context, Done, Plan, Point
 from jitterlab.monitor.promproto import bucket_indices, schema_for
-from jitterlab.monitor.recorder import SAMPLE, TRIAL_BEGIN, TRIAL_END, Reader, check_channel
+from jitterlab.monitor.recorder import (
+    SAMPLE,
+    TRIAL_BEGIN,
+    TRIAL_END,
+    WRITER_NOTE,
+    Reader,
+    check_channel,
+    writer_note,
+)
 from jitterlab.stats import stacked_z_test
 from jitterlab.stats.categories import categorize
 from jitterlab.stats.screening import (
@@ -241,6 +249,8 @@ class Server:
         native_error: float = NATIVE_ERROR,
     ) -> None:
         self.reader = Reader(channel, ring_owner=ring_owner)
+        self.hint_at_start = self.reader.hint()
+        self.note: str | None = None  # a writer's note left while served (recorder.writer_note)
         self.store = store
         self.state = LiveState(channel, baseline, alpha, percentiles=percentiles)
         # every sample in an HdrHistogram: the summary on /metrics and the page's percentiles
@@ -487,6 +497,7 @@ class Server:
         for _ in range(100):  # what is still in the ring
             if self.step() == 0:
                 break
+        self.note = writer_note(self.hint_at_start, self.reader.hint())
         if self.no_writer:
             self.stopped_early = partial
             self.reader.close()
@@ -498,6 +509,8 @@ class Server:
             f"stopped by {stopped_by} before --duration" if partial else "",
         )
         meta["monitor"]["stopped_by"] = stopped_by
+        if self.note:
+            meta["monitor"]["writer_note"] = self.note
         self.reader.close()
         return self.store.commit_parts(self.staging, meta)
 
@@ -593,7 +606,8 @@ def serve_plan(
             reference = baseline
             if not reference:  # a baseline the application left in the channel (Monitor(baseline=...))
                 reader = Reader(channel, ring_owner=ring_owner)
-                reference = reader.hint() or None
+                hint = reader.hint()
+                reference = None if hint.startswith(WRITER_NOTE) else hint or None
                 reader.close()
             thresholds = None
             if reference:
@@ -660,7 +674,10 @@ def serve_plan(
         finally:
             held.release()
         if stored is None:
-            return Done([], interrupted=server.stopped_early, failure=NO_WRITER.format(channel=channel))
+            said = f"; the writer said: {server.note}" if server.note else ""
+            return Done(
+                [], interrupted=server.stopped_early, failure=NO_WRITER.format(channel=channel) + said
+            )
         return Done([stored], interrupted=stored.partial)
 
     return Plan("monitor serve", [Point(f"monitor {channel}", execute)])
