@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 
 from jitterlab.core.errors import JitterlabError
 from jitterlab.monitor import promproto
-from jitterlab.monitor.server import TIMELINE_BIN_NS, LiveState, TrialState
+from jitterlab.monitor.state import TIMELINE_BIN_NS, LiveState, TrialState
 from jitterlab.stats.screening import Verdict
 
 PUBLISH_S = 0.2  # a sample reaches the page within this plus the drain and the network

@@ -19,7 +19,6 @@ import stat
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,29 +33,29 @@ from jitterlab.measure.doctor import doctor_facts
 from jitterlab.measure.runner import Context, Done, Plan, Point
 from jitterlab.monitor.promproto import bucket_indices, schema_for
 from jitterlab.monitor.recorder import EVENT_DTYPE, SAMPLE, TRIAL_BEGIN, TRIAL_END, Reader, check_channel
+from jitterlab.monitor.state import (
+    BUCKETS_S,
+    NATIVE_ERROR,
+    TIMELINE_BIN_NS,
+    TIMELINE_BINS,
+    LiveState,
+    TrialState,
+)
 from jitterlab.stats import stacked_z_test
 from jitterlab.stats.categories import categorize
 from jitterlab.stats.screening import (
     DEFAULT_ALPHA,
     MIN_BASELINE_SAMPLES,
     Baseline,
-    Verdict,
     baseline_of,
-    screen_counts,
 )
 from jitterlab.store.hdr.histogram import Histogram
 from jitterlab.store.runs import DRAFT_JSON, ResultsStore, Run, load_run
 from jitterlab.store.schema import run_meta, safe_id_part
 
-# Histogram buckets of the metrics endpoint (seconds): 1-2-5 steps from 1 µs to 10 s
-BUCKETS_S = (*(m * 10.0**e for e in range(-6, 1) for m in (1, 2, 5)), 10.0)
-# the native histogram's relative error (issue 41 item 3): schema 7, buckets 0.54 % wide
-NATIVE_ERROR = 0.01
+# the live state (what the endpoints read) and its constants: monitor/state.py
 # the native buckets kept span 2^-31 s (0.47 ns) to 2^11 s; a value beyond counts in the last
 NATIVE_LOG2_RANGE = (-31, 11)
-# the live page's latency over time: bins of 0.5 s, the last 10 minutes
-TIMELINE_BIN_NS = 500_000_000
-TIMELINE_BINS = 1200
 PART_SAMPLES = 1_000_000
 PART_SECONDS = 2.0  # what a server killed outright can lose at most
 # the drain thread (issue 41 item 2): it empties the ring apart from the processing, so a
@@ -73,43 +72,6 @@ DRAIN_CHUNK = 1 << 18
 NO_WRITER = "no writer recorded on channel '{channel}' while it was served: no run stored"
 
 
-@dataclass
-class TrialState:
-    """A trial of one writer (a Monitor handle: pid << 32 | its number in the process): only
-    that writer's samples between its begin and end marks belong to it (issue 24 item 11)."""
-
-    tag: str
-    writer: int
-    index: int  # its place in run.json monitor.trials, the samples' `trial` column
-    first_seq: int
-    t_begin_ns: int
-    counts: np.ndarray
-    samples: int = 0
-    max_ns: float = float("-inf")
-    end_seq: int | None = None
-    t_end_ns: int | None = None
-
-    @property
-    def writer_name(self) -> str:
-        return writer_name(self.writer)
-
-    def block(self) -> dict[str, Any]:
-        return {
-            "tag": self.tag,
-            "writer": self.writer_name,
-            "samples": self.samples,
-            "first_seq": self.first_seq,
-            "end_seq": self.end_seq,
-            "t_begin_ns": self.t_begin_ns,
-            "t_end_ns": self.t_end_ns,
-        }
-
-
-def writer_name(writer: int) -> str:
-    """``PID.N``: the process and the number of the Monitor handle within it."""
-    return f"{writer >> 32}.{writer & 0xFFFF_FFFF}"
-
-
 def sample_writers(events: np.ndarray) -> np.ndarray:
     """The writer of each sample event (the first 8 bytes of its tag field, host order)."""
     raw = np.ascontiguousarray(events).view(np.uint8).reshape(len(events), events.dtype.itemsize)
@@ -117,43 +79,6 @@ def sample_writers(events: np.ndarray) -> np.ndarray:
     assert fields is not None
     offset = fields["tag"][1]
     return raw[:, offset : offset + 8].copy().view(np.uint64).ravel()
-
-
-@dataclass
-class LiveState:
-    """What the endpoint reports; written by the drain loop under ``lock``."""
-
-    channel: str
-    baseline: Baseline | None
-    alpha: float = DEFAULT_ALPHA
-    samples: int = 0
-    ring_dropped: int = 0
-    category_counts: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
-    bucket_counts: np.ndarray = field(default_factory=lambda: np.zeros(len(BUCKETS_S) + 1, np.int64))
-    latency_sum_s: float = 0.0
-    # --percentiles: every sample in an HdrHistogram (3 significant digits) read at scrape time
-    percentiles: tuple[float, ...] = ()
-    histogram: Histogram | None = None
-    trials: list[TrialState] = field(default_factory=list)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    # the native histogram of /metrics' protobuf exposition (promproto): counts per bucket
-    # index NATIVE_LOW + k at ``native_schema``; latencies <= 0 in ``native_zero``
-    native_schema: int = 7
-    native_counts: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    native_zero: int = 0
-    # the live page (monitor/live.py): samples written to parts so far, entries left from
-    # before the server, each writer's samples and last sample time, and per time bin of
-    # TIMELINE_BIN_NS (by receive time) the count, min, max, sum and outliers of its latencies
-    stored: int = 0
-    backlog_skipped: int = 0
-    writers: dict[int, list[int]] = field(default_factory=dict)
-    timeline: dict[int, list[float]] = field(default_factory=dict)
-    version: int = 0  # bumped by every batch: the page's publisher sends only what changed
-
-    def verdict(self, trial: TrialState) -> Verdict | None:
-        if self.baseline is None:
-            return None
-        return screen_counts(tuple(int(c) for c in trial.counts), trial.max_ns, self.baseline, self.alpha)
 
 
 def load_baseline(values: np.ndarray, ref: str) -> Baseline:
@@ -320,7 +245,7 @@ class Server:
         self.state.histogram = Histogram.auto(3)
         self.state.native_schema = schema_for(native_error)
         low, high = (e * 2**self.state.native_schema for e in NATIVE_LOG2_RANGE)
-        self.native_low = low
+        self.native_low = self.state.native_low = low
         self.state.native_counts = np.zeros(high - low + 1, np.int64)
         if baseline is not None:
             self.state.category_counts = np.zeros(len(baseline.thresholds) + 1, np.int64)
@@ -714,7 +639,7 @@ def serve_plan(
     ordinary end. Only a ring of this user (or of ``ring_owner``) with mode 0600 is used, so
     its baseline hint comes from no one else."""
     from jitterlab.monitor.live import is_loopback
-    from jitterlab.monitor.metrics import parse_listen, start_endpoint  # it reads this module's state
+    from jitterlab.monitor.metrics import parse_listen, start_endpoint
 
     check_channel(channel)
     host, port = parse_listen(listen)
@@ -789,7 +714,7 @@ def serve_plan(
                 "native_schema": server.state.native_schema,
                 "started": server.started.isoformat(timespec="seconds"),
             }
-            endpoint = start_endpoint(server, listen, info)
+            endpoint = start_endpoint(server.state, listen, info)
             try:
                 stored = serve_loop(server, duration_s, on_tick, on_started=on_started)
             finally:
