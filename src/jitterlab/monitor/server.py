@@ -631,19 +631,25 @@ def serve_plan(
     ring_owner: int | None = None,
     percentiles: tuple[float, ...] = (),
     native_error: float = NATIVE_ERROR,
+    otlp: str | None = None,
+    otlp_interval_s: float = 10.0,
 ) -> Plan:
     """``monitor serve`` as a plan of one point: hold the channel, classify against the
     baseline (``--baseline``, or the one the application left in the channel), serve the
     metrics endpoint, drain until ``duration_s`` or a stop signal, store the run. Stopped
     by a signal before ``duration_s`` the run is partial; with no duration a signal is the
     ordinary end. Only a ring of this user (or of ``ring_owner``) with mode 0600 is used, so
-    its baseline hint comes from no one else."""
-    from jitterlab.monitor.live import is_loopback
+    its baseline hint comes from no one else. ``otlp``: an OTLP/HTTP receiver's URL the
+    latency is pushed to every ``otlp_interval_s`` (monitor/otlp_push.py)."""
+    from jitterlab.monitor.live import is_loopback, log_line
     from jitterlab.monitor.metrics import parse_listen, start_endpoint
+    from jitterlab.monitor.otlp_push import OtlpPush, check_url
 
     check_channel(channel)
     host, port = parse_listen(listen)
     schema_for(native_error)
+    if otlp is not None:
+        check_url(otlp)
 
     def execute(ctx: Context) -> Done:
         # the parts' writer (pyarrow, and pandas through it: seconds of CPU on a busy machine)
@@ -715,9 +721,12 @@ def serve_plan(
                 "started": server.started.isoformat(timespec="seconds"),
             }
             endpoint = start_endpoint(server.state, listen, info)
+            push = OtlpPush(server.state, otlp, otlp_interval_s, info, ctx.warn, log_line) if otlp else None
             try:
                 stored = serve_loop(server, duration_s, on_tick, on_started=on_started)
             finally:
+                if push is not None:  # a last push: the collector gets the whole session
+                    push.stop()
                 endpoint.shutdown()
         finally:
             held.release()
