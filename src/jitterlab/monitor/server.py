@@ -371,7 +371,7 @@ class Server:
         native_counts = np.bincount(
             native, weights[positive], minlength=len(self.state.native_counts)
         ).astype(np.int64)
-        latency_sum_s = float(np.dot(seconds, weights))
+        latency_sum_s = float((seconds * weights).sum())  # not np.dot: BLAS threads spin after it
         categories = None
         baseline = self.state.baseline
         if baseline is not None:
@@ -450,7 +450,7 @@ class Server:
         first, last = int(t_recv.min()) // TIMELINE_BIN_NS, int(t_recv.max()) // TIMELINE_BIN_NS
         if first == last:
             n_out = int(times[distinct > outlier_above].sum()) if outlier_above is not None else 0
-            total = float(np.dot(distinct.astype(np.float64), times))
+            total = float((distinct.astype(np.float64) * times).sum())
             return {first: [float(times.sum()), float(distinct[0]), float(distinct[-1]), total, float(n_out)]}
         bins = t_recv // TIMELINE_BIN_NS
         rows: dict[int, list[float]] = {}
