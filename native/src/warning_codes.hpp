@@ -48,6 +48,7 @@ enum class WarningCode {
     rows_skipped,
     no_baseline,
     listen_open,
+    otlp_unreachable,
     backlog_skipped,
     unclassified,
     stale_lock,
@@ -57,7 +58,7 @@ enum class WarningCode {
     deprecated_option,
 };
 
-inline constexpr std::array<std::string_view, 46> kWarningCodeNames = {
+inline constexpr std::array<std::string_view, 47> kWarningCodeNames = {
     "policy-refused",
     "affinity-refused",
     "mlock-refused",
@@ -97,6 +98,7 @@ inline constexpr std::array<std::string_view, 46> kWarningCodeNames = {
     "rows-skipped",
     "no-baseline",
     "listen-open",
+    "otlp-unreachable",
     "backlog-skipped",
     "unclassified",
     "stale-lock",

@@ -4,6 +4,7 @@ definitions, bad HTTP clients, and a session no writer came to."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import math
 import os
@@ -11,11 +12,13 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -65,6 +68,62 @@ def metric_lines(text: str, name: str) -> dict[str, float]:
             key, value = line.rsplit(" ", 1)
             out[key[len(name) :]] = float(value)
     return out
+
+
+def first_event(port: int, ready: Callable[[dict[str, Any]], bool], timeout: float = 20) -> dict[str, Any]:
+    """The first snapshot of the page's event stream for which ``ready`` holds."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    connection.request("GET", "/events")
+    response = connection.getresponse()
+    deadline = time.monotonic() + timeout
+    try:
+        for line in response:
+            assert time.monotonic() < deadline, "no snapshot came that was ready"
+            if line.startswith(b"data: ") and ready(snapshot := json.loads(line[6:])):
+                return snapshot
+    finally:
+        connection.close()
+    raise AssertionError("the event stream ended")
+
+
+# --- item 2: the page's intervals are describe's ----------------------------------------
+
+
+def test_the_page_gives_the_percentiles_and_intervals_describe_gives(
+    store: Path, channel: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The page's percentiles come from stats/quantile_ci (type 7, the resolution rule, the
+    binomial interval) over the server's HdrHistogram: equal to describe's for the stored
+    run within the histogram's 3 significant digits; an unresolved level has no value there
+    either, only its lower bound."""
+    latency = np.random.default_rng(41).normal(10_000, 500, 3_000).astype(np.int64)
+    port = free_port()
+    proc = start_serve(channel, store, f"127.0.0.1:{port}", "--duration", "60s")
+    try:
+        with Monitor(channel) as m:
+            for v in latency.tolist():
+                m.record(v)
+        page = first_event(port, lambda snap: snap["counts"]["drained"] == latency.size)
+    finally:
+        proc.send_signal(signal.SIGINT)
+    run = load_run(wait_stored(proc, timeout=60), store)
+    code, out, err = run_main(["describe", run.id, "--json", "--store", str(store)], capsys)
+    assert code == 0, err
+    described = {q["level"]: q for q in json.loads(out)["percentiles"]}
+    assert [p["p"] for p in page["percentiles"]] == [50.0, 90.0, 99.0, 99.9, 99.99]
+    for p in page["percentiles"]:
+        d = described[p["p"]]
+        assert d["method"] == "binomial"  # independent samples: describe's test keeps binomial
+        assert p["method"] == "binomial-counts" and p["resolved"] == d["resolved"], (p, d)
+        for ours, theirs in (
+            (p["value_ns"], d["value"]),
+            (p["low_ns"], d["ci_low"]),
+            (p["high_ns"], d["ci_high"]),
+        ):
+            assert (ours is None) == (theirs is None), (p, d)
+            if ours is not None:
+                assert ours == pytest.approx(theirs, rel=1e-3), (p, d)
+    assert not page["percentiles"][-1]["resolved"]  # p99.99 of 3,000 samples: "≥ low" only
 
 
 # --- item 5: no writer, no run ---------------------------------------------------------
@@ -222,7 +281,7 @@ def test_export_otlp_decodes_and_its_quantiles_are_within_the_printed_bound(
 ) -> None:
     from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
 
-    from jitterlab.describe import otlp
+    from jitterlab.store import otlp
 
     latency = latency_clusters(41, 30_000)
     latency[:3] = 0  # a clock step: the zero bucket
@@ -249,6 +308,97 @@ def test_export_otlp_decodes_and_its_quantiles_are_within_the_printed_bound(
     values = latency[latency > 0] / 1e9
     finer = otlp.bucket_index(np.array([values.min(), values.max()]), point.scale + 1)
     assert finer[1] - finer[0] + 1 > 160
+
+
+def test_monitor_pushes_otlp_to_a_collector_that_comes_up_late(store: Path, channel: str) -> None:
+    """``monitor serve --otlp``: while the collector is down, one warning line and quiet
+    retries; once a real HTTP receiver listens, the pushes arrive as OTLP/HTTP protobuf on
+    /v1/metrics, decode with opentelemetry-proto, and their quantiles are within the bound
+    the server printed of the stored run's exact ones."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
+
+    from jitterlab.store import otlp
+
+    received: list[tuple[str, str, bytes]] = []
+
+    class Collector(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            received.append((self.path, self.headers.get("Content-Type", ""), body))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/x-protobuf")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    latency = latency_clusters(41, 20_000)
+    latency[:2] = 0  # a clock step: the zero bucket
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/v1/metrics"
+    proc = start_serve(
+        channel,
+        store,
+        f"127.0.0.1:{free_port()}",
+        "--duration",
+        "60s",
+        "--otlp",
+        url,
+        "--otlp-interval",
+        "0.3s",
+    )
+    collector = None
+    try:
+        with Monitor(channel) as m:
+            for v in latency.tolist():
+                m.record(v)
+        time.sleep(1.5)  # several pushes meet no collector
+        collector = ThreadingHTTPServer(("127.0.0.1", port), Collector)
+        threading.Thread(target=collector.serve_forever, daemon=True).start()
+        deadline = time.monotonic() + 20
+        while not received:
+            assert time.monotonic() < deadline, "no push reached the collector once it listened"
+            time.sleep(0.05)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        if collector is not None:
+            collector.shutdown()
+            collector.server_close()
+    assert proc.returncode in (0, 130), err
+    assert err.count("otlp-unreachable") == 1, err  # one line, then quiet retries
+    run = load_run(
+        next(line.split()[1].rstrip(":") for line in err.splitlines() if line.startswith("stored ")), store
+    )
+    path, content_type, body = received[-1]  # the last push, at the end: the whole session
+    assert path == "/v1/metrics" and content_type == "application/x-protobuf"
+    request = ExportMetricsServiceRequest.FromString(body)
+    (metric,) = request.resource_metrics[0].scope_metrics[0].metrics
+    assert metric.name == "jitterlab.latency" and metric.unit == "s"
+    (point,) = metric.exponential_histogram.data_points
+    assert point.count == latency.size == run.latency_ns.size and point.zero_count == 2
+    assert len(point.positive.bucket_counts) <= 160
+    assert math.isclose(point.sum, latency.sum() / 1e9, rel_tol=1e-9)
+    bound = otlp.relative_error(point.scale)
+    assert f"scale {point.scale}" in err and f"{bound:.3%}" in err  # the bound, printed
+    ordered = np.sort(run.latency_ns)
+    for q in (0.5, 0.9, 0.99, 0.999, 1.0):
+        exact = ordered[max(1, math.ceil(q * ordered.size)) - 1] / 1e9
+        assert abs(otlp.quantile_from(point, q) - exact) <= bound * exact, q
+
+
+def test_a_bad_otlp_url_is_one_line(store: Path, channel: str) -> None:
+    result = run_cli(
+        "monitor", "serve", "--channel", channel, "--otlp", "collector:4318", "--store", str(store)
+    )
+    assert result.returncode == 2
+    assert (
+        result.stderr.strip().count("\n") == 0 and "--otlp wants an OTLP/HTTP receiver's URL" in result.stderr
+    )
+    assert not store.exists() or not any(store.iterdir())
 
 
 # --- items 1 and 2: the page's HTTP side under bad clients ----------------------------------
@@ -416,8 +566,10 @@ def test_the_live_page_turns_a_spiked_trial_contaminated_within_a_second(
         }
         assert outliers == {str(k): c for k, c in enumerate(state["categories"]) if k}, (outliers, state)
         summary = metric_lines(metrics, "jitterlab_monitor_latency_summary_seconds")
-        for p, q in (("50", "0.5"), ("99", "0.99")):
-            assert summary[f'{{channel="{channel}",quantile="{q}"}}'] == state["percentiles"][p] / 1e9
+        for p, q in (("50", "0.5"), ("99", "0.99")):  # type 7 on the page, HdrHistogram's rank on
+            # /metrics, both read off the same HdrHistogram (3 significant digits)
+            hdr = summary[f'{{channel="{channel}",quantile="{q}"}}']
+            assert state["percentiles"][p] / 1e9 == pytest.approx(hdr, rel=2e-3)
         contaminated = metric_lines(metrics, "jitterlab_monitor_trial_contaminated")
         page_trials = {t["tag"]: t for t in state["trials"]}
         assert {t: page_trials[t]["verdict"] for t in page_trials} == {

@@ -13,6 +13,7 @@ from jitterlab.cli.common import (
     non_negative_float,
     note,
     percentile_list,
+    positive_seconds,
     print_json,
     probability,
     seconds,
@@ -55,6 +56,15 @@ def add_parsers(sub: Any) -> None:
         type=probability,
         default=0.01,
         help="relative error of the native histogram on /metrics (0.01: schema 7; finest 0.0027: schema 8)",
+    )
+    q.add_argument(
+        "--otlp",
+        metavar="URL",
+        help="also push the latency to an OpenTelemetry collector: its OTLP/HTTP receiver, e.g. "
+        "http://127.0.0.1:4318/v1/metrics (an exponential histogram of every sample, each --otlp-interval)",
+    )
+    q.add_argument(
+        "--otlp-interval", type=positive_seconds, default=10.0, help="how often --otlp pushes (10s)"
     )
     q.add_argument(
         "--json", action="store_true", help="end by printing the stored run's id and counts as JSON"
@@ -122,6 +132,8 @@ def _serve(args: argparse.Namespace) -> int:
             ring_owner=args.ring_owner,
             percentiles=args.percentiles,
             native_error=args.native_error,
+            otlp=args.otlp,
+            otlp_interval_s=args.otlp_interval,
         )
         outcome = run_plan(plan, writable_store(args), warn)
     except (JitterlabError, KeyboardInterrupt) as e:

@@ -30,17 +30,20 @@ from importlib import resources
 from typing import Any
 from urllib.parse import urlsplit
 
+import numpy as np
+
 from jitterlab.core.errors import JitterlabError
 from jitterlab.monitor import promproto
-from jitterlab.monitor.server import TIMELINE_BIN_NS, LiveState, TrialState
+from jitterlab.monitor.state import TIMELINE_BIN_NS, LiveState, TrialState
+from jitterlab.stats.quantile_ci import CONFIDENCE, quantile_intervals
 from jitterlab.stats.screening import Verdict
+from jitterlab.store.hdr.histogram import Histogram
 
 PUBLISH_S = 0.2  # a sample reaches the page within this plus the drain and the network
 IDLE_PUBLISH_S = 1.0
 MAX_STREAMS = 32
 WRITE_TIMEOUT_S = 5.0
 PAGE_PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99)
-CONFIDENCE = 0.95
 TIMELINE_SENT_BINS = 600  # 5 minutes of 0.5 s bins
 
 PAGE_FILES = {
@@ -56,27 +59,44 @@ CSP = (
 )
 
 
-def _log(line: str) -> None:
+def log_line(line: str) -> None:
     """One line on the server's stderr (after the progress line, if one is shown)."""
     prefix = "\r\033[K" if sys.stderr.isatty() else ""
     sys.stderr.write(f"{prefix}monitor serve: {line}\n")
     sys.stderr.flush()
 
 
-def quantile_rank_interval(n: int, q: float, confidence: float = CONFIDENCE) -> tuple[int | None, int | None]:
-    """Private, minimal: the distribution-free interval of the q-quantile of n independent
-    samples as 1-based order-statistic ranks (l, u) with P(X_(l) <= xi_q <= X_(u)) >=
-    ``confidence`` (Hahn & Meeker; equal tails of Binomial(n, q)). None on a side where n
-    is too small to bound it (the level is not resolved). To be replaced by the project's
-    interval module (stats/, issue 38 item 3) when it lands."""
-    from scipy.stats import binom
+def page_percentiles(histogram: Histogram, confidence: float = CONFIDENCE) -> list[dict[str, Any]]:
+    """The page's percentiles with their intervals: ``stats/quantile_ci``'s, the one
+    interval of the project (what ``describe`` gives), over the order statistics of the
+    server's HdrHistogram of every sample (3 significant digits: a rank's value is its
+    bucket's highest equivalent value, as HdrHistogram reads a percentile). Type-7 values,
+    the resolution rule (a level without 10 samples beyond it gets no value, only "≥ low")
+    and the binomial interval of a histogram's counts (``binomial-counts``): the live page
+    keeps no per-time-block counts, so it never applies the block method; ``describe`` of
+    the stored run tests the dependence and widens the interval where spikes cluster
+    (docs/monitor.md, "The live page's intervals")."""
+    n = histogram.total
+    cumulative = np.cumsum(histogram.counts)
 
-    tail = (1.0 - confidence) / 2.0
-    low = int(binom.ppf(tail, n, q))  # P(B <= low - 1) <= tail
-    high = int(binom.ppf(1.0 - tail, n, q)) + 1
-    lower = low if low >= 1 and binom.cdf(low - 1, n, q) <= tail else None
-    upper = high if high <= n else None
-    return lower, upper
+    def order_statistics(ranks: list[int]) -> dict[int, float]:
+        index = np.searchsorted(cumulative, np.asarray(ranks, np.int64) + 1, side="left")
+        return {
+            r: float(histogram.highest_equivalent(histogram.value_from_index(int(i))))
+            for r, i in zip(ranks, index.tolist(), strict=True)
+        }
+
+    return [
+        {
+            "p": q.level,
+            "value_ns": q.value,
+            "low_ns": q.ci_low,
+            "high_ns": q.ci_high,
+            "resolved": q.resolved,
+            "method": q.method,
+        }
+        for q in quantile_intervals(n, PAGE_PERCENTILES, order_statistics, None, confidence)
+    ]
 
 
 def _verdict_row(trial: TrialState, verdict: Verdict | None, is_open: bool) -> dict[str, Any]:
@@ -121,7 +141,7 @@ class Publisher:
             try:
                 data = json.dumps(self.snapshot(), separators=(",", ":"), allow_nan=False).encode()
             except Exception as e:  # never let the page take the server down; say it once a tick
-                _log(f"live page snapshot failed: {type(e).__name__}: {e}")
+                log_line(f"live page snapshot failed: {type(e).__name__}: {e}")
                 continue
             last = time.monotonic()
             with self.cond:
@@ -174,19 +194,7 @@ class Publisher:
                     "index": trial.index,
                     "reason": verdict.reason,
                 }
-        percentiles = []
-        if histogram is not None:
-            n = histogram.total
-            for p in PAGE_PERCENTILES:
-                low, high = quantile_rank_interval(n, p / 100.0)
-                percentiles.append(
-                    {
-                        "p": p,
-                        "value_ns": histogram.value_at_percentile(p),
-                        "low_ns": histogram.value_at_percentile(100.0 * low / n) if low else None,
-                        "high_ns": histogram.value_at_percentile(100.0 * high / n) if high else None,
-                    }
-                )
+        percentiles = page_percentiles(histogram) if histogram is not None else []
         thresholds = list(s.baseline.thresholds) if s.baseline is not None else []
         bounds = [0.0, *thresholds]
         return {
@@ -271,7 +279,7 @@ def make_handler(
             pass  # no access log: one line only for what went wrong (log_error)
 
         def log_error(self, format: str, *args: Any) -> None:
-            _log(f"{self.client_address[0]}: " + (format % args).replace("\n", " ")[:200])
+            log_line(f"{self.client_address[0]}: " + (format % args).replace("\n", " ")[:200])
 
         def _send(self, status: int, body: bytes, content_type: str, head: bool = False) -> None:
             self.send_response(status)
@@ -319,7 +327,7 @@ def make_handler(
                 else:
                     self._send(404, b"not found\n", "text/plain; charset=utf-8", head)
             except (BrokenPipeError, ConnectionResetError, TimeoutError):
-                _log(f"{self.client_address[0]}: client went away during {path}")
+                log_line(f"{self.client_address[0]}: client went away during {path}")
                 self.close_connection = True
 
         def _events(self, head: bool) -> None:
@@ -329,7 +337,7 @@ def make_handler(
                 if not full and not head:
                     publisher.streams += 1
             if full:
-                _log(f"{self.client_address[0]}: refused an event stream: {MAX_STREAMS} are open")
+                log_line(f"{self.client_address[0]}: refused an event stream: {MAX_STREAMS} are open")
                 self._send(503, b"too many live pages open\n", "text/plain; charset=utf-8", head)
                 return
             self.send_response(200)
@@ -361,9 +369,9 @@ def make_handler(
                     self.wfile.write(b"data: " + payload + b"\n\n" if fresh and payload else b": idle\n\n")
                     self.wfile.flush()
             except (BrokenPipeError, ConnectionResetError):
-                _log(f"{self.client_address[0]}: a live page disconnected")
+                log_line(f"{self.client_address[0]}: a live page disconnected")
             except TimeoutError:
-                _log(
+                log_line(
                     f"{self.client_address[0]}: a live page read too slowly ({WRITE_TIMEOUT_S:g} s); dropped"
                 )
             finally:
@@ -394,7 +402,7 @@ class _Server(ThreadingHTTPServer):
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         _, e, _ = sys.exc_info()
-        _log(f"{client_address[0]}: request failed: {type(e).__name__}: {e}")
+        log_line(f"{client_address[0]}: request failed: {type(e).__name__}: {e}")
 
 
 def start_endpoint(
@@ -405,8 +413,6 @@ def start_endpoint(
     metrics_text: Callable[[str], tuple[bytes, str]],
     metrics_proto: Callable[[], bytes],
 ) -> Endpoint:
-    import scipy.stats  # noqa: F401 - loaded before the first page (seconds on a busy machine)
-
     publisher = Publisher(state, info)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     server_class = type("_Server6", (_Server,), {"address_family": family})

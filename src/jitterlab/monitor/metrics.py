@@ -32,7 +32,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from jitterlab.core.errors import JitterlabError
-from jitterlab.monitor.server import BUCKETS_S, LiveState, Server
+from jitterlab.monitor.state import BUCKETS_S, LiveState
 
 DEFAULT_QUANTILES = (50.0, 90.0, 99.0, 99.9)
 # latencies at or below this (0 ns and clock steps) are the native histogram's zero bucket
@@ -146,9 +146,10 @@ def parse_listen(text: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-def native_buckets(state: LiveState, low: int) -> tuple[int, float, int, np.ndarray, np.ndarray]:
+def native_buckets(state: LiveState) -> tuple[int, float, int, np.ndarray, np.ndarray]:
     """The latency's native histogram now: (schema, zero threshold, zero count, bucket
-    indices, counts); bucket k of ``state.native_counts`` is index ``low + k``."""
+    indices, counts); bucket k of ``state.native_counts`` is index ``state.native_low + k``."""
+    low = state.native_low
     with state.lock:
         nonzero = np.flatnonzero(state.native_counts)
         return (
@@ -160,7 +161,7 @@ def native_buckets(state: LiveState, low: int) -> tuple[int, float, int, np.ndar
         )
 
 
-def start_endpoint(server: Server, listen: str, info: dict[str, Any]) -> Any:
+def start_endpoint(state: LiveState, listen: str, info: dict[str, Any]) -> Any:
     """Serve the live page, its events and /metrics on ``listen`` in background threads;
     returns the endpoint (``shutdown()``)."""
     from prometheus_client.exposition import choose_encoder
@@ -168,7 +169,7 @@ def start_endpoint(server: Server, listen: str, info: dict[str, Any]) -> Any:
     from jitterlab.monitor import live, promproto
 
     host, port = parse_listen(listen)
-    collector = MonitorCollector(server.state)
+    collector = MonitorCollector(state)
     registry = CollectorRegistry()
     registry.register(collector)
 
@@ -177,7 +178,7 @@ def start_endpoint(server: Server, listen: str, info: dict[str, Any]) -> Any:
         return encoder(registry), content_type
 
     def proto() -> bytes:
-        native = {"jitterlab_monitor_latency_seconds": native_buckets(server.state, server.native_low)}
+        native = {"jitterlab_monitor_latency_seconds": native_buckets(state)}
         return promproto.encode_delimited(promproto.from_client_families(collector.collect(), native))
 
-    return live.start_endpoint(server.state, host, port, info, text, proto)
+    return live.start_endpoint(state, host, port, info, text, proto)

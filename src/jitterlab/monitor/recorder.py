@@ -217,11 +217,21 @@ class Reader:
 
     def __init__(self, channel: str, batch: int = 65_536, ring_owner: int | None = None) -> None:
         self._lib, self._handle, self.owner_uid = _open(channel, ring_owner=ring_owner)
+        self.batch = batch
         self._buffer = np.zeros(batch, dtype=EVENT_DTYPE)
 
     def drain(self, stale_ns: int = 1_000_000_000) -> np.ndarray:
         n = self._lib.jl_monitor_drain(self._handle, self._buffer.ctypes.data, len(self._buffer), stale_ns)
         return self._buffer[:n].copy()
+
+    def drain_into(self, out: np.ndarray, start: int, stale_ns: int = 1_000_000_000) -> int:
+        """Drain straight into ``out[start:]`` (an EVENT_DTYPE array; at most ``batch``
+        events): no copy on this side; the number of events."""
+        room = min(len(out) - start, self.batch)
+        if room <= 0:
+            return 0
+        address = out.ctypes.data + start * EVENT_DTYPE.itemsize
+        return int(self._lib.jl_monitor_drain(self._handle, address, room, stale_ns))
 
     @property
     def dropped(self) -> int:

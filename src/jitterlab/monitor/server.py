@@ -19,7 +19,6 @@ import stat
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +33,7 @@ from jitterlab.measure.doctor import doctor_facts
 from jitterlab.measure.runner import Context, Done, Plan, Point
 from jitterlab.monitor.promproto import bucket_indices, schema_for
 from jitterlab.monitor.recorder import (
+    EVENT_DTYPE,
     SAMPLE,
     TRIAL_BEGIN,
     TRIAL_END,
@@ -42,69 +42,43 @@ from jitterlab.monitor.recorder import (
     check_channel,
     writer_note,
 )
+from jitterlab.monitor.state import (
+    BUCKETS_S,
+    NATIVE_ERROR,
+    TIMELINE_BIN_NS,
+    TIMELINE_BINS,
+    LiveState,
+    TrialState,
+)
 from jitterlab.stats import stacked_z_test
 from jitterlab.stats.categories import categorize
 from jitterlab.stats.screening import (
     DEFAULT_ALPHA,
     MIN_BASELINE_SAMPLES,
     Baseline,
-    Verdict,
     baseline_of,
-    screen_counts,
 )
 from jitterlab.store.hdr.histogram import Histogram
 from jitterlab.store.runs import DRAFT_JSON, ResultsStore, Run, load_run
 from jitterlab.store.schema import run_meta, safe_id_part
 
-# Histogram buckets of the metrics endpoint (seconds): 1-2-5 steps from 1 µs to 10 s
-BUCKETS_S = (*(m * 10.0**e for e in range(-6, 1) for m in (1, 2, 5)), 10.0)
-# the native histogram's relative error (issue 41 item 3): schema 7, buckets 0.54 % wide
-NATIVE_ERROR = 0.01
+# the live state (what the endpoints read) and its constants: monitor/state.py
 # the native buckets kept span 2^-31 s (0.47 ns) to 2^11 s; a value beyond counts in the last
 NATIVE_LOG2_RANGE = (-31, 11)
-# the live page's latency over time: bins of 0.5 s, the last 10 minutes
-TIMELINE_BIN_NS = 500_000_000
-TIMELINE_BINS = 1200
 PART_SAMPLES = 1_000_000
 PART_SECONDS = 2.0  # what a server killed outright can lose at most
+# the drain thread (issue 41 item 2): it empties the ring apart from the processing, so a
+# part being written or a slow batch never leaves the ring (0.5 s at 1 M samples/s) to fill;
+# it holds at most DRAIN_QUEUE_EVENTS events (56 bytes each: 117 MB) the processing has not
+# taken yet, and waits DRAIN_IDLE_S when the ring had less than a batch
+DRAIN_QUEUE_EVENTS = 1 << 21
+DRAIN_IDLE_S = 0.01
+# the processing takes what was drained once a full batch waits or DRAIN_WAIT_S passed: few
+# large batches, as numpy's per-call costs want, and a sample is counted within 0.1 s
+DRAIN_WAIT_S = 0.1
+DRAIN_BATCH = 65_536
+DRAIN_CHUNK = 1 << 18
 NO_WRITER = "no writer recorded on channel '{channel}' while it was served: no run stored"
-
-
-@dataclass
-class TrialState:
-    """A trial of one writer (a Monitor handle: pid << 32 | its number in the process): only
-    that writer's samples between its begin and end marks belong to it (issue 24 item 11)."""
-
-    tag: str
-    writer: int
-    index: int  # its place in run.json monitor.trials, the samples' `trial` column
-    first_seq: int
-    t_begin_ns: int
-    counts: np.ndarray
-    samples: int = 0
-    max_ns: float = float("-inf")
-    end_seq: int | None = None
-    t_end_ns: int | None = None
-
-    @property
-    def writer_name(self) -> str:
-        return writer_name(self.writer)
-
-    def block(self) -> dict[str, Any]:
-        return {
-            "tag": self.tag,
-            "writer": self.writer_name,
-            "samples": self.samples,
-            "first_seq": self.first_seq,
-            "end_seq": self.end_seq,
-            "t_begin_ns": self.t_begin_ns,
-            "t_end_ns": self.t_end_ns,
-        }
-
-
-def writer_name(writer: int) -> str:
-    """``PID.N``: the process and the number of the Monitor handle within it."""
-    return f"{writer >> 32}.{writer & 0xFFFF_FFFF}"
 
 
 def sample_writers(events: np.ndarray) -> np.ndarray:
@@ -114,43 +88,6 @@ def sample_writers(events: np.ndarray) -> np.ndarray:
     assert fields is not None
     offset = fields["tag"][1]
     return raw[:, offset : offset + 8].copy().view(np.uint64).ravel()
-
-
-@dataclass
-class LiveState:
-    """What the endpoint reports; written by the drain loop under ``lock``."""
-
-    channel: str
-    baseline: Baseline | None
-    alpha: float = DEFAULT_ALPHA
-    samples: int = 0
-    ring_dropped: int = 0
-    category_counts: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
-    bucket_counts: np.ndarray = field(default_factory=lambda: np.zeros(len(BUCKETS_S) + 1, np.int64))
-    latency_sum_s: float = 0.0
-    # --percentiles: every sample in an HdrHistogram (3 significant digits) read at scrape time
-    percentiles: tuple[float, ...] = ()
-    histogram: Histogram | None = None
-    trials: list[TrialState] = field(default_factory=list)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    # the native histogram of /metrics' protobuf exposition (promproto): counts per bucket
-    # index NATIVE_LOW + k at ``native_schema``; latencies <= 0 in ``native_zero``
-    native_schema: int = 7
-    native_counts: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    native_zero: int = 0
-    # the live page (monitor/live.py): samples written to parts so far, entries left from
-    # before the server, each writer's samples and last sample time, and per time bin of
-    # TIMELINE_BIN_NS (by receive time) the count, min, max, sum and outliers of its latencies
-    stored: int = 0
-    backlog_skipped: int = 0
-    writers: dict[int, list[int]] = field(default_factory=dict)
-    timeline: dict[int, list[float]] = field(default_factory=dict)
-    version: int = 0  # bumped by every batch: the page's publisher sends only what changed
-
-    def verdict(self, trial: TrialState) -> Verdict | None:
-        if self.baseline is None:
-            return None
-        return screen_counts(tuple(int(c) for c in trial.counts), trial.max_ns, self.baseline, self.alpha)
 
 
 def load_baseline(values: np.ndarray, ref: str) -> Baseline:
@@ -233,6 +170,68 @@ class ChannelLock:
         self.handle.close()
 
 
+class Drainer:
+    """A thread that empties the ring apart from the thread that processes what it drained
+    (issue 41 item 2): writing a part, a batch's numpy work or a page's snapshot never
+    leaves the ring unread. It calls only the C drain (which runs without the GIL), straight
+    into a chunk of :data:`DRAIN_CHUNK` events that :meth:`take` hands over whole, so an
+    event is copied once on its way from the ring. When :data:`DRAIN_QUEUE_EVENTS` events
+    wait untaken it stops draining until they are taken (the ring then fills and counts
+    its drops: nothing is lost unseen). Only this thread drains while it runs."""
+
+    def __init__(self, reader: Reader, limit: int = DRAIN_QUEUE_EVENTS) -> None:
+        self.reader = reader
+        self.limit = limit
+        self.full: list[np.ndarray] = []  # drained and not taken yet, in order
+        self.chunk = np.empty(DRAIN_CHUNK, EVENT_DTYPE)
+        self.fill = 0  # events of ``chunk`` drained so far
+        self.held = 0
+        self.stopped = False
+        self.cond = threading.Condition()
+        self.thread = threading.Thread(target=self._run, name="monitor-drain", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.stopped:
+            with self.cond:
+                while self.held >= self.limit and not self.stopped:
+                    self.cond.wait(DRAIN_WAIT_S)
+                if self.fill == len(self.chunk):
+                    self.full.append(self.chunk)
+                    self.chunk, self.fill = np.empty(DRAIN_CHUNK, EVENT_DTYPE), 0
+                target, start = self.chunk, self.fill
+            n = self.reader.drain_into(target, start)  # outside the lock: take() may swap chunks
+            if n:
+                with self.cond:
+                    if self.chunk is target:
+                        self.fill = start + n
+                    else:  # taken meanwhile up to ``start``: these events follow as their own piece
+                        self.full.append(target[start : start + n])
+                    self.held += n
+                    self.cond.notify_all()
+            if n < self.reader.batch:
+                time.sleep(DRAIN_IDLE_S)
+
+    def take(self, timeout: float, enough: int = DRAIN_BATCH) -> list[np.ndarray]:
+        """What was drained so far, in order, once ``enough`` events wait or ``timeout``
+        passed (the arrays are the caller's from then on)."""
+        with self.cond:
+            if timeout > 0:
+                self.cond.wait_for(lambda: self.held >= enough or self.stopped, timeout)
+            taken = [*self.full, self.chunk[: self.fill]] if self.fill else self.full
+            if self.fill:
+                self.chunk, self.fill = np.empty(DRAIN_CHUNK, EVENT_DTYPE), 0
+            self.full, self.held = [], 0
+            self.cond.notify_all()
+        return taken
+
+    def stop(self) -> None:
+        self.stopped = True
+        with self.cond:
+            self.cond.notify_all()
+        self.thread.join()
+
+
 class Server:
     """The drain loop and the run it writes."""
 
@@ -257,7 +256,7 @@ class Server:
         self.state.histogram = Histogram.auto(3)
         self.state.native_schema = schema_for(native_error)
         low, high = (e * 2**self.state.native_schema for e in NATIVE_LOG2_RANGE)
-        self.native_low = low
+        self.native_low = self.state.native_low = low
         self.state.native_counts = np.zeros(high - low + 1, np.int64)
         if baseline is not None:
             self.state.category_counts = np.zeros(len(baseline.thresholds) + 1, np.int64)
@@ -276,6 +275,7 @@ class Server:
         self.open_trials: dict[int, TrialState] = {}  # by writer
         self.last_flush = time.monotonic()
         self.stopped_early = False  # a signal ended a session that stored nothing
+        self.drainer: Drainer | None = None
         # what writers left in the ring while no server ran belongs to no run of this server:
         # it is counted and left out (a study's trials must not mix with an earlier session)
         self.backlog_skipped = 0
@@ -316,17 +316,36 @@ class Server:
     # --- the loop -------------------------------------------------------------------
 
     def step(self) -> int:
-        """Drain once; the number of events."""
-        events = self.reader.drain()
-        if len(events):
-            self._process(events)
+        """Process what was drained (by the drain thread once :meth:`start` ran it, else
+        drain here once); the number of events."""
+        batches = self.drainer.take(DRAIN_WAIT_S) if self.drainer is not None else [self.reader.drain()]
+        n = 0
+        for events in batches:  # each as it came (chunks of up to DRAIN_CHUNK): never joined
+            if len(events):
+                self._process(events)
+                n += len(events)
         with self.state.lock:
             self.state.ring_dropped = self.reader.dropped - self.dropped_at_start
         if self.buffered >= self.part_samples or (
             self.buffered and time.monotonic() - self.last_flush > PART_SECONDS
         ):
             self.flush()
-        return len(events)
+        return n
+
+    def start(self) -> None:
+        """Drain the ring from a thread of its own from now on (:class:`Drainer`)."""
+        if self.drainer is None:
+            self.drainer = Drainer(self.reader)
+
+    def stop_draining(self) -> None:
+        """Stop the drain thread; what it drained and nobody took yet stays to be processed."""
+        if self.drainer is not None:
+            self.drainer.stop()
+            rest = self.drainer.take(0.0)
+            self.drainer = None
+            for events in rest:
+                if len(events):
+                    self._process(events)
 
     def _process(self, events: np.ndarray) -> None:
         marks = np.flatnonzero(events["kind"] != SAMPLE)
@@ -339,35 +358,58 @@ class Server:
             start = mark + 1
 
     def _samples(self, events: np.ndarray) -> None:
+        """Add a batch of samples to every counter. The batch is sorted once
+        (``np.unique``): the HdrHistogram, the classic and native buckets, the categories
+        and the sum are filled from its distinct latencies and their counts, never sample by
+        sample; only the time bins, the writers and open trials look at each sample."""
         t_send, t_recv = events["t_send_ns"], events["t_recv_ns"]
-        latency = (t_recv - t_send).astype(np.float64)
+        latency = t_recv - t_send
+        n = len(latency)
         if self.t_start_ns is None:
             self.t_start_ns = int(t_recv[0])
+        distinct, times = np.unique(latency, return_counts=True)
+        weights = times.astype(np.float64)  # bincount's weights: counts < 2^53 add exactly
+        seconds = distinct / 1e9
         buckets = np.bincount(
-            np.searchsorted(BUCKETS_S, latency / 1e9, side="left"), minlength=len(BUCKETS_S) + 1
-        )
-        positive = latency > 0
+            np.searchsorted(BUCKETS_S, seconds, side="left"), weights, minlength=len(BUCKETS_S) + 1
+        ).astype(np.int64)
+        positive = distinct > 0
         native = np.clip(
-            bucket_indices(latency[positive] / 1e9, self.state.native_schema) - self.native_low,
+            bucket_indices(seconds[positive], self.state.native_schema) - self.native_low,
             0,
             len(self.state.native_counts) - 1,
         )
-        native_counts = np.bincount(native, minlength=len(self.state.native_counts))
+        native_counts = np.bincount(
+            native, weights[positive], minlength=len(self.state.native_counts)
+        ).astype(np.int64)
+        latency_sum_s = float((seconds * weights).sum())  # not np.dot: BLAS threads spin after it
+        categories = None
+        baseline = self.state.baseline
+        if baseline is not None:
+            labels = categorize(distinct, baseline.thresholds)
+            categories = np.bincount(labels, weights, minlength=len(self.state.category_counts)).astype(
+                np.int64
+            )
         writers = sample_writers(events)
-        by_writer = np.unique(writers, return_counts=True)
-        outlier = latency > self.state.baseline.thresholds[0] if self.state.baseline is not None else None
-        bins = self._timeline_bins(t_recv, latency, outlier)
+        if writers[0] == writers[-1] and bool((writers == writers[0]).all()):  # one writer (the usual)
+            by_writer = ([int(writers[0])], [n])
+        else:
+            w, c = np.unique(writers, return_counts=True)
+            by_writer = (w.tolist(), c.tolist())
+        bins = self._timeline_bins(
+            t_recv, latency, distinct, times, baseline.thresholds[0] if baseline else None
+        )
+        last = int(t_recv.max())
         with self.state.lock:
             self.state.version += 1
-            self.state.samples += len(latency)
+            self.state.samples += n
             self.state.bucket_counts += buckets
-            self.state.latency_sum_s += float(latency.sum()) / 1e9
+            self.state.latency_sum_s += latency_sum_s
             self.state.native_counts += native_counts
-            self.state.native_zero += int(len(latency) - np.count_nonzero(positive))
-            last = int(t_recv.max())
-            for writer, n in zip(*by_writer, strict=True):
+            self.state.native_zero += int(times[~positive].sum())
+            for writer, count in zip(*by_writer, strict=True):
                 seen = self.state.writers.setdefault(int(writer), [0, 0])
-                seen[0] += int(n)
+                seen[0] += int(count)
                 seen[1] = max(seen[1], last)
             for b, row in bins.items():
                 old = self.state.timeline.get(b)
@@ -381,47 +423,60 @@ class Server:
             while len(self.state.timeline) > TIMELINE_BINS:
                 del self.state.timeline[min(self.state.timeline)]
             if self.state.histogram is not None:  # a negative latency (clock step) counts as 0
-                distinct, counts = np.unique(np.maximum(t_recv - t_send, 0), return_counts=True)
-                self.state.histogram.record(distinct, counts)
-            labels = None
-            if self.state.baseline is not None:
-                labels = categorize(latency, self.state.baseline.thresholds).astype(np.int64)
-                counts = np.bincount(labels, minlength=len(self.state.category_counts))
-                self.state.category_counts += counts
-            trial_of = np.full(len(latency), -1, np.int64)
+                self.state.histogram.record(np.maximum(distinct, 0), times)
+            if categories is not None:
+                self.state.category_counts += categories
+            trial_of = np.full(n, -1, np.int64)
             if self.open_trials:
                 for writer, trial in self.open_trials.items():
                     mine = writers == np.uint64(writer)
-                    n = int(np.count_nonzero(mine))
-                    if not n:
+                    k = int(np.count_nonzero(mine))
+                    if not k:
                         continue
                     trial_of[mine] = trial.index
-                    trial.samples += n
-                    trial.max_ns = max(trial.max_ns, float(latency[mine].max()))
-                    if labels is not None:
-                        trial.counts += np.bincount(labels[mine], minlength=len(trial.counts))
+                    trial.samples += k
+                    theirs = latency[mine]
+                    trial.max_ns = max(trial.max_ns, float(theirs.max()))
+                    if baseline is not None:
+                        trial.counts += np.bincount(
+                            categorize(theirs, baseline.thresholds), minlength=len(trial.counts)
+                        )
         self.buffer_send.append(t_send.copy())
         self.buffer_recv.append(t_recv.copy())
         self.buffer_trial.append(trial_of)
-        self.buffered += len(latency)
-        self.seq += len(latency)
+        self.buffered += n
+        self.seq += n
 
     @staticmethod
     def _timeline_bins(
-        t_recv: np.ndarray, latency: np.ndarray, outlier: np.ndarray | None
+        t_recv: np.ndarray,
+        latency: np.ndarray,
+        distinct: np.ndarray,
+        times: np.ndarray,
+        outlier_above: float | None,
     ) -> dict[int, list[float]]:
         """Per time bin of the batch: count, min, max, sum and outliers of its latencies
-        (the page draws min…max per bin: a spike is never decimated away)."""
+        (the page draws min…max per bin: a spike is never decimated away). A batch within
+        one bin (the usual: a batch is a few ms of samples) is read off its distinct values."""
+        first, last = int(t_recv.min()) // TIMELINE_BIN_NS, int(t_recv.max()) // TIMELINE_BIN_NS
+        if first == last:
+            n_out = int(times[distinct > outlier_above].sum()) if outlier_above is not None else 0
+            total = float((distinct.astype(np.float64) * times).sum())
+            return {first: [float(times.sum()), float(distinct[0]), float(distinct[-1]), total, float(n_out)]}
         bins = t_recv // TIMELINE_BIN_NS
-        first, last = int(bins.min()), int(bins.max())
         rows: dict[int, list[float]] = {}
         for b in range(first, last + 1) if last - first < 8 else np.unique(bins).tolist():
-            mine = bins == b if first != last else slice(None)
-            x = latency[mine]
+            x = latency[bins == b]
             if not x.size:
                 continue
-            n_out = int(np.count_nonzero(outlier[mine])) if outlier is not None else 0
-            rows[int(b)] = [float(x.size), float(x.min()), float(x.max()), float(x.sum()), float(n_out)]
+            n_out = int(np.count_nonzero(x > outlier_above)) if outlier_above is not None else 0
+            rows[int(b)] = [
+                float(x.size),
+                float(x.min()),
+                float(x.max()),
+                float(x.sum(dtype=np.float64)),
+                float(n_out),
+            ]
         return rows
 
     def _mark(self, event: np.void) -> None:
@@ -494,6 +549,7 @@ class Server:
     def finish(self, stopped_by: str, partial: bool) -> Run | None:
         """Store the run; None (its staging folder removed) when no writer ever came: an
         empty session is not a run, and never a "complete" one with 0 samples."""
+        self.stop_draining()
         for _ in range(100):  # what is still in the ring
             if self.step() == 0:
                 break
@@ -548,23 +604,23 @@ def serve_loop(
     server: Server,
     duration_s: float | None,
     on_tick: Callable[[Server], None] = lambda _: None,
-    idle_sleep_s: float = 0.0005,
     on_started: Callable[[Server], None] = lambda _: None,
 ) -> Run | None:
     """Run until ``duration_s`` (None: until interrupted), then store the run (None: no
-    writer came, nothing stored; see :meth:`Server.finish`). ``on_started``
+    writer came, nothing stored; see :meth:`Server.finish`); the server's drain thread
+    (:class:`Drainer`) empties the ring meanwhile. ``on_started``
     runs once the run is staged, inside the loop's signal handling: a stop signal that
     arrives the moment the server says it serves still stores the run."""
     deadline = time.monotonic() + duration_s if duration_s else None
     try:
         with server.store.staging_lock(server.run_id):
             server.flush()
+            server.start()
             last_tick = time.monotonic()
             try:
                 on_started(server)
                 while deadline is None or time.monotonic() < deadline:
-                    if server.step() == 0:
-                        time.sleep(idle_sleep_s)
+                    server.step()  # waits up to DRAIN_WAIT_S for the drain thread
                     if time.monotonic() - last_tick > 1.0:
                         on_tick(server)
                         last_tick = time.monotonic()
@@ -573,6 +629,9 @@ def serve_loop(
             return server.finish("--duration", partial=False)
     except OSError as e:
         raise JitterlabError(f"cannot write to results store {server.store.root}: {e.strerror or e}") from e
+    finally:
+        if server.drainer is not None:  # an error ended the loop: its thread ends with it
+            server.drainer.stop()
 
 
 def serve_plan(
@@ -586,21 +645,31 @@ def serve_plan(
     ring_owner: int | None = None,
     percentiles: tuple[float, ...] = (),
     native_error: float = NATIVE_ERROR,
+    otlp: str | None = None,
+    otlp_interval_s: float = 10.0,
 ) -> Plan:
     """``monitor serve`` as a plan of one point: hold the channel, classify against the
     baseline (``--baseline``, or the one the application left in the channel), serve the
     metrics endpoint, drain until ``duration_s`` or a stop signal, store the run. Stopped
     by a signal before ``duration_s`` the run is partial; with no duration a signal is the
     ordinary end. Only a ring of this user (or of ``ring_owner``) with mode 0600 is used, so
-    its baseline hint comes from no one else."""
-    from jitterlab.monitor.live import is_loopback
-    from jitterlab.monitor.metrics import parse_listen, start_endpoint  # it reads this module's state
+    its baseline hint comes from no one else. ``otlp``: an OTLP/HTTP receiver's URL the
+    latency is pushed to every ``otlp_interval_s`` (monitor/otlp_push.py)."""
+    from jitterlab.monitor.live import is_loopback, log_line
+    from jitterlab.monitor.metrics import parse_listen, start_endpoint
+    from jitterlab.monitor.otlp_push import OtlpPush, check_url
 
     check_channel(channel)
     host, port = parse_listen(listen)
     schema_for(native_error)
+    if otlp is not None:
+        check_url(otlp)
 
     def execute(ctx: Context) -> Done:
+        # the parts' writer (pyarrow, and pandas through it: seconds of CPU on a busy machine)
+        # is loaded now, not by the first part while writers fill the ring
+        import jitterlab.store.writer  # noqa: F401
+
         held = ChannelLock(channel, ctx.warn)
         try:
             reference = baseline
@@ -666,10 +735,13 @@ def serve_plan(
                 "native_schema": server.state.native_schema,
                 "started": server.started.isoformat(timespec="seconds"),
             }
-            endpoint = start_endpoint(server, listen, info)
+            endpoint = start_endpoint(server.state, listen, info)
+            push = OtlpPush(server.state, otlp, otlp_interval_s, info, ctx.warn, log_line) if otlp else None
             try:
                 stored = serve_loop(server, duration_s, on_tick, on_started=on_started)
             finally:
+                if push is not None:  # a last push: the collector gets the whole session
+                    push.stop()
                 endpoint.shutdown()
         finally:
             held.release()

@@ -106,8 +106,9 @@ function render(key, label, snap) {
     const tr = document.createElement("tr");
     tr.dataset.p = String(p.p);
     cell(tr, "p" + p.p, "", {});
-    cell(tr, fmtNs(p.value_ns), "value", { ns: p.value_ns });
-    const iv = (p.low_ns === null ? "not resolved" : fmtNs(p.low_ns)) + " … " + (p.high_ns === null ? "not resolved" : fmtNs(p.high_ns));
+    // a level with fewer than 10 samples beyond it has no value, only its lower bound
+    cell(tr, p.resolved ? fmtNs(p.value_ns) : "≥ " + fmtNs(p.low_ns) + " (not resolved)", "value", { ns: p.value_ns });
+    const iv = p.resolved ? fmtNs(p.low_ns) + " … " + fmtNs(p.high_ns) : "–";
     cell(tr, iv, "interval", { low: p.low_ns, high: p.high_ns });
     return tr;
   });

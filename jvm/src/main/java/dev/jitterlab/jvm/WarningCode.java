@@ -42,6 +42,7 @@ public enum WarningCode {
     ROWS_SKIPPED("rows-skipped"),
     NO_BASELINE("no-baseline"),
     LISTEN_OPEN("listen-open"),
+    OTLP_UNREACHABLE("otlp-unreachable"),
     BACKLOG_SKIPPED("backlog-skipped"),
     UNCLASSIFIED("unclassified"),
     STALE_LOCK("stale-lock"),
