@@ -41,7 +41,8 @@ import numpy.typing as npt
 
 from jitterlab.stats import quantile_ci
 from jitterlab.stats.quantile_ci import QuantileInterval
-from jitterlab.stats.summary import order_statistics_of, sample_extent
+from jitterlab.stats.scan import LocalScan
+from jitterlab.stats.summary import extent_by, order_statistics_by
 from jitterlab.stats.type7 import type7_percentiles
 
 COMPARE_PERCENTILES: tuple[float, ...] = (50.0, 90.0, 99.0, 99.9, 99.99)
@@ -136,16 +137,16 @@ class SortedSample:
 class ChunkedSample:
     """An integer sample read as chunks (each call of ``chunks`` reads it again, in the same
     order), never held: ranks are found by radix refinement
-    (:func:`jitterlab.stats.summary.order_statistics_of`), positions gathered in one pass."""
+    (:func:`jitterlab.stats.summary.order_statistics_by`), positions gathered in one pass."""
 
     def __init__(self, chunks: Callable[[], Iterable[np.ndarray]]) -> None:
         self.chunks = chunks
-        self.size, self.lowest, self.highest, _ = sample_extent(chunks)
+        self.size, self.lowest, self.highest, _ = extent_by(LocalScan(chunks))
 
     def at_ranks(self, ranks: np.ndarray) -> np.ndarray:
         r = np.asarray(ranks, np.int64)
         wanted = sorted({int(v) for v in r.ravel()})
-        found = order_statistics_of(self.chunks, wanted, (self.size, self.lowest, self.highest))
+        found = order_statistics_by(LocalScan(self.chunks), wanted, self.lowest, self.highest, self.size)
         table = np.array([found[k] for k in wanted], dtype=np.float64)
         return np.asarray(table[np.searchsorted(wanted, r)])
 
@@ -163,7 +164,7 @@ class ChunkedSample:
 
     def intervals(self, levels: tuple[float, ...], confidence: float) -> list[QuantileInterval]:
         def stats(ranks: list[int]) -> dict[int, float]:
-            found = order_statistics_of(self.chunks, ranks, (self.size, self.lowest, self.highest))
+            found = order_statistics_by(LocalScan(self.chunks), ranks, self.lowest, self.highest, self.size)
             return {r: float(v) for r, v in found.items()}
 
         def counts(cuts: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:

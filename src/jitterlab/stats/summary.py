@@ -217,21 +217,6 @@ def percentiles_of_scan(scan: Scan, ps: tuple[float, ...]) -> np.ndarray:
     return percentiles_by(refine_by(scan), ps, (count, lowest, highest))
 
 
-def sample_extent(chunks: Callable[[], Iterable[np.ndarray]]) -> tuple[int, int, int, int]:
-    """(count, min, max, exact sum) of an integer sample read as chunks, in one pass."""
-    return extent_of(chunks)
-
-
-def order_statistics_of(
-    chunks: Callable[[], Iterable[np.ndarray]], ranks: list[int], extent: tuple[int, int, int]
-) -> dict[int, int]:
-    """The value at each 0-based rank of a non-empty integer sample read as chunks, exactly,
-    given its (count, min, max): the radix refinement of :func:`percentiles_by` for any
-    set of ranks (ranks in one bucket share its passes)."""
-    count, lowest, highest = extent
-    return order_statistics(chunks, sorted(set(ranks)), lowest, highest, count)
-
-
 def exact_sum(x: np.ndarray) -> int:
     """The sum of an integer array as a Python integer: int64 sums of blocks that cannot overflow."""
     if x.size == 0:
@@ -280,11 +265,6 @@ def _block_squares(block: np.ndarray, mean: float) -> float:
     return float(np.add.reduce(deviation * deviation))
 
 
-def extent_of(chunks: Callable[[], Iterable[np.ndarray]]) -> tuple[int, int, int, int]:
-    """(count, min, max, exact sum) of an integer sample read as chunks."""
-    return extent_by(LocalScan(chunks))
-
-
 def chunk_extent(x: np.ndarray) -> tuple[int, int, int, int]:
     """(count, min, max, exact sum) of one chunk (min and max 0 when it is empty)."""
     if x.size == 0:
@@ -326,14 +306,6 @@ def percentiles_by(
     if transform is not None:
         a, b = transform(a), transform(b)
     return type7_interpolate(a, b, weight)
-
-
-def order_statistics(
-    chunks: Callable[[], Iterable[np.ndarray]], ranks: list[int], lowest: int, highest: int, count: int
-) -> dict[int, int]:
-    """The value of each 0-based rank of a non-empty integer sample read as chunks, given its
-    extent (see :func:`summarize_chunks`)."""
-    return _order_statistics(local_refine(chunks), ranks, lowest, highest, count)
 
 
 Interval = tuple[int, int]
