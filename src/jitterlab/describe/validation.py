@@ -14,6 +14,7 @@ from typing import Protocol
 import numpy as np
 
 from jitterlab.core.html import figure_img, html_table
+from jitterlab.core.palette import BLUE
 from jitterlab.core.units import format_ns
 from jitterlab.stats import percentiles
 from jitterlab.store import Run
@@ -64,7 +65,7 @@ def qq_figure_html(v: ValidationView) -> str:
         qx, qy = percentiles(x, p.tolist()) / 1e3, percentiles(y, p.tolist()) / 1e3
         lo, hi = min(qx.min(), qy.min()), max(qx.max(), qy.max())
         ax.plot([lo, hi], [lo, hi], color="#999", lw=1, label="diagonal")
-        ax.scatter(qx, qy, s=6, color="#2f5fa8")
+        ax.scatter(qx, qy, s=6, color=BLUE)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("direct (µs)" if ax is axes[2] else "expected quantile (µs)")

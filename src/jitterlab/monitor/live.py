@@ -31,6 +31,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from jitterlab.core.errors import JitterlabError
+from jitterlab.core.palette import category_colour
 from jitterlab.monitor import promproto
 from jitterlab.monitor.server import TIMELINE_BIN_NS, LiveState, TrialState
 from jitterlab.stats.screening import Verdict
@@ -209,7 +210,12 @@ class Publisher:
             "confidence": CONFIDENCE,
             "categories": (
                 [
-                    {"k": k, "above_ns": bounds[k] if k else None, "count": int(c)}
+                    {
+                        "k": k,
+                        "above_ns": bounds[k] if k else None,
+                        "count": int(c),
+                        "colour": category_colour(k),
+                    }
                     for k, c in enumerate(categories)
                 ]
                 if s.baseline is not None
