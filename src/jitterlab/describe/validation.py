@@ -16,6 +16,7 @@ import numpy as np
 from jitterlab.core.html import figure_img, html_table
 from jitterlab.core.palette import BLUE
 from jitterlab.core.units import format_ns
+from jitterlab.describe.tables import level_cell
 from jitterlab.stats import percentiles
 from jitterlab.store import Run
 
@@ -121,6 +122,13 @@ def settings_rows(runs: Mapping[str, Run]) -> list[list[str]]:
         x = run.latency_ns
         p50, p99 = percentiles(x, (50.0, 99.0))
         rows.append(
-            [setting, run.id, f"{x.size:,}", format_ns(p50), format_ns(p99), format_ns(float(x.max()))]
+            [
+                setting,
+                run.id,
+                f"{x.size:,}",
+                level_cell(float(p50), x.size, 50.0),
+                level_cell(float(p99), x.size, 99.0),
+                format_ns(float(x.max())),
+            ]
         )
     return rows
