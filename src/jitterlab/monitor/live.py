@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.palette import category_colour
+from jitterlab.core.percentiles import is_resolved
 from jitterlab.monitor import promproto
 from jitterlab.monitor.server import TIMELINE_BIN_NS, LiveState, TrialState
 from jitterlab.stats.screening import Verdict
@@ -65,19 +66,14 @@ def _log(line: str) -> None:
 
 
 def quantile_rank_interval(n: int, q: float, confidence: float = CONFIDENCE) -> tuple[int | None, int | None]:
-    """Private, minimal: the distribution-free interval of the q-quantile of n independent
-    samples as 1-based order-statistic ranks (l, u) with P(X_(l) <= xi_q <= X_(u)) >=
-    ``confidence`` (Hahn & Meeker; equal tails of Binomial(n, q)). None on a side where n
-    is too small to bound it (the level is not resolved). To be replaced by the project's
-    interval module (stats/, issue 38 item 3) when it lands."""
-    from scipy.stats import binom
+    """The distribution-free interval of the q-quantile of n independent samples as 1-based
+    order-statistic ranks (l, u), None on a side n cannot bound: the project's binomial
+    interval (stats/quantile_ci.py ``binomial_ranks``, the one ``show`` and ``describe``
+    give; the live page has counts, no order, so no block method)."""
+    from jitterlab.stats.quantile_ci import binomial_ranks
 
-    tail = (1.0 - confidence) / 2.0
-    low = int(binom.ppf(tail, n, q))  # P(B <= low - 1) <= tail
-    high = int(binom.ppf(1.0 - tail, n, q)) + 1
-    lower = low if low >= 1 and binom.cdf(low - 1, n, q) <= tail else None
-    upper = high if high <= n else None
-    return lower, upper
+    lo, hi = binomial_ranks(n, 100.0 * q, confidence)  # 0-based; -1 and n: unbounded
+    return (lo + 1 if lo >= 0 else None), (hi + 1 if hi < n else None)
 
 
 def _verdict_row(trial: TrialState, verdict: Verdict | None, is_open: bool) -> dict[str, Any]:
@@ -184,6 +180,8 @@ class Publisher:
                     {
                         "p": p,
                         "value_ns": histogram.value_at_percentile(p),
+                        # the one rule (core/percentiles.py): the page prints "≥ low" when not
+                        "resolved": is_resolved(n, p),
                         "low_ns": histogram.value_at_percentile(100.0 * low / n) if low else None,
                         "high_ns": histogram.value_at_percentile(100.0 * high / n) if high else None,
                     }
@@ -411,7 +409,7 @@ def start_endpoint(
     metrics_text: Callable[[str], tuple[bytes, str]],
     metrics_proto: Callable[[], bytes],
 ) -> Endpoint:
-    import scipy.stats  # noqa: F401 - loaded before the first page (seconds on a busy machine)
+    import jitterlab.stats.quantile_ci  # noqa: F401 - loaded before the first page (seconds on a busy machine)
 
     publisher = Publisher(state, info)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET

@@ -106,8 +106,11 @@ function render(key, label, snap) {
     const tr = document.createElement("tr");
     tr.dataset.p = String(p.p);
     cell(tr, "p" + p.p, "", {});
-    cell(tr, fmtNs(p.value_ns), "value", { ns: p.value_ns });
-    const iv = (p.low_ns === null ? "not resolved" : fmtNs(p.low_ns)) + " … " + (p.high_ns === null ? "not resolved" : fmtNs(p.high_ns));
+    // a level the sample does not resolve (fewer than 10 samples expected beyond it): "≥ low", never a bare value
+    const shown = p.resolved ? fmtNs(p.value_ns) : (p.low_ns === null ? "not resolved" : "≥ " + fmtNs(p.low_ns));
+    cell(tr, shown, "value", { ns: p.value_ns, resolved: p.resolved });
+    const iv = !p.resolved ? "not resolved"
+      : (p.low_ns === null ? "−∞" : fmtNs(p.low_ns)) + " … " + (p.high_ns === null ? "∞" : fmtNs(p.high_ns));
     cell(tr, iv, "interval", { low: p.low_ns, high: p.high_ns });
     return tr;
   });
