@@ -175,3 +175,19 @@ def test_the_network_tables_mark_a_ping_run_of_fifteen_round_trips(tmp_path: Pat
     }
     _, (row,) = ping_rows([Run(stored.path, meta)])
     assert row[2:5] == ["not resolved"] * 3 and row[5] != "not resolved"  # p50, p99, p99.9; max
+
+
+def test_the_replication_table_marks_a_short_run(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from jitterlab.describe.replication import table3_layout
+    from jitterlab.stats import summarize
+
+    rng = np.random.default_rng(15)
+    short = summarize(rng.normal(11.1, 0.5, 50))  # 50 update intervals (ms): p99 has 0.5 beyond it
+    row = SimpleNamespace(
+        clients=2, interval_ms=short, latency_ms=short, interval_categories=(), latency_categories=()
+    )
+    _, (cells,) = table3_layout([row])  # type: ignore[list-item]
+    assert cells[2] != "not resolved" and cells[3:5] == ["not resolved", "not resolved"]
+    assert cells[8] != "not resolved" and cells[9:11] == ["not resolved", "not resolved"]

@@ -22,6 +22,7 @@ import numpy as np
 
 from jitterlab.core.html import esc, figure_img, html_table
 from jitterlab.core.palette import BLUE, ORANGE, VERMILLION
+from jitterlab.core.percentiles import is_resolved
 from jitterlab.core.render import render
 from jitterlab.stats import stacked_z_test, summarize
 from jitterlab.stats.intervals import stream_intervals
@@ -282,6 +283,13 @@ def _seed4(n: int, k: int) -> str:
     return f"{row[k]:,g}" if row else "–"
 
 
+def _tail_ms(s: Summary) -> list[str]:
+    """p50, p99 and p99.9 (ms) of a summary, each "not resolved" where its count does not
+    resolve the level (core/percentiles.py ``is_resolved``; docs/statistics.md)."""
+    levels = ((s.p50, 50.0), (s.p99, 99.0), (s.p99_9, 99.9))
+    return ["not resolved" if s.count and not is_resolved(s.count, lv) else f"{v:.2f}" for v, lv in levels]
+
+
 def table3_layout(rows: Sequence[ReplRow]) -> tuple[list[str], list[list[str]]]:
     headers = [
         "N",
@@ -305,15 +313,11 @@ def table3_layout(rows: Sequence[ReplRow]) -> tuple[list[str], list[list[str]]]:
             [
                 str(r.clients),
                 _m_sd(i),
-                f"{i.p50:.2f}",
-                f"{i.p99:.2f}",
-                f"{i.p99_9:.2f}",
+                *_tail_ms(i),
                 _shares_text(r.interval_categories),
                 _seed3(r.clients, 2),
                 _m_sd(lat),
-                f"{lat.p50:.2f}",
-                f"{lat.p99:.2f}",
-                f"{lat.p99_9:.2f}",
+                *_tail_ms(lat),
                 _shares_text(r.latency_categories),
                 _seed3(r.clients, 0),
             ]
