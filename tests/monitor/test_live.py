@@ -595,3 +595,51 @@ def test_the_live_page_turns_a_spiked_trial_contaminated_within_a_second(
     }
     assert {t: v["samples"] for t, v in stored.items()} == {t: v["samples"] for t, v in page_trials.items()}
     assert seen_after <= 1.0, f"the alert came {seen_after:.2f} s after the spike"
+
+
+def _first_snapshot(port: int, drained: int, timeout: float = 20.0) -> dict[str, object]:
+    """The first /events snapshot that has drained ``drained`` samples."""
+    deadline = time.monotonic() + timeout
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(b"GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+        buffer = b""
+        while time.monotonic() < deadline:
+            buffer += s.recv(65536)
+            while b"\n\n" in buffer:
+                event, buffer = buffer.split(b"\n\n", 1)
+                for line in event.splitlines():
+                    if line.startswith(b"data: "):
+                        snap = json.loads(line[6:])
+                        if snap["counts"]["drained"] >= drained:
+                            return dict(snap)
+    raise AssertionError("no snapshot with every sample")
+
+
+def test_the_live_page_marks_levels_its_sample_cannot_resolve_and_colours_categories(
+    store: Path, channel: str
+) -> None:
+    """Issue 38 on the live page: the one resolution rule and the project's binomial interval
+    (stats/quantile_ci.py), and each category in its colour (core/palette.py)."""
+    from jitterlab.core.palette import category_colour
+
+    reference = make_run(store, latency_clusters(7, 5_000))
+    port = free_port()
+    proc = start_serve(channel, store, f"127.0.0.1:{port}", "--baseline", reference.id, "--duration", "15s")
+    try:
+        with Monitor(channel) as m, m.trial("few"):
+            for v in latency_clusters(9, 2_000)[:2_000].tolist():  # 2,000: p99.9 has 2 beyond it
+                m.record(v)
+        snap = _first_snapshot(port, 2_000)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=60)
+    levels = {p["p"]: p for p in snap["percentiles"]}  # type: ignore[attr-defined]
+    assert levels[99.0]["resolved"] and not levels[99.9]["resolved"] and not levels[99.99]["resolved"]
+    assert levels[50.0]["low_ns"] <= levels[50.0]["value_ns"] <= levels[50.0]["high_ns"]
+    assert len(snap["categories"]) >= 2  # type: ignore[arg-type]  # main and outliers, with the baseline
+    assert [c["colour"] for c in snap["categories"]] == [  # type: ignore[attr-defined]
+        category_colour(c["k"])
+        for c in snap["categories"]  # type: ignore[attr-defined]
+    ]
+    script = (Path(__file__).resolve().parents[2] / "src/jitterlab/monitor/page/live.js").read_text()
+    assert 'p.resolved ? fmtNs(p.value_ns) : (p.low_ns === null ? "not resolved" : "≥ "' in script

@@ -47,7 +47,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         warn(w)
     c = rc.result
     if args.json:
-        print_json(cmp.comparison_json(rc) | ({"percentiles_ns": chosen} if chosen else {}))
+        print_json(cmp.comparison_json(rc) | (chosen.to_dict() if chosen else {}))
     else:
         print(context_header([rc.a, rc.b]))
         print(f"A  {rc.a.id}  ({rc.a.label})\nB  {rc.b.id}  ({rc.b.label})")
@@ -55,7 +55,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(render(headers, comparison_rows(c), "lrrrrl"))
         print(tests_line(c))
         if chosen:
-            print(render(["percentile", "A", "B", "B/A"], cmp.chosen_rows(chosen["a"], chosen["b"]), "lrrr"))
+            print(render(["percentile", "A", "B", "B/A"], cmp.chosen_rows(chosen), "lrrr"))
         print(f"verdict: {c.verdict} (noise threshold ±{c.noise_threshold:.0%})")
     return 1 if args.fail_on_regression and c.verdict == "regressed" else 0
 

@@ -200,9 +200,9 @@ def _describe_union(args: argparse.Namespace) -> int:
         f"union    {len(runs)} runs as one ({', '.join(r.id for r in runs)}); "
         "each run's times count from its own first send",
     ]
-    print(describe_text(d, None, table, header))
+    print(describe_text(d, None, table, header, list(d.intervals)))
     for e, t in zip(each, tables, strict=True):
-        print("\n" + describe_text(e, None, t))
+        print("\n" + describe_text(e, None, t, intervals=list(e.intervals)))
     return 0
 
 

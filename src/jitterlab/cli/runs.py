@@ -75,7 +75,7 @@ def report_damage(damaged: list[tuple[Path, str]]) -> None:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    from jitterlab.describe.tables import runs_table, summary_row
+    from jitterlab.describe.tables import resolved_values, runs_table, summary_row
     from jitterlab.store.runs import ResultsStore, verified_runs
 
     store = ResultsStore(args.store)
@@ -97,7 +97,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
             note("note: histogram-only runs show — ('export RUN --format hgrm --percentiles …' has them)")
     if args.json:
         rows = [
-            summary_row(r) | ({"percentiles_ns": chosen.get(r.id)} if chosen is not None else {})
+            summary_row(r)
+            | ({"percentiles_ns": resolved_values(chosen.get(r.id), r)} if chosen is not None else {})
             for r in runs
         ]
         rows += [{"id": d.name, "status": "damaged", "reason": why} for d, why in damaged]
@@ -154,11 +155,11 @@ def cmd_show(args: argparse.Namespace) -> int:
         with engine(args.cluster) as cluster:
             summary = file_summary(run, verified_samples_path(run), args.recompute, cluster).to_dict()
             asked = run_percentiles(run, args.percentiles, cluster) if args.percentiles else None
-            intervals = run_intervals(run, levels, cluster)
+            intervals = run_intervals(run, levels, cluster, stored=not args.recompute)
     else:
         summary = run_summary(run, recompute=args.recompute)  # verifies the samples file
         asked = run_percentiles(run, args.percentiles) if args.percentiles else None
-        intervals = run_intervals(run, levels)
+        intervals = run_intervals(run, levels, stored=not args.recompute)
     chosen = resolved_only(asked, intervals) if asked is not None else None
     if args.json:
         print_json(show_json(run, summary, chosen) | {"percentiles": [q.to_dict() for q in intervals]})

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from jitterlab.core.errors import JitterlabError
 
@@ -58,3 +60,22 @@ def is_resolved(n: int, level: float) -> bool:
     (a small tolerance for levels such as 99.9 that are not exact in binary); the maximum
     (100) is a sample, not an estimate, and never "resolved" here."""
     return level < 100 and n * (100.0 - level) / 100.0 >= RESOLVE_BEYOND - 1e-9
+
+
+# a summary's percentile keys (run.json's spelling) and their levels
+SUMMARY_KEY_LEVELS = {
+    "p50": 50.0,
+    "p90": 90.0,
+    "p99": 99.0,
+    "p99_9": 99.9,
+    "p99_99": 99.99,
+    "p99_999": 99.999,
+}
+
+
+def unresolved_keys(summary: Mapping[str, Any], keys: Sequence[str] = tuple(SUMMARY_KEY_LEVELS)) -> list[str]:
+    """The summary keys (``p50`` … ``p99_999``) whose level the summary's ``count`` does not
+    resolve (:func:`is_resolved`): the flag that stands beside every stored percentile in
+    ``--json`` output, so that no reader takes an unresolved one for a figure."""
+    count = int(summary.get("count") or 0)
+    return [k for k in keys if count and not is_resolved(count, SUMMARY_KEY_LEVELS[k])]

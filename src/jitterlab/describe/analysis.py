@@ -76,6 +76,7 @@ from jitterlab.store.writer import (
     latency_chunks,
     send_recv_chunks,
     send_time_extent,
+    stored_intervals,
     stored_summary,
 )
 
@@ -444,11 +445,14 @@ def run_intervals(
     engine: Engine = LOCAL,
     span: Span | None = None,
     confidence: float = CONFIDENCE,
+    stored: bool = True,
 ) -> list[QuantileInterval]:
     """Each level's type-7 value with its interval and whether the run resolves it
     (stats/quantile_ci.py): in memory for a run held (or a --from/--to range of it), else
-    by passes over the samples file (``engine``; only the samples sent in ``span``), exact
-    and never holding the run. A histogram-only run: binomial on its counts
+    from run.json when it holds them (the summary's levels, computed at publish from the
+    same file by the same function; ``stored=False``: compute them again), else by passes
+    over the samples file (``engine``; only the samples sent in ``span``), exact and never
+    holding the run. A histogram-only run: binomial on its counts
     (:func:`jitterlab.describe.histograms.histogram_intervals`)."""
     if run.histogram_only:
         from jitterlab.describe.histograms import histogram_intervals
@@ -457,6 +461,10 @@ def run_intervals(
     if run.loaded:
         return intervals_of_sample(run.latency_ns, levels, run.t_send_ns, confidence)
     path = verified_samples_path(run)
+    if span is None and stored and confidence == CONFIDENCE:
+        kept = stored_intervals(run.meta, levels)  # computed at publish from this very file
+        if kept is not None:
+            return kept
     passes: Engine = SpanEngine(span) if span is not None else engine
     count, lowest, highest, _ = extent_by(passes.latency(path))
     if count == 0:
@@ -531,8 +539,8 @@ def description_json(d: RunDescription) -> dict[str, Any]:
                     "start_ns": int(w.start_ns[i]),
                     "count": int(w.count[i]),
                     "mean_ns": _num(w.mean[i]),
-                    "p50_ns": _num(w.p50[i]),
-                    "p99_ns": _num(w.p99[i]),
+                    "p50_ns": _resolved_num(w.p50[i], int(w.count[i]), 50.0),
+                    "p99_ns": _resolved_num(w.p99[i], int(w.count[i]), 99.0),
                     "max_ns": _num(w.max[i]),
                     "category_counts": [int(v) for v in w.category_counts[i]],
                 }
@@ -544,6 +552,12 @@ def description_json(d: RunDescription) -> dict[str, Any]:
 
 def _num(v: float) -> float | None:
     return None if not np.isfinite(v) else float(v)
+
+
+def _resolved_num(v: float, count: int, level: float) -> float | None:
+    """A window's percentile for JSON: None where its ``count`` samples do not resolve the
+    level (as ``percentiles_ns`` gives an unresolved level), else :func:`_num`."""
+    return _num(v) if is_resolved(count, level) else None
 
 
 def pauses_in_run(run: Run) -> list[dict[str, Any]]:

@@ -160,7 +160,7 @@ def _finite(v: float) -> float | None:
 def _side(value: float, q: QuantileInterval | None) -> str:
     """A run's value in the compare table: "≥ x" where the run does not resolve the level."""
     if q is not None and not q.resolved:
-        return f"≥ {format_ns(q.ci_low)}" if q.ci_low is not None else "unresolved"
+        return f"≥ {format_ns(q.ci_low)}" if q.ci_low is not None else "not resolved"
     return format_ns(value)
 
 
@@ -201,17 +201,52 @@ def tests_line(c: Comparison) -> str:
     )
 
 
-def chosen_rows(a: dict[str, float], b: dict[str, float]) -> list[list[str]]:
-    """Rows of ``compare --percentiles``: each chosen level's A, B and B/A."""
-    return [[key, format_ns(v), format_ns(b[key]), f"{b[key] / v:.3f}" if v else "—"] for key, v in a.items()]
+@dataclass(frozen=True)
+class ChosenLevels:
+    """``compare --percentiles``: each run's intervals at the asked levels."""
+
+    a: list[QuantileInterval]
+    b: list[QuantileInterval]
+
+    def to_dict(self) -> dict[str, Any]:
+        """``percentiles_ns`` (A's and B's values by key, None where the run does not resolve
+        the level) and ``percentile_intervals`` (each level with its interval)."""
+        from jitterlab.core.percentiles import percentile_key
+
+        return {
+            "percentiles_ns": {
+                side: {percentile_key(q.level): q.value for q in qs}
+                for side, qs in (("a", self.a), ("b", self.b))
+            },
+            "percentile_intervals": {"a": [q.to_dict() for q in self.a], "b": [q.to_dict() for q in self.b]},
+        }
+
+
+def chosen_rows(chosen: ChosenLevels) -> list[list[str]]:
+    """Rows of ``compare --percentiles``: each asked level's A and B with their intervals
+    ("≥ x" where a run does not resolve it) and B/A where both do."""
+    from jitterlab.core.percentiles import percentile_key
+    from jitterlab.describe.tables import level_cell
+
+    rows = []
+    for qa, qb in zip(chosen.a, chosen.b, strict=True):
+        cells = [level_cell(q.value, None, q.level, q, with_interval=True) for q in (qa, qb)]
+        both = qa.value is not None and qb.value is not None
+        ratio = f"{qb.value / qa.value:.3f}" if both and qa.value else "—"  # type: ignore[operator]
+        rows.append([percentile_key(qa.level), *cells, ratio])
+    return rows
 
 
 def chosen_percentiles(
     rc: RunComparison, ps: tuple[float, ...], engine: Engine | None = None
-) -> dict[str, dict[str, float]]:
-    """``compare --percentiles``: A's and B's exact percentiles at the chosen levels, read in
-    row groups by ``engine`` (the verdict's rows keep their own levels)."""
-    from jitterlab.describe.analysis import run_percentiles
+) -> ChosenLevels:
+    """``compare --percentiles``: A's and B's exact percentiles at the chosen levels with
+    their intervals (stats/quantile_ci.py, the same as describe's), read in row groups by
+    ``engine`` (the verdict's rows keep their own levels)."""
+    from jitterlab.describe.analysis import run_intervals, run_percentiles
 
     engine = engine or LOCAL
-    return {"a": run_percentiles(rc.a, ps, engine), "b": run_percentiles(rc.b, ps, engine)}
+    for run in (rc.a, rc.b):
+        if run.histogram_only:
+            run_percentiles(run, ps)  # refuses, naming the export that has them
+    return ChosenLevels(run_intervals(rc.a, ps, engine), run_intervals(rc.b, ps, engine))

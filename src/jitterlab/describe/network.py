@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from jitterlab.core.percentiles import is_resolved
 from jitterlab.core.render import render
 from jitterlab.describe.analysis import file_summary
 from jitterlab.describe.context import command_context
@@ -45,6 +46,19 @@ def _summary(run: Run, since: str = "t_send_ns") -> Summary:
     return file_summary(run, path) if since == "t_send_ns" else LOCAL.summary(path, since)
 
 
+def _level_ms(value: float, count: int, level: float) -> str:
+    """A percentile in ms, or "not resolved" where ``count`` samples do not resolve its
+    level (core/percentiles.py ``is_resolved``; docs/statistics.md)."""
+    return "not resolved" if count and not is_resolved(count, level) else _ms(value)
+
+
+def _tail_ms(s: Summary) -> list[str]:
+    """p50, p99 and p99.9 of a summary in ms, each "not resolved" where it is not."""
+    if s.count == 0:
+        return [_ms(float("nan"))] * 3
+    return [_level_ms(v, s.count, level) for v, level in ((s.p50, 50.0), (s.p99, 99.0), (s.p99_9, 99.9))]
+
+
 def _latency(run: Run, summary: Summary | None = None) -> tuple[float, float, float, float, float]:
     s = summary or _summary(run)
     if s.count == 0:
@@ -69,16 +83,14 @@ def ping_rows(runs: Sequence[Run]) -> tuple[list[str], list[list[Any]]]:
         if run.config.get("scenario") != "ping":
             continue
         whole = _summary(run)
-        m, sd, p50, p99, p999 = _latency(run, whole)
+        m, sd, _, _, _ = _latency(run, whole)
         count, top = whole.count, whole.max
         net = run.meta["net"]
         rows.append(
             [
                 run.config["transport"],
                 f"{_ms(m)} ({_ms(sd)})",
-                _ms(p50),
-                _ms(p99),
-                _ms(p999),
+                *_tail_ms(whole),
                 _ms(float(top) if count else 0),
                 count,  # the stored pings: the warm-up's answered ones are not stored
                 _measured_lost(net),
@@ -104,20 +116,15 @@ def open_loop_rows(runs: Sequence[Run]) -> tuple[list[str], list[list[Any]]]:
     for run in runs:
         if run.config.get("scenario") != "open-loop":
             continue
-        _, _, p50, p99, p999 = _latency(run)
         columns = (run.meta.get("samples") or {}).get("columns") or []
         raw = _summary(run, "t_actual_send_ns" if "t_actual_send_ns" in columns else "t_send_ns")
-        u99, u999 = (raw.p99, raw.p99_9) if raw.count else (float("nan"), float("nan"))
         net = run.meta["net"]
         rows.append(
             [
                 run.config["transport"],
                 f"{run.config.get('rate_hz', 0):g}",
-                _ms(p50),
-                _ms(p99),
-                _ms(p999),
-                _ms(u99),
-                _ms(u999),
+                *_tail_ms(_summary(run)),
+                *_tail_ms(raw)[1:],  # uncorrected p99, p99.9
                 f"{net['late_share']:.2%}",
                 _ms(net["max_lag_ns"]),
                 _measured_lost(net),
@@ -147,15 +154,12 @@ def stream_latency_rows(runs: Sequence[Run]) -> tuple[list[str], list[list[Any]]
     for run in runs:
         if run.config.get("scenario") != "stream":
             continue
-        _, _, p50, p99, p999 = _latency(run)
         net = run.meta["net"]
         rows.append(
             [
                 run.config["transport"],
                 _where(run),
-                _ms(p50),
-                _ms(p99),
-                _ms(p999),
+                *_tail_ms(_summary(run)),
                 net["answered"],
                 net["lost"],
             ]

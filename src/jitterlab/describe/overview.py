@@ -24,6 +24,7 @@ import numpy as np
 from matplotlib.ticker import FuncFormatter, NullLocator
 
 from jitterlab.core.html import esc, figure_img, html_table
+from jitterlab.core.palette import series_colour
 from jitterlab.describe.compare import run_sample
 from jitterlab.describe.tables import distinct_labels
 from jitterlab.stats import Comparison, Summary
@@ -33,10 +34,6 @@ from jitterlab.stats.summary import percentiles_sorted
 from jitterlab.store import Run
 from jitterlab.store.writer import Engine
 
-PALETTE = [
-    "#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860",
-    "#da8bc3", "#8c8c8c", "#ccb974", "#64b5cd", "#1b1b1b", "#a6761d",
-]  # fmt: skip
 MARKERS = ["o", "s", "^", "D", "v", "P", "X"]
 LINESTYLES: list[Any] = [
     "-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3)), (0, (8, 3)), (0, (3, 1, 1, 1, 1, 1, 1, 1)),
@@ -123,7 +120,7 @@ def technique_of(run: Run) -> str:
 
 
 def styles(runs: Sequence[Run]) -> dict[str, Style]:
-    """One colour per technique; within a technique, each run its own line style and marker
+    """One colour per technique (core/palette.py: eight, then they repeat); within a technique, each run its own line style and marker
     (by run id), so that ×1 and ×2, or two runs of one policy, never draw alike (distinct
     for up to 56 runs of a technique)."""
     techniques = sorted({technique_of(r) for r in runs})
@@ -135,9 +132,7 @@ def styles(runs: Sequence[Run]) -> dict[str, Style]:
         t = techniques.index(technique)
         ordered = sorted(group, key=lambda r: (r.policy_label, int(r.config.get("pairs") or 0), r.id))
         for k, r in enumerate(ordered):
-            out[r.id] = Style(
-                PALETTE[t % len(PALETTE)], MARKERS[k % len(MARKERS)], LINESTYLES[k % len(LINESTYLES)]
-            )
+            out[r.id] = Style(series_colour(t), MARKERS[k % len(MARKERS)], LINESTYLES[k % len(LINESTYLES)])
     return out
 
 

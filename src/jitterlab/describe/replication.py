@@ -21,6 +21,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from jitterlab.core.html import esc, figure_img, html_table
+from jitterlab.core.palette import BLUE, ORANGE, VERMILLION
+from jitterlab.core.percentiles import is_resolved
 from jitterlab.core.render import render
 from jitterlab.stats import stacked_z_test, summarize
 from jitterlab.stats.intervals import stream_intervals
@@ -281,6 +283,13 @@ def _seed4(n: int, k: int) -> str:
     return f"{row[k]:,g}" if row else "–"
 
 
+def _tail_ms(s: Summary) -> list[str]:
+    """p50, p99 and p99.9 (ms) of a summary, each "not resolved" where its count does not
+    resolve the level (core/percentiles.py ``is_resolved``; docs/statistics.md)."""
+    levels = ((s.p50, 50.0), (s.p99, 99.0), (s.p99_9, 99.9))
+    return ["not resolved" if s.count and not is_resolved(s.count, lv) else f"{v:.2f}" for v, lv in levels]
+
+
 def table3_layout(rows: Sequence[ReplRow]) -> tuple[list[str], list[list[str]]]:
     headers = [
         "N",
@@ -304,15 +313,11 @@ def table3_layout(rows: Sequence[ReplRow]) -> tuple[list[str], list[list[str]]]:
             [
                 str(r.clients),
                 _m_sd(i),
-                f"{i.p50:.2f}",
-                f"{i.p99:.2f}",
-                f"{i.p99_9:.2f}",
+                *_tail_ms(i),
                 _shares_text(r.interval_categories),
                 _seed3(r.clients, 2),
                 _m_sd(lat),
-                f"{lat.p50:.2f}",
-                f"{lat.p99:.2f}",
-                f"{lat.p99_9:.2f}",
+                *_tail_ms(lat),
                 _shares_text(r.latency_categories),
                 _seed3(r.clients, 0),
             ]
@@ -447,12 +452,8 @@ def replication_section(runs: Sequence[Run]) -> str:
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
     ax = axes[0]
     for stat, style in (("mean", "o-"), ("p99", "s--")):
-        ax.plot(
-            n, [getattr(r.interval_ms, stat) for r in rows], style, color="#4c72b0", label=f"interval {stat}"
-        )
-        ax.plot(
-            n, [getattr(r.latency_ms, stat) for r in rows], style, color="#dd8452", label=f"latency {stat}"
-        )
+        ax.plot(n, [getattr(r.interval_ms, stat) for r in rows], style, color=BLUE, label=f"interval {stat}")
+        ax.plot(n, [getattr(r.latency_ms, stat) for r in rows], style, color=ORANGE, label=f"latency {stat}")
     seed_n = [k for k in n if k in SEED_TABLE3]
     ax.plot(seed_n, [SEED_TABLE3[k][2] for k in seed_n], "x:", color="#555", label="seed interval M")
     ax.set_xlabel("clients N")
@@ -462,22 +463,22 @@ def replication_section(runs: Sequence[Run]) -> str:
     ax.legend(fontsize=7)
     ax = axes[1]
     for key, colour, label in (
-        ("server_in", "#4c72b0", "server in"),
-        ("server_out", "#c44e52", "server out"),
+        ("server_in", BLUE, "server in"),
+        ("server_out", VERMILLION, "server out"),
     ):
         ax.plot(n, [r.rates.get(key, np.nan) / 1000 for r in rows], "o-", color=colour, label=label)
     ax.plot(
         n,
         [r.predicted.get("server_in", np.nan) / 1000 for r in rows],
         ":",
-        color="#4c72b0",
+        color=BLUE,
         label="Table 1 in",
     )
     ax.plot(
         n,
         [r.predicted.get("server_out_table1", np.nan) / 1000 for r in rows],
         ":",
-        color="#c44e52",
+        color=VERMILLION,
         label="Table 1 out",
     )
     ax.set_xlabel("clients N")
@@ -486,11 +487,11 @@ def replication_section(runs: Sequence[Run]) -> str:
     ax.set_title("bandwidth", fontsize=10)
     ax.legend(fontsize=7)
     ax = axes[2]
-    ax.plot(n, [r.server_fps for r in rows], "o-", color="#4c72b0", label="server ticks/s")
+    ax.plot(n, [r.server_fps for r in rows], "o-", color=BLUE, label="server ticks/s")
     ax.axhline(rows[0].tick_hz, color="#999", ls="--", lw=0.8, label="configured")
     knee = find_knee(rows)
     if knee.clients is not None:
-        ax.axvline(knee.clients, color="#c44e52", lw=1, label=f"knee N={knee.clients}")
+        ax.axvline(knee.clients, color=VERMILLION, lw=1, label=f"knee N={knee.clients}")
     ax.set_xlabel("clients N")
     ax.set_title("server ticks per second", fontsize=10)
     ax.legend(fontsize=7)

@@ -30,6 +30,7 @@ from matplotlib.ticker import NullLocator
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.fileio import atomic_write_bytes
 from jitterlab.core.html import PAGE_END, esc, figure_img, html_table, page_head
+from jitterlab.core.palette import PAUSE_COLOURS, category_colour
 from jitterlab.core.percentiles import percentile_key
 from jitterlab.core.progress import ProgressBar
 from jitterlab.core.tidy import counted
@@ -86,8 +87,6 @@ from jitterlab.store.writer import LOCAL, Engine, send_time_extent
 
 MAX_SCATTER_POINTS = 20_000  # drawn points per timeline; above this, M4-decimated (and said so)
 SCATTER_COLUMNS = 600  # M4 columns of the timeline: more than its axes' width in pixels at 96 dpi
-CATEGORY_COLOURS = ["#4c72b0", "#dd8452", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c", "#ccb974"]
-PAUSE_COLOURS = {"gc-pause": "#d62728", "safepoint": "#7f7f7f"}
 
 
 _esc = esc
@@ -136,7 +135,7 @@ def run_figure(d: RunDescription, panels: Panels | None = None) -> str:
             _us(p.v[sel]),
             s=4,
             alpha=0.6,
-            color=CATEGORY_COLOURS[int(cat) % len(CATEGORY_COLOURS)],
+            color=category_colour(int(cat)),
             label=f"category {category_name(int(cat))}",
         )
     ax.axhline(s.p50 / 1000, color="#333", lw=0.8, ls="--", label="median")
@@ -156,9 +155,9 @@ def run_figure(d: RunDescription, panels: Panels | None = None) -> str:
 
     # VRST'16 Fig. 1: log-y histogram with the category separators.
     ax = axes[0][1]
-    ax.stairs(p.counts, p.edges / 1000, fill=True, color=CATEGORY_COLOURS[0], alpha=0.85)
+    ax.stairs(p.counts, p.edges / 1000, fill=True, color=category_colour(0), alpha=0.85)
     for k, t in enumerate(thresholds):
-        ax.axvline(t / 1000, color=CATEGORY_COLOURS[(k + 1) % len(CATEGORY_COLOURS)], ls="--", lw=1.2)
+        ax.axvline(t / 1000, color=category_colour(k + 1), ls="--", lw=1.2)  # the cut up to category k + 1
         ax.text(t / 1000, 1, f" {k + 1}", color="#333", fontsize=8, va="bottom")
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -178,7 +177,7 @@ def run_figure(d: RunDescription, panels: Panels | None = None) -> str:
     ax = axes[1][0]
     n = max(s.count, 2)
     top = 1 - 1 / n
-    ax.plot(1 / (1 - p.spectrum_ps), _us(p.spectrum), color=CATEGORY_COLOURS[0])
+    ax.plot(1 / (1 - p.spectrum_ps), _us(p.spectrum), color=category_colour(0))
     if from_histogram:  # the exact percentiles of the summary, marked on the histogram's curve
         exact = [(q, v) for q, v in zip(EXACT_LEVELS, _exact_values(s), strict=True) if q <= top]
         ax.plot(
@@ -217,7 +216,7 @@ def run_figure(d: RunDescription, panels: Panels | None = None) -> str:
             edges,
             baseline=bottom.copy(),
             fill=True,
-            color=CATEGORY_COLOURS[cat % len(CATEGORY_COLOURS)],
+            color=category_colour(cat),
             label=f"category {category_name(cat)}",
         )
         bottom = top_counts

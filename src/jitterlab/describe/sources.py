@@ -26,11 +26,13 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from jitterlab.core.errors import JitterlabError
+from jitterlab.core.percentiles import is_resolved
 from jitterlab.stats import StackedResult, Summary
 from jitterlab.stats.groups import group_extent, group_percentiles
 from jitterlab.stats.outofcore import stacked_z_scan, time_windows_scan
+from jitterlab.stats.quantile_ci import intervals_of_scan
 from jitterlab.stats.scan import LocalScan
-from jitterlab.stats.summary import summarize_chunks
+from jitterlab.stats.summary import SUMMARY_PERCENTILES, summarize_chunks
 from jitterlab.store import Run
 from jitterlab.store.runs import verified_samples_path
 from jitterlab.store.writer import READ_BATCH_ROWS, latency_chunks
@@ -55,9 +57,10 @@ class SourceRow:
         return {
             "source": self.name,
             "count": self.count,
-            "p50_ns": _num(self.p50),
-            "p99_ns": _num(self.p99),
-            "p99_9_ns": _num(self.p99_9),
+            # None where the source's count does not resolve the level (docs/statistics.md)
+            "p50_ns": _num(self.p50) if is_resolved(self.count, 50.0) else None,
+            "p99_ns": _num(self.p99) if is_resolved(self.count, 99.0) else None,
+            "p99_9_ns": _num(self.p99_9) if is_resolved(self.count, 99.9) else None,
             "max_ns": _num(self.max),
             "category_counts": list(self.category_counts),
         }
@@ -259,7 +262,17 @@ def describe_union(
         raise JitterlabError("--union: the runs hold no samples")
     categories = stacked_z_scan(union.latency(), threshold, two_sided)
     windows = time_windows_scan(union.timed(), window_ns, categories)
-    d = RunDescription(union_run(union), summary, "stacked-z", categories, windows, None, None)
+    # the union's percentiles with their intervals, as describe gives a run's (time blocks
+    # over each run's time from its own first send)
+    intervals = intervals_of_scan(
+        union.latency(),
+        union.timed(),
+        (*SUMMARY_PERCENTILES, 100.0),
+        (summary.count, int(summary.min), int(summary.max)),
+    )
+    d = RunDescription(
+        union_run(union), summary, "stacked-z", categories, windows, None, None, intervals=tuple(intervals)
+    )
     table = grouped_table(union.grouped(), union.names, summary, categories, "run")
     return d, table
 
@@ -268,7 +281,7 @@ def source_rows(table: SourceTable) -> tuple[list[str], list[list[str]]]:
     """Headers and rows of the per-source table (the union first), the same in the
     terminal and the report."""
     from jitterlab.core.units import format_ns
-    from jitterlab.describe.tables import category_name
+    from jitterlab.describe.tables import category_name, level_cell
 
     headers = [table.column, "count", "p50", "p99", "p99.9", "max"]
     headers += [f"cat {category_name(c)}" for c in table.categories]
@@ -278,9 +291,10 @@ def source_rows(table: SourceTable) -> tuple[list[str], list[list[str]]]:
             [
                 r.name,
                 f"{r.count:,}",
-                format_ns(r.p50),
-                format_ns(r.p99),
-                format_ns(r.p99_9),
+                *(
+                    level_cell(v, r.count, level)
+                    for v, level in zip((r.p50, r.p99, r.p99_9), SOURCE_PERCENTILES, strict=True)
+                ),
                 format_ns(r.max),
                 *(f"{c:,}" for c in r.category_counts),
             ]

@@ -7,6 +7,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from jitterlab.core.percentiles import (  # no numpy: `runs` starts fast
+    SUMMARY_KEY_LEVELS,
+    is_resolved,
+    unresolved_keys,
+)
 from jitterlab.core.render import render
 from jitterlab.core.units import format_ns
 from jitterlab.store import Run
@@ -15,6 +20,9 @@ if TYPE_CHECKING:  # numpy and the statistics are imported by the tables that co
     # that `jitterlab runs` (stored figures only) starts fast (issue 28 item 3)
     from jitterlab.stats import StackedResult
     from jitterlab.stats.quantile_ci import QuantileInterval
+
+
+SUMMARY_LEVELS = SUMMARY_KEY_LEVELS  # a summary's percentile keys and their levels
 
 
 def distinct_labels(runs: Sequence[Run]) -> list[str]:
@@ -54,9 +62,17 @@ def table1_layout(
         for stat in ("max", "mean", "p50"):
             for p in policies:
                 cell = cells.get(p)
-                row.append(format_ns(cell[stat]) if cell else "—")
+                row.append(_stat_cell(cell, stat) if cell else "—")
         body.append(row)
     return headers, body
+
+
+def _stat_cell(summary: Mapping[str, float], stat: str) -> str:
+    """max, mean or the median (``p50``) of a stored summary in Tables 1–3: the median "not
+    resolved" when the run holds too few samples (fewer than 20)."""
+    if stat == "p50":
+        return level_cell(summary.get("p50"), int(summary.get("count") or 0), 50.0)
+    return format_ns(summary[stat])
 
 
 def covers_several_collectors(runs: Sequence[Run]) -> bool:
@@ -88,7 +104,7 @@ def collector_table_layout(
         first = group not in shown
         shown.add(group)
         body.append(
-            [group if first else "", gc, policy, *(format_ns(cell[stat]) for stat in ("max", "mean", "p50"))]
+            [group if first else "", gc, policy, *(_stat_cell(cell, stat) for stat in ("max", "mean", "p50"))]
         )
     return ["", "GC", "scheduler", "max", "mean", "median"], body
 
@@ -113,7 +129,7 @@ def histogram_interval_rows(
 ) -> list[list[str]]:
     """start (from the log's StartTime), count, p50, p99, max of each interval of an
     imported HdrHistogram log; with a correction for coordinated omission, its p99 and max
-    beside."""
+    beside; a level an interval's count does not resolve is "not resolved"."""
     shown = list(windows)[:limit]
     first = shown[0]["start_ms"] if shown else 0
     rows = []
@@ -122,12 +138,13 @@ def histogram_interval_rows(
         row = [
             f"{start:.3f} s",
             f"{int(w['count']):,}",
-            format_ns(w["p50"]),
-            format_ns(w["p99"]),
+            level_cell(w["p50"], int(w["count"]), 50.0),
+            level_cell(w["p99"], int(w["count"]), 99.0),
             format_ns(w["max"]),
         ]
         if "corrected" in w:
-            row += [format_ns(w["corrected"]["p99"]), format_ns(w["corrected"]["max"])]
+            c = w["corrected"]
+            row += [level_cell(c["p99"], int(c.get("count") or w["count"]), 99.0), format_ns(c["max"])]
         rows.append(row)
     return rows
 
@@ -167,7 +184,17 @@ def summary_row(run: Run) -> dict[str, Any]:
         "p50_ns": s.get("p50"),
         "p99_ns": s.get("p99"),
         "max_ns": s.get("max"),
+        "unresolved": unresolved_keys(s, ("p50", "p99")),
     }
+
+
+def resolved_values(values: Mapping[str, float] | None, run: Run) -> dict[str, float | None] | None:
+    """``--percentiles``' values by key (``p99.9``, ``max``) with None for a level the run's
+    stored count does not resolve, as ``show --json`` gives them."""
+    if values is None:
+        return None
+    count = int(((run.meta.get("summary") or {}).get("latency_ns") or {}).get("count") or 0)
+    return {k: v if _level_cell(v, count, k) != NOT_RESOLVED else None for k, v in values.items()}
 
 
 RUNS_HEADERS = [
@@ -217,13 +244,39 @@ def runs_rows(
 
 
 def _level_cell(value: float | None, count: int, key: str) -> str:
-    """A stored percentile in a table: "unresolved" where the run's count cannot resolve
-    its level (stats/quantile_ci.py; ``show RUN`` gives its lower bound), else the value."""
-    from jitterlab.core.percentiles import is_resolved  # no numpy: `runs` starts fast
-
+    """A stored percentile in a table (:func:`level_cell` of a summary key)."""
     level = 100.0 if key == "max" else float(key[1:].replace("_", "."))
-    if level < 100 and count and value is not None and not is_resolved(count, level):
-        return "unresolved"
+    return level_cell(value, count, level)
+
+
+NOT_RESOLVED = "not resolved"
+
+
+def level_cell(
+    value: float | None,
+    count: int | None,
+    level: float,
+    interval: QuantileInterval | None = None,
+    with_interval: bool = False,
+) -> str:
+    """One percentile in a table cell, by the one rule (core/percentiles.py ``is_resolved``):
+    where ``count`` samples do not resolve ``level``, "≥ x" (the lower bound of its
+    ``interval``) or "not resolved" when no interval is at hand, never a bare number; else the
+    value, and with ``with_interval`` its interval beside ("20 µs [19.9 µs, 20.1 µs]"). With
+    ``interval``, its ``resolved`` flag decides (the same rule, on the run's own count)."""
+    if interval is not None:  # its flag is the rule's verdict on the run's own count
+        unresolved = not interval.resolved
+    else:
+        unresolved = (
+            level < 100 and bool(count) and value is not None and not is_resolved(int(count or 0), level)
+        )
+    if unresolved:
+        if interval is not None and interval.ci_low is not None:
+            return f"≥ {format_ns(interval.ci_low)}"
+        return NOT_RESOLVED
+    if interval is not None and interval.resolved and with_interval and interval.method != "observed":
+        shown, lower, upper = _distinct_ns(value, interval.ci_low, interval.ci_high)
+        return f"{shown} [{lower or '−∞'}, {upper or '∞'}]"
     return format_ns(value)
 
 
@@ -316,17 +369,12 @@ SUMMARY_FIELDS = (
 )
 
 
-SUMMARY_LEVELS = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p99_9": 99.9, "p99_99": 99.99, "p99_999": 99.999}
-
-
 def summary_cells(
     summary: Mapping[str, Any], intervals: Sequence[QuantileInterval] | None = None
 ) -> tuple[list[str], list[str]]:
     """Headers and formatted values of a summary (``Summary.to_dict()`` or a stored one). A
     percentile the sample does not resolve (stats/quantile_ci.py) is never a bare number:
-    "≥ x" with the lower bound of its interval when ``intervals`` has it, else "unresolved"."""
-    from jitterlab.stats.quantile_ci import is_resolved
-
+    "≥ x" with the lower bound of its interval when ``intervals`` has it, else "not resolved"."""
     count = summary.get("count")
     bounds = {q.level: q for q in intervals or ()}
     headers, values = [], []
@@ -336,9 +384,7 @@ def summary_cells(
         level = SUMMARY_LEVELS.get(key)
         if level is not None and count and value is not None and not is_resolved(int(count), level):
             q = bounds.get(level)
-            values.append(
-                f"≥ {format_ns(q.ci_low)}" if q is not None and q.ci_low is not None else "unresolved"
-            )
+            values.append(level_cell(value, int(count), level, q))
             continue
         values.append(f"{int(value):,}" if key == "count" and value is not None else format_ns(value))
     return headers, values
@@ -405,22 +451,27 @@ HDR_PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99, 99.999, 99.9999)
 
 
 def pipeline_table(runs: Sequence[Run]) -> tuple[list[str], list[list[str]]]:
-    """The HdrHistogram-style table of the seed: mean, min, 50 … 99.9999 %, max, count."""
+    """The HdrHistogram-style table of the seed: mean, min, 50 … 99.9999 %, max, count; a
+    level the run does not resolve is "≥ x", the lower bound of its interval
+    (stats/quantile_ci.py), never a bare number."""
     headers = ["series", "mean", "min", *[f"{p:g}%" for p in HDR_PERCENTILES], "max", "count"]
-    from jitterlab.stats import percentiles
+    from jitterlab.stats.quantile_ci import intervals_of_sample
 
     several = len({run.config.get("runtime") for run in runs}) > 1  # native and JVM side by side
     rows = []
     for run in runs:
         x = run.latency_ns
-        p = percentiles(x, HDR_PERCENTILES)
         runtime = f"{run.config.get('runtime')} " if several else ""
+        if x.size == 0:
+            rows.append([f"{runtime}{run.config.get('series')}", *["n/a"] * (len(headers) - 2), "0"])
+            continue
+        intervals = intervals_of_sample(x, HDR_PERCENTILES, run.t_send_ns)
         rows.append(
             [
                 f"{runtime}{run.config.get('series')}",
                 format_ns(float(x.mean())),
                 format_ns(float(x.min())),
-                *[format_ns(float(v)) for v in p],
+                *[level_cell(q.value, x.size, q.level, q) for q in intervals],
                 format_ns(float(x.max())),
                 f"{x.size:,}",
             ]
@@ -428,11 +479,13 @@ def pipeline_table(runs: Sequence[Run]) -> tuple[list[str], list[list[str]]]:
     return headers, rows
 
 
+HICCUP_LEVELS = {"p50": 50.0, "p99": 99.0, "p99_9": 99.9}
 HICCUP_HEADERS = ["cpu", "interruptions", "per s", "time lost", "p50", "p99", "p99.9", "max"]
 
 
 def hiccup_per_cpu(run: Run) -> list[dict[str, Any]]:
-    """Interruptions, rate, share of time lost, gap percentiles and max for each CPU."""
+    """Interruptions, rate, share of time lost, gap percentiles and max for each CPU; a
+    percentile the CPU's gaps do not resolve is None, its key listed in ``unresolved``."""
     import numpy as np
 
     from jitterlab.stats import summarize
@@ -446,15 +499,18 @@ def hiccup_per_cpu(run: Run) -> list[dict[str, Any]]:
         mine = gaps[cpus == cpu]
         span = max(int(cpu_info["t_end_ns"]) - int(cpu_info["t_begin_ns"]), 1)
         s = summarize(mine)
+        unresolved = [
+            key for key, level in HICCUP_LEVELS.items() if mine.size and not is_resolved(mine.size, level)
+        ]
+        figures = {f"{key}_ns": None if key in unresolved else getattr(s, key) for key in HICCUP_LEVELS}
         rows.append(
             {
                 "cpu": cpu,
                 "interruptions": int(mine.size) + int(cpu_info.get("gaps_dropped", 0)),
                 "rate_per_s": (mine.size + int(cpu_info.get("gaps_dropped", 0))) / (span / 1e9),
                 "time_lost_fraction": float(np.sum(mine)) / span,
-                "p50_ns": s.p50,
-                "p99_ns": s.p99,
-                "p99_9_ns": s.p99_9,
+                **figures,
+                "unresolved": unresolved,
                 "max_ns": s.max,
                 "min_gap_ns": cpu_info.get("min_gap_ns"),
                 "loops": cpu_info.get("loops"),
@@ -470,9 +526,7 @@ def hiccup_rows(per_cpu: list[dict[str, Any]]) -> list[list[str]]:
             f"{r['interruptions']:,}",
             f"{r['rate_per_s']:.1f}",
             f"{r['time_lost_fraction']:.3%}",
-            format_ns(r["p50_ns"]),
-            format_ns(r["p99_ns"]),
-            format_ns(r["p99_9_ns"]),
+            *(NOT_RESOLVED if key in r["unresolved"] else format_ns(r[f"{key}_ns"]) for key in HICCUP_LEVELS),
             format_ns(r["max_ns"]),
         ]
         for r in per_cpu

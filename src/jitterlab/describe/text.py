@@ -25,6 +25,7 @@ from jitterlab.describe.tables import (
     histogram_interval_rows,
     interval_caption,
     interval_rows,
+    level_cell,
     stream_rows,
     summary_cells,
     untagged_name,
@@ -40,7 +41,9 @@ WINDOW_ROWS = 20  # window rows `describe` prints; more are the first and last t
 def stored_line(run: Run) -> str:
     """The one line ``bench`` prints as each run is stored."""
     s = run.meta["summary"]["latency_ns"]
-    line = f"p50 {format_ns(s['p50'])}  p99 {format_ns(s['p99'])}  max {format_ns(s['max'])}"
+    count = int(s.get("count") or 0)  # a level the run does not resolve: "not resolved"
+    p50, p99 = level_cell(s["p50"], count, 50.0), level_cell(s["p99"], count, 99.0)
+    line = f"p50 {p50}  p99 {p99}  max {format_ns(s['max'])}"
     if "jvm" in run.meta:
         gc = [e["end_ns"] - e["start_ns"] for e in pauses_in_run(run) if e["kind"] == "gc-pause"]
         line += f"  GC pauses during the samples {len(gc)}" + (f" (max {format_ns(max(gc))})" if gc else "")
@@ -195,8 +198,8 @@ def describe_text(
             [
                 window_start(w.start_ns[i], w.width_ns),
                 f"{int(w.count[i]):,}",
-                format_ns(w.p50[i]),
-                format_ns(w.p99[i]),
+                level_cell(float(w.p50[i]), int(w.count[i]), 50.0),
+                level_cell(float(w.p99[i]), int(w.count[i]), 99.0),
                 format_ns(w.max[i]),
                 cats or "-",
             ]

@@ -14,7 +14,9 @@ from typing import Protocol
 import numpy as np
 
 from jitterlab.core.html import figure_img, html_table
+from jitterlab.core.palette import BLUE
 from jitterlab.core.units import format_ns
+from jitterlab.describe.tables import level_cell
 from jitterlab.stats import percentiles
 from jitterlab.store import Run
 
@@ -64,7 +66,7 @@ def qq_figure_html(v: ValidationView) -> str:
         qx, qy = percentiles(x, p.tolist()) / 1e3, percentiles(y, p.tolist()) / 1e3
         lo, hi = min(qx.min(), qy.min()), max(qx.max(), qy.max())
         ax.plot([lo, hi], [lo, hi], color="#999", lw=1, label="diagonal")
-        ax.scatter(qx, qy, s=6, color="#2f5fa8")
+        ax.scatter(qx, qy, s=6, color=BLUE)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("direct (µs)" if ax is axes[2] else "expected quantile (µs)")
@@ -120,6 +122,13 @@ def settings_rows(runs: Mapping[str, Run]) -> list[list[str]]:
         x = run.latency_ns
         p50, p99 = percentiles(x, (50.0, 99.0))
         rows.append(
-            [setting, run.id, f"{x.size:,}", format_ns(p50), format_ns(p99), format_ns(float(x.max()))]
+            [
+                setting,
+                run.id,
+                f"{x.size:,}",
+                level_cell(float(p50), x.size, 50.0),
+                level_cell(float(p99), x.size, 99.0),
+                format_ns(float(x.max())),
+            ]
         )
     return rows

@@ -33,6 +33,8 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from jitterlab.core.errors import JitterlabError
+from jitterlab.core.palette import category_colour
+from jitterlab.core.percentiles import is_resolved
 from jitterlab.monitor import promproto
 from jitterlab.monitor.state import TIMELINE_BIN_NS, LiveState, TrialState
 from jitterlab.stats.quantile_ci import CONFIDENCE, quantile_intervals
@@ -217,7 +219,12 @@ class Publisher:
             "confidence": CONFIDENCE,
             "categories": (
                 [
-                    {"k": k, "above_ns": bounds[k] if k else None, "count": int(c)}
+                    {
+                        "k": k,
+                        "above_ns": bounds[k] if k else None,
+                        "count": int(c),
+                        "colour": category_colour(k),
+                    }
                     for k, c in enumerate(categories)
                 ]
                 if s.baseline is not None

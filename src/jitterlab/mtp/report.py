@@ -17,11 +17,12 @@ from matplotlib.patches import Rectangle
 
 from jitterlab.core.fileio import atomic_write_bytes
 from jitterlab.core.html import PAGE_END, esc, figure_img, html_table, page_head
+from jitterlab.core.palette import BLUE, GREY, ORANGE, VERMILLION
 from jitterlab.core.version import __version__
 from jitterlab.mtp.analyze import Analysis, headline_rows
 from jitterlab.mtp.estimate import HEADLINE
 
-COLOURS = {"physical": "#4c72b0", "rendered": "#dd8452"}
+COLOURS = {"physical": BLUE, "rendered": ORANGE}
 
 
 def _regions_figure(a: Analysis) -> str:
@@ -73,20 +74,20 @@ def _traces_figure(a: Analysis) -> str:
 def _correlation_figure(a: Analysis) -> str:
     e = a.estimates
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.8))
-    left.plot(e.lags_s * 1e3, e.correlation, "-", color="#4c72b0")
+    left.plot(e.lags_s * 1e3, e.correlation, "-", color=BLUE)
     for name, value in e.latency_s.items():
         left.axvline(
             value * 1e3,
             lw=1,
             ls="-" if name == HEADLINE else ":",
-            color="#c44e52" if name == HEADLINE else "#666",
+            color=VERMILLION if name == HEADLINE else GREY,
         )
     left.set_xlabel("lag of the rendered object (ms)")
     left.set_ylabel("Pearson r (overlap-normalised)")
     left.set_title(f"correlation against lag; peak {e.headline_s * 1e3:.3f} ms")
     w = a.window_latencies * 1e3
-    right.plot(a.window_centres, w, "o-", ms=3, color="#dd8452")
-    right.axhline(e.headline_s * 1e3, color="#c44e52", lw=0.8, label="whole video")
+    right.plot(a.window_centres, w, "o-", ms=3, color=ORANGE)
+    right.axhline(e.headline_s * 1e3, color=VERMILLION, lw=0.8, label="whole video")
     right.set_xlabel("window centre (s)")
     right.set_ylabel("latency (ms)")
     right.set_title(f"latency over time ({a.options.window_s:g} s windows)")

@@ -43,6 +43,7 @@ from jitterlab.core.percentiles import RESOLVE_BEYOND as RESOLVE_BEYOND  # re-ex
 from jitterlab.core.percentiles import is_resolved as is_resolved
 from jitterlab.stats.scan import Scan
 from jitterlab.stats.type7 import type7_interpolate, type7_ranks
+from jitterlab.stats.valuetable import ValueTable
 
 CONFIDENCE = 0.95
 DEPENDENCE_ALPHA = 0.05  # level of the dispersion test that picks the block method
@@ -348,17 +349,23 @@ def intervals_of_scan(
     extent: tuple[int, int, int],
     times: tuple[int, int] | None = None,
     confidence: float = CONFIDENCE,
+    table: ValueTable | None = None,
 ) -> list[QuantileInterval]:
     """:func:`quantile_intervals` of a sample read in chunks (here or on a cluster), never
     held: its order statistics by the exact radix refinement of stats/summary.py (the
-    binomial ranks in the same passes as the percentiles' own), the block counts in one pass
-    of ``timed`` (chunks (t_send_ns, latency)); ``extent`` its (count, min, max), ``times``
-    its first and last send time when known (else one more pass finds them)."""
+    binomial ranks in the same passes as the percentiles' own), or read off ``table`` (the
+    sample's every value counted, as the summary pass builds it: no pass), the block counts
+    in one pass of ``timed`` (chunks (t_send_ns, latency)); ``extent`` its (count, min,
+    max), ``times`` its first and last send time when known (else one more pass finds them)."""
     from jitterlab.stats.summary import order_statistics_by
 
     count, lowest, highest = extent
 
     def stats(ranks: list[int]) -> dict[int, float]:
+        if table is not None:
+            return {
+                r: float(v) for r, v in zip(ranks, table.at_ranks(np.asarray(ranks, np.int64)), strict=True)
+            }
         return {r: float(v) for r, v in order_statistics_by(latency, ranks, lowest, highest, count).items()}
 
     def counts(cuts: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:

@@ -18,7 +18,7 @@ import numpy.typing as npt
 from jitterlab.stats import kernels
 from jitterlab.stats.scan import LocalScan, Scan
 from jitterlab.stats.type7 import type7_interpolate, type7_percentiles, type7_ranks
-from jitterlab.stats.valuetable import ValueCounter
+from jitterlab.stats.valuetable import ValueCounter, ValueTable
 
 SUMMARY_PERCENTILES: tuple[float, ...] = (50.0, 90.0, 99.0, 99.9, 99.99, 99.999)
 _CHUNK = 1 << 16  # 512 KiB of float64: the deviations stay in cache
@@ -157,6 +157,13 @@ def summarize_chunks(chunks: Callable[[], Iterable[np.ndarray]]) -> Summary:
 
 
 def summarize_differences(pairs: Differences, chunks: Callable[[], Iterable[np.ndarray]]) -> Summary:
+    """:func:`summary_and_table` without the table."""
+    return summary_and_table(pairs, chunks)[0]
+
+
+def summary_and_table(
+    pairs: Differences, chunks: Callable[[], Iterable[np.ndarray]]
+) -> tuple[Summary, ValueTable | None]:
     """:func:`summarize` of the sample x = b − a read as chunks (a, b) (``a`` None: x = b),
     e.g. t_recv_ns and t_send_ns, without making x; ``chunks`` reads the same x again, for
     the fallback.
@@ -166,7 +173,8 @@ def summarize_differences(pairs: Differences, chunks: Callable[[], Iterable[np.n
     (:class:`~jitterlab.stats.valuetable.ValueCounter`, sized from the first chunk), whose
     table gives every order statistic the type-7 percentiles need. A sample of too many
     distinct values (or a chunk the kernel refuses) has its percentiles by radix
-    refinement instead (:func:`percentiles_by`, more passes).
+    refinement instead (:func:`percentiles_by`, more passes). The table is returned beside
+    the summary (None then), so that other order statistics cost no pass.
     """
     moments: Moments = (0, 0, 0, 0, 0)
     counter: ValueCounter | None = None
@@ -199,13 +207,13 @@ def summarize_differences(pairs: Differences, chunks: Callable[[], Iterable[np.n
             chunk = integer_moments(b if a is None else b - a)
         moments = add_moments(moments, chunk)
     if moments[0] == 0:
-        return summarize(np.zeros(0, np.int64))
+        return summarize(np.zeros(0, np.int64)), None
     table = counter.table() if counter is not None else None
     if table is not None:
         p = table.percentiles(SUMMARY_PERCENTILES)
     else:
         p = percentiles_by(local_refine(chunks), SUMMARY_PERCENTILES, moments[:3])
-    return summary_from(moments, p)
+    return summary_from(moments, p), table
 
 
 def percentiles_of_scan(scan: Scan, ps: tuple[float, ...]) -> np.ndarray:

@@ -948,9 +948,9 @@ class ResultsStore:
         self, staging: Path, meta: dict[str, Any], writer: SampleWriter, engine: Engine | None = None
     ) -> Run:
         """The closed samples file of ``writer`` described in run.json (rows, size, SHA-256,
-        the exact summary read back from it in bounded memory, by ``engine`` when given:
-        a cluster's), then published."""
-        from jitterlab.store.writer import LOCAL, summary_block
+        the exact summary and the intervals of its percentiles read back from it in bounded
+        memory, by ``engine`` when given: a cluster's), then published."""
+        from jitterlab.store.writer import LOCAL, intervals_block, summary_and_table_of_file, summary_block
 
         meta["schema_version"] = SCHEMA_VERSION
         meta["samples"] = {
@@ -962,7 +962,13 @@ class ResultsStore:
             "clock": "CLOCK_MONOTONIC",
             "unit": "ns",
         }
-        meta["summary"] = (meta.get("summary") or {}) | summary_block((engine or LOCAL).summary(writer.path))
+        # here: the summary pass's count of every value gives the intervals' order statistics too
+        summary, table = (
+            summary_and_table_of_file(writer.path) if engine is None else (engine.summary(writer.path), None)
+        )
+        meta["summary"] = (meta.get("summary") or {}) | summary_block(summary)
+        # the summary's levels with their intervals, so that show need not read the samples
+        meta["summary"]["intervals"] = intervals_block(writer.path, summary, engine or LOCAL, table)
         if not isinstance(meta.get("config"), dict):  # absent, or null in a recovered draft
             meta["config"] = {}
         config = meta["config"]

@@ -112,8 +112,12 @@ def harness_schema() -> dict[str, Any]:
 def summary_fields(figures: Any) -> dict[str, Any]:
     """A summary in ``--json`` output under the name run.json gives it, ``summary.latency_ns``
     (one name everywhere); ``summary_ns``, the name ``--json`` used before, stays beside it so
-    that readers of the old name keep working (docs/run-format.md)."""
-    return {"summary": {"latency_ns": figures}, "summary_ns": figures}
+    that readers of the old name keep working (docs/run-format.md). ``summary.unresolved``
+    lists the percentile keys the count does not resolve (docs/statistics.md): their figure
+    is the type-7 interpolation, kept for those readers, never a figure to publish."""
+    from jitterlab.core.percentiles import unresolved_keys
+
+    return {"summary": {"latency_ns": figures, "unresolved": unresolved_keys(figures)}, "summary_ns": figures}
 
 
 def strict_json(data: bytes | str) -> Any:

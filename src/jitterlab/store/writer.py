@@ -24,7 +24,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import fields
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, NoReturn, Protocol
+from typing import IO, TYPE_CHECKING, Any, NoReturn, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -33,8 +33,12 @@ import pyarrow.parquet as pq
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.fileio import open_output
 from jitterlab.stats.scan import LocalScan, Scan
-from jitterlab.stats.summary import Summary, summarize_chunks, summarize_differences
+from jitterlab.stats.summary import Summary, summarize_chunks, summarize_differences, summary_and_table
+from jitterlab.stats.valuetable import ValueTable
 from jitterlab.store.schema import SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from jitterlab.stats.quantile_ci import QuantileInterval
 
 ROW_GROUP_ROWS = 1 << 20  # 32 MiB of the four columns: large enough to scan fast, small enough to hold
 READ_BATCH_ROWS = 1 << 20
@@ -275,6 +279,12 @@ def send_time_extent(path: Path) -> tuple[int, int] | None:
     return (min(lows), max(highs)) if lows else None
 
 
+def summary_and_table_of_file(path: Path) -> tuple[Summary, ValueTable | None]:
+    """:func:`summarize_file` of the latencies and the count of every value it made on the
+    way (None when there were too many distinct values)."""
+    return summary_and_table(lambda: send_recv_chunks(path), lambda: latency_chunks(path))
+
+
 def summarize_file(path: Path, since: str = "t_send_ns") -> Summary:
     """The exact summary of the samples file's latencies (t_recv_ns − ``since``), in memory
     independent of its size, in one pass over the file (row groups decoded by a thread while
@@ -330,6 +340,55 @@ def summary_block(summary: Summary) -> dict[str, Any]:
         "latency_ns": {k: v if v == v else None for k, v in summary.to_dict().items()},
         "method": SUMMARY_METHOD,
     }
+
+
+# Names the computation behind stored percentile intervals (stats/quantile_ci.py at the
+# summary's levels and the maximum); change it whenever that computation changes any figure.
+INTERVALS_METHOD = "quantile-ci/1"
+STORED_LEVELS = (50.0, 90.0, 99.0, 99.9, 99.99, 99.999, 100.0)  # the summary's levels and the maximum
+
+
+def intervals_block(
+    path: Path, summary: Summary, engine: Engine, table: ValueTable | None = None
+) -> dict[str, Any]:
+    """run.json's ``summary.intervals``: :data:`STORED_LEVELS` each with its interval, as
+    ``describe`` and ``show`` compute them from the samples file (the same function and
+    inputs: count, min and max of the exact ``summary``, the send times from the row
+    groups' statistics), so that ``show`` answers from run.json without reading the samples
+    again (issue 38: intervals made ``show`` read them). ``table``: the summary pass's count
+    of every value, when it has one; the order statistics are read off it (no pass), and
+    only the block counts read the file again."""
+    from jitterlab.stats.quantile_ci import intervals_of_sample, intervals_of_scan
+
+    if summary.count == 0:
+        levels = intervals_of_sample(np.zeros(0, np.int64), STORED_LEVELS)
+    else:
+        levels = intervals_of_scan(
+            engine.latency(path),
+            engine.timed(path),
+            STORED_LEVELS,
+            (summary.count, int(summary.min), int(summary.max)),
+            send_time_extent(path),
+            table=table,
+        )
+    return {"method": INTERVALS_METHOD, "levels": [q.to_dict() for q in levels]}
+
+
+def stored_intervals(meta: dict[str, Any], levels: Sequence[float]) -> list[QuantileInterval] | None:
+    """The intervals run.json holds for ``levels`` (in that order), when this version
+    computes them the same way (``summary.intervals.method``) and holds every level asked;
+    None otherwise (compute them from the samples). As for :func:`stored_summary`, the
+    caller must have verified the samples file against run.json first."""
+    from jitterlab.stats.quantile_ci import QuantileInterval
+
+    block = (meta.get("summary") or {}).get("intervals") or {}
+    if block.get("method") != INTERVALS_METHOD or stored_summary(meta) is None:
+        return None
+    try:
+        by_level = {float(q["level"]): q for q in block["levels"]}
+        return [QuantileInterval(**by_level[float(level)]) for level in levels]
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def stored_summary(meta: dict[str, Any]) -> Summary | None:

@@ -1,7 +1,7 @@
 """The paper's figures: vector PDF and SVG, one column (3.5 in) and page wide (7 in).
 
 Text stays text (SVG ``svg.fonttype`` ``none``; PDF TrueType fonts embedded, ``pdf.fonttype``
-42); colours are the Okabe–Ito palette (safe for the common colour-vision deficiencies),
+42); colours are the Okabe–Ito palette of core/palette.py (safe for the common colour-vision deficiencies),
 and every series also differs by marker and dash so that a grayscale print keeps them
 apart. Every number drawn comes from :class:`jitterlab.describe.paper.build.PaperData`,
 the same description the tables are made of.
@@ -20,13 +20,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
+from jitterlab.core.palette import BLUE, GREY, PAUSE_COLOURS, category_colour, series_colour
 from jitterlab.describe.paper.build import PaperData, RunData, style_key
 from jitterlab.describe.paper.tables import UNIT_NS, unit_for
 from jitterlab.describe.tables import category_name
 from jitterlab.stats.compare import MAX_ROW
 
-# Okabe & Ito (2008), ordered so that neighbours differ in lightness too (yellow last)
-OKABE_ITO = ["#000000", "#E69F00", "#0072B2", "#009E73", "#D55E00", "#56B4E9", "#CC79A7", "#F0E442"]
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
 DASHES: list[Any] = ["-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3))]
 WIDTHS = {"column": 3.5, "page": 7.0}
@@ -72,7 +71,7 @@ class Styles:
             repeat = used.get(key, 0)
             used[key] = repeat + 1
             self.by_id[r.run.id] = {
-                "color": OKABE_ITO[key[0] % len(OKABE_ITO)],
+                "color": series_colour(key[0]),
                 "marker": MARKERS[key[1] % len(MARKERS)],
                 "linestyle": DASHES[(key[2] + repeat * len(policies)) % len(DASHES)],
             }
@@ -146,11 +145,9 @@ def _histogram_on(ax: Any, r: RunData, scale: float, unit: str) -> None:
     """The run's histogram (log-log) with the outlier test's category cuts."""
     p = r.panels
     assert p is not None
-    ax.stairs(p.counts, p.edges / scale, fill=True, color="#999999", edgecolor="#000000", lw=0.4)
+    ax.stairs(p.counts, p.edges / scale, fill=True, color=GREY, edgecolor="#000000", lw=0.4)
     for k, t in enumerate(r.categories.thresholds):
-        ax.axvline(
-            t / scale, color=OKABE_ITO[(k + 1) % len(OKABE_ITO)], ls=DASHES[(k + 1) % len(DASHES)], lw=0.9
-        )
+        ax.axvline(t / scale, color=category_colour(k + 1), ls=DASHES[(k + 1) % len(DASHES)], lw=0.9)
         ax.annotate(
             f"{k + 1}", (t / scale, 1), xytext=(1, 1), textcoords="offset points", fontsize=5, va="bottom"
         )
@@ -175,8 +172,8 @@ def _timeline_on(ax: Any, r: RunData, scale: float, unit: str, legend: bool) -> 
             p.v[p.labels == cat] / scale,
             s=5,
             marker=MARKERS[j % len(MARKERS)],
-            facecolors="none" if j % 2 else OKABE_ITO[(j + 1) % len(OKABE_ITO)],
-            edgecolors=OKABE_ITO[(j + 1) % len(OKABE_ITO)],
+            facecolors="none" if j % 2 else category_colour(int(cat)),
+            edgecolors=category_colour(int(cat)),
             linewidths=0.5,
             label=f"category {category_name(int(cat))}",
             rasterized=False,
@@ -187,12 +184,12 @@ def _timeline_on(ax: Any, r: RunData, scale: float, unit: str, legend: bool) -> 
         ax.axvspan(
             (e["start_ns"] - p.start_ns) / 1e9,
             (e["end_ns"] - p.start_ns) / 1e9,
-            color="#CC79A7",
+            color=PAUSE_COLOURS["gc-pause"],
             alpha=0.35,
             lw=0,
         )
     if gc:
-        ax.plot([], [], color="#CC79A7", alpha=0.5, lw=4, label=f"GC pause ({len(gc):,})")
+        ax.plot([], [], color=PAUSE_COLOURS["gc-pause"], alpha=0.5, lw=4, label=f"GC pause ({len(gc):,})")
     ax.set_yscale("log")
     _plain_log(ax.yaxis)
     ax.set_xlim(0, max(p.stop_ns - p.start_ns, 1) / 1e9)
@@ -257,7 +254,7 @@ def qq(data: PaperData, width: float) -> Any | None:
         a, b = np.asarray(c.qq_a) / scale, np.asarray(c.qq_b) / scale
         lo, hi = float(min(a.min(), b.min())), float(max(a.max(), b.max()))
         ax.plot([lo, hi], [lo, hi], color="#777777", ls="--", lw=0.6)
-        ax.plot(a, b, ".", color="#0072B2", ms=2)
+        ax.plot(a, b, ".", color=BLUE, ms=2)
         ax.set_xscale("log")
         ax.set_yscale("log")
         _plain_log(ax.xaxis)
@@ -344,7 +341,7 @@ def effects(data: PaperData, width: float) -> Any | None:
             lo.append(max(d.relative - d.ci_low, 0.0) * 100)
             hi.append(max(d.ci_high - d.relative, 0.0) * 100)
         ax.errorbar(
-            xs, ys, xerr=[lo, hi], fmt=MARKERS[k % len(MARKERS)], color=OKABE_ITO[k % len(OKABE_ITO)],
+            xs, ys, xerr=[lo, hi], fmt=MARKERS[k % len(MARKERS)], color=series_colour(k),
             ms=3, lw=0.8, capsize=1.5, label=name, mfc="white" if k % 2 else None,
         )  # fmt: skip
     noise = data.comparisons[0].result.noise_threshold * 100

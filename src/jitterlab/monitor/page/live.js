@@ -60,10 +60,10 @@ function draw(canvas, snap) {
   const lo = Math.max(1, Math.min(...bins.map(b => b[2]))), hi = Math.max(...bins.map(b => b[3]), lo * 10);
   const ly = v => h - 14 - (Math.log10(Math.max(v, lo)) - Math.log10(lo)) / (Math.log10(hi) - Math.log10(lo) + 1e-12) * (h - 24);
   const lx = t => pad + (t - left) / span * (w - pad - 4);
-  ctx.strokeStyle = "#999";
   ctx.setLineDash([4, 3]);
-  for (const c of snap.categories.slice(1)) {  // category separators
+  for (const c of snap.categories.slice(1)) {  // category separators, in the category's colour (core/palette.py)
     const y = ly(c.above_ns);
+    ctx.strokeStyle = c.colour;
     if (c.above_ns <= hi) { ctx.beginPath(); ctx.moveTo(pad, y); ctx.lineTo(w, y); ctx.stroke(); }
   }
   ctx.setLineDash([]);
@@ -106,16 +106,19 @@ function render(key, label, snap) {
     const tr = document.createElement("tr");
     tr.dataset.p = String(p.p);
     cell(tr, "p" + p.p, "", {});
-    // a level with fewer than 10 samples beyond it has no value, only its lower bound
-    cell(tr, p.resolved ? fmtNs(p.value_ns) : "≥ " + fmtNs(p.low_ns) + " (not resolved)", "value", { ns: p.value_ns });
-    const iv = p.resolved ? fmtNs(p.low_ns) + " … " + fmtNs(p.high_ns) : "–";
+    // a level the sample does not resolve (fewer than 10 samples expected beyond it): "≥ low", never a bare value
+    const shown = p.resolved ? fmtNs(p.value_ns) : (p.low_ns === null ? "not resolved" : "≥ " + fmtNs(p.low_ns));
+    cell(tr, shown, "value", { ns: p.value_ns, resolved: p.resolved });
+    const iv = !p.resolved ? "not resolved"
+      : (p.low_ns === null ? "−∞" : fmtNs(p.low_ns)) + " … " + (p.high_ns === null ? "∞" : fmtNs(p.high_ns));
     cell(tr, iv, "interval", { low: p.low_ns, high: p.high_ns });
     return tr;
   });
   const total = snap.categories.reduce((a, c) => a + c.count, 0);
   fillBody(n.querySelector("table.categories"), snap.categories, c => {
     const tr = document.createElement("tr");
-    cell(tr, c.k === 0 ? "main (0)" : "outliers " + c.k, "", {});
+    const name = cell(tr, c.k === 0 ? "main (0)" : "outliers " + c.k, "", {});
+    name.style.borderLeft = `6px solid ${c.colour}`;  // the category's colour, as in every figure
     cell(tr, c.above_ns === null ? "–" : "> " + fmtNs(c.above_ns), "", {});
     cell(tr, fmtCount(c.count), "count", { value: c.count, category: c.k });
     cell(tr, total ? fmtShare(c.count / total) : "–", "", {});
