@@ -34,7 +34,6 @@ import numpy as np
 
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.palette import category_colour
-from jitterlab.core.percentiles import is_resolved
 from jitterlab.monitor import promproto
 from jitterlab.monitor.state import TIMELINE_BIN_NS, LiveState, TrialState
 from jitterlab.stats.quantile_ci import CONFIDENCE, quantile_intervals
