@@ -98,7 +98,11 @@ def placement_rows(
                 "regime": regime,
                 "c2c_p50_ns": round(statistics.median(c for c, _, _ in runs), 1),
                 "spsc_p50_ns": round(statistics.median(p for _, p, _ in runs), 1),
-                "ratio": {"median": round(median, 2), "min": round(ratios[0], 2), "max": round(ratios[-1], 2)},
+                "ratio": {
+                    "median": round(median, 2),
+                    "min": round(ratios[0], 2),
+                    "max": round(ratios[-1], 2),
+                },
                 "repeats": len(ratios),
                 "samples": samples,
                 "verdict": "ok" if median <= TARGET_SPSC else "MISSED",
@@ -143,7 +147,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--quick", action="store_true", help="50 000 samples, 3 repeats")
     parser.add_argument(
-        "--publish", action="store_true", help=f"append this placement to {PLACEMENTS.name} (figures.md's table)"
+        "--publish",
+        action="store_true",
+        help=f"append this placement to {PLACEMENTS.name} (figures.md's table)",
     )
     args = parser.parse_args()
     load_at_start = os.getloadavg()[0]
@@ -210,7 +216,9 @@ def main() -> None:
     print(f"host CPU: {host_cpu()}")
     if args.publish:
         commit = subprocess.run(
-            ["git", "-C", str(PLACEMENTS.parent), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+            ["git", "-C", str(PLACEMENTS.parent), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
         ).stdout.strip()
         when = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
         rows = placement_rows(by_regime, args.samples, when, commit or "unknown", load_at_start)

@@ -133,7 +133,11 @@ def test_a_regime_not_met_keeps_its_published_figure(figures_module) -> None:
 def test_the_harness_floor_table_has_a_row_per_placement_with_its_host_cpu(figures_module, tmp_path) -> None:
     """Issue 43 item 7: each placement met is kept with its host CPU and c2c floor; a missed one says so."""
     floor = importlib.import_module("harness_floor")
-    by_regime = {"fast": [(90.0, 80.0, 0.89), (91.0, 79.0, 0.87)], "slow": [(105.0, 288.0, 2.74)], "changed": []}
+    by_regime = {
+        "fast": [(90.0, 80.0, 0.89), (91.0, 79.0, 0.87)],
+        "slow": [(105.0, 288.0, 2.74)],
+        "changed": [],
+    }
     rows = floor.placement_rows(by_regime, 300_000, "2026-11-28 13:21 UTC", "abc1234", 1.5)
     assert [(r["regime"], r["verdict"]) for r in rows] == [("fast", "ok"), ("slow", "MISSED")]
     assert "family" in rows[0]["cpu"] and rows[1]["c2c_p50_ns"] == 105.0
