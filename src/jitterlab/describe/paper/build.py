@@ -2,8 +2,11 @@
 
 Each run is described by :func:`jitterlab.describe.analysis.describe_run` (the numbers of
 ``describe --json``), its chosen percentiles are ``run_percentiles``' type-7 values and
-each comparison is :func:`jitterlab.describe.compare.compare_runs` (``compare --json``);
-the tables and the figures are both drawn from the :class:`PaperData` built here.
+each level's interval is :func:`jitterlab.stats.quantile_ci.intervals_of_sample` (the
+one interval: binomial order statistics, or batch means over time blocks where the
+dispersion test finds the samples dependent; ``describe --json`` gives the same), and each
+comparison is :func:`jitterlab.describe.compare.compare_runs` (``compare --json``); the
+tables and the figures are both drawn from the :class:`PaperData` built here.
 """
 
 from __future__ import annotations
@@ -16,14 +19,14 @@ from typing import Any
 import numpy as np
 
 from jitterlab.core.errors import JitterlabError
-from jitterlab.core.percentiles import is_resolved, percentile_key
+from jitterlab.core.percentiles import percentile_key
 from jitterlab.describe.analysis import describe_run, pauses_in_run, restrict, run_percentiles, time_range
 from jitterlab.describe.compare import IN_MEMORY_AT_MOST, RunComparison, compare_runs
 from jitterlab.describe.overview import comparison_groups, technique_of
 from jitterlab.describe.panels import Panels, memory_panels
-from jitterlab.describe.paper.intervals import METHOD, interval_ranks
 from jitterlab.describe.paper.tables import Estimate
 from jitterlab.stats import StackedResult, Summary
+from jitterlab.stats.quantile_ci import intervals_of_sample
 from jitterlab.stats.summary import percentiles_sorted
 from jitterlab.store import Run
 from jitterlab.store.runs import IN_MEMORY_BYTES_PER_SAMPLE, memory_bound_bytes
@@ -82,22 +85,21 @@ def _fits(run: Run) -> bool:
     return rows <= IN_MEMORY_AT_MOST and rows * IN_MEMORY_BYTES_PER_SAMPLE <= memory_bound_bytes()
 
 
-def estimates(ordered: np.ndarray, ps: Sequence[float]) -> dict[str, Estimate]:
-    """Type-7 percentiles of a sorted sample, each with its order-statistic interval."""
+def estimates(
+    latency: np.ndarray, t_send: np.ndarray, ordered: np.ndarray, ps: Sequence[float]
+) -> dict[str, Estimate]:
+    """Type-7 percentiles of a sample, each with the interval ``describe --json`` gives it
+    (:func:`jitterlab.stats.quantile_ci.intervals_of_sample`: binomial, or block where the
+    samples are dependent); ``ordered``: the sample sorted. An unresolved level keeps its
+    type-7 value (marked †) with the interval's lower end only."""
     values = percentiles_sorted(ordered, tuple(ps))
+    intervals = intervals_of_sample(latency, tuple(ps), t_send, ordered=ordered)
     out = {}
-    n = int(ordered.size)
-    for p, v in zip(ps, values, strict=True):
+    for p, v, q in zip(ps, values, intervals, strict=True):
         if p >= 100:
             out[percentile_key(p)] = Estimate(float(v))
             continue
-        ranks = interval_ranks(n, p / 100)
-        if ranks is None:
-            out[percentile_key(p)] = Estimate(float(v))
-            continue
-        high = None if ranks.high is None else float(ordered[ranks.high])
-        resolved = ranks.high is not None and is_resolved(n, p)  # the rule every output follows
-        out[percentile_key(p)] = Estimate(float(v), float(ordered[ranks.low]), high, resolved, METHOD)
+        out[percentile_key(p)] = Estimate(float(v), q.ci_low, q.ci_high, q.resolved, q.method)
     return out
 
 
@@ -116,7 +118,7 @@ def describe_for_paper(
         run = time_range(run, from_s, to_s)
         d = describe_run(run)
         assert d.ordered is not None
-        chosen = estimates(d.ordered, levels)
+        chosen = estimates(run.latency_ns, run.t_send_ns, d.ordered, levels)
         panels = memory_panels(
             run.latency_ns,
             run.t_send_ns,
@@ -176,14 +178,21 @@ def build(
                         f"({group_of(base)} vs {group_of(other)}), not compared"
                     )
                     continue
-                a, b = (_restricted(r, from_s, to_s) for r in (base, other))
-                comparisons.append(compare_runs(a, b, noise, engine))
+                a, b = (_held(r, from_s, to_s, engine) for r in (base, other))
+                rc = compare_runs(a, b, noise, engine)
+                # kept without their samples: only the comparison's numbers are drawn
+                comparisons.append(dataclasses.replace(rc, a=Run(a.path, a.meta), b=Run(b.path, b.meta)))
                 numbers[(a.id, b.id)] = (sample_runs.index(base) + 1, sample_runs.index(other) + 1)
     return PaperData(data, comparisons, levels, left_out, (from_s, to_s), numbers)
 
 
-def _restricted(run: Run, from_s: float | None, to_s: float | None) -> Run:
-    if from_s is None and to_s is None:
+def _held(run: Run, from_s: float | None, to_s: float | None, engine: Engine | None) -> Run:
+    """The run as a comparison reads it: held in memory when it fits (one read and one
+    sort, in place of the passes over its file that ``compare`` of a run not held makes:
+    the same numbers, stats/quantile_ci.py and stats/compare.py are exact either way), and
+    restricted to ``--from``/``--to``."""
+    whole = from_s is None and to_s is None
+    if whole and (engine is not None or not _fits(run)):
         return run
     if not _fits(run):
         raise JitterlabError(

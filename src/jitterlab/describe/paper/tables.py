@@ -189,7 +189,8 @@ def _exact(value: float | int) -> str:
 
 def csv_text(table: Table) -> str:
     """One header row, then the rows with the exact values: ns columns in nanoseconds
-    (``_ns``), fractions as fractions; an Estimate's interval and resolution beside."""
+    (``_ns``), fractions as fractions; an Estimate's interval, resolution and interval
+    method (``binomial``, ``block``, ``binomial-counts``: stats/quantile_ci.py) beside."""
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
     headers: list[str] = []
@@ -197,7 +198,7 @@ def csv_text(table: Table) -> str:
         name = c.header.replace(" ", "_")
         headers.append(f"{name}_ns" if c.kind == "ns" else name)
         if c.interval:
-            headers += [f"{name}_ci_low_ns", f"{name}_ci_high_ns", f"{name}_resolved"]
+            headers += [f"{name}_ci_low_ns", f"{name}_ci_high_ns", f"{name}_resolved", f"{name}_ci_method"]
     w.writerow(headers)
     for row in table.rows:
         cells: list[str] = []
@@ -210,6 +211,7 @@ def csv_text(table: Table) -> str:
                     "" if e is None or e.ci_low is None else _exact(e.ci_low),
                     "" if e is None or e.ci_high is None else _exact(e.ci_high),
                     "" if e is None else str(e.resolved).lower(),
+                    "" if e is None or e.method is None else e.method,
                 ]
         w.writerow(cells)
     return out.getvalue()
