@@ -310,3 +310,33 @@ def test_refuses_an_unwritable_folder(other_user: OtherUser) -> None:
             assert list(parent.iterdir()) == []
     finally:
         shutil.rmtree(top)
+
+
+def test_figures_drawn_in_two_processes_are_those_drawn_in_one(tmp_path: Path) -> None:
+    """The forked half draws the same files (SVGs byte for byte) and the split loses none;
+    an error in the child is raised in the parent."""
+    from jitterlab.describe.paper import figures
+    from jitterlab.describe.paper.build import build
+
+    store = tmp_path / "results"
+    runs = [
+        make_run(store, latency_clusters(5, 5_000), technique="mutex", pairs=1),
+        make_run(store, latency_clusters(6, 5_000), technique="mutex", pairs=1),
+        make_run(store, latency_clusters(7, 5_000), technique="mutex", pairs=2),
+    ]
+    data = build(runs, None, None)
+    jobs = figures.figure_jobs(data)
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.mkdir()
+    two.mkdir()
+    drawn_one = figures._draw(jobs, one)
+    drawn_two = figures._draw_in_two(jobs, two)
+    assert drawn_one == drawn_two and sum(drawn_one) >= 10
+    assert sorted(p.name for p in one.iterdir()) == sorted(p.name for p in two.iterdir())
+    for svg in one.glob("*.svg"):
+        assert svg.read_bytes() == (two / svg.name).read_bytes(), svg.name
+    _mine, theirs = figures._split(jobs)
+    bad = list(jobs)
+    bad[theirs[0]] = figures.FigureJob("bad", lambda: 1 / 0, None, 1.0)
+    with pytest.raises(ZeroDivisionError):
+        figures._draw_in_two(bad, tmp_path / "two")

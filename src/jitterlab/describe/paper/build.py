@@ -26,15 +26,15 @@ from jitterlab.describe.overview import comparison_groups, technique_of
 from jitterlab.describe.panels import Panels, memory_panels
 from jitterlab.describe.paper.tables import Estimate
 from jitterlab.stats import StackedResult, Summary
-from jitterlab.stats.quantile_ci import intervals_of_sample
+from jitterlab.stats.quantile_ci import QuantileInterval, intervals_of_sample
 from jitterlab.stats.summary import percentiles_sorted
 from jitterlab.store import Run
 from jitterlab.store.runs import IN_MEMORY_BYTES_PER_SAMPLE, memory_bound_bytes
 from jitterlab.store.writer import LOCAL, Engine
 
 DEFAULT_PERCENTILES = (99.0, 99.9, 99.99)
-MAX_TIMELINE_POINTS = 20_000
-TIMELINE_COLUMNS = 600
+MAX_TIMELINE_POINTS = 2_000  # a panel of a page-wide grid shows ~200 marker widths: M4 keeps every extreme
+TIMELINE_COLUMNS = 200
 
 
 @dataclass(frozen=True)
@@ -86,16 +86,25 @@ def _fits(run: Run) -> bool:
 
 
 def estimates(
-    latency: np.ndarray, t_send: np.ndarray, ordered: np.ndarray, ps: Sequence[float]
+    latency: np.ndarray,
+    t_send: np.ndarray,
+    ordered: np.ndarray,
+    ps: Sequence[float],
+    known: Sequence[QuantileInterval] = (),
 ) -> dict[str, Estimate]:
     """Type-7 percentiles of a sample, each with the interval ``describe --json`` gives it
     (:func:`jitterlab.stats.quantile_ci.intervals_of_sample`: binomial, or block where the
-    samples are dependent); ``ordered``: the sample sorted. An unresolved level keeps its
+    samples are dependent); ``ordered``: the sample sorted; ``known``: intervals already
+    computed (the description's), not computed again. An unresolved level keeps its
     type-7 value (marked †) with the interval's lower end only."""
     values = percentiles_sorted(ordered, tuple(ps))
-    intervals = intervals_of_sample(latency, tuple(ps), t_send, ordered=ordered)
+    have = {q.level: q for q in known}
+    missing = tuple(p for p in ps if p not in have)
+    if missing:
+        have.update((q.level, q) for q in intervals_of_sample(latency, missing, t_send, ordered=ordered))
     out = {}
-    for p, v, q in zip(ps, values, intervals, strict=True):
+    for p, v in zip(ps, values, strict=True):
+        q = have[p]
         if p >= 100:
             out[percentile_key(p)] = Estimate(float(v))
             continue
@@ -118,7 +127,7 @@ def describe_for_paper(
         run = time_range(run, from_s, to_s)
         d = describe_run(run)
         assert d.ordered is not None
-        chosen = estimates(run.latency_ns, run.t_send_ns, d.ordered, levels)
+        chosen = estimates(run.latency_ns, run.t_send_ns, d.ordered, levels, d.intervals)
         panels = memory_panels(
             run.latency_ns,
             run.t_send_ns,
