@@ -340,3 +340,60 @@ def test_figures_drawn_in_two_processes_are_those_drawn_in_one(tmp_path: Path) -
     bad[theirs[0]] = figures.FigureJob("bad", lambda: 1 / 0, None, 1.0)
     with pytest.raises(ZeroDivisionError):
         figures._draw_in_two(bad, tmp_path / "two")
+
+
+def test_histogram_only_runs_get_their_own_table_as_describe_gives_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A histogram-only run is tabulated apart (HdrHistogram's definition, binomial-counts
+    intervals, the numbers of describe --json), never in Table 1, and paper.md says so."""
+    import io
+
+    from jitterlab.store.hdr.histogram import Histogram
+    from jitterlab.store.hdr.log import LogWriter
+
+    store = tmp_path / "results"
+    sample = make_run(store, latency_clusters(8, 5_000), technique="mutex")
+    rng = np.random.default_rng(3)
+    text = io.StringIO()
+    log = LogWriter(text)
+    log.version()
+    log.start_time(1_700_000_000_000)
+    log.legend()
+    for i in range(3):  # three one-second intervals of a heavy-tailed mixture
+        h = Histogram.auto(3)
+        values = np.concatenate([rng.lognormal(9.5, 0.3, 400), rng.pareto(1.5, 20) * 50_000 + 20_000])
+        v, c = np.unique(values.astype(np.int64), return_counts=True)
+        h.record(v, c)
+        log.interval(1_700_000_000 + i, 1_700_000_001 + i, h)
+    (tmp_path / "host.hlog").write_text(text.getvalue())
+    code, stdout, _ = run_main(["import", str(tmp_path / "host.hlog"), "--store", str(store)], capsys)
+    assert code == 0
+    hist_id = (
+        stdout.split()[0] if stdout.strip() else next(p.name for p in store.iterdir() if "import" in p.name)
+    )
+    out = tmp_path / "paper"
+    code, _, _ = run_main(["paper", "-o", str(out), "--store", str(store), "--percentiles", LEVELS], capsys)
+    assert code == 0
+    table1 = _csv(out / "tables" / "table1.csv")
+    assert [r["run"] for r in table1] == ["#1"]  # the sample run only
+    (row,) = _csv(out / "tables" / "histograms.csv")
+    assert row["run"] == "#2"
+    code, stdout, _ = run_main(["describe", hist_id, "--json", "--store", str(store)], capsys)
+    assert code == 0
+    d = json.loads(stdout)
+    (chosen,) = [s for s in d["streams"] if s["tag"] == d["tag"]]
+    assert int(row["n"]) == chosen["summary"]["count"]
+    assert float(row["mean_ns"]) == chosen["summary"]["mean"]
+    assert d["percentile_definition"].startswith("hdrhistogram")
+    intervals = {q["level"]: q for q in d["percentiles"]}
+    for key, level in (("median", 50.0), ("p99", 99.0), ("p99.9", 99.9), ("p99.99", 99.99)):
+        q = intervals[level]
+        assert row[f"{key}_ci_method"] == q["method"] == "binomial-counts"
+        assert (float(row[f"{key}_ns"]) if row[f"{key}_ns"] else None) == q["value"]
+        assert (float(row[f"{key}_ci_low_ns"]) if row[f"{key}_ci_low_ns"] else None) == q["ci_low"]
+        assert (float(row[f"{key}_ci_high_ns"]) if row[f"{key}_ci_high_ns"] else None) == q["ci_high"]
+        assert row[f"{key}_resolved"] == str(q["resolved"]).lower()
+    index = (out / "paper.md").read_text()
+    assert "tables/histograms" in index and "holds a histogram only" in index
+    assert sample.id not in index.split("## Left out")[-1]

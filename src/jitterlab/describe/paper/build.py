@@ -58,6 +58,21 @@ class RunData:
 
 
 @dataclass(frozen=True)
+class HistogramRun:
+    """A histogram-only run (an imported HdrHistogram log): its own table, never beside
+    sample runs (HdrHistogram's percentile definition; binomial intervals on its counts)."""
+
+    run: Run
+    summary: dict[str, Any]  # the stream's count, mean, max … (describe --json's "summary")
+    levels: dict[str, QuantileInterval]  # "p50" and the chosen levels (percentile_key)
+    number: int  # numbered after the sample runs
+
+    @property
+    def name(self) -> str:
+        return f"#{self.number} {self.run.label}"
+
+
+@dataclass(frozen=True)
 class PaperData:
     runs: list[RunData]
     comparisons: list[RunComparison]
@@ -65,6 +80,7 @@ class PaperData:
     left_out: list[str]  # one line each: runs not in the paper and why
     span: tuple[float | None, float | None]
     numbers: dict[tuple[str, str], tuple[int, int]]  # (A id, B id) of a comparison -> their run numbers
+    histograms: list[HistogramRun] = dataclasses.field(default_factory=list)
 
     def comparison_names(self, rc: RunComparison) -> tuple[str, str]:
         a, b = self.numbers.get((rc.a.id, rc.b.id), (0, 0))
@@ -160,8 +176,9 @@ def build(
     """Describe every sample run and compare like with like (or every run with
     ``baseline_id``), as ``report`` does."""
     left_out = [
-        f"{r.id}: holds a histogram only (HdrHistogram's percentile definition): not tabulated with "
-        "type-7 percentiles; 'jitterlab export RUN --format hgrm' has its table"
+        f"{r.id}: holds a histogram only: tabulated apart in tables/histograms (HdrHistogram's "
+        "percentile definition, binomial intervals on the counts), never beside the type-7 tables, "
+        "and in no figure or comparison"
         for r in runs
         if r.histogram_only
     ]
@@ -192,7 +209,23 @@ def build(
                 # kept without their samples: only the comparison's numbers are drawn
                 comparisons.append(dataclasses.replace(rc, a=Run(a.path, a.meta), b=Run(b.path, b.meta)))
                 numbers[(a.id, b.id)] = (sample_runs.index(base) + 1, sample_runs.index(other) + 1)
-    return PaperData(data, comparisons, levels, left_out, (from_s, to_s), numbers)
+    histograms = [
+        _histogram_run(r, levels, len(data) + i + 1)
+        for i, r in enumerate(r for r in runs if r.histogram_only)
+    ]
+    return PaperData(data, comparisons, levels, left_out, (from_s, to_s), numbers, histograms)
+
+
+def _histogram_run(run: Run, ps: tuple[float, ...], number: int) -> HistogramRun:
+    """A histogram-only run as ``describe --json`` gives it: its stream's summary and each
+    level with the binomial interval on its counts (``binomial-counts``)."""
+    from jitterlab.describe.analysis import run_intervals
+    from jitterlab.describe.histograms import describe_histogram
+
+    levels = (50.0, *[p for p in ps if p != 50.0])
+    intervals = run_intervals(run, levels)
+    chosen = {percentile_key(q.level): q for q in intervals}
+    return HistogramRun(run, describe_histogram(run).summary, chosen, number)
 
 
 def _held(run: Run, from_s: float | None, to_s: float | None, engine: Engine | None) -> Run:

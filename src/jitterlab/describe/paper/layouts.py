@@ -5,12 +5,15 @@
 * **Collectors** (ibid., Tables 2–3): technique × pairs, collector, scheduler: n, max,
   mean, median; only when the runs cover several collectors.
 * **Comparison**: each like-with-like comparison's rows as ``compare --json`` has them.
+* **Histograms**: histogram-only runs (imported HdrHistogram logs), apart: HdrHistogram's
+  percentile definition and binomial intervals on the counts, as ``describe --json``.
 
 Runs of different kinds or units go into separate tables (one per group, numbered).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from jitterlab.core.percentiles import percentile_key
@@ -182,5 +185,46 @@ def comparison(data: PaperData) -> list[Table]:
     return [_finish(Table("comparison", caption, columns, rows))]  # type: ignore[arg-type]
 
 
+def histograms(data: PaperData) -> list[Table]:
+    """Histogram-only runs in a table of their own: n, median, mean, max and the chosen
+    levels, each value HdrHistogram's (getValueAtPercentile) with the binomial interval on
+    the counts; an unresolved level is "—" with its lower bound only."""
+    if not data.histograms:
+        return []
+    keys = ["p50", *[percentile_key(p) for p in data.levels if p not in (50.0, 100.0)]]
+    columns = [
+        Column("run", "text"),
+        Column("source", "text"),
+        Column("n", "count"),
+        Column(_level_name("p50"), "ns", interval=True),
+        Column("mean", "ns"),
+        Column("max", "ns"),
+        *[Column(_level_name(k), "ns", interval=True) for k in keys[1:]],
+    ]
+    rows: list[list[object]] = []
+    for h in data.histograms:
+        cells: dict[str, object] = {}
+        for k in keys:
+            q = h.levels[k]
+            cells[k] = (
+                Estimate(q.value, q.ci_low, q.ci_high, q.resolved, q.method)
+                if q.value is not None
+                else Estimate(math.nan, q.ci_low, None, False, q.method)
+            )
+        s = h.summary
+        source = str(h.run.config.get("source_format") or h.run.config.get("runtime", "import"))
+        rows.append(
+            [f"#{h.number}", source, int(s["count"]), cells["p50"], s.get("mean"), s.get("max")]
+            + [cells[k] for k in keys[1:]]
+        )
+    caption = (
+        "Histogram-only runs (imported HdrHistogram logs), apart from the sample runs: HdrHistogram's "
+        "percentile definition (the highest value equivalent to the bucket at the rank), 95 % binomial "
+        "intervals on the counts (no order kept: no block method); not comparable digit for digit with "
+        "the type-7 tables"
+    )
+    return [_finish(Table("histograms", caption, columns, rows))]  # type: ignore[arg-type]
+
+
 def all_tables(data: PaperData) -> list[Table]:
-    return [*table1(data), *collectors(data), *comparison(data)]
+    return [*table1(data), *collectors(data), *comparison(data), *histograms(data)]

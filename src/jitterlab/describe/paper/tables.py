@@ -145,6 +145,8 @@ def _text_cell(table: Table, column: Column, cell: Cell) -> str:
     if isinstance(cell, str):
         return cell
     if isinstance(cell, Estimate):
+        if not math.isfinite(cell.value):  # no value (an unresolved histogram level): its bound only
+            return "—"
         return shown(table, column, cell.value) + ("" if cell.resolved else DAGGER)
     if isinstance(cell, float) and not math.isfinite(cell):
         return "—"
