@@ -193,8 +193,8 @@ def _statistics(data: PaperData, cite: Callable[[str], str]) -> list[str]:
     lines = [
         f"Percentiles are type 7 of Hyndman and Fan {cite('hyndman1996')} (linear interpolation between "
         "order statistics, numpy's default), computed exactly over every sample.",
-        f"Each percentile's {CONFIDENCE:.0%} interval is distribution-free: from two order statistics "
-        f"and the binomial distribution {cite('hahn2017')} where the samples are independent, and "
+        f"Each percentile's {CONFIDENCE:.0%} interval lies between two order statistics: their ranks "
+        f"come from the binomial distribution {cite('hahn2017')} where the samples are independent, and "
         f"from batch means over about sqrt(n) time blocks (Woodruff's interval {cite('woodruff1952')}) "
         f"where the index-of-dispersion test of the blocks' counts {cite('cochran1954')} finds them "
         f"dependent at the 5 % level ({_methods_used(data)}). A level is marked unresolved when fewer "
@@ -328,14 +328,14 @@ def checklist(data: PaperData) -> list[Item]:
         Item(
             "Percentiles with intervals",
             len(intervals) == len(runs) and not unresolved,
-            "Table 1, 95 % distribution-free intervals"
+            "Table 1, 95 % intervals (binomial, or batch means where the samples are dependent)"
             + (
                 ""
                 if len(intervals) == len(runs)
                 else f"; {missing(intervals)} (read in row groups: rerun without --cluster)"
             )
             + (
-                f"; unresolved levels: {', '.join(unresolved)} — record more samples (at least ~4/(1−p) for level p)"
+                f"; unresolved levels: {', '.join(unresolved)} — record more samples (at least 10/(1 − p) for level p, so that 10 are expected beyond it)"
                 if unresolved
                 else ""
             ),

@@ -93,7 +93,11 @@ class Styles:
             self.by_id[r.run.id] = {
                 "color": OKABE_ITO[key[0] % len(OKABE_ITO)],
                 "marker": MARKERS[key[1] % len(MARKERS)],
-                "linestyle": DASHES[(key[2] + repeat * len(policies)) % len(DASHES)],
+                # a dash per pairs × policy (and repeat): in grey, runs of one technique that
+                # differ only in pairs were one solid line each, told apart by a marker alone
+                "linestyle": DASHES[
+                    (key[1] * len(policies) + key[2] + repeat * len(pairs) * len(policies)) % len(DASHES)
+                ],
             }
 
     def of(self, r: RunData) -> dict[str, Any]:
@@ -131,14 +135,15 @@ def spectrum(runs: Sequence[RunData], width: float) -> Any | None:
         assert p is not None
         s = styles.of(r)
         x = 1 / (1 - p.spectrum_ps)
-        ax.plot(x, p.spectrum / scale, color=s["color"], linestyle=s["linestyle"], label=r.name)
         marks = np.unique(
             np.searchsorted(p.spectrum_ps, [q for q in SPECTRUM_TICKS if q <= p.spectrum_ps[-1]])
         )
         marks = marks[marks < p.spectrum_ps.size]
+        # one line with its markers, so the legend shows both (marker: pairs; dash: pairs × policy)
         ax.plot(
-            x[marks], p.spectrum[marks] / scale, s["marker"], color=s["color"], ms=3, mfc="white", mew=0.8
-        )
+            x, p.spectrum / scale, color=s["color"], linestyle=s["linestyle"], label=r.name,
+            marker=s["marker"], markevery=[int(m) for m in marks], ms=3, mfc="white", mew=0.8,
+        )  # fmt: skip
         top = max(top, float(p.spectrum_ps[-1]))
     ax.set_xscale("log")
     ax.set_yscale("log")

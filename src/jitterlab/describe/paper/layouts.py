@@ -98,7 +98,8 @@ def table1(data: PaperData) -> list[Table]:
             )
         caption = (
             "Latency per technique, pairs and scheduling policy (layout of Stauffert et al. 2016, "
-            "Table 1): n samples, type-7 percentiles with their 95 % distribution-free intervals"
+            "Table 1): n samples, type-7 percentiles with their 95 % intervals (binomial order statistics, "
+            "or batch means over time blocks where the samples are dependent; the CSV names each)"
         )
         if len(groups(data)) > 1:
             caption += f"; runs of kind {group}"

@@ -73,8 +73,8 @@ UNIT_NS = {"ns": 1.0, "µs": 1e3, "ms": 1e6, "s": 1e9}
 LATEX_UNIT = {"ns": "ns", "µs": r"\textmu{}s", "ms": "ms", "s": "s"}
 DAGGER = "†"
 UNRESOLVED_NOTE = (
-    "† unresolved: fewer samples lie beyond this level than its 95 % interval needs; "
-    "the upper end of the interval is open"
+    "† unresolved: fewer than 10 samples are expected beyond this level; its value is an "
+    "interpolation between the last order statistics and its interval has a lower end only"
 )
 
 
