@@ -397,3 +397,33 @@ def test_histogram_only_runs_get_their_own_table_as_describe_gives_them(
     index = (out / "paper.md").read_text()
     assert "tables/histograms" in index and "holds a histogram only" in index
     assert sample.id not in index.split("## Left out")[-1]
+
+
+def test_replication_runs_get_seed_003_tables_3_and_4(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A real `repl bench` (N = 3, 50 Hz, 1 s): its own Table 1 group, and Tables 3–4 with the
+    rows the report shows (describe/replication.py), in LaTeX, Markdown and CSV."""
+    from jitterlab.describe.replication import replication_rows, table3_layout, table4_layout
+    from jitterlab.store import ResultsStore
+
+    store = tmp_path / "results"
+    argv = ["repl", "bench", "--clients", "3", "--rate", "50", "--duration", "1s", "--warmup", "0.3s"]
+    code, _, err = run_main([*argv, "--store", str(store)], capsys)
+    assert code == 0, err
+    make_run(store, latency_clusters(9, 5_000), technique="mutex")
+    out = tmp_path / "paper"
+    code, _, err = run_main(["paper", "-o", str(out), "--store", str(store)], capsys)
+    assert code == 0, err
+    runs, _ = ResultsStore(store).scan()
+    rows = replication_rows(runs)
+    assert len(rows) == 1
+    for name, layout in (("replication-table3", table3_layout), ("replication-table4", table4_layout)):
+        _headers, body = layout(rows)
+        with (out / "tables" / f"{name}.csv").open() as f:
+            got = list(csv.reader(f))[1:]
+        assert got == body
+        assert (out / "tables" / f"{name}.tex").read_text().count(r"\\") >= 2
+        md = (out / "tables" / f"{name}.md").read_text()
+        assert all(cell.replace("|", "\\|") in md for cell in body[0])
+    assert (out / "tables" / "table1-2.csv").is_file()  # the repl run is not beside the mutex run

@@ -92,6 +92,10 @@ def group_of(run: Run) -> str:
     unit of samples (percentiles of sample runs are all type 7 here)."""
     runtime = str(run.config.get("runtime", "native"))
     kind = runtime if runtime in ("mtp", "repl", "net", "monitor", "import", "hiccup") else "bench"
+    if run.config.get("technique") == "repl" and isinstance(run.meta.get("repl"), dict):
+        kind = "repl"  # `repl bench` stores native runs: never beside the n×(1:1) harness's
+    elif "net" in run.meta:
+        kind = "net"
     unit = str((run.meta.get("samples") or {}).get("unit", "ns"))
     return f"{kind} ({unit})"
 

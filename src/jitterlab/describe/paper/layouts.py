@@ -5,6 +5,8 @@
 * **Collectors** (ibid., Tables 2–3): technique × pairs, collector, scheduler: n, max,
   mean, median; only when the runs cover several collectors.
 * **Comparison**: each like-with-like comparison's rows as ``compare --json`` has them.
+* **Replication Tables 3–4** (seed 003 §7.3): the rows ``describe/replication.py`` gives the
+  report and ``repl bench``, as text cells (the CSV holds the same formatted strings).
 * **Histograms**: histogram-only runs (imported HdrHistogram logs), apart: HdrHistogram's
   percentile definition and binomial intervals on the counts, as ``describe --json``.
 
@@ -20,6 +22,7 @@ from jitterlab.core.percentiles import percentile_key
 from jitterlab.describe.paper.build import PaperData, RunData
 from jitterlab.describe.paper.tables import UNRESOLVED_NOTE, Column, Estimate, Table, decimals_for, unit_for
 from jitterlab.stats.compare import MAX_ROW
+from jitterlab.store import Run
 
 
 def _level_name(key: str) -> str:
@@ -227,5 +230,41 @@ def histograms(data: PaperData) -> list[Table]:
     return [_finish(Table("histograms", caption, columns, rows))]  # type: ignore[arg-type]
 
 
+def _unique(headers: Sequence[str]) -> list[str]:
+    """Headers made unique for the CSV (a repeated ``p50`` becomes ``p50 (2)``)."""
+    seen: dict[str, int] = {}
+    out = []
+    for h in headers:
+        seen[h] = seen.get(h, 0) + 1
+        out.append(h if seen[h] == 1 else f"{h} ({seen[h]})")
+    return out
+
+
+def text_table(name: str, caption: str, headers: Sequence[str], rows: Sequence[Sequence[object]]) -> Table:
+    """A table whose rows another module already formats (text cells, written as they are)."""
+    columns = [Column(h, "text") for h in _unique(headers)]
+    return Table(name, caption, columns, [[str(c) for c in row] for row in rows])
+
+
+def replication(data: PaperData) -> list[Table]:
+    """Seed 003's Tables 3–4 of the replication runs, as the report and ``repl bench`` give them."""
+    from jitterlab.describe.replication import replication_rows, table3_layout, table4_layout
+
+    runs = [Run(r.run.path, r.run.meta) for r in data.runs]  # read again: each row reads its run
+    rows = replication_rows(runs)
+    if not rows:
+        return []
+    tables = []
+    for name, layout, caption in (
+        ("replication-table3", table3_layout, "Replication scaling (seed 003 §7.3, Table 3): update "
+         "interval and latency per number of clients N (ms), with the seed's values beside"),
+        ("replication-table4", table4_layout, "Replication scaling (seed 003 §7.3, Table 4): server "
+         "frame rate, ping and data rates per N, measured, predicted and the seed's"),
+    ):  # fmt: skip
+        headers, body = layout(rows)
+        tables.append(text_table(name, caption, headers, body))
+    return tables
+
+
 def all_tables(data: PaperData) -> list[Table]:
-    return [*table1(data), *collectors(data), *comparison(data), *histograms(data)]
+    return [*table1(data), *collectors(data), *comparison(data), *replication(data), *histograms(data)]
