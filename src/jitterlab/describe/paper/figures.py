@@ -356,8 +356,11 @@ def scaling(runs: Sequence[RunData], width: float) -> Any | None:
     fig, axes = plt.subplots(
         1, 2, figsize=(width, 2.4 if width < 5 else 3.0), layout="constrained", sharex=True
     )
+    techniques = sorted({t for t, _ in series})
     for (technique, policy), members in series.items():
-        s = styles.of(members[0])
+        # x is the pairs here: the marker tells the techniques apart instead (in grey the
+        # seven colours were seven greys with one marker)
+        s = {**styles.of(members[0]), "marker": MARKERS[techniques.index(technique) % len(MARKERS)]}
         x = sorted({int(r.run.config["pairs"]) for r in members})
         for ax, key in zip(axes, ("p50", "p99"), strict=True):
 
