@@ -2,8 +2,11 @@
 
 Each run is described by :func:`jitterlab.describe.analysis.describe_run` (the numbers of
 ``describe --json``), its chosen percentiles are ``run_percentiles``' type-7 values and
-each comparison is :func:`jitterlab.describe.compare.compare_runs` (``compare --json``);
-the tables and the figures are both drawn from the :class:`PaperData` built here.
+each level's interval is :func:`jitterlab.stats.quantile_ci.intervals_of_sample` (the
+one interval: binomial order statistics, or batch means over time blocks where the
+dispersion test finds the samples dependent; ``describe --json`` gives the same), and each
+comparison is :func:`jitterlab.describe.compare.compare_runs` (``compare --json``); the
+tables and the figures are both drawn from the :class:`PaperData` built here.
 """
 
 from __future__ import annotations
@@ -16,22 +19,22 @@ from typing import Any
 import numpy as np
 
 from jitterlab.core.errors import JitterlabError
-from jitterlab.core.percentiles import is_resolved, percentile_key
+from jitterlab.core.percentiles import percentile_key
 from jitterlab.describe.analysis import describe_run, pauses_in_run, restrict, run_percentiles, time_range
 from jitterlab.describe.compare import IN_MEMORY_AT_MOST, RunComparison, compare_runs
 from jitterlab.describe.overview import comparison_groups, technique_of
 from jitterlab.describe.panels import Panels, memory_panels
-from jitterlab.describe.paper.intervals import METHOD, interval_ranks
 from jitterlab.describe.paper.tables import Estimate
 from jitterlab.stats import StackedResult, Summary
+from jitterlab.stats.quantile_ci import QuantileInterval, intervals_of_sample
 from jitterlab.stats.summary import percentiles_sorted
 from jitterlab.store import Run
 from jitterlab.store.runs import IN_MEMORY_BYTES_PER_SAMPLE, memory_bound_bytes
 from jitterlab.store.writer import LOCAL, Engine
 
 DEFAULT_PERCENTILES = (99.0, 99.9, 99.99)
-MAX_TIMELINE_POINTS = 20_000
-TIMELINE_COLUMNS = 600
+MAX_TIMELINE_POINTS = 2_000  # a panel of a page-wide grid shows ~200 marker widths: M4 keeps every extreme
+TIMELINE_COLUMNS = 200
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,21 @@ class RunData:
 
 
 @dataclass(frozen=True)
+class HistogramRun:
+    """A histogram-only run (an imported HdrHistogram log): its own table, never beside
+    sample runs (HdrHistogram's percentile definition; binomial intervals on its counts)."""
+
+    run: Run
+    summary: dict[str, Any]  # the stream's count, mean, max … (describe --json's "summary")
+    levels: dict[str, QuantileInterval]  # "p50" and the chosen levels (percentile_key)
+    number: int  # numbered after the sample runs
+
+    @property
+    def name(self) -> str:
+        return f"#{self.number} {self.run.label}"
+
+
+@dataclass(frozen=True)
 class PaperData:
     runs: list[RunData]
     comparisons: list[RunComparison]
@@ -62,6 +80,7 @@ class PaperData:
     left_out: list[str]  # one line each: runs not in the paper and why
     span: tuple[float | None, float | None]
     numbers: dict[tuple[str, str], tuple[int, int]]  # (A id, B id) of a comparison -> their run numbers
+    histograms: list[HistogramRun] = dataclasses.field(default_factory=list)
 
     def comparison_names(self, rc: RunComparison) -> tuple[str, str]:
         a, b = self.numbers.get((rc.a.id, rc.b.id), (0, 0))
@@ -73,6 +92,10 @@ def group_of(run: Run) -> str:
     unit of samples (percentiles of sample runs are all type 7 here)."""
     runtime = str(run.config.get("runtime", "native"))
     kind = runtime if runtime in ("mtp", "repl", "net", "monitor", "import", "hiccup") else "bench"
+    if run.config.get("technique") == "repl" and isinstance(run.meta.get("repl"), dict):
+        kind = "repl"  # `repl bench` stores native runs: never beside the n×(1:1) harness's
+    elif "net" in run.meta:
+        kind = "net"
     unit = str((run.meta.get("samples") or {}).get("unit", "ns"))
     return f"{kind} ({unit})"
 
@@ -82,22 +105,30 @@ def _fits(run: Run) -> bool:
     return rows <= IN_MEMORY_AT_MOST and rows * IN_MEMORY_BYTES_PER_SAMPLE <= memory_bound_bytes()
 
 
-def estimates(ordered: np.ndarray, ps: Sequence[float]) -> dict[str, Estimate]:
-    """Type-7 percentiles of a sorted sample, each with its order-statistic interval."""
+def estimates(
+    latency: np.ndarray,
+    t_send: np.ndarray,
+    ordered: np.ndarray,
+    ps: Sequence[float],
+    known: Sequence[QuantileInterval] = (),
+) -> dict[str, Estimate]:
+    """Type-7 percentiles of a sample, each with the interval ``describe --json`` gives it
+    (:func:`jitterlab.stats.quantile_ci.intervals_of_sample`: binomial, or block where the
+    samples are dependent); ``ordered``: the sample sorted; ``known``: intervals already
+    computed (the description's), not computed again. An unresolved level keeps its
+    type-7 value (marked †) with the interval's lower end only."""
     values = percentiles_sorted(ordered, tuple(ps))
+    have = {q.level: q for q in known}
+    missing = tuple(p for p in ps if p not in have)
+    if missing:
+        have.update((q.level, q) for q in intervals_of_sample(latency, missing, t_send, ordered=ordered))
     out = {}
-    n = int(ordered.size)
     for p, v in zip(ps, values, strict=True):
+        q = have[p]
         if p >= 100:
             out[percentile_key(p)] = Estimate(float(v))
             continue
-        ranks = interval_ranks(n, p / 100)
-        if ranks is None:
-            out[percentile_key(p)] = Estimate(float(v))
-            continue
-        high = None if ranks.high is None else float(ordered[ranks.high])
-        resolved = ranks.high is not None and is_resolved(n, p)  # the rule every output follows
-        out[percentile_key(p)] = Estimate(float(v), float(ordered[ranks.low]), high, resolved, METHOD)
+        out[percentile_key(p)] = Estimate(float(v), q.ci_low, q.ci_high, q.resolved, q.method)
     return out
 
 
@@ -116,7 +147,7 @@ def describe_for_paper(
         run = time_range(run, from_s, to_s)
         d = describe_run(run)
         assert d.ordered is not None
-        chosen = estimates(d.ordered, levels)
+        chosen = estimates(run.latency_ns, run.t_send_ns, d.ordered, levels, d.intervals)
         panels = memory_panels(
             run.latency_ns,
             run.t_send_ns,
@@ -149,8 +180,9 @@ def build(
     """Describe every sample run and compare like with like (or every run with
     ``baseline_id``), as ``report`` does."""
     left_out = [
-        f"{r.id}: holds a histogram only (HdrHistogram's percentile definition): not tabulated with "
-        "type-7 percentiles; 'jitterlab export RUN --format hgrm' has its table"
+        f"{r.id}: holds a histogram only: tabulated apart in tables/histograms (HdrHistogram's "
+        "percentile definition, binomial intervals on the counts), never beside the type-7 tables, "
+        "and in no figure or comparison"
         for r in runs
         if r.histogram_only
     ]
@@ -176,14 +208,37 @@ def build(
                         f"({group_of(base)} vs {group_of(other)}), not compared"
                     )
                     continue
-                a, b = (_restricted(r, from_s, to_s) for r in (base, other))
-                comparisons.append(compare_runs(a, b, noise, engine))
+                a, b = (_held(r, from_s, to_s, engine) for r in (base, other))
+                rc = compare_runs(a, b, noise, engine)
+                # kept without their samples: only the comparison's numbers are drawn
+                comparisons.append(dataclasses.replace(rc, a=Run(a.path, a.meta), b=Run(b.path, b.meta)))
                 numbers[(a.id, b.id)] = (sample_runs.index(base) + 1, sample_runs.index(other) + 1)
-    return PaperData(data, comparisons, levels, left_out, (from_s, to_s), numbers)
+    histograms = [
+        _histogram_run(r, levels, len(data) + i + 1)
+        for i, r in enumerate(r for r in runs if r.histogram_only)
+    ]
+    return PaperData(data, comparisons, levels, left_out, (from_s, to_s), numbers, histograms)
 
 
-def _restricted(run: Run, from_s: float | None, to_s: float | None) -> Run:
-    if from_s is None and to_s is None:
+def _histogram_run(run: Run, ps: tuple[float, ...], number: int) -> HistogramRun:
+    """A histogram-only run as ``describe --json`` gives it: its stream's summary and each
+    level with the binomial interval on its counts (``binomial-counts``)."""
+    from jitterlab.describe.analysis import run_intervals
+    from jitterlab.describe.histograms import describe_histogram
+
+    levels = (50.0, *[p for p in ps if p != 50.0])
+    intervals = run_intervals(run, levels)
+    chosen = {percentile_key(q.level): q for q in intervals}
+    return HistogramRun(run, describe_histogram(run).summary, chosen, number)
+
+
+def _held(run: Run, from_s: float | None, to_s: float | None, engine: Engine | None) -> Run:
+    """The run as a comparison reads it: held in memory when it fits (one read and one
+    sort, in place of the passes over its file that ``compare`` of a run not held makes:
+    the same numbers, stats/quantile_ci.py and stats/compare.py are exact either way), and
+    restricted to ``--from``/``--to``."""
+    whole = from_s is None and to_s is None
+    if whole and (engine is not None or not _fits(run)):
         return run
     if not _fits(run):
         raise JitterlabError(

@@ -17,8 +17,8 @@ from typing import Any
 
 from jitterlab.core.units import format_ns
 from jitterlab.describe.paper.build import PaperData, RunData
-from jitterlab.describe.paper.intervals import CONFIDENCE
 from jitterlab.describe.paper.tables import latex_escape
+from jitterlab.stats.quantile_ci import BLOCK, CONFIDENCE
 
 REFERENCES = {
     "hyndman1996": (
@@ -48,6 +48,18 @@ REFERENCES = {
         "  title = {Latency and Cybersickness: Impact, Causes, and Measures. A Review},\n"
         "  journal = {Frontiers in Virtual Reality},\n  volume = {1},\n  pages = {582204},\n  year = {2020},\n"
         "  doi = {10.3389/frvir.2020.582204}\n}"
+    ),
+    "woodruff1952": (
+        "@article{woodruff1952,\n  author = {Woodruff, Ralph S.},\n"
+        "  title = {Confidence Intervals for Medians and Other Position Measures},\n"
+        "  journal = {Journal of the American Statistical Association},\n  volume = {47},\n"
+        "  number = {260},\n  pages = {635--646},\n  year = {1952},\n  doi = {10.1080/01621459.1952.10483443}\n}"
+    ),
+    "cochran1954": (
+        "@article{cochran1954,\n  author = {Cochran, William G.},\n"
+        "  title = {Some Methods for Strengthening the Common {$\\chi^2$} Tests},\n"
+        "  journal = {Biometrics},\n  volume = {10},\n  number = {4},\n  pages = {417--451},\n"
+        "  year = {1954},\n  doi = {10.2307/3001616}\n}"
     ),
     "massey1951": (
         "@article{massey1951,\n  author = {Massey, Frank J.},\n"
@@ -181,10 +193,12 @@ def _statistics(data: PaperData, cite: Callable[[str], str]) -> list[str]:
     lines = [
         f"Percentiles are type 7 of Hyndman and Fan {cite('hyndman1996')} (linear interpolation between "
         "order statistics, numpy's default), computed exactly over every sample.",
-        f"Each percentile's {CONFIDENCE:.0%} interval is distribution-free, from two order statistics and "
-        f"the binomial distribution {cite('hahn2017')}; it assumes independent samples, so where spikes "
-        "cluster it is narrower than the truth. A level is marked unresolved when the sample holds too "
-        "few values beyond it for the interval to close.",
+        f"Each percentile's {CONFIDENCE:.0%} interval lies between two order statistics: their ranks "
+        f"come from the binomial distribution {cite('hahn2017')} where the samples are independent, and "
+        f"from batch means over about sqrt(n) time blocks (Woodruff's interval {cite('woodruff1952')}) "
+        f"where the index-of-dispersion test of the blocks' counts {cite('cochran1954')} finds them "
+        f"dependent at the 5 % level ({_methods_used(data)}). A level is marked unresolved when fewer "
+        "than 10 samples are expected beyond it; its interval then has a lower end only.",
         f"Outlier categories come from the {', '.join(tests)} test (stacked modified z-scores "
         f"{cite('iglewicz1993')} as in Stauffert et al. {cite('stauffert2016')}); no sample was removed.",
     ]
@@ -202,6 +216,15 @@ def _statistics(data: PaperData, cite: Callable[[str], str]) -> list[str]:
             f"Only the samples sent from {lo or 0:g} s to {'the end' if hi is None else f'{hi:g} s'} after each run's start are described."
         )
     return lines
+
+
+def _methods_used(data: PaperData) -> str:
+    """How many of the tables' intervals each method gave, e.g. ``block 40 of 112``."""
+    estimates = [e for r in data.runs for e in r.levels.values() if e.method is not None]
+    if not estimates:
+        return "no interval: the runs were read in row groups"
+    block = sum(1 for e in estimates if e.method == BLOCK)
+    return f"the block method for {block} of the {len(estimates)} intervals in the tables"
 
 
 def methods(data: PaperData, tex: bool) -> str:
@@ -305,14 +328,14 @@ def checklist(data: PaperData) -> list[Item]:
         Item(
             "Percentiles with intervals",
             len(intervals) == len(runs) and not unresolved,
-            "Table 1, 95 % distribution-free intervals"
+            "Table 1, 95 % intervals (binomial, or batch means where the samples are dependent)"
             + (
                 ""
                 if len(intervals) == len(runs)
                 else f"; {missing(intervals)} (read in row groups: rerun without --cluster)"
             )
             + (
-                f"; unresolved levels: {', '.join(unresolved)} — record more samples (at least ~4/(1−p) for level p)"
+                f"; unresolved levels: {', '.join(unresolved)} — record more samples (at least 10/(1 − p) for level p, so that 10 are expected beyond it)"
                 if unresolved
                 else ""
             ),

@@ -9,7 +9,17 @@ the same description the tables are made of.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import functools
+import gc
+import math
+import os
+import pickle
+import signal
+import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -49,9 +59,18 @@ SPECTRUM_TICKS = (0.5, 0.9, 0.99, 0.999, 0.9999, 0.99999, 0.999999)
 
 
 def _plain_log(axis: Any) -> None:
-    """Plain numbers at 1, 2 and 5 of each decade (a narrow range still gets ticks)."""
+    """Ticks at 1, 2 and 5 of each decade (a narrow range still gets them), plain numbers;
+    over more than two decades only the powers of ten are numbered (the labels of 2 and 5
+    ran into each other at one column)."""
+
+    def label(v: float, _pos: int | None) -> str:
+        lo, hi = sorted(axis.get_view_interval())
+        if v > 0 and lo > 0 and hi / lo > 150 and round(v / 10 ** math.floor(math.log10(v))) != 1:
+            return ""
+        return f"{v:g}"
+
     axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-    axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+    axis.set_major_formatter(FuncFormatter(label))
     axis.set_minor_locator(NullLocator())
 
 
@@ -73,7 +92,11 @@ class Styles:
             self.by_id[r.run.id] = {
                 "color": series_colour(key[0]),
                 "marker": MARKERS[key[1] % len(MARKERS)],
-                "linestyle": DASHES[(key[2] + repeat * len(policies)) % len(DASHES)],
+                # a dash per pairs × policy (and repeat): in grey, runs of one technique that
+                # differ only in pairs were one solid line each, told apart by a marker alone
+                "linestyle": DASHES[
+                    (key[1] * len(policies) + key[2] + repeat * len(pairs) * len(policies)) % len(DASHES)
+                ],
             }
 
     def of(self, r: RunData) -> dict[str, Any]:
@@ -81,10 +104,13 @@ class Styles:
 
 
 def _save(fig: Any, folder: Path, stem: str, written: list[Path]) -> None:
+    """The figure as PDF, then SVG: laid out once (the PDF's draw places every axes; the
+    SVG keeps those places instead of running the layout again, a third of its cost)."""
     for ext in ("pdf", "svg"):
         path = folder / f"{stem}.{ext}"
         metadata = {"Creator": "jitterlab", "CreationDate": None} if ext == "pdf" else {"Date": None}
         fig.savefig(path, format=ext, metadata=metadata)
+        fig.set_layout_engine("none")
         written.append(path)
     plt.close(fig)
 
@@ -108,14 +134,15 @@ def spectrum(runs: Sequence[RunData], width: float) -> Any | None:
         assert p is not None
         s = styles.of(r)
         x = 1 / (1 - p.spectrum_ps)
-        ax.plot(x, p.spectrum / scale, color=s["color"], linestyle=s["linestyle"], label=r.name)
         marks = np.unique(
             np.searchsorted(p.spectrum_ps, [q for q in SPECTRUM_TICKS if q <= p.spectrum_ps[-1]])
         )
         marks = marks[marks < p.spectrum_ps.size]
+        # one line with its markers, so the legend shows both (marker: pairs; dash: pairs × policy)
         ax.plot(
-            x[marks], p.spectrum[marks] / scale, s["marker"], color=s["color"], ms=3, mfc="white", mew=0.8
-        )
+            x, p.spectrum / scale, color=s["color"], linestyle=s["linestyle"], label=r.name,
+            marker=s["marker"], markevery=[int(m) for m in marks], ms=3, mfc="white", mew=0.8,
+        )  # fmt: skip
         top = max(top, float(p.spectrum_ps[-1]))
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -195,8 +222,9 @@ def _timeline_on(ax: Any, r: RunData, scale: float, unit: str, legend: bool) -> 
     ax.set_xlim(0, max(p.stop_ns - p.start_ns, 1) / 1e9)
     ax.set_xlabel("time since start (s)")
     ax.set_ylabel(f"latency ({unit})")
-    drawn = "" if p.t.size >= p.above else f"; {p.t.size:,} of {p.above:,} drawn (M4)"
-    ax.set_title(f"{r.name}: above median + 2σ{drawn}", fontsize=6)
+    # short enough for a third of the page: "above median + 2σ" is said once, in the legend
+    drawn = "" if p.t.size >= p.above else f" ({p.t.size:,} of {p.above:,}, M4)"
+    ax.set_title(f"{r.name}{drawn}", fontsize=6)
     if legend:
         ax.legend(loc="upper right", fontsize=5, frameon=True, framealpha=0.85, ncol=2)
 
@@ -210,29 +238,75 @@ def per_run(runs: Sequence[RunData], width: float, kind: str) -> Any | None:
     ncols = min(len(drawn), 1 if width < 5 else 3)
     nrows = -(-len(drawn) // ncols)
     height = (2.2 if width < 5 else 1.9) * nrows
-    fig, axes = plt.subplots(nrows, ncols, figsize=(width, height), layout="constrained", squeeze=False)
-    for ax in axes.flat[len(drawn) :]:
-        ax.set_visible(False)
+    # one latency axis for every panel (and one count axis for the histograms), labelled on
+    # the outer panels only, and fixed margins in inches instead of a layout engine: the
+    # runs read against each other, and 28 panels draw in half the time (the constrained
+    # layout measured every tick label of every panel once more before drawing)
+    histogram = kind == "histogram"
+    fig, axes = plt.subplots(
+        nrows, ncols, figsize=(width, height), squeeze=False, sharex=histogram, sharey=True
+    )
     for ax, r in zip(axes.flat, drawn, strict=False):
-        if kind == "histogram":
+        if histogram:
             _histogram_on(ax, r, scale, unit)
         else:
             _timeline_on(ax, r, scale, unit, legend=False)
+    xlabel = axes.flat[0].get_xlabel()
+    for k, ax in enumerate(axes.flat):
+        last = k + ncols >= len(drawn)  # no panel below it
+        if k % ncols:  # the shared latency (and count) axis is named on the first column
+            ax.tick_params(axis="y", labelleft=False)
+            ax.set_ylabel("")
+        if not last:  # times differ per run: a timeline keeps its ticks, only the name goes
+            ax.set_xlabel("")
+            if histogram:
+                ax.tick_params(axis="x", labelbottom=False)
+        else:
+            ax.set_xlabel(xlabel)
+    for ax in axes.flat[len(drawn) :]:
+        ax.set_visible(False)
+    below = 0.0
     if kind == "timeline":  # one legend below every panel: inside one, it hides the spikes it explains
         seen: dict[str, Any] = {}
         for ax in axes.flat:
             for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
                 seen.setdefault(label, handle)
         labels = sorted(seen, key=lambda t: (not t.startswith("category"), t))
+        ncol = min(len(labels), 5 if width > 5 else 3)
+        below = 0.22 + 0.13 * -(-len(labels) // ncol)
         fig.legend(
             [seen[t] for t in labels],
             labels,
-            loc="outside lower center",
-            ncol=min(len(labels), 5),
+            loc="lower center",
+            bbox_to_anchor=(0.5, 0.0),
+            ncol=ncol,
             frameon=False,
+            title="samples above median + 2σ over each run (M4: the extremes of every time column kept)",
+            title_fontsize=6,
         )
-        _fit_height(fig, len(labels), min(len(labels), 5))
+    _fixed_grid(fig, nrows, ncols, gap=0.2 if histogram else 0.34, below=below)
     return fig
+
+
+def _fixed_grid(fig: Any, nrows: int, ncols: int, gap: float, below: float, wgap: float = 0.12) -> None:
+    """Margins and gaps in inches (ticks, names and titles at the rc sizes): left 0.55 for
+    the latency ticks and name, bottom 0.42 for the last row's ticks and name plus
+    ``below`` (a legend), ``gap`` between rows (a title, and a timeline's time ticks),
+    ``wgap`` between columns (0.12: their inner latency ticks hidden)."""
+    w, h = fig.get_size_inches()
+    h += below
+    fig.set_size_inches(w, h)
+    left, right, top, bottom = 0.55, 0.1, 0.18, 0.42 + below
+    panel_h = (h - top - bottom - gap * (nrows - 1)) / nrows
+    panel_w = (w - left - right - wgap * (ncols - 1)) / ncols
+    fig.subplots_adjust(
+        left=left / w,
+        right=1 - right / w,
+        top=1 - top / h,
+        bottom=bottom / h,
+        hspace=gap / panel_h,
+        wspace=wgap / panel_w,
+    )
 
 
 def qq(data: PaperData, width: float) -> Any | None:
@@ -243,9 +317,7 @@ def qq(data: PaperData, width: float) -> Any | None:
     ncols = min(len(shown), 2 if width < 5 else 4)
     nrows = -(-len(shown) // ncols)
     panel = width / ncols
-    fig, axes = plt.subplots(
-        nrows, ncols, figsize=(width, panel * nrows * 0.95 + 0.2), layout="constrained", squeeze=False
-    )
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width, panel * nrows * 1.05 + 0.2), squeeze=False)
     for ax in axes.flat[len(shown) :]:
         ax.set_visible(False)
     for ax, rc in zip(axes.flat, shown, strict=False):
@@ -263,6 +335,7 @@ def qq(data: PaperData, width: float) -> Any | None:
         ax.set_xlabel(f"A: {name_a} ({unit})", fontsize=5)
         ax.set_ylabel(f"B: {name_b} ({unit})", fontsize=5)
         ax.set_title(f"{name_b.split()[0]} vs {name_a.split()[0]}: {c.verdict}", fontsize=6)
+    _fixed_grid(fig, nrows, ncols, gap=0.5, below=0.0, wgap=0.45)  # every panel its own axes, named
     return fig
 
 
@@ -280,8 +353,11 @@ def scaling(runs: Sequence[RunData], width: float) -> Any | None:
     fig, axes = plt.subplots(
         1, 2, figsize=(width, 2.4 if width < 5 else 3.0), layout="constrained", sharex=True
     )
+    techniques = sorted({t for t, _ in series})
     for (technique, policy), members in series.items():
-        s = styles.of(members[0])
+        # x is the pairs here: the marker tells the techniques apart instead (in grey the
+        # seven colours were seven greys with one marker)
+        s = {**styles.of(members[0]), "marker": MARKERS[techniques.index(technique) % len(MARKERS)]}
         x = sorted({int(r.run.config["pairs"]) for r in members})
         for ax, key in zip(axes, ("p50", "p99"), strict=True):
 
@@ -356,50 +432,153 @@ def effects(data: PaperData, width: float) -> Any | None:
     return fig
 
 
+@dataclass(frozen=True)
+class FigureJob:
+    """One figure at one size: its file stem, how to draw it (None: nothing to draw), the
+    line for paper.md when it is not drawn, and its rough cost (panels) for the split."""
+
+    stem: str
+    draw: Callable[[], Any | None]
+    not_drawn: str | None
+    cost: float
+
+
+def figure_jobs(data: PaperData) -> list[FigureJob]:
+    """Every figure the paper may draw, in the order paper.md lists them."""
+    jobs: list[FigureJob] = []
+    groups: dict[str, list[RunData]] = {}
+    for r in data.runs:
+        groups.setdefault(r.group, []).append(r)
+    for g, (group, runs) in enumerate(groups.items()):
+        suffix = "" if g == 0 else f"-{g + 1}"
+        for name, draw in (("spectrum", spectrum), ("scaling", scaling)):
+            for size, width in WIDTHS.items():
+                why = f"{name}{suffix} ({group}): not drawn ({_why(name)})" if size == "column" else None
+                job = functools.partial(draw, runs, width)
+                jobs.append(FigureJob(f"{name}{suffix}-{size}", job, why, 2.0))
+    for name, draw_all in (("qq", qq), ("effects", effects)):
+        for size, width in WIDTHS.items():
+            why = (
+                f"{name}: not drawn (no like-with-like comparison among the runs)"
+                if size == "column"
+                else None
+            )
+            cost = min(len(data.comparisons), 12) if name == "qq" else 2.0
+            jobs.append(FigureJob(f"{name}-{size}", functools.partial(draw_all, data, width), why, cost))
+    for g, runs in enumerate(groups.values()):
+        suffix = "" if g == 0 else f"-{g + 1}"
+        for kind in ("histogram", "timeline"):
+            for size, width in WIDTHS.items():
+                if size == "column" and len(runs) > MAX_COLUMN_PANELS:
+                    continue  # one panel per run at one column: only for a few runs
+                job = functools.partial(per_run, runs, width, kind)
+                jobs.append(FigureJob(f"{kind}s{suffix}-{size}", job, None, float(len(runs))))
+    return jobs
+
+
+def _draw(jobs: Sequence[FigureJob], folder: Path) -> list[bool]:
+    """Draw ``jobs`` into ``folder``; per job, whether it was drawn."""
+    drawn = []
+    with plt.rc_context(RC):
+        for job in jobs:
+            fig = job.draw()
+            if fig is not None:
+                _save(fig, folder, job.stem, [])
+            drawn.append(fig is not None)
+    return drawn
+
+
+def _split(jobs: Sequence[FigureJob]) -> tuple[list[int], list[int]]:
+    """The jobs' indices in two halves of about equal cost (greedy, costliest first)."""
+    halves: tuple[list[int], list[int]] = ([], [])
+    load = [0.0, 0.0]
+    for i in sorted(range(len(jobs)), key=lambda i: -jobs[i].cost):
+        k = 0 if load[0] <= load[1] else 1
+        halves[k].append(i)
+        load[k] += jobs[i].cost
+    return halves
+
+
+def _give_back_memory() -> None:
+    """Free pages the description left to the allocators (pyarrow's pool, glibc's heap),
+    so the fork copies fewer page tables and the tree's RSS counts fewer pages twice."""
+    pyarrow = sys.modules.get("pyarrow")
+    if pyarrow is not None:
+        pyarrow.default_memory_pool().release_unused()
+    with contextlib.suppress(OSError, AttributeError):  # not glibc: nothing to trim
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+def _draw_in_two(jobs: Sequence[FigureJob], folder: Path) -> list[bool]:
+    """Draw half the jobs (by cost) in a forked child and half here, at once: matplotlib
+    draws in one thread, and the figures are independent. The child shares this process's
+    pages (imports, the description) copy-on-write and sends back which it drew; it exits
+    without running this process's clean-ups. An error in it is raised here."""
+    mine, theirs = _split(jobs)
+    _give_back_memory()  # the child maps every resident page of this process at the fork
+    read_end, write_end = os.pipe()
+    gc.freeze()  # a collection in the child would write to every object's header (PSS)
+    pid = os.fork()
+    if pid == 0:  # the child
+        code = 0
+        try:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+            os.close(read_end)
+            reply: Any = _draw([jobs[i] for i in theirs], folder)
+        except BaseException as e:  # sent to the parent, which raises it
+            reply, code = e, 1
+        try:
+            with os.fdopen(write_end, "wb") as pipe:
+                try:
+                    pickle.dump(reply, pipe)
+                except Exception:  # an error that does not pickle: its words
+                    pickle.dump(
+                        RuntimeError(f"drawing a figure failed: {type(reply).__name__}: {reply}"), pipe
+                    )
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    gc.unfreeze()
+    try:
+        here = _draw([jobs[i] for i in mine], folder)
+        with os.fdopen(read_end, "rb") as pipe:
+            reply = pickle.load(pipe)
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+        raise
+    finally:
+        os.waitpid(pid, 0)
+    if isinstance(reply, BaseException):
+        raise reply
+    drawn = [False] * len(jobs)
+    for i, ok in zip([*mine, *theirs], [*here, *reply], strict=True):
+        drawn[i] = ok
+    return drawn
+
+
 def write_figures(
     data: PaperData, folder: Path, progress: Callable[[str], None] | None = None
 ) -> tuple[list[Path], list[str]]:
     """Draw every figure into ``folder`` (created); returns the files and one line per
-    figure not drawn (and why)."""
+    figure not drawn (and why). With two CPUs or more the figures are drawn by two
+    processes (:func:`_draw_in_two`)."""
     folder.mkdir(exist_ok=True)
-    written: list[Path] = []
-    skipped: list[str] = []
-    groups: dict[str, list[RunData]] = {}
+    jobs = figure_jobs(data)
+    two = len(os.sched_getaffinity(0)) > 1 and len(jobs) > 1
+    drawn = _draw_in_two(jobs, folder) if two else _draw(jobs, folder)
+    written = [
+        folder / f"{job.stem}.{ext}"
+        for job, ok in zip(jobs, drawn, strict=True)
+        if ok
+        for ext in ("pdf", "svg")
+    ]
+    skipped = [job.not_drawn for job, ok in zip(jobs, drawn, strict=True) if not ok and job.not_drawn]
     for r in data.runs:
-        groups.setdefault(r.group, []).append(r)
-    with plt.rc_context(RC):
-        for g, (group, runs) in enumerate(groups.items()):
-            suffix = "" if g == 0 else f"-{g + 1}"
-            for name, draw in (("spectrum", spectrum), ("scaling", scaling)):
-                for size, width in WIDTHS.items():
-                    fig = draw(runs, width)
-                    if fig is None:
-                        if size == "column":
-                            skipped.append(f"{name}{suffix} ({group}): not drawn ({_why(name)})")
-                        continue
-                    _save(fig, folder, f"{name}{suffix}-{size}", written)
-        for name, draw_all in (("qq", qq), ("effects", effects)):
-            for size, width in WIDTHS.items():
-                fig = draw_all(data, width)
-                if fig is None:
-                    if size == "column":
-                        skipped.append(f"{name}: not drawn (no like-with-like comparison among the runs)")
-                    continue
-                _save(fig, folder, f"{name}-{size}", written)
-        for g, runs in enumerate(groups.values()):
-            suffix = "" if g == 0 else f"-{g + 1}"
-            for kind in ("histogram", "timeline"):
-                for size, width in WIDTHS.items():
-                    if size == "column" and len(runs) > MAX_COLUMN_PANELS:
-                        continue  # one panel per run at one column: only for a few runs
-                    fig = per_run(runs, width, kind)
-                    if fig is not None:
-                        _save(fig, folder, f"{kind}s{suffix}-{size}", written)
-        for r in data.runs:
-            if r.panels is None:
-                skipped.append(
-                    f"run {r.run.id}: not in the histograms and timelines (too large to hold, or --cluster)"
-                )
+        if r.panels is None:
+            skipped.append(
+                f"run {r.run.id}: not in the histograms and timelines (too large to hold, or --cluster)"
+            )
     return written, skipped
 
 

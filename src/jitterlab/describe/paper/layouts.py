@@ -5,18 +5,24 @@
 * **Collectors** (ibid., Tables 2–3): technique × pairs, collector, scheduler: n, max,
   mean, median; only when the runs cover several collectors.
 * **Comparison**: each like-with-like comparison's rows as ``compare --json`` has them.
+* **Replication Tables 3–4** (seed 003 §7.3): the rows ``describe/replication.py`` gives the
+  report and ``repl bench``, as text cells (the CSV holds the same formatted strings).
+* **Histograms**: histogram-only runs (imported HdrHistogram logs), apart: HdrHistogram's
+  percentile definition and binomial intervals on the counts, as ``describe --json``.
 
 Runs of different kinds or units go into separate tables (one per group, numbered).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from jitterlab.core.percentiles import percentile_key
 from jitterlab.describe.paper.build import PaperData, RunData
 from jitterlab.describe.paper.tables import UNRESOLVED_NOTE, Column, Estimate, Table, decimals_for, unit_for
 from jitterlab.stats.compare import MAX_ROW
+from jitterlab.store import Run
 
 
 def _level_name(key: str) -> str:
@@ -95,7 +101,8 @@ def table1(data: PaperData) -> list[Table]:
             )
         caption = (
             "Latency per technique, pairs and scheduling policy (layout of Stauffert et al. 2016, "
-            "Table 1): n samples, type-7 percentiles with their 95 % distribution-free intervals"
+            "Table 1): n samples, type-7 percentiles with their 95 % intervals (binomial order statistics, "
+            "or batch means over time blocks where the samples are dependent; the CSV names each)"
         )
         if len(groups(data)) > 1:
             caption += f"; runs of kind {group}"
@@ -182,5 +189,82 @@ def comparison(data: PaperData) -> list[Table]:
     return [_finish(Table("comparison", caption, columns, rows))]  # type: ignore[arg-type]
 
 
+def histograms(data: PaperData) -> list[Table]:
+    """Histogram-only runs in a table of their own: n, median, mean, max and the chosen
+    levels, each value HdrHistogram's (getValueAtPercentile) with the binomial interval on
+    the counts; an unresolved level is "—" with its lower bound only."""
+    if not data.histograms:
+        return []
+    keys = ["p50", *[percentile_key(p) for p in data.levels if p not in (50.0, 100.0)]]
+    columns = [
+        Column("run", "text"),
+        Column("source", "text"),
+        Column("n", "count"),
+        Column(_level_name("p50"), "ns", interval=True),
+        Column("mean", "ns"),
+        Column("max", "ns"),
+        *[Column(_level_name(k), "ns", interval=True) for k in keys[1:]],
+    ]
+    rows: list[list[object]] = []
+    for h in data.histograms:
+        cells: dict[str, object] = {}
+        for k in keys:
+            q = h.levels[k]
+            cells[k] = (
+                Estimate(q.value, q.ci_low, q.ci_high, q.resolved, q.method)
+                if q.value is not None
+                else Estimate(math.nan, q.ci_low, None, False, q.method)
+            )
+        s = h.summary
+        source = str(h.run.config.get("source_format") or h.run.config.get("runtime", "import"))
+        rows.append(
+            [f"#{h.number}", source, int(s["count"]), cells["p50"], s.get("mean"), s.get("max")]
+            + [cells[k] for k in keys[1:]]
+        )
+    caption = (
+        "Histogram-only runs (imported HdrHistogram logs), apart from the sample runs: HdrHistogram's "
+        "percentile definition (the highest value equivalent to the bucket at the rank), 95 % binomial "
+        "intervals on the counts (no order kept: no block method); not comparable digit for digit with "
+        "the type-7 tables"
+    )
+    return [_finish(Table("histograms", caption, columns, rows))]  # type: ignore[arg-type]
+
+
+def _unique(headers: Sequence[str]) -> list[str]:
+    """Headers made unique for the CSV (a repeated ``p50`` becomes ``p50 (2)``)."""
+    seen: dict[str, int] = {}
+    out = []
+    for h in headers:
+        seen[h] = seen.get(h, 0) + 1
+        out.append(h if seen[h] == 1 else f"{h} ({seen[h]})")
+    return out
+
+
+def text_table(name: str, caption: str, headers: Sequence[str], rows: Sequence[Sequence[object]]) -> Table:
+    """A table whose rows another module already formats (text cells, written as they are)."""
+    columns = [Column(h, "text") for h in _unique(headers)]
+    return Table(name, caption, columns, [[str(c) for c in row] for row in rows])
+
+
+def replication(data: PaperData) -> list[Table]:
+    """Seed 003's Tables 3–4 of the replication runs, as the report and ``repl bench`` give them."""
+    from jitterlab.describe.replication import replication_rows, table3_layout, table4_layout
+
+    runs = [Run(r.run.path, r.run.meta) for r in data.runs]  # read again: each row reads its run
+    rows = replication_rows(runs)
+    if not rows:
+        return []
+    tables = []
+    for name, layout, caption in (
+        ("replication-table3", table3_layout, "Replication scaling (seed 003 §7.3, Table 3): update "
+         "interval and latency per number of clients N (ms), with the seed's values beside"),
+        ("replication-table4", table4_layout, "Replication scaling (seed 003 §7.3, Table 4): server "
+         "frame rate, ping and data rates per N, measured, predicted and the seed's"),
+    ):  # fmt: skip
+        headers, body = layout(rows)
+        tables.append(text_table(name, caption, headers, body))
+    return tables
+
+
 def all_tables(data: PaperData) -> list[Table]:
-    return [*table1(data), *collectors(data), *comparison(data)]
+    return [*table1(data), *collectors(data), *comparison(data), *replication(data), *histograms(data)]

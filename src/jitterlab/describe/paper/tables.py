@@ -73,8 +73,8 @@ UNIT_NS = {"ns": 1.0, "µs": 1e3, "ms": 1e6, "s": 1e9}
 LATEX_UNIT = {"ns": "ns", "µs": r"\textmu{}s", "ms": "ms", "s": "s"}
 DAGGER = "†"
 UNRESOLVED_NOTE = (
-    "† unresolved: fewer samples lie beyond this level than its 95 % interval needs; "
-    "the upper end of the interval is open"
+    "† unresolved: fewer than 10 samples are expected beyond this level; its value is an "
+    "interpolation between the last order statistics and its interval has a lower end only"
 )
 
 
@@ -145,6 +145,8 @@ def _text_cell(table: Table, column: Column, cell: Cell) -> str:
     if isinstance(cell, str):
         return cell
     if isinstance(cell, Estimate):
+        if not math.isfinite(cell.value):  # no value (an unresolved histogram level): its bound only
+            return "—"
         return shown(table, column, cell.value) + ("" if cell.resolved else DAGGER)
     if isinstance(cell, float) and not math.isfinite(cell):
         return "—"
@@ -189,7 +191,8 @@ def _exact(value: float | int) -> str:
 
 def csv_text(table: Table) -> str:
     """One header row, then the rows with the exact values: ns columns in nanoseconds
-    (``_ns``), fractions as fractions; an Estimate's interval and resolution beside."""
+    (``_ns``), fractions as fractions; an Estimate's interval, resolution and interval
+    method (``binomial``, ``block``, ``binomial-counts``: stats/quantile_ci.py) beside."""
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
     headers: list[str] = []
@@ -197,7 +200,7 @@ def csv_text(table: Table) -> str:
         name = c.header.replace(" ", "_")
         headers.append(f"{name}_ns" if c.kind == "ns" else name)
         if c.interval:
-            headers += [f"{name}_ci_low_ns", f"{name}_ci_high_ns", f"{name}_resolved"]
+            headers += [f"{name}_ci_low_ns", f"{name}_ci_high_ns", f"{name}_resolved", f"{name}_ci_method"]
     w.writerow(headers)
     for row in table.rows:
         cells: list[str] = []
@@ -210,6 +213,7 @@ def csv_text(table: Table) -> str:
                     "" if e is None or e.ci_low is None else _exact(e.ci_low),
                     "" if e is None or e.ci_high is None else _exact(e.ci_high),
                     "" if e is None else str(e.resolved).lower(),
+                    "" if e is None or e.method is None else e.method,
                 ]
         w.writerow(cells)
     return out.getvalue()
