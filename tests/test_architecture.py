@@ -149,3 +149,50 @@ def test_every_room_exists_and_says_what_it_is_for(room: str) -> None:
 def test_cli_modules_are_thin() -> None:
     long = {p.name: n for p in (PACKAGE / "cli").glob("*.py") if (n := len(p.read_text().splitlines())) > 250}
     assert long == {}
+
+
+# The one reader (issue 37): a run's samples file is opened in store/ only (store/reader.py),
+# so nothing outside store/ imports pyarrow's Parquet module or asks Polars to read Parquet.
+PARQUET_MODULES = ("pyarrow.parquet", "pyarrow.dataset")
+PARQUET_READERS = {"scan_parquet", "read_parquet", "ParquetFile", "ParquetWriter", "read_schema"}
+
+
+def parquet_outside_store(package: Path) -> list[str]:
+    """Every import of a Parquet module, and every call of a Parquet reader by name, in a
+    module outside ``store/`` (function-local ones too)."""
+    problems = []
+    for path in sorted(package.rglob("*.py")):
+        relative = path.relative_to(package)
+        if relative.parts[0] == "store":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [f"{node.module}.{a.name}" for a in node.names] + [node.module]
+            elif isinstance(node, ast.Attribute) and node.attr in PARQUET_READERS:
+                problems.append(f"{relative}:{node.lineno}: reads Parquet ({node.attr})")
+            if any(n == m or n.startswith(m + ".") for n in names for m in PARQUET_MODULES):
+                problems.append(f"{relative}:{node.lineno}: imports a Parquet module")
+    return sorted(set(problems))
+
+
+def test_only_the_store_opens_parquet_files() -> None:
+    assert parquet_outside_store(PACKAGE) == []
+
+
+def test_the_parquet_check_catches_an_import_and_a_read(tmp_path: Path) -> None:
+    (tmp_path / "describe").mkdir()
+    (tmp_path / "describe" / "a.py").write_text(
+        "def f(p):\n    import pyarrow.parquet as pq\n    return pq.read_table(p)\n"
+    )
+    (tmp_path / "describe" / "b.py").write_text("from pyarrow import parquet\n")
+    (tmp_path / "describe" / "c.py").write_text("import polars as pl\nx = pl.scan_parquet('f')\n")
+    (tmp_path / "store").mkdir()
+    (tmp_path / "store" / "reader.py").write_text("import pyarrow.parquet as pq\n")
+    assert parquet_outside_store(tmp_path) == [
+        "describe/a.py:2: imports a Parquet module",
+        "describe/b.py:1: imports a Parquet module",
+        "describe/c.py:2: reads Parquet (scan_parquet)",
+    ]

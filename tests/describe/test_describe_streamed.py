@@ -253,8 +253,9 @@ def test_export_csv_memory_does_not_grow_with_the_run(
     import tracemalloc
 
     from jitterlab.describe import export
+    from jitterlab.store import reader
 
-    monkeypatch.setattr(export, "READ_BATCH_ROWS", 32_768)
+    monkeypatch.setattr(reader, "READ_BATCH_ROWS", 32_768)
     run = load_run(stored[0])
     export.export_run(run, "csv", tmp_path / "warm.csv", ExportOptions(from_s=0.0, to_s=0.5))
     tracemalloc.start()

@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.percentiles import percentile_key
@@ -67,17 +66,18 @@ from jitterlab.stats.twopass import (
 from jitterlab.stats.valuetable import ValueTable
 from jitterlab.store import Run
 from jitterlab.store.hdr.streams import corrected_figures
-from jitterlab.store.runs import verified_samples_path
-from jitterlab.store.schema import SAMPLES_FILE, summary_fields
-from jitterlab.store.span import Span, SpanEngine, span_latency_chunks, time_span
-from jitterlab.store.writer import (
+from jitterlab.store.reader import (
     LOCAL,
     Engine,
+    has_column,
     latency_chunks,
     send_recv_chunks,
     send_time_extent,
-    stored_summary,
 )
+from jitterlab.store.runs import verified_samples_path
+from jitterlab.store.schema import SAMPLES_FILE, summary_fields
+from jitterlab.store.span import Span, SpanEngine, span_latency_chunks, time_span
+from jitterlab.store.writer import stored_summary
 
 DESCRIBED_LEVELS = (*SUMMARY_PERCENTILES, 100.0)  # the levels describe gives intervals for
 BASELINE_NEEDS_Z = "--baseline works with --test stacked-z (its thresholds come from median and MAD)"
@@ -375,7 +375,7 @@ def latency_views(
     if expected_interval_ns:
         chunks = span_latency_chunks(path, span) if span is not None else latency_chunks(path)
         views["corrected"] = corrected_figures(chunks, expected_interval_ns)
-    if "t_actual_send_ns" in pq.read_schema(path).names:
+    if has_column(path, "t_actual_send_ns"):
         views["from_actual_send"] = engine.summary(path, since="t_actual_send_ns").to_dict()
     return views
 

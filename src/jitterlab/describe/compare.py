@@ -31,8 +31,8 @@ from jitterlab.stats.compare import (
 )
 from jitterlab.stats.quantile_ci import QuantileInterval
 from jitterlab.store import Run
+from jitterlab.store.reader import LOCAL, Engine, latency_chunks
 from jitterlab.store.runs import verified_samples_path
-from jitterlab.store.writer import LOCAL, Engine, latency_chunks
 
 HEADERS = ["percentile", "A", "B", "change", "CI", "verdict"]
 

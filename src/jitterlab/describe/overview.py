@@ -31,7 +31,7 @@ from jitterlab.stats.compare import compare_ordered
 from jitterlab.stats.loglinear import LogLinear
 from jitterlab.stats.summary import percentiles_sorted
 from jitterlab.store import Run
-from jitterlab.store.writer import Engine
+from jitterlab.store.reader import Engine
 
 PALETTE = [
     "#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860",

@@ -282,7 +282,7 @@ def _scan_task(
 
 class ClusterEngine:
     """Where describe's and merge's passes over a samples file run: on the cluster of
-    ``client`` (the single-process counterpart is :data:`jitterlab.store.writer.LOCAL`)."""
+    ``client`` (the single-process counterpart is :data:`jitterlab.store.reader.LOCAL`)."""
 
     def __init__(self, client: Any) -> None:
         self.client = client
@@ -319,7 +319,7 @@ def engine(spec: str) -> Iterator[ClusterEngine]:
 
 
 def summarize_on_cluster(client: Any, path: Path, since: str = "t_send_ns") -> Summary:
-    """:func:`jitterlab.store.writer.summarize_file` of ``path`` computed by the cluster's
+    """:func:`jitterlab.store.reader.summarize_file` of ``path`` computed by the cluster's
     workers in two passes: each row group's exact moments (added here: integers, so in any
     order the same mean and std), then each row group's value counts (the percentiles from
     the merged table; by radix refinement without the kernels)."""

@@ -44,7 +44,8 @@ if TYPE_CHECKING:  # numpy, pyarrow and pandas are imported where samples are to
     import pyarrow as pa
 
     from jitterlab.store.rawfile import RawSamples
-    from jitterlab.store.writer import Engine, SampleWriter
+    from jitterlab.store.reader import Engine
+    from jitterlab.store.writer import SampleWriter
 
 from jitterlab.core.errors import CorruptRunError, JitterlabError
 from jitterlab.core.fileio import (
@@ -271,6 +272,9 @@ class Run:
     meta: dict[str, Any]
     verify: bool = True
     _table: pa.Table | None = field(default=None, repr=False)
+    # the samples file once verified in this process (verified_samples_path): checked once
+    # per command, however many passes read it
+    _verified: Path | None = field(default=None, repr=False, compare=False)
 
     @property
     def id(self) -> str:
@@ -428,6 +432,7 @@ def _plain_file_problem(path: Path) -> str:
 def verified_samples_path(run: Run) -> Path:
     """The run's samples file, checked against run.json (size, SHA-256 and row count, read
     in a stream: memory independent of the run's size); a CorruptRunError naming it otherwise.
+    Checked once per run object: a second call returns the path the first one verified.
 
     The file is opened from the run folder without following a link, never blocking on a
     FIFO, and must be a regular file (issue 42 item 4): a ``samples.parquet`` that links to
@@ -437,6 +442,8 @@ def verified_samples_path(run: Run) -> Path:
 
     if run.histogram_only:
         raise JitterlabError(f"run {run.id} holds a histogram only (imported); this needs raw samples")
+    if run._verified is not None:
+        return run._verified
     info = run.meta.get("samples") or {}
     name = str(info.get("file", SAMPLES_FILE))
     path = run.path / name
@@ -469,6 +476,7 @@ def verified_samples_path(run: Run) -> Path:
         raise CorruptRunError(f"{path}: {rows} rows, run.json recorded {info['rows']}")
     if run.verify and "sha256" not in info:
         decode_whole(path)  # no checksum (the schema allows it): every page decoded first
+    run._verified = path
     return path
 
 
@@ -950,7 +958,8 @@ class ResultsStore:
         """The closed samples file of ``writer`` described in run.json (rows, size, SHA-256,
         the exact summary read back from it in bounded memory, by ``engine`` when given:
         a cluster's), then published."""
-        from jitterlab.store.writer import LOCAL, summary_block
+        from jitterlab.store.reader import LOCAL
+        from jitterlab.store.writer import summary_block
 
         meta["schema_version"] = SCHEMA_VERSION
         meta["samples"] = {
