@@ -196,3 +196,67 @@ def test_the_parquet_check_catches_an_import_and_a_read(tmp_path: Path) -> None:
         "describe/b.py:1: imports a Parquet module",
         "describe/c.py:2: reads Parquet (scan_parquet)",
     ]
+
+
+def runtime_imports_of(path: Path, package: Path) -> set[str]:
+    """:func:`imports_of` less those under ``if TYPE_CHECKING:`` (names for annotations,
+    never executed)."""
+    typing_only = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            typing_only |= {
+                sub.lineno for sub in node.body for sub in ast.walk(sub) if hasattr(sub, "lineno")
+            }
+    return {module for line, module in imports_of(path, package) if line not in typing_only}
+
+
+def circles_in(package: Path, room: str) -> list[list[str]]:
+    """The import circles among the modules of ``room`` (function-local imports count:
+    a circle hidden in a function is still one; imports for annotations only do not),
+    each as the modules around it."""
+    modules: dict[str, set[str]] = {}
+    for path in sorted((package / room).rglob("*.py")):
+        relative = path.relative_to(package).with_suffix("")
+        name = ".".join(["jitterlab", *relative.parts]).removesuffix(".__init__")
+        modules[name] = runtime_imports_of(path, package)
+    # the room's own package is left out as a target: ``from jitterlab.store import names``
+    # reaches a submodule through it, and __init__ only gathers names
+    package_name = f"jitterlab.{room}"
+    graph = {
+        m: {t for t in targets if t in modules and t not in (m, package_name)}
+        for m, targets in modules.items()
+    }
+    found: list[list[str]] = []
+    state: dict[str, int] = {}  # 1: on the path, 2: done
+
+    def visit(module: str, path: list[str]) -> None:
+        state[module] = 1
+        for target in sorted(graph[module]):
+            if state.get(target) == 1:
+                found.append(path[path.index(target) :])
+            elif target not in state:
+                visit(target, [*path, target])
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+    return found
+
+
+def test_no_import_circle_inside_the_store() -> None:
+    """Issue 37: store/cluster.py imported cluster_sample and cluster_twopass (in
+    functions), which imported it back; what they share is store/cluster_scan.py."""
+    assert circles_in(PACKAGE, "store") == []
+
+
+def test_the_circle_check_catches_a_circle_hidden_in_a_function(tmp_path: Path) -> None:
+    (tmp_path / "store").mkdir()
+    (tmp_path / "store" / "a.py").write_text(
+        "from jitterlab.store.c import x\ndef f():\n    from jitterlab.store.b import g\n"
+    )
+    (tmp_path / "store" / "b.py").write_text("from jitterlab.store.a import f\n")
+    (tmp_path / "store" / "c.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from jitterlab.store.a import f\n"
+    )
+    assert circles_in(tmp_path, "store") == [["jitterlab.store.a", "jitterlab.store.b"]]

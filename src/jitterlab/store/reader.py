@@ -71,6 +71,20 @@ def timed_latency_chunks(path: Path) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         yield send, recv - send
 
 
+def row_group_count(path: Path | str) -> int:
+    """The row groups of the samples file at ``path`` (from its footer)."""
+    with pq.ParquetFile(path) as f:
+        return int(f.metadata.num_row_groups)
+
+
+def read_row_group(path: Path, group: int, columns: Sequence[str]) -> list[np.ndarray]:
+    """The ``columns`` (by name) of one row group of the samples file at ``path`` (what a
+    cluster's worker reads for its task)."""
+    with pq.ParquetFile(path, pre_buffer=False) as f:
+        table = f.read_row_group(group, columns=list(columns))
+    return [table.column(k).to_numpy() for k in range(len(columns))]
+
+
 def pair_send_recv_chunks(path: Path) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """(pair, t_send_ns, t_recv_ns) of the samples file at ``path``, batch by batch."""
     return ((pair, send, recv) for pair, send, recv in column_chunks(path, [PAIR, SEND, RECV]))
