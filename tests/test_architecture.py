@@ -260,3 +260,47 @@ def test_the_circle_check_catches_a_circle_hidden_in_a_function(tmp_path: Path) 
         "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from jitterlab.store.a import f\n"
     )
     assert circles_in(tmp_path, "store") == [["jitterlab.store.a", "jitterlab.store.b"]]
+
+
+def engine_questions(package: Path) -> list[str]:
+    """Places that ask an engine what it is instead of calling the ``Engine`` protocol
+    (store/reader.py): ``hasattr(engine, …)``, ``getattr(engine, …)``, ``… is LOCAL``."""
+    problems = []
+    for path in sorted(package.rglob("*.py")):
+        relative = path.relative_to(package)
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in ("hasattr", "getattr")
+                and node.args
+                and "engine" in ast.unparse(node.args[0]).lower()
+            ):
+                problems.append(f"{relative}:{node.lineno}: {node.func.id}({ast.unparse(node.args[0])}, …)")
+            elif (
+                isinstance(node, ast.Compare)
+                and any(isinstance(op, ast.Is | ast.IsNot) for op in node.ops)
+                and any(ast.unparse(c) == "LOCAL" for c in [node.left, *node.comparators])
+            ):
+                problems.append(f"{relative}:{node.lineno}: {ast.unparse(node)}")
+    return problems
+
+
+def test_no_one_asks_an_engine_what_it_is() -> None:
+    """Issue 37: describe chose the two kernel passes by ``engine is LOCAL`` and
+    ``hasattr(engine, "two_pass")``, compare its sample by ``getattr(engine, "sample")``;
+    both are now methods every engine has (``Engine.two_pass``, ``Engine.sample``)."""
+    assert engine_questions(PACKAGE) == []
+
+
+def test_the_engine_check_catches_each_question(tmp_path: Path) -> None:
+    (tmp_path / "describe").mkdir()
+    (tmp_path / "describe" / "a.py").write_text(
+        "def f(engine):\n    if engine is LOCAL:\n        pass\n"
+        "    if hasattr(engine, 'two_pass'):\n        pass\n    g = getattr(engine, 'sample', None)\n"
+    )
+    assert engine_questions(tmp_path) == [
+        "describe/a.py:2: engine is LOCAL",
+        "describe/a.py:4: hasattr(engine, …)",
+        "describe/a.py:6: getattr(engine, …)",
+    ]

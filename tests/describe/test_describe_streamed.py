@@ -76,7 +76,9 @@ def test_describe_takes_the_two_pass_path_and_the_radix_path_agrees(
     monkeypatch.setattr(analysis, "describe_two_pass", spy)
     two_pass = description_json(describe_run(load_run(stored[0]), two_sided=True))
     assert taken == [True]
-    monkeypatch.setattr(analysis.kernels, "available", lambda: False)
+    from jitterlab.stats import kernels
+
+    monkeypatch.setattr(kernels, "available", lambda: False)  # the engine's two_pass: None
     radix = description_json(describe_run(load_run(stored[0]), two_sided=True))
     assert taken == [True] and radix == two_pass
 

@@ -28,7 +28,6 @@ from jitterlab.stats import (
     Verdict,
     WindowTable,
     baseline_of,
-    kernels,
     percentiles,
     screen,
     stacked_gesd,
@@ -57,8 +56,6 @@ from jitterlab.stats.quantile_ci import (
 from jitterlab.stats.scan import Scan
 from jitterlab.stats.summary import SUMMARY_PERCENTILES, extent_by, percentiles_of_scan
 from jitterlab.stats.twopass import (
-    PassReader,
-    SendRecvChunks,
     categories_table,
     describe_two_pass,
     stacked_z_table,
@@ -71,7 +68,6 @@ from jitterlab.store.reader import (
     Engine,
     has_column,
     latency_chunks,
-    send_recv_chunks,
     send_time_extent,
 )
 from jitterlab.store.runs import verified_samples_path
@@ -296,11 +292,7 @@ def _categories_and_windows(
     kernels are installed, or on a cluster's workers: store/cluster_twopass.py) when the
     windows fit its histograms, else by the radix passes of stats/outofcore.py (over a
     --from/--to span, or when the kernels cannot take the sample); identical results."""
-    reader: SendRecvChunks | PassReader | None = None
-    if engine is LOCAL:
-        reader = (lambda: send_recv_chunks(path)) if kernels.available() else None
-    elif hasattr(engine, "two_pass"):  # a cluster's workers
-        reader = engine.two_pass(path)
+    reader = engine.two_pass(path)
     # the stored summary's extremes size the kernels' arrays (a wrong one only sends the
     # work to the radix passes; run.json is not covered by the samples' SHA-256): used only
     # when they are int64 values in order (a minimum above the maximum, or 1e308, was an

@@ -97,10 +97,9 @@ def run_sample(run: Run, engine: Engine | None = None) -> OrderedSample:
     the latency column alone, read batch by batch (a run already in memory gives its own):
     the table's other columns are never read."""
     path = verified_samples_path(run)
-    on_cluster = getattr(engine, "sample", None)
-    if on_cluster is not None and not run.loaded:
-        sample: OrderedSample = on_cluster(path)
-        return sample
+    elsewhere = engine.sample(path) if engine is not None and not run.loaded else None
+    if elsewhere is not None:
+        return elsewhere
     rows = int((run.meta.get("samples") or {}).get("rows", IN_MEMORY_AT_MOST + 1))
     if rows <= IN_MEMORY_AT_MOST:
         if run.loaded:

@@ -35,7 +35,9 @@ from jitterlab.stats.summary import (
     summary_from,
 )
 from jitterlab.stats.valuetable import ValueCounter, percentiles_table
+from jitterlab.store.cluster_sample import ClusterSample
 from jitterlab.store.cluster_scan import ClusterScan
+from jitterlab.store.cluster_twopass import ClusterPasses, add_counts, value_counts
 from jitterlab.store.reader import row_group_count
 
 WORKERS_WITHIN_S = 10
@@ -208,17 +210,15 @@ class ClusterEngine:
         return summarize_on_cluster(self.client, path, since)
 
     def sample(self, path: Path) -> Any:
-        """The file's latencies as a :class:`jitterlab.stats.compare.OrderedSample` whose
-        passes run on the workers (``compare --cluster``)."""
-        from jitterlab.store.cluster_sample import ClusterSample
-
+        """The file's latencies as compare's sample whose passes run on the workers
+        (``compare --cluster``): a :class:`ClusterSample` (typed Any: it has no
+        ``intervals``, which OrderedSample declares; compare takes intervals from the
+        engine's passes)."""
         return ClusterSample(self.client, path)
 
-    def two_pass(self, path: Path) -> Any:
+    def two_pass(self, path: Path) -> ClusterPasses:
         """describe's two passes over ``path`` on the workers (a
         :class:`jitterlab.stats.twopass.PassReader`)."""
-        from jitterlab.store.cluster_twopass import ClusterPasses
-
         return ClusterPasses(self.client, path)
 
 
@@ -237,8 +237,6 @@ def summarize_on_cluster(client: Any, path: Path, since: str = "t_send_ns") -> S
     groups = row_group_count(path)
     if not groups:
         return summarize_chunks(lambda: iter(()))
-    from jitterlab.store.cluster_twopass import add_counts, value_counts
-
     scan = ClusterScan(client, path, since=since, groups=groups)
     moments: Moments = (0, 0, 0, 0, 0)
     for part in scan.map(integer_moments):

@@ -29,6 +29,10 @@ import pyarrow.parquet as pq
 if TYPE_CHECKING:
     import polars as pl
 
+    from jitterlab.stats.compare import OrderedSample
+    from jitterlab.stats.twopass import PassReader, SendRecvChunks
+
+from jitterlab.stats import kernels
 from jitterlab.stats.scan import LocalScan, Scan
 from jitterlab.stats.summary import Summary, summarize_chunks, summarize_differences
 
@@ -286,6 +290,16 @@ class Engine(Protocol):
         """:func:`summarize_file` of the file."""
         ...
 
+    def two_pass(self, path: Path) -> SendRecvChunks | PassReader | None:
+        """Where describe's two kernel passes (stats/twopass.py) read the file, None where
+        they cannot run (no kernel library here, or a span: the radix passes instead)."""
+        ...
+
+    def sample(self, path: Path) -> OrderedSample | None:
+        """The file's latencies as compare's sample when this engine reads them elsewhere
+        (a cluster's workers); None: compare reads them here."""
+        ...
+
 
 class LocalEngine:
     """The :class:`Engine` that reads the samples file in this process, batch by batch."""
@@ -298,6 +312,12 @@ class LocalEngine:
 
     def summary(self, path: Path, since: str = SEND) -> Summary:
         return summarize_file(path, since)
+
+    def two_pass(self, path: Path) -> SendRecvChunks | None:
+        return (lambda: send_recv_chunks(path)) if kernels.available() else None
+
+    def sample(self, path: Path) -> None:
+        return None
 
 
 LOCAL = LocalEngine()

@@ -111,6 +111,12 @@ class SpanEngine:
     def summary(self, path: Path, since: str = SEND) -> Summary:
         return summarize_chunks(lambda: span_latency_chunks(path, self.span, since))
 
+    def two_pass(self, path: Path) -> None:
+        return None  # a span's windows: the radix passes (stats/outofcore.py)
+
+    def sample(self, path: Path) -> None:
+        return None
+
 
 def time_span(run: Run, from_s: float | None, to_s: float | None) -> Span | None:
     """The span of ``--from``/``--to`` (seconds after the run's first send) of a sample run,
