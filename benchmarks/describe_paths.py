@@ -39,8 +39,8 @@ def main() -> int:
     from jitterlab.describe.analysis import file_summary
     from jitterlab.stats.outofcore import stacked_z_scan, time_windows_scan
     from jitterlab.stats.twopass import describe_two_pass, stacked_z_table
+    from jitterlab.store.reader import LOCAL, send_recv_chunks, send_time_extent
     from jitterlab.store.runs import load_run, verified_samples_path
-    from jitterlab.store.writer import LOCAL, send_recv_chunks, send_time_extent
 
     temp = None
     if args.store and args.run:

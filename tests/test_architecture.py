@@ -149,3 +149,158 @@ def test_every_room_exists_and_says_what_it_is_for(room: str) -> None:
 def test_cli_modules_are_thin() -> None:
     long = {p.name: n for p in (PACKAGE / "cli").glob("*.py") if (n := len(p.read_text().splitlines())) > 250}
     assert long == {}
+
+
+# The one reader (issue 37): a run's samples file is opened in store/ only (store/reader.py),
+# so nothing outside store/ imports pyarrow's Parquet module or asks Polars to read Parquet.
+PARQUET_MODULES = ("pyarrow.parquet", "pyarrow.dataset")
+PARQUET_READERS = {"scan_parquet", "read_parquet", "ParquetFile", "ParquetWriter", "read_schema"}
+
+
+def parquet_outside_store(package: Path) -> list[str]:
+    """Every import of a Parquet module, and every call of a Parquet reader by name, in a
+    module outside ``store/`` (function-local ones too)."""
+    problems = []
+    for path in sorted(package.rglob("*.py")):
+        relative = path.relative_to(package)
+        if relative.parts[0] == "store":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [f"{node.module}.{a.name}" for a in node.names] + [node.module]
+            elif isinstance(node, ast.Attribute) and node.attr in PARQUET_READERS:
+                problems.append(f"{relative}:{node.lineno}: reads Parquet ({node.attr})")
+            if any(n == m or n.startswith(m + ".") for n in names for m in PARQUET_MODULES):
+                problems.append(f"{relative}:{node.lineno}: imports a Parquet module")
+    return sorted(set(problems))
+
+
+def test_only_the_store_opens_parquet_files() -> None:
+    assert parquet_outside_store(PACKAGE) == []
+
+
+def test_the_parquet_check_catches_an_import_and_a_read(tmp_path: Path) -> None:
+    (tmp_path / "describe").mkdir()
+    (tmp_path / "describe" / "a.py").write_text(
+        "def f(p):\n    import pyarrow.parquet as pq\n    return pq.read_table(p)\n"
+    )
+    (tmp_path / "describe" / "b.py").write_text("from pyarrow import parquet\n")
+    (tmp_path / "describe" / "c.py").write_text("import polars as pl\nx = pl.scan_parquet('f')\n")
+    (tmp_path / "store").mkdir()
+    (tmp_path / "store" / "reader.py").write_text("import pyarrow.parquet as pq\n")
+    assert parquet_outside_store(tmp_path) == [
+        "describe/a.py:2: imports a Parquet module",
+        "describe/b.py:1: imports a Parquet module",
+        "describe/c.py:2: reads Parquet (scan_parquet)",
+    ]
+
+
+def runtime_imports_of(path: Path, package: Path) -> set[str]:
+    """:func:`imports_of` less those under ``if TYPE_CHECKING:`` (names for annotations,
+    never executed)."""
+    typing_only = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            typing_only |= {
+                sub.lineno for sub in node.body for sub in ast.walk(sub) if hasattr(sub, "lineno")
+            }
+    return {module for line, module in imports_of(path, package) if line not in typing_only}
+
+
+def circles_in(package: Path, room: str) -> list[list[str]]:
+    """The import circles among the modules of ``room`` (function-local imports count:
+    a circle hidden in a function is still one; imports for annotations only do not),
+    each as the modules around it."""
+    modules: dict[str, set[str]] = {}
+    for path in sorted((package / room).rglob("*.py")):
+        relative = path.relative_to(package).with_suffix("")
+        name = ".".join(["jitterlab", *relative.parts]).removesuffix(".__init__")
+        modules[name] = runtime_imports_of(path, package)
+    # the room's own package is left out as a target: ``from jitterlab.store import names``
+    # reaches a submodule through it, and __init__ only gathers names
+    package_name = f"jitterlab.{room}"
+    graph = {
+        m: {t for t in targets if t in modules and t not in (m, package_name)}
+        for m, targets in modules.items()
+    }
+    found: list[list[str]] = []
+    state: dict[str, int] = {}  # 1: on the path, 2: done
+
+    def visit(module: str, path: list[str]) -> None:
+        state[module] = 1
+        for target in sorted(graph[module]):
+            if state.get(target) == 1:
+                found.append(path[path.index(target) :])
+            elif target not in state:
+                visit(target, [*path, target])
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+    return found
+
+
+def test_no_import_circle_inside_the_store() -> None:
+    """Issue 37: store/cluster.py imported cluster_sample and cluster_twopass (in
+    functions), which imported it back; what they share is store/cluster_scan.py."""
+    assert circles_in(PACKAGE, "store") == []
+
+
+def test_the_circle_check_catches_a_circle_hidden_in_a_function(tmp_path: Path) -> None:
+    (tmp_path / "store").mkdir()
+    (tmp_path / "store" / "a.py").write_text(
+        "from jitterlab.store.c import x\ndef f():\n    from jitterlab.store.b import g\n"
+    )
+    (tmp_path / "store" / "b.py").write_text("from jitterlab.store.a import f\n")
+    (tmp_path / "store" / "c.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from jitterlab.store.a import f\n"
+    )
+    assert circles_in(tmp_path, "store") == [["jitterlab.store.a", "jitterlab.store.b"]]
+
+
+def engine_questions(package: Path) -> list[str]:
+    """Places that ask an engine what it is instead of calling the ``Engine`` protocol
+    (store/reader.py): ``hasattr(engine, …)``, ``getattr(engine, …)``, ``… is LOCAL``."""
+    problems = []
+    for path in sorted(package.rglob("*.py")):
+        relative = path.relative_to(package)
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in ("hasattr", "getattr")
+                and node.args
+                and "engine" in ast.unparse(node.args[0]).lower()
+            ):
+                problems.append(f"{relative}:{node.lineno}: {node.func.id}({ast.unparse(node.args[0])}, …)")
+            elif (
+                isinstance(node, ast.Compare)
+                and any(isinstance(op, ast.Is | ast.IsNot) for op in node.ops)
+                and any(ast.unparse(c) == "LOCAL" for c in [node.left, *node.comparators])
+            ):
+                problems.append(f"{relative}:{node.lineno}: {ast.unparse(node)}")
+    return problems
+
+
+def test_no_one_asks_an_engine_what_it_is() -> None:
+    """Issue 37: describe chose the two kernel passes by ``engine is LOCAL`` and
+    ``hasattr(engine, "two_pass")``, compare its sample by ``getattr(engine, "sample")``;
+    both are now methods every engine has (``Engine.two_pass``, ``Engine.sample``)."""
+    assert engine_questions(PACKAGE) == []
+
+
+def test_the_engine_check_catches_each_question(tmp_path: Path) -> None:
+    (tmp_path / "describe").mkdir()
+    (tmp_path / "describe" / "a.py").write_text(
+        "def f(engine):\n    if engine is LOCAL:\n        pass\n"
+        "    if hasattr(engine, 'two_pass'):\n        pass\n    g = getattr(engine, 'sample', None)\n"
+    )
+    assert engine_questions(tmp_path) == [
+        "describe/a.py:2: engine is LOCAL",
+        "describe/a.py:4: hasattr(engine, …)",
+        "describe/a.py:6: getattr(engine, …)",
+    ]

@@ -76,7 +76,9 @@ def test_describe_takes_the_two_pass_path_and_the_radix_path_agrees(
     monkeypatch.setattr(analysis, "describe_two_pass", spy)
     two_pass = description_json(describe_run(load_run(stored[0]), two_sided=True))
     assert taken == [True]
-    monkeypatch.setattr(analysis.kernels, "available", lambda: False)
+    from jitterlab.stats import kernels
+
+    monkeypatch.setattr(kernels, "available", lambda: False)  # the engine's two_pass: None
     radix = description_json(describe_run(load_run(stored[0]), two_sided=True))
     assert taken == [True] and radix == two_pass
 
@@ -253,8 +255,9 @@ def test_export_csv_memory_does_not_grow_with_the_run(
     import tracemalloc
 
     from jitterlab.describe import export
+    from jitterlab.store import reader
 
-    monkeypatch.setattr(export, "READ_BATCH_ROWS", 32_768)
+    monkeypatch.setattr(reader, "READ_BATCH_ROWS", 32_768)
     run = load_run(stored[0])
     export.export_run(run, "csv", tmp_path / "warm.csv", ExportOptions(from_s=0.0, to_s=0.5))
     tracemalloc.start()

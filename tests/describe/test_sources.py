@@ -24,8 +24,8 @@ from jitterlab.stats.scan import LocalScan
 from jitterlab.stats.summary import percentiles
 from jitterlab.store import load_run
 from jitterlab.store.merge import merge
+from jitterlab.store.reader import LOCAL, send_time_extent
 from jitterlab.store.runs import ResultsStore, verified_samples_path
-from jitterlab.store.writer import LOCAL, send_time_extent
 
 PS = (50.0, 99.0, 99.9)
 

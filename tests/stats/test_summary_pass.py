@@ -94,7 +94,7 @@ def test_row_groups_decoded_side_by_side_come_in_file_order(tmp_path, readers: i
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from jitterlab.store.writer import send_recv_chunks, summarize_file
+    from jitterlab.store.reader import send_recv_chunks, summarize_file
 
     x = _sample(10, 50_000)
     send = np.cumsum(np.random.default_rng(10).integers(1, 10_000, x.size))

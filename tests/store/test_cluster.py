@@ -22,8 +22,8 @@ from conftest import assert_one_line_error, latency_clusters, make_run, run_main
 from jitterlab.stats import stacked_z_test
 from jitterlab.stats.outofcore import stacked_z_chunks, stacked_z_scan
 from jitterlab.store.merge import merge
+from jitterlab.store.reader import latency_chunks, summarize_file
 from jitterlab.store.runs import ResultsStore, load_run, verified_samples_path
-from jitterlab.store.writer import latency_chunks, summarize_file
 
 distributed = pytest.importorskip("distributed", reason="the cluster extra (scripts/setup.sh installs it)")
 

@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from jitterlab.store import ResultsStore, Run
+from jitterlab.store import reader as reader_module
 from jitterlab.store import writer as writer_module
 from jitterlab.store.rawfile import NET_RECORD_DTYPE, RawSamples, read_raw_samples, write_raw_samples
 from jitterlab.store.runs import BLOCKS_DIR, DRAFT_JSON, PARTS_DIR
@@ -82,7 +83,7 @@ def test_blocks_are_stored_sorted_in_memory_independent_of_their_number(
     n, rows = 400_000, 16_384
     # the writer's row groups and the summary's read batches as small as the sort's chunks
     monkeypatch.setattr(writer_module, "ROW_GROUP_ROWS", rows)
-    monkeypatch.setattr(writer_module, "READ_BATCH_ROWS", rows)
+    monkeypatch.setattr(reader_module, "READ_BATCH_ROWS", rows)
     store = ResultsStore(tmp_path / "s")
 
     def commit(records: np.ndarray) -> tuple[Run, int]:

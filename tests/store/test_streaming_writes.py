@@ -155,12 +155,12 @@ def test_merge_and_import_read_stored_samples_without_keeping_row_groups(
     below 8 MB."""
     from conftest import make_run
     from jitterlab.store import ingest
-    from jitterlab.store import merge as merge_module
+    from jitterlab.store import reader as reader_module
     from jitterlab.store.merge import merge
 
     rows = 1 << 16
     monkeypatch.setattr(writer_module, "ROW_GROUP_ROWS", rows)
-    for module in (writer_module, merge_module, ingest):  # batches of a row group
+    for module in (reader_module, ingest):  # batches of a row group
         monkeypatch.setattr(module, "READ_BATCH_ROWS", rows)
     monkeypatch.setattr(ingest, "READ_BLOCK_BYTES", 1 << 20)  # the CSV read a MiB of text at a time
     n = 48 * rows

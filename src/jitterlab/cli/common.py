@@ -28,7 +28,7 @@ from jitterlab.core.warnings import CodedWarning, print_warning
 
 if TYPE_CHECKING:  # the store brings numpy and pyarrow: imported when a command needs it
     from jitterlab.store import ResultsStore, Run
-    from jitterlab.store.writer import Engine
+    from jitterlab.store.reader import Engine
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130  # like a shell after SIGINT

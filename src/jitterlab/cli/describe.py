@@ -79,7 +79,7 @@ def cmd_describe(args: argparse.Namespace) -> int:
     from jitterlab.describe.sources import source_table
     from jitterlab.describe.tables import INTERVAL_TABLE_HEADERS, interval_caption, interval_rows
     from jitterlab.describe.text import attribution_text, describe_text, histogram_text
-    from jitterlab.store.writer import LOCAL
+    from jitterlab.store.reader import LOCAL
 
     if args.union:
         return _describe_union(args)

@@ -30,7 +30,7 @@ def add_parser(sub: Any) -> None:
 
 def cmd_merge(args: argparse.Namespace) -> int:
     from jitterlab.store.merge import merge
-    from jitterlab.store.writer import LOCAL
+    from jitterlab.store.reader import LOCAL
 
     store = writable_store(args)  # the name checked (one word, not taken) before any work
     with contextlib.ExitStack() as stack:

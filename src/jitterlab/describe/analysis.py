@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.percentiles import percentile_key
@@ -29,7 +28,6 @@ from jitterlab.stats import (
     Verdict,
     WindowTable,
     baseline_of,
-    kernels,
     percentiles,
     screen,
     stacked_gesd,
@@ -58,8 +56,6 @@ from jitterlab.stats.quantile_ci import (
 from jitterlab.stats.scan import Scan
 from jitterlab.stats.summary import SUMMARY_PERCENTILES, extent_by, percentiles_of_scan
 from jitterlab.stats.twopass import (
-    PassReader,
-    SendRecvChunks,
     categories_table,
     describe_two_pass,
     stacked_z_table,
@@ -67,18 +63,17 @@ from jitterlab.stats.twopass import (
 from jitterlab.stats.valuetable import ValueTable
 from jitterlab.store import Run
 from jitterlab.store.hdr.streams import corrected_figures
+from jitterlab.store.reader import (
+    LOCAL,
+    Engine,
+    has_column,
+    latency_chunks,
+    send_time_extent,
+)
 from jitterlab.store.runs import verified_samples_path
 from jitterlab.store.schema import SAMPLES_FILE, summary_fields
 from jitterlab.store.span import Span, SpanEngine, span_latency_chunks, time_span
-from jitterlab.store.writer import (
-    LOCAL,
-    Engine,
-    latency_chunks,
-    send_recv_chunks,
-    send_time_extent,
-    stored_intervals,
-    stored_summary,
-)
+from jitterlab.store.writer import stored_intervals, stored_summary
 
 DESCRIBED_LEVELS = (*SUMMARY_PERCENTILES, 100.0)  # the levels describe gives intervals for
 BASELINE_NEEDS_Z = "--baseline works with --test stacked-z (its thresholds come from median and MAD)"
@@ -297,11 +292,7 @@ def _categories_and_windows(
     kernels are installed, or on a cluster's workers: store/cluster_twopass.py) when the
     windows fit its histograms, else by the radix passes of stats/outofcore.py (over a
     --from/--to span, or when the kernels cannot take the sample); identical results."""
-    reader: SendRecvChunks | PassReader | None = None
-    if engine is LOCAL:
-        reader = (lambda: send_recv_chunks(path)) if kernels.available() else None
-    elif hasattr(engine, "two_pass"):  # a cluster's workers
-        reader = engine.two_pass(path)
+    reader = engine.two_pass(path)
     # the stored summary's extremes size the kernels' arrays (a wrong one only sends the
     # work to the radix passes; run.json is not covered by the samples' SHA-256): used only
     # when they are int64 values in order (a minimum above the maximum, or 1e308, was an
@@ -376,7 +367,7 @@ def latency_views(
     if expected_interval_ns:
         chunks = span_latency_chunks(path, span) if span is not None else latency_chunks(path)
         views["corrected"] = corrected_figures(chunks, expected_interval_ns)
-    if "t_actual_send_ns" in pq.read_schema(path).names:
+    if has_column(path, "t_actual_send_ns"):
         views["from_actual_send"] = engine.summary(path, since="t_actual_send_ns").to_dict()
     return views
 

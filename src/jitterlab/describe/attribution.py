@@ -15,14 +15,13 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
-import pyarrow.parquet as pq
 
 from jitterlab.stats import StackedResult
 from jitterlab.store import Run
+from jitterlab.store.reader import pair_send_recv_chunks
 from jitterlab.store.runs import verified_samples_path
 from jitterlab.store.span import Span
 from jitterlab.store.trace import TRACE_FILE, TraceEvents, read_trace_events
-from jitterlab.store.writer import READ_BATCH_ROWS
 
 Spikes = tuple[np.ndarray, np.ndarray, np.ndarray]  # cpu, start, end of each spike
 
@@ -110,10 +109,8 @@ def _columns(run: Run, span: Span | None) -> Iterator[tuple[np.ndarray, np.ndarr
     if run.loaded:
         yield run.pair, run.t_send_ns, run.t_recv_ns
         return
-    with pq.ParquetFile(verified_samples_path(run), pre_buffer=False) as f:
-        for batch in f.iter_batches(batch_size=READ_BATCH_ROWS, columns=["pair", "t_send_ns", "t_recv_ns"]):
-            pair, send, recv = (batch.column(k).to_numpy() for k in range(3))
-            if span is not None:
-                keep = span.keeps(send)
-                pair, send, recv = pair[keep], send[keep], recv[keep]
-            yield pair, send, recv
+    for pair, send, recv in pair_send_recv_chunks(verified_samples_path(run)):
+        if span is not None:
+            keep = span.keeps(send)
+            pair, send, recv = pair[keep], send[keep], recv[keep]
+        yield pair, send, recv

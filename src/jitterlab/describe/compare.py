@@ -31,8 +31,8 @@ from jitterlab.stats.compare import (
 )
 from jitterlab.stats.quantile_ci import QuantileInterval
 from jitterlab.store import Run
+from jitterlab.store.reader import LOCAL, Engine, latency_chunks
 from jitterlab.store.runs import verified_samples_path
-from jitterlab.store.writer import LOCAL, Engine, latency_chunks
 
 HEADERS = ["percentile", "A", "B", "change", "CI", "verdict"]
 
@@ -97,10 +97,9 @@ def run_sample(run: Run, engine: Engine | None = None) -> OrderedSample:
     the latency column alone, read batch by batch (a run already in memory gives its own):
     the table's other columns are never read."""
     path = verified_samples_path(run)
-    on_cluster = getattr(engine, "sample", None)
-    if on_cluster is not None and not run.loaded:
-        sample: OrderedSample = on_cluster(path)
-        return sample
+    elsewhere = engine.sample(path) if engine is not None and not run.loaded else None
+    if elsewhere is not None:
+        return elsewhere
     rows = int((run.meta.get("samples") or {}).get("rows", IN_MEMORY_AT_MOST + 1))
     if rows <= IN_MEMORY_AT_MOST:
         if run.loaded:

@@ -33,7 +33,6 @@ from typing import BinaryIO
 import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
-import pyarrow.parquet as pq
 
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.fileio import open_output
@@ -43,13 +42,14 @@ from jitterlab.describe.otlp import export_otlp
 from jitterlab.stats.scan import LocalScan, Scan
 from jitterlab.stats.windows import window_count
 from jitterlab.store import Run
+from jitterlab.store.formats import write_parquet_batches
 from jitterlab.store.hdr.histogram import Histogram
 from jitterlab.store.hdr.log import LogWriter
 from jitterlab.store.hdr.streams import UNITS_NS, read_figures
 from jitterlab.store.hdr.text import percentile_distribution
+from jitterlab.store.reader import READ_BATCH_ROWS, Engine, record_batches, timed_latency_chunks
 from jitterlab.store.runs import verified_samples_path
-from jitterlab.store.span import Span, span_timed_chunks, time_span
-from jitterlab.store.writer import READ_BATCH_ROWS, Engine, timed_latency_chunks
+from jitterlab.store.span import span_timed_chunks, time_span
 
 MAX_UNIT_RATIO = 1e6  # an interval's max is logged in milliseconds of the ns values, as jHiccup does
 DIGITS = 3
@@ -149,20 +149,7 @@ def _batches(run: Run, o: ExportOptions) -> tuple[pa.Schema, Iterator[pa.RecordB
         return table.schema, iter(table.to_batches(max_chunksize=READ_BATCH_ROWS))
     path = verified_samples_path(run)
     span = time_span(run, o.from_s, o.to_s)
-    schema = pq.read_schema(path)
-    return schema, _file_batches(path, span)
-
-
-def _file_batches(path: Path, span: Span | None) -> Iterator[pa.RecordBatch]:
-    with pq.ParquetFile(path, pre_buffer=False) as f:  # pre-buffering keeps every row group read
-        for batch in f.iter_batches(batch_size=READ_BATCH_ROWS):
-            if span is not None:
-                keep = span.keeps(batch.column("t_send_ns").to_numpy())
-                if not keep.all():
-                    if not keep.any():
-                        continue
-                    batch = batch.filter(pa.array(keep))
-            yield batch
+    return record_batches(path, span.keeps if span is not None else None)
 
 
 def _with_latency(
@@ -190,19 +177,7 @@ def export_parquet(run: Run, o: ExportOptions, out: BinaryIO) -> None:
     ``--unit``), as CSV has, written batch by batch in row groups of pq.write_table's size
     (the file write_table of the whole table gives)."""
     schema, batches = _with_latency(*_batches(run, o), o.latency_unit)
-    with pq.ParquetWriter(out, schema) as writer:
-        pending: list[pa.RecordBatch] = []
-        rows = 0
-        for batch in batches:
-            pending.append(batch)
-            rows += batch.num_rows
-            while rows >= PARQUET_ROW_GROUP_ROWS:
-                table = pa.Table.from_batches(pending, schema)
-                writer.write_table(table.slice(0, PARQUET_ROW_GROUP_ROWS), PARQUET_ROW_GROUP_ROWS)
-                rest = table.slice(PARQUET_ROW_GROUP_ROWS)
-                pending, rows = rest.combine_chunks().to_batches(), rest.num_rows
-        if rows:
-            writer.write_table(pa.Table.from_batches(pending, schema), PARQUET_ROW_GROUP_ROWS)
+    write_parquet_batches(out, schema, batches, PARQUET_ROW_GROUP_ROWS)
 
 
 def export_csv(run: Run, o: ExportOptions, out: BinaryIO) -> None:

@@ -17,8 +17,8 @@ from jitterlab.describe.analysis import file_summary
 from jitterlab.describe.context import command_context
 from jitterlab.stats.summary import Summary
 from jitterlab.store import Run
+from jitterlab.store.reader import LOCAL
 from jitterlab.store.runs import verified_samples_path
-from jitterlab.store.writer import LOCAL
 
 # Wiebusch et al. (seed 004) Tables 5-6: Simulator X's platform layer, Scala actors, Akka.
 SEED_THROUGHPUT = {"intra-node": ("120,000", "—", "1,140,000"), "inter-node": ("11,400", "11,400", "90,000")}

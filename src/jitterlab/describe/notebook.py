@@ -82,22 +82,14 @@ class Store:
         not in it."""
         import polars as pl
 
+        from jitterlab.store.reader import lazy_samples
         from jitterlab.store.runs import verified_samples_path
 
         frames = []
         for run in self._store.runs():
             if run.histogram_only:
                 continue
-            frames.append(
-                pl.scan_parquet(verified_samples_path(run))
-                .select("pair", "seq", "t_send_ns", "t_recv_ns")
-                .with_columns(
-                    pl.lit(run.id).alias("run_id"),
-                    pl.lit(run.name, dtype=pl.String).alias("name"),
-                    (pl.col("t_recv_ns") - pl.col("t_send_ns")).alias("latency_ns"),
-                )
-                .select("run_id", "name", "latency_ns", "pair", "seq", "t_send_ns", "t_recv_ns")
-            )
+            frames.append(lazy_samples(verified_samples_path(run), run.id, run.name))
         if not frames:
             schema = {"run_id": pl.String, "name": pl.String, "latency_ns": pl.Int64, "pair": pl.Int32,
                       "seq": pl.Int64, "t_send_ns": pl.Int64, "t_recv_ns": pl.Int64}  # fmt: skip
@@ -166,7 +158,7 @@ def describe(run: Run | str, store: str | Path | None = None) -> Description:
     from jitterlab.describe.sources import source_table
     from jitterlab.describe.text import describe_text, histogram_text
     from jitterlab.store import load_run
-    from jitterlab.store.writer import LOCAL
+    from jitterlab.store.reader import LOCAL
 
     run = load_run(run, store) if isinstance(run, str) else run
     if run.histogram_only:

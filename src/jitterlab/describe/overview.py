@@ -32,7 +32,7 @@ from jitterlab.stats.compare import compare_ordered
 from jitterlab.stats.loglinear import LogLinear
 from jitterlab.stats.summary import percentiles_sorted
 from jitterlab.store import Run
-from jitterlab.store.writer import Engine
+from jitterlab.store.reader import Engine
 
 MARKERS = ["o", "s", "^", "D", "v", "P", "X"]
 LINESTYLES: list[Any] = [

@@ -11,7 +11,6 @@ import contextlib
 import dataclasses
 import datetime as dt
 import gc
-import io
 import multiprocessing
 import os
 import signal
@@ -82,8 +81,9 @@ from jitterlab.describe.tables import (
 )
 from jitterlab.stats.summary import percentiles_sorted
 from jitterlab.store import Run
+from jitterlab.store.reader import LOCAL, Engine, send_time_extent
+from jitterlab.store.reader import warm as warm_reader
 from jitterlab.store.runs import IN_MEMORY_BYTES_PER_SAMPLE, memory_bound_bytes, verified_samples_path
-from jitterlab.store.writer import LOCAL, Engine, send_time_extent
 
 MAX_SCATTER_POINTS = 20_000  # drawn points per timeline; above this, M4-decimated (and said so)
 SCATTER_COLUMNS = 600  # M4 columns of the timeline: more than its axes' width in pixels at 96 dpi
@@ -552,12 +552,7 @@ def _warm_parquet() -> None:
     up on its first read (about 40 MB written), and done once in the parent those pages are
     shared by every worker instead of copied into each (measured: a worker's first read of a
     10 MB run dirtied 60 MB cold, 19 MB after this)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    buffer = io.BytesIO()
-    pq.write_table(pa.table({"x": np.arange(8)}), buffer)
-    pq.read_table(pa.BufferReader(buffer.getvalue()))
+    warm_reader()
 
 
 IN_PROCESS_SAMPLES = 1 << 24  # a report of at most this many samples in all renders in one process

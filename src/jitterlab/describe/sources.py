@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow.parquet as pq
 
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.percentiles import is_resolved
@@ -34,8 +33,8 @@ from jitterlab.stats.quantile_ci import intervals_of_scan
 from jitterlab.stats.scan import LocalScan
 from jitterlab.stats.summary import SUMMARY_PERCENTILES, summarize_chunks
 from jitterlab.store import Run
+from jitterlab.store.reader import has_column, latency_by_column, latency_chunks, timed_latency_chunks
 from jitterlab.store.runs import verified_samples_path
-from jitterlab.store.writer import READ_BATCH_ROWS, latency_chunks
 
 SOURCE_PERCENTILES = (50.0, 99.0, 99.9)
 UNION_ID = "union"
@@ -100,10 +99,7 @@ def merged_source_names(run: Run) -> list[str] | None:
 
 def source_chunks(path: Path, column: str = "source") -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """(latency, source) of a merged run's samples file, batch by batch."""
-    with pq.ParquetFile(path, pre_buffer=False) as f:
-        for batch in f.iter_batches(batch_size=READ_BATCH_ROWS, columns=["t_send_ns", "t_recv_ns", column]):
-            send = batch.column(0).to_numpy()
-            yield batch.column(1).to_numpy() - send, batch.column(2).to_numpy()
+    yield from latency_by_column(path, column)
 
 
 def union_chunks(paths: Sequence[Path]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
@@ -123,10 +119,8 @@ def union_timed(paths: Sequence[Path], starts: Sequence[int]) -> Iterator[tuple[
     """(send time since that run's first send, latency) of several samples files: the times
     ``merge`` would store."""
     for path, start in zip(paths, starts, strict=True):
-        with pq.ParquetFile(path, pre_buffer=False) as f:
-            for batch in f.iter_batches(batch_size=READ_BATCH_ROWS, columns=["t_send_ns", "t_recv_ns"]):
-                send = batch.column(0).to_numpy()
-                yield send - start, batch.column(1).to_numpy() - send
+        for send, latency in timed_latency_chunks(path):
+            yield send - start, latency
 
 
 def grouped_table(
@@ -180,7 +174,7 @@ def source_table(run: Run, summary: Summary, categories: StackedResult) -> Sourc
         chunk = (run.latency_ns, run.column(column))
         return grouped_table(LocalScan(lambda: [chunk]), names, summary, categories, column)
     path = verified_samples_path(run)
-    if column not in pq.read_schema(path).names:
+    if not has_column(path, column):
         return None
     return grouped_table(LocalScan(lambda: source_chunks(path, column)), names, summary, categories, column)
 

@@ -384,22 +384,16 @@ def _recover_samples_file(store: ResultsStore, staging: Path) -> Run:
     footer, then every row group for the summary) and published as the run it is, with
     what harness.json said; an unreadable one is left in place, never removed."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
+    from jitterlab.store.reader import UnreadableFile, decoded_facts
     from jitterlab.store.schema import SAMPLE_COLUMNS
 
     path = staging / SAMPLES_FILE
     try:
-        with pq.ParquetFile(path, pre_buffer=False) as f:
-            rows = f.metadata.num_rows
-            names = f.schema_arrow.names
-            pairs = 0
-            for batch in f.iter_batches():  # every column of every row group decoded once
-                column = batch.column("pair").to_numpy()
-                pairs = max(pairs, int(column.max()) + 1 if column.size else 0)
-    except (OSError, ValueError, KeyError, pa.ArrowException) as e:
+        rows, names, pairs = decoded_facts(path)
+    except UnreadableFile as e:
         raise JitterlabError(
-            f"{staging.name}: its {SAMPLES_FILE} is not readable ({' '.join(str(e).split())[:200]}); left in place"
+            f"{staging.name}: its {SAMPLES_FILE} is not readable ({e}); left in place"
         ) from None
     if list(names[: len(SAMPLE_COLUMNS)]) != list(SAMPLE_COLUMNS):
         raise JitterlabError(f"{staging.name}: its {SAMPLES_FILE} lacks the sample columns; left in place")

@@ -43,9 +43,9 @@ from jitterlab.stats.summary import (
     refine_by,
 )
 from jitterlab.store import Run
+from jitterlab.store.reader import LOCAL, Engine
 from jitterlab.store.runs import memory_bound_bytes, verified_samples_path
 from jitterlab.store.schema import strict_json
-from jitterlab.store.writer import LOCAL, Engine
 
 SCHEMA_VERSION = 1
 KIND = "jitterlab.model"

@@ -18,15 +18,11 @@ import importlib
 import socket
 import struct
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
-
 from jitterlab.core.errors import JitterlabError
-from jitterlab.stats.scan import Step, apply_steps
 from jitterlab.stats.summary import (
     SUMMARY_PERCENTILES,
     Moments,
@@ -39,6 +35,10 @@ from jitterlab.stats.summary import (
     summary_from,
 )
 from jitterlab.stats.valuetable import ValueCounter
+from jitterlab.store.cluster_sample import ClusterSample
+from jitterlab.store.cluster_scan import ClusterScan
+from jitterlab.store.cluster_twopass import ClusterPasses, add_counts, value_counts
+from jitterlab.store.reader import row_group_count
 
 WORKERS_WITHIN_S = 10
 MISSING = "--cluster needs the optional package dask[distributed]: pip install 'jitterlab[cluster]'"
@@ -93,76 +93,6 @@ def connect(spec: str) -> Iterator[Any]:
         yield client
     finally:
         client.close()
-
-
-class ClusterScan:
-    """A :class:`~jitterlab.stats.scan.Scan` of a samples file whose passes run on a Dask
-    cluster: one task per Parquet row group reads it on a worker, applies the scan's steps
-    and the pass's function, and sends back only the function's result; the client folds
-    the results in row-group order (the file order, as the single-process path reads it)."""
-
-    def __init__(
-        self,
-        client: Any,
-        path: Path,
-        timed: bool = False,
-        since: str = "t_send_ns",
-        steps: tuple[Step, ...] = (),
-        groups: int | None = None,
-    ) -> None:
-        self.client = client
-        self.path = str(Path(path).resolve())
-        self.timed = timed
-        self.since = since
-        self.steps = steps
-        if groups is None:
-            with pq.ParquetFile(path) as f:
-                groups = f.metadata.num_row_groups
-        self.groups = groups
-
-    def then(self, step: Any, *args: Any) -> ClusterScan:
-        return ClusterScan(
-            self.client, Path(self.path), self.timed, self.since, (*self.steps, (step, args)), self.groups
-        )
-
-    def map(self, fn: Any, *args: Any) -> Iterator[Any]:
-        """``fn`` of every row group on the workers, results in row-group order; a worker
-        that dies, a file a worker cannot read or a scheduler that goes away is one line."""
-        head = (self.timed, self.since, self.steps, fn)
-        return map_groups(self.client, self.path, self.groups, _scan_task, fn.__name__, head, args)
-
-
-def map_groups(
-    client: Any, path: str, groups: int, task: Any, name: str, head: tuple[Any, ...], args: tuple[Any, ...]
-) -> Iterator[Any]:
-    """``task(path, group, *head, args)`` of every row group on the workers (task keys
-    ``jitterlab-NAME-…``), results in row-group order; ``args`` travel to every worker once
-    per pass. A worker that dies, a file a worker cannot read or a scheduler that goes away
-    is one line."""
-    futures: list[Any] = []
-    try:
-        # the pass's arguments (window intervals: arrays) travel once, not once per task
-        [packed] = client.scatter([args], broadcast=True, hash=False)
-        pass_id = uuid.uuid4().hex[:12]
-        futures = [
-            client.submit(task, path, group, *head, packed, key=f"jitterlab-{name}-{pass_id}-{group}")
-            for group in range(groups)
-        ]
-        for i in range(len(futures)):
-            result = futures[i].result()
-            futures[i] = None  # the worker may forget it
-            yield result
-    except JitterlabError:
-        raise
-    except (OSError, TimeoutError) as e:
-        raise JitterlabError(f"--cluster: a worker could not read the run ({_cause(e)})") from None
-    except Exception as e:  # KilledWorker, CommClosedError, CancelledError: dask's own types
-        raise JitterlabError(f"--cluster: the analysis failed on the cluster ({_cause(e)})") from None
-    finally:
-        live = [f for f in futures if f is not None]
-        if live:
-            with contextlib.suppress(Exception):
-                client.cancel(live)
 
 
 # What a Dask scheduler says first on a TCP connection: its handshake, one message framed as
@@ -263,26 +193,9 @@ def _what_answered(data: bytes) -> str:
     return f"it sent {len(data)} bytes that are not a Dask handshake ({data[:16].hex()}…)"
 
 
-def _cause(e: BaseException) -> str:
-    text = " ".join(str(e).split())  # one line
-    return f"{type(e).__name__}: {text[:300]}" if text else type(e).__name__
-
-
-def _scan_task(
-    path: str, group: int, timed: bool, since: str, steps: tuple[Step, ...], fn: Any, args: tuple[Any, ...]
-) -> Any:
-    """On a worker: one row group's chunk (latencies, or send times and latencies) through
-    the scan's steps and the pass's function."""
-    with pq.ParquetFile(path, pre_buffer=False) as f:
-        t = f.read_row_group(group, columns=[since, "t_recv_ns"])
-    send = t.column(0).to_numpy()
-    latency = t.column(1).to_numpy() - send
-    return fn(apply_steps((send, latency) if timed else latency, steps), *args)
-
-
 class ClusterEngine:
     """Where describe's and merge's passes over a samples file run: on the cluster of
-    ``client`` (the single-process counterpart is :data:`jitterlab.store.writer.LOCAL`)."""
+    ``client`` (the single-process counterpart is :data:`jitterlab.store.reader.LOCAL`)."""
 
     def __init__(self, client: Any) -> None:
         self.client = client
@@ -297,17 +210,15 @@ class ClusterEngine:
         return summarize_on_cluster(self.client, path, since)
 
     def sample(self, path: Path) -> Any:
-        """The file's latencies as a :class:`jitterlab.stats.compare.OrderedSample` whose
-        passes run on the workers (``compare --cluster``)."""
-        from jitterlab.store.cluster_sample import ClusterSample
-
+        """The file's latencies as compare's sample whose passes run on the workers
+        (``compare --cluster``): a :class:`ClusterSample` (typed Any: it has no
+        ``intervals``, which OrderedSample declares; compare takes intervals from the
+        engine's passes)."""
         return ClusterSample(self.client, path)
 
-    def two_pass(self, path: Path) -> Any:
+    def two_pass(self, path: Path) -> ClusterPasses:
         """describe's two passes over ``path`` on the workers (a
         :class:`jitterlab.stats.twopass.PassReader`)."""
-        from jitterlab.store.cluster_twopass import ClusterPasses
-
         return ClusterPasses(self.client, path)
 
 
@@ -319,16 +230,13 @@ def engine(spec: str) -> Iterator[ClusterEngine]:
 
 
 def summarize_on_cluster(client: Any, path: Path, since: str = "t_send_ns") -> Summary:
-    """:func:`jitterlab.store.writer.summarize_file` of ``path`` computed by the cluster's
+    """:func:`jitterlab.store.reader.summarize_file` of ``path`` computed by the cluster's
     workers in two passes: each row group's exact moments (added here: integers, so in any
     order the same mean and std), then each row group's value counts (the percentiles from
     the merged table; by radix refinement without the kernels)."""
-    with pq.ParquetFile(path) as f:
-        groups = f.metadata.num_row_groups
+    groups = row_group_count(path)
     if not groups:
         return summarize_chunks(lambda: iter(()))
-    from jitterlab.store.cluster_twopass import add_counts, value_counts
-
     scan = ClusterScan(client, path, since=since, groups=groups)
     moments: Moments = (0, 0, 0, 0, 0)
     for part in scan.map(integer_moments):

@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow.parquet as pq
 
 from jitterlab.stats.summary import extent_by, order_statistics_by
 from jitterlab.stats.valuetable import ValueCounter, ValueTable
-from jitterlab.store.cluster import ClusterScan, map_groups
+from jitterlab.store.cluster_scan import ClusterScan, map_groups
 from jitterlab.store.cluster_twopass import add_counts, value_counts
+from jitterlab.store.reader import RECV, SEND, read_row_group, send_ranges
 
 
 class ClusterSample:
@@ -32,8 +32,7 @@ class ClusterSample:
     def __init__(self, client: Any, path: Path) -> None:
         self.client = client
         self.scan = ClusterScan(client, path)
-        with pq.ParquetFile(path) as f:
-            rows = [f.metadata.row_group(g).num_rows for g in range(f.metadata.num_row_groups)]
+        rows = [n for n, _ in send_ranges(path)]
         self.offsets = np.concatenate([[0], np.cumsum(rows, dtype=np.int64)])
         self.size, self.lowest, self.highest, _ = extent_by(self.scan)
         self._table: ValueTable | None = None
@@ -87,7 +86,6 @@ def _positions_task(path: str, group: int, args: tuple[np.ndarray, np.ndarray]) 
     lo, hi = np.searchsorted(ordered, [offsets[group], offsets[group + 1]])
     if lo == hi:
         return np.zeros(0, np.float64)
-    with pq.ParquetFile(path, pre_buffer=False) as f:
-        t = f.read_row_group(group, columns=["t_send_ns", "t_recv_ns"])
-    latency = t.column(1).to_numpy() - t.column(0).to_numpy()
+    send, recv = read_row_group(Path(path), group, [SEND, RECV])
+    latency = recv - send
     return np.asarray(latency[ordered[lo:hi] - offsets[group]], np.float64)

@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow.parquet as pq
 
 from jitterlab.stats import kernels
 from jitterlab.stats.valuetable import ValueCounter
-from jitterlab.store.cluster import map_groups
+from jitterlab.store.cluster_scan import map_groups
+from jitterlab.store.reader import RECV, SEND, read_row_group, row_group_count
 
 _INT64_MAX = np.iinfo(np.int64).max
 _INT64_MIN = np.iinfo(np.int64).min
@@ -40,8 +40,7 @@ class ClusterPasses:
     def __init__(self, client: Any, path: Path) -> None:
         self.client = client
         self.path = str(Path(path).resolve())
-        with pq.ParquetFile(path) as f:
-            self.groups = f.metadata.num_row_groups
+        self.groups = row_group_count(path)
 
     def _shares(self, task: Any, args: tuple[Any, ...]) -> Any:
         for share in map_groups(
@@ -85,9 +84,7 @@ def _group_task(path: str, group: int, task: Any, args: tuple[Any, ...]) -> Any:
     """On a worker: the row group's send and receive times through ``task``."""
     if not kernels.available():
         return f"{OUTSIDE} (no kernel library)"
-    with pq.ParquetFile(path, pre_buffer=False) as f:
-        t = f.read_row_group(group, columns=["t_send_ns", "t_recv_ns"])
-    send, recv = (np.ascontiguousarray(t.column(k).to_numpy(), np.int64) for k in (0, 1))
+    send, recv = (np.ascontiguousarray(c, np.int64) for c in read_row_group(Path(path), group, [SEND, RECV]))
     if send.size == 0:
         return None
     try:

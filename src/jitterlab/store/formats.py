@@ -17,12 +17,15 @@ import io
 import json
 import re
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.units import UNITS_NS
@@ -436,3 +439,27 @@ def import_any(path: Path, store: ResultsStore, options: Any, warn: Warn) -> lis
         columns = [options.latency_column.partition(":")[0]] if options.latency_column else None
         return import_presentmon(path, store, columns, warn, replace(options, latency_column=None))
     return [import_columnar(path, store, kind, options, warn)]
+
+
+def write_parquet_batches(
+    out: BinaryIO, schema: pa.Schema, batches: Iterable[pa.RecordBatch], row_group_rows: int
+) -> None:
+    """``batches`` written to ``out`` as a Parquet file of ``schema`` in row groups of
+    ``row_group_rows`` (the file ``pq.write_table`` of the whole table gives), one row group
+    pending at a time (``export --format parquet``)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    with pq.ParquetWriter(out, schema) as writer:
+        pending: list[pa.RecordBatch] = []
+        rows = 0
+        for batch in batches:
+            pending.append(batch)
+            rows += batch.num_rows
+            while rows >= row_group_rows:
+                table = pa.Table.from_batches(pending, schema)
+                writer.write_table(table.slice(0, row_group_rows), row_group_rows)
+                rest = table.slice(row_group_rows)
+                pending, rows = rest.combine_chunks().to_batches(), rest.num_rows
+        if rows:
+            writer.write_table(pa.Table.from_batches(pending, schema), row_group_rows)

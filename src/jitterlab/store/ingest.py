@@ -30,9 +30,10 @@ from jitterlab.stats.scan import LocalScan
 from jitterlab.stats.summary import percentiles_of_scan
 from jitterlab.store.hdr.log import YEAR_S, unit_named_in
 from jitterlab.store.hdr.streams import UNITS_NS, corrected_figures, figures, in_unit, read_figures
+from jitterlab.store.reader import READ_BATCH_ROWS, latency_chunks
 from jitterlab.store.runs import ResultsStore, Run
 from jitterlab.store.schema import HISTOGRAM_FILE, SAMPLES_FILE, run_meta
-from jitterlab.store.writer import READ_BATCH_ROWS, SampleWriter, latency_chunks
+from jitterlab.store.writer import SampleWriter
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ run (``jitterlab merge RUN… FILE.hlog… --as NAME``), streaming.
   it. Each source's times are moved to its own start (``t_send_ns − its first t_send_ns``,
   the same for ``t_recv_ns``; latencies are unchanged): the hosts' monotonic clocks are
   unrelated, so windows count from each source's own start. The stored summary is the
-  union's, exact (:func:`~jitterlab.store.writer.summarize_file`).
+  union's, exact (:func:`~jitterlab.store.reader.summarize_file`).
 * **Any HdrHistogram log or histogram-only run among the sources**: the result is a
   histogram run (said in ``merge.note``): a log whose untagged intervals are every source's
   intervals (HdrHistogram's union: the sum of the counts, exact as HdrHistogram is) and
@@ -30,18 +30,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow.parquet as pq
 
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.fileio import open_plain_file
-from jitterlab.stats.outofcore import time_extent_chunk
 from jitterlab.store.hdr.codec import to_base64
 from jitterlab.store.hdr.histogram import Histogram
 from jitterlab.store.hdr.log import LEGEND, LogReader, unit_named_in
 from jitterlab.store.hdr.streams import UNITS_NS, figures, read_figures
+from jitterlab.store.reader import LOCAL, Engine, column_chunks, column_names, first_send_ns
 from jitterlab.store.runs import ResultsStore, Run, verified_samples_path
 from jitterlab.store.schema import HISTOGRAM_FILE, SAMPLES_FILE, run_meta, safe_id_part
-from jitterlab.store.writer import LOCAL, READ_BATCH_ROWS, Engine, SampleWriter
+from jitterlab.store.writer import SampleWriter
 
 HDR_DEFINITION = "hdrhistogram-java-2.2.2"
 SAMPLE_DEFINITION = "type-7"  # docs/statistics.md: linear interpolation between closest ranks
@@ -243,20 +242,10 @@ def _sources_text(sources: list[Source]) -> str:
     )
 
 
-def first_send(path: Path, engine: Engine = LOCAL) -> int:
-    """The earliest t_send_ns of a samples file (row-group statistics when written, else a scan)."""
-    with pq.ParquetFile(path, pre_buffer=False) as f:
-        column = f.schema_arrow.get_field_index("t_send_ns")
-        lows: list[int] = []
-        for g in range(f.metadata.num_row_groups):
-            stats = f.metadata.row_group(g).column(column).statistics
-            if stats is None or not stats.has_min_max:
-                lows = []
-                break
-            lows.append(int(stats.min))
-        if lows or f.metadata.num_rows == 0:
-            return min(lows, default=0)
-    return min(int(first) for n, first, _ in engine.timed(path).map(time_extent_chunk) if n)
+def first_send(path: Path) -> int:
+    """The earliest t_send_ns of a samples file (0 when it has none): the reader's, from
+    the row groups' statistics."""
+    return first_send_ns(path) or 0
 
 
 def _merge_samples(
@@ -264,33 +253,26 @@ def _merge_samples(
 ) -> Run:
     paths = [verified_samples_path(s.run) for s in sources if s.run is not None]
     extras = [
-        [
-            c
-            for c in pq.ParquetFile(p).schema_arrow.names
-            if c not in {"pair", "seq", "t_send_ns", "t_recv_ns"}
-        ]
-        for p in paths
+        [c for c in column_names(p) if c not in {"pair", "seq", "t_send_ns", "t_recv_ns"}] for p in paths
     ]
     common = [c for c in extras[0] if all(c in e for e in extras[1:]) and c != SOURCE_COLUMN]
     wanted = ["pair", "seq", "t_send_ns", "t_recv_ns", *common]
     with SampleWriter(staging / SAMPLES_FILE, meta["id"], (*common, SOURCE_COLUMN)) as writer:
         for source, path in zip(sources, paths, strict=True):
-            start = first_send(path, engine)
+            start = first_send(path)
             rows = 0
-            # pre-buffering would keep every row group read until the file closes
-            with pq.ParquetFile(path, pre_buffer=False) as f:
-                for b in f.iter_batches(batch_size=READ_BATCH_ROWS, columns=wanted):
-                    col = {name: b.column(i).to_numpy() for i, name in enumerate(wanted)}
-                    n = len(col["seq"])
-                    rows += n
-                    writer.write(
-                        col["pair"],
-                        col["seq"],
-                        col["t_send_ns"] - start,
-                        col["t_recv_ns"] - start,
-                        **{c: col[c] for c in common},
-                        **{SOURCE_COLUMN: np.full(n, source.index, np.int64)},
-                    )
+            for chunk in column_chunks(path, wanted):
+                col = dict(zip(wanted, chunk, strict=True))
+                n = len(col["seq"])
+                rows += n
+                writer.write(
+                    col["pair"],
+                    col["seq"],
+                    col["t_send_ns"] - start,
+                    col["t_recv_ns"] - start,
+                    **{c: col[c] for c in common},
+                    **{SOURCE_COLUMN: np.full(n, source.index, np.int64)},
+                )
             source.info |= {"name": source.name, "start_ns": start, "rows": rows}
     meta["config"]["pairs"] = max(int(s.run.config.get("pairs") or 1) for s in sources if s.run is not None)
     meta["merge"] = {
@@ -356,7 +338,7 @@ def _sample_lines(source: Source, engine: Engine = LOCAL) -> Iterator[_Line]:
     """A sample run's latencies recorded into one HdrHistogram per second of its own time."""
     assert source.run is not None
     path = verified_samples_path(source.run)
-    start = first_send(path, engine)
+    start = first_send(path)
     step = int(SAMPLE_INTERVAL_S * 1e9)
     per_interval: dict[int, Histogram] = {}
     for lowest, shares in engine.timed(path).map(interval_values, start, step):

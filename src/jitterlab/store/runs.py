@@ -21,30 +21,25 @@ instead of silently analysed.
 
 from __future__ import annotations
 
-import ctypes
 import datetime as dt
 import errno
 import fcntl
-import hashlib
 import json
 import os
 import shutil
 import stat
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # numpy, pyarrow and pandas are imported where samples are touched, so
     # that listing runs (run.json only) starts fast (issue 28 item 3)
     import numpy as np
-    import pandas as pd
-    import pyarrow as pa
 
     from jitterlab.store.rawfile import RawSamples
-    from jitterlab.store.writer import Engine, SampleWriter
+    from jitterlab.store.reader import Engine
+    from jitterlab.store.writer import SampleWriter
 
 from jitterlab.core.errors import CorruptRunError, JitterlabError
 from jitterlab.core.fileio import (
@@ -57,7 +52,6 @@ from jitterlab.core.fileio import (
     open_dir_fd,
     open_file_in,
     open_lock_file,
-    open_plain_file,
     os_error_text,
     owner_name,
     private_dir,
@@ -66,6 +60,24 @@ from jitterlab.core.fileio import (
     write_json,
 )
 from jitterlab.store import names
+from jitterlab.store.fsops import (
+    _hold_staging,
+    _is_file,
+    _release_staging_fd,
+    _unlock,
+    rename_no_replace,
+)
+from jitterlab.store.fsops import (
+    staging_fd as staging_fd,
+)
+from jitterlab.store.fsops import (
+    work_path as work_path,
+)
+from jitterlab.store.memory import IN_MEMORY_BYTES_PER_SAMPLE as IN_MEMORY_BYTES_PER_SAMPLE
+from jitterlab.store.memory import memory_bound_bytes as memory_bound_bytes
+from jitterlab.store.run import DESCRIBERS as DESCRIBERS
+from jitterlab.store.run import Run as Run
+from jitterlab.store.run import read_run_json as read_run_json
 from jitterlab.store.schema import (
     HISTOGRAM_FILE,
     RUN_JSON,
@@ -76,8 +88,10 @@ from jitterlab.store.schema import (
     safe_id_part,
     samples_per_pair,
     valid_run_id,
-    validate_run_json,
 )
+from jitterlab.store.verify import decode_whole as decode_whole
+from jitterlab.store.verify import verified_runs as verified_runs
+from jitterlab.store.verify import verified_samples_path as verified_samples_path
 
 DEFAULT_STORE = "jitterlab-results"
 STAGING = ".staging"
@@ -88,11 +102,6 @@ _CLAIMED: dict[str, int] = {}
 # staging folders whose run is made from files not every user may read (a merge of a private
 # run): published 0700, never readable by others (ResultsStore.keep_private)
 _PRIVATE: set[str] = set()
-# staging folders this process made: the path -> a descriptor of the folder opened right
-# after ``mkdir`` (O_NOFOLLOW, fstat-checked as this user's). Writers reach the folder through
-# it (:func:`work_path`): a ``.staging/ID`` renamed away and replaced by a link while a run is
-# measured (the store's owner may do that in their ``.staging``) leads nowhere (issue 42 item 1)
-_STAGING_FD: dict[str, int] = {}
 PARTS_DIR = "parts"  # rolling sample parts of a long-running recorder (a monitor)
 DRAFT_JSON = "run.draft.json"  # its run.json so far, for recover
 # a net run's finished blocks (the agents' raw files) and the scratch files of their sort:
@@ -105,8 +114,6 @@ Chunk = tuple["np.ndarray | int", "np.ndarray", "np.ndarray", "np.ndarray", "dic
 
 
 MAX_ID_ATTEMPTS = 1_000  # names tried for one run before giving up (each try is one taken name)
-_RENAME_NOREPLACE = 1  # linux/fs.h
-_AT_FDCWD = -100
 
 
 def default_store_path() -> Path:
@@ -118,50 +125,6 @@ def _id_suffix() -> str:
     return os.urandom(2).hex()
 
 
-def _unlock(fd: int | None, path: Path | None = None) -> None:
-    """Release a lock :meth:`ResultsStore._lock_name` took; with ``path``, its file removed
-    first, while still held (as :meth:`ResultsStore.staging_lock` does: a name this writer
-    gives up leaves no lock file behind). Without, the file stays (another process may hold
-    it by then; ``recover`` and :meth:`ResultsStore.staging_lock` remove it)."""
-    if fd is not None:
-        if path is not None:
-            path.unlink(missing_ok=True)
-        os.close(fd)
-
-
-def work_path(staging: Path) -> Path:
-    """The path that reaches the staging folder this process made as it was made
-    (``/proc/self/fd/N`` of the descriptor opened right after ``mkdir``), whatever is at
-    ``staging`` now; ``staging`` itself for a folder this process did not make."""
-    fd = _STAGING_FD.get(str(staging))
-    return fd_path(fd) if fd is not None else staging
-
-
-def staging_fd(staging: Path) -> int | None:
-    """The descriptor :func:`work_path` uses (for a child process that inherits it)."""
-    return _STAGING_FD.get(str(staging))
-
-
-def _hold_staging(directory: Path) -> None:
-    """Open the folder just made (no link followed) and keep its descriptor; the folder
-    must be this user's real folder."""
-    fd = open_dir_fd(directory, follow=False)
-    st = os.fstat(fd)
-    if st.st_uid != os.geteuid() or not stat.S_ISDIR(st.st_mode):
-        os.close(fd)
-        raise JitterlabError(f"{directory}: not the folder this process made (replaced); not used")
-    old = _STAGING_FD.pop(str(directory), None)
-    if old is not None:
-        os.close(old)
-    _STAGING_FD[str(directory)] = fd
-
-
-def _release_staging_fd(staging: Path) -> None:
-    fd = _STAGING_FD.pop(str(staging), None)
-    if fd is not None:
-        os.close(fd)
-
-
 def id_candidates(run_id: str) -> Iterator[str]:
     """``run_id``, then, when another writer holds that name, the same id with a new random
     part appended; from the fourth try on also the try's number, so that even a random part
@@ -171,400 +134,6 @@ def id_candidates(run_id: str) -> Iterator[str]:
     for attempt in range(1, MAX_ID_ATTEMPTS):
         yield f"{run_id}-{_id_suffix()}" + (f"-{attempt}" if attempt >= 3 else "")
     raise JitterlabError(f"no free run id after {MAX_ID_ATTEMPTS} tries from {run_id!r}")
-
-
-def _libc_renameat2() -> Any:
-    try:
-        function = ctypes.CDLL(None, use_errno=True).renameat2
-    except (OSError, AttributeError):  # a C library without it (glibc < 2.28, musl < 1.2.4)
-        return None
-    function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-    function.restype = ctypes.c_int
-    return function
-
-
-_renameat2 = _libc_renameat2()
-
-
-def rename_no_replace(source: Path, target: Path) -> bool:
-    """Rename the folder ``source`` to ``target`` only when nothing is at ``target``, in one
-    step: True when renamed, False when ``target`` is taken (by any file or folder).
-
-    ``os.replace`` replaces an empty folder and fails on a full one with an unhandled error;
-    this is how a run claims its id in the store. ``renameat2(RENAME_NOREPLACE)`` where the
-    kernel and file system have it; otherwise the name is claimed with ``mkdir`` (which fails
-    when anything is there) and the folder renamed over that empty folder of ours."""
-    if _renameat2 is not None:
-        if _renameat2(_AT_FDCWD, os.fsencode(source), _AT_FDCWD, os.fsencode(target), _RENAME_NOREPLACE) == 0:
-            return True
-        err = ctypes.get_errno()
-        if err == errno.EEXIST:
-            return False
-        if err not in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP):
-            raise OSError(err, os.strerror(err), str(target))
-    try:
-        os.mkdir(target, 0o700)
-    except FileExistsError:
-        return False
-    try:
-        os.rename(source, target)  # over the empty folder this process just made
-    except BaseException:
-        with suppress(OSError):
-            os.rmdir(target)
-        raise
-    return True
-
-
-def _policy_name(policy: str, priority: Any) -> str:
-    return f"{policy} {priority}" if policy in ("fifo", "rr") and priority else policy
-
-
-def obtained_policy_label(meta: dict[str, Any]) -> str:
-    """A run's policy label from its run.json: what was obtained, and a refusal of what was
-    asked ("other — rr 90 refused"); see :attr:`Run.policy_label`."""
-    config = meta.get("config") or {}
-    asked = _policy_name(str(config.get("policy", "other")), config.get("priority"))
-    obtained = meta.get("obtained") or {}
-    placements = [p for p in obtained.get("placements") or [] if isinstance(p, dict) and p.get("policy")]
-    if placements:
-        got = sorted({_policy_name(str(p["policy"]), p.get("priority")) for p in placements})
-        refused = any(p.get("policy_error") for p in placements)
-    elif obtained.get("policies"):
-        got = sorted({str(p) for p in obtained["policies"]})
-        got = [asked if p == config.get("policy") else p for p in got]
-        refused = False
-    else:
-        return asked
-    if got == [asked] and not refused:
-        return asked
-    if config.get("policy") in (None, "unknown"):  # recovered: nothing asked that we know of
-        return "+".join(got)
-    return f"{'+'.join(got)} — {asked} {'partly refused' if asked in got else 'refused'}"
-
-
-# Run.describe() is the describe room's (describe/notebook.py fills this when imported): the
-# store never imports describe, the arrow stays one way (tests/test_architecture.py)
-DESCRIBERS: dict[str, Callable[..., Any]] = {}
-DESCRIBER_MODULE = "jitterlab.describe.notebook"
-
-
-@dataclass
-class Run:
-    """A stored run: its metadata and, loaded on first use, its samples."""
-
-    def __repr__(self) -> str:  # short: run.json stays in run.meta
-        rows = (self.meta.get("samples") or {}).get("rows")
-        what = "histogram only" if self.histogram_only else f"{rows:,} samples" if rows is not None else "?"
-        name = f" {self.name!r}" if self.name else ""
-        return f"<Run {self.id}{name}: {self.what}, {what}, {self.meta.get('status')}>"
-
-    def describe(self) -> Any:
-        """What ``jitterlab describe RUN`` prints, as an object: ``str()`` is the text,
-        ``.to_dict()`` the JSON of ``describe --json``, ``.to_pandas()`` the summary."""
-        if "describe" not in DESCRIBERS:
-            import importlib
-
-            importlib.import_module(DESCRIBER_MODULE)
-        return DESCRIBERS["describe"](self)
-
-    path: Path
-    meta: dict[str, Any]
-    verify: bool = True
-    _table: pa.Table | None = field(default=None, repr=False)
-
-    @property
-    def id(self) -> str:
-        return str(self.meta["id"])
-
-    @property
-    def name(self) -> str | None:
-        """The run's human name (``--name``, ``merge --as``, ``rename``), or None."""
-        name = self.meta.get("name")
-        return str(name) if name else None
-
-    @property
-    def config(self) -> dict[str, Any]:
-        return dict(self.meta.get("config") or {})
-
-    @property
-    def partial(self) -> bool:
-        return self.meta.get("status") == "partial"
-
-    @property
-    def requested_policy_label(self) -> str:
-        """The scheduling policy asked for, with its priority for fifo/rr ("rr 90")."""
-        c = self.config
-        policy = str(c.get("policy", "other"))
-        return f"{policy} {c['priority']}" if policy in ("fifo", "rr") and c.get("priority") else policy
-
-    @property
-    def policy_label(self) -> str:
-        """The scheduling policy the kernel granted (``obtained`` in run.json), with its
-        priority for fifo/rr ("rr 90"); when that is not what was asked for, the refusal is
-        part of the name: "other — rr 90 refused" (some threads refused: "partly refused").
-        Runs that do not record what they obtained (imports, models) carry what was asked."""
-        return obtained_policy_label(self.meta)
-
-    @property
-    def label(self) -> str:
-        """Short human name: the run's name when it has one, then what it is (technique, pairs
-        and policy; for a merged or imported run, its sources: :meth:`what`)."""
-        return f"{self.name} ({self.what})" if self.name else self.what
-
-    @property
-    def what(self) -> str:
-        """What the run is: technique, pairs and policy, e.g. ``mutex ×1 rr 90``; a merge
-        names its sources' labels, an import its file and format."""
-        c = self.config
-        if c.get("runtime") == "merge":
-            sources = (self.meta.get("merge") or {}).get("sources") or []
-            labels = [str(s.get("label") or s.get("name") or "?") for s in sources]
-            shown = ", ".join(labels[:3]) + (f", … ({len(labels)})" if len(labels) > 3 else "")
-            return f"merge of {shown}" if labels else f"merge {c.get('technique', '?')}"
-        if c.get("runtime") == "import":
-            return f"import of {Path(str(c.get('source', '?'))).name} ({c.get('source_format', '?')})"
-        return f"{self.technique_label} ×{c.get('pairs', '?')} {self.policy_label}"
-
-    @property
-    def technique_label(self) -> str:
-        """The technique with its series or variant (wait strategy, dispatcher) and collector,
-        e.g. ``pekko/throughput-1[g1]``."""
-        c = self.config
-        what = str(c.get("technique", "?"))
-        if c.get("series") or c.get("variant"):
-            what += f"/{c.get('series') or c.get('variant')}"
-        if c.get("gc"):
-            what += f"[{c['gc']}]"
-        return what
-
-    @property
-    def histogram_only(self) -> bool:
-        """True for imported HdrHistogram logs: percentiles but no raw samples."""
-        return self.meta.get("samples") is None and "histogram" in self.meta
-
-    def file_problem(self) -> str:
-        """What is wrong with the run's data file at a glance ("" when nothing is). The
-        file is looked at without following a link: a run's files are plain files of its
-        folder (issue 42 items 4-5), never another run's reached through a link."""
-        info = self.meta.get("samples")
-        if info is None:
-            name = str((self.meta.get("histogram") or {}).get("file", HISTOGRAM_FILE))
-            problem = _plain_file_problem(self.path / name)
-            return f"{self.path / name}: histogram file is missing" if problem == "missing" else problem
-        path = self.path / str(info.get("file", SAMPLES_FILE))
-        problem = _plain_file_problem(path)
-        if problem:
-            return f"{path}: samples file is missing" if problem == "missing" else problem
-        size = os.lstat(path).st_size
-        if "bytes" in info and size != info["bytes"]:
-            return f"{path}: corrupt (size {size} bytes, run.json recorded {info['bytes']}; truncated?)"
-        return ""
-
-    @property
-    def table(self) -> pa.Table:
-        if self._table is None:
-            self._table = _read_samples(self)
-        return self._table
-
-    @property
-    def loaded(self) -> bool:
-        """True when the samples are in memory (read, or a time range of them), so an
-        analysis uses them instead of streaming the file."""
-        return self._table is not None
-
-    def column(self, name: str) -> np.ndarray:
-        import numpy as np
-
-        column: np.ndarray = np.asarray(self.table.column(name).to_numpy())
-        return column
-
-    @cached_property
-    def latency_ns(self) -> np.ndarray:
-        """t_recv_ns - t_send_ns of every sample (int64)."""
-        latency: np.ndarray = self.column("t_recv_ns") - self.column("t_send_ns")
-        return latency
-
-    @property
-    def t_send_ns(self) -> np.ndarray:
-        return self.column("t_send_ns")
-
-    @property
-    def t_recv_ns(self) -> np.ndarray:
-        return self.column("t_recv_ns")
-
-    @property
-    def pair(self) -> np.ndarray:
-        return self.column("pair")
-
-    @property
-    def seq(self) -> np.ndarray:
-        return self.column("seq")
-
-    def dataframe(self) -> pd.DataFrame:
-        """Every sample as a DataFrame with a ``latency_ns`` column added."""
-        df: pd.DataFrame = self.table.to_pandas()
-        df["latency_ns"] = df["t_recv_ns"] - df["t_send_ns"]
-        return df
-
-
-def _plain_file_problem(path: Path) -> str:
-    """Nothing ("") when ``path`` is a regular file (not a link), "missing" when nothing is there, else
-    one line saying what is there instead."""
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return "missing"
-    except PermissionError:
-        return ""  # named when it is read ("permission denied")
-    except OSError as e:
-        return f"{path}: {os_error_text(e)}"
-    if stat.S_ISLNK(st.st_mode):
-        return f"{path}: a link; a run's files are never read through a link"
-    if not stat.S_ISREG(st.st_mode):
-        return f"{path}: not a regular file (a FIFO, a device or a folder); not read"
-    return ""
-
-
-def verified_samples_path(run: Run) -> Path:
-    """The run's samples file, checked against run.json (size, SHA-256 and row count, read
-    in a stream: memory independent of the run's size); a CorruptRunError naming it otherwise.
-
-    The file is opened from the run folder without following a link, never blocking on a
-    FIFO, and must be a regular file (issue 42 item 4): a ``samples.parquet`` that links to
-    another run (a private one of root's) is refused, with or without a checksum."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    if run.histogram_only:
-        raise JitterlabError(f"run {run.id} holds a histogram only (imported); this needs raw samples")
-    info = run.meta.get("samples") or {}
-    name = str(info.get("file", SAMPLES_FILE))
-    path = run.path / name
-    try:
-        with open_plain_file(run.path, name) as f:
-            if run.verify:
-                size = os.fstat(f.fileno()).st_size
-                if "bytes" in info and size != info["bytes"]:
-                    raise CorruptRunError(
-                        f"{path}: corrupt (size {size} bytes, run.json recorded {info['bytes']}; truncated?)"
-                    )
-                if "sha256" in info:
-                    digest = hashlib.sha256()
-                    while chunk := f.read(1 << 20):
-                        digest.update(chunk)
-                    if digest.hexdigest() != info["sha256"]:
-                        raise CorruptRunError(f"{path}: corrupt (SHA-256 differs from run.json)")
-                    f.seek(0)
-            try:
-                rows = pq.ParquetFile(f).metadata.num_rows
-            except (pa.ArrowException, OSError) as e:
-                raise CorruptRunError(f"{path}: corrupt Parquet file ({e})") from e
-    except FileNotFoundError:
-        raise CorruptRunError(f"{path}: samples file is missing") from None
-    except CorruptRunError:
-        raise
-    except JitterlabError as e:
-        raise CorruptRunError(str(e)) from None
-    if "rows" in info and rows != info["rows"]:
-        raise CorruptRunError(f"{path}: {rows} rows, run.json recorded {info['rows']}")
-    if run.verify and "sha256" not in info:
-        decode_whole(path)  # no checksum (the schema allows it): every page decoded first
-    return path
-
-
-def decode_whole(path: Path) -> int:
-    """Decode every page of every column of the samples file at ``path`` (one batch in
-    memory at a time): what verifies a run whose run.json carries no SHA-256 before any
-    figure is given (issue 42 item 11: a flipped bit was an internal error in the middle of
-    an analysis). Returns the rows read; a CorruptRunError naming the file otherwise."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    rows = 0
-    try:
-        with pq.ParquetFile(path, pre_buffer=False) as f:
-            for batch in f.iter_batches(batch_size=1 << 20):
-                rows += batch.num_rows
-    except (pa.ArrowException, OSError, ValueError) as e:
-        raise CorruptRunError(f"{path}: corrupt Parquet file ({' '.join(str(e).split())[:200]})") from None
-    return rows
-
-
-def verified_runs(runs: list[Run], damaged: list[tuple[Path, str]]) -> list[Run]:
-    """``runs`` whose samples match run.json's SHA-256 (a run without one: decoded whole);
-    the others join ``damaged`` with the reason (issue 42 item 11)."""
-    kept = []
-    for run in runs:
-        if not run.histogram_only:
-            try:
-                verified_samples_path(run)
-            except CorruptRunError as e:
-                damaged.append((run.path, str(e)))
-                continue
-        kept.append(run)
-    return kept
-
-
-# Memory an analysis that holds a whole run takes per sample: the four columns (28 B), the
-# latency array, its sorted copy and the test's temporaries (describe --test gesd of 10^8
-# samples peaked at ~7 GB: ~70 B a sample).
-IN_MEMORY_BYTES_PER_SAMPLE = 80
-
-
-def memory_bound_bytes() -> int:
-    """The memory an analysis may take to hold a run: ``$JITTERLAB_MEMORY_LIMIT_MB`` when set,
-    else what the kernel says is available (MemAvailable), else no bound."""
-    limit = os.environ.get("JITTERLAB_MEMORY_LIMIT_MB")
-    if limit:
-        try:
-            return int(float(limit) * 1e6)
-        except ValueError:
-            raise JitterlabError(f"JITTERLAB_MEMORY_LIMIT_MB={limit!r}: not a number of megabytes") from None
-    try:
-        with open("/proc/meminfo", "rb") as f:
-            for line in f:
-                if line.startswith(b"MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 1 << 62
-
-
-def _check_fits(run: Run, rows: int) -> None:
-    """Refuse, before allocating, to hold a run whose samples would not fit (one line naming
-    the bound and what streams instead): a big run never dies of memory."""
-    need, bound = rows * IN_MEMORY_BYTES_PER_SAMPLE, memory_bound_bytes()
-    if need > bound:
-        raise JitterlabError(
-            f"run {run.id}: this analysis holds all {rows:,} samples in memory (about {need / 1e9:.1f} GB, "
-            f"more than the {bound / 1e9:.1f} GB available); what streams instead: show, compare, export "
-            "--format, model build without --kde, and describe (any --test, --from/--to, a traced run)"
-        )
-
-
-def _read_samples(run: Run) -> pa.Table:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    _check_fits(run, int((run.meta.get("samples") or {}).get("rows") or 0))
-    path = verified_samples_path(run)
-    try:
-        return pq.read_table(path)
-    except (pa.ArrowException, OSError) as e:
-        raise CorruptRunError(f"{path}: corrupt Parquet file ({e})") from e
-
-
-def read_run_json(directory: Path) -> dict[str, Any]:
-    path = directory / RUN_JSON
-    try:
-        meta = json.loads(path.read_bytes())  # NaN accepted: runs stored by earlier versions may hold it
-    except FileNotFoundError as e:
-        raise JitterlabError(f"{directory}: not a run (no {RUN_JSON})") from e
-    except (ValueError, RecursionError) as e:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
-        raise CorruptRunError(f"{path}: corrupt JSON ({e})") from e
-    except OSError as e:
-        raise CorruptRunError(f"{path}: unreadable ({os_error_text(e)})") from e
-    return validate_run_json(meta, path)
 
 
 def _drop_sources(run: Run) -> Run:
@@ -950,7 +519,8 @@ class ResultsStore:
         """The closed samples file of ``writer`` described in run.json (rows, size, SHA-256,
         the exact summary and the intervals of its percentiles read back from it in bounded
         memory, by ``engine`` when given: a cluster's), then published."""
-        from jitterlab.store.writer import LOCAL, intervals_block, summary_and_table_of_file, summary_block
+        from jitterlab.store.reader import LOCAL, summary_and_table_of_file
+        from jitterlab.store.writer import intervals_block, summary_block
 
         meta["schema_version"] = SCHEMA_VERSION
         meta["samples"] = {
@@ -1318,17 +888,6 @@ class ResultsStore:
     def discard_staging(self, staging: Path) -> None:
         shutil.rmtree(staging, ignore_errors=True)
         self.release_staging(staging)
-
-
-def _is_file(path: Path) -> bool:
-    """A regular file there, or a name under a folder this user may not look into: then
-    reading it names the problem (pathlib's ``is_file`` raises PermissionError)."""
-    try:
-        return stat.S_ISREG(os.stat(path).st_mode)
-    except PermissionError:
-        return True
-    except (OSError, ValueError):
-        return False
 
 
 def load_run(

@@ -17,13 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pyarrow.parquet as pq
 
 from jitterlab.core.errors import JitterlabError
 from jitterlab.stats.scan import LocalScan
 from jitterlab.stats.summary import Summary, summarize_chunks
+from jitterlab.store.reader import column_chunks, first_send_ns, send_ranges
 from jitterlab.store.runs import Run, verified_samples_path
-from jitterlab.store.writer import READ_BATCH_ROWS
 
 SEND = "t_send_ns"
 
@@ -57,68 +56,22 @@ class Span:
         )
 
 
-def _send_ranges(f: pq.ParquetFile) -> list[tuple[int, int] | None]:
-    """(min, max) of ``t_send_ns`` of every row group from its statistics (None where it
-    has none, or no rows)."""
-    meta = f.metadata
-    ranges: list[tuple[int, int] | None] = []
-    for i in range(meta.num_row_groups):
-        group = meta.row_group(i)
-        found = None
-        for j in range(group.num_columns):
-            column = group.column(j)
-            if column.path_in_schema == SEND:
-                stats = column.statistics
-                if stats is not None and stats.has_min_max and group.num_rows > 0:
-                    found = (int(stats.min), int(stats.max))
-        ranges.append(found)
-    return ranges
-
-
-def _read_range(f: pq.ParquetFile, group: int) -> tuple[int, int] | None:
-    """(min, max) of ``t_send_ns`` of one row group, read (None when it has no rows)."""
-    t = f.read_row_group(group, columns=[SEND]).column(0).to_numpy()
-    return (int(t.min()), int(t.max())) if t.size else None
-
-
-def first_send_ns(path: Path) -> int | None:
-    """The run's first send time (None when it has no samples): from the row groups'
-    statistics, reading only those without."""
-    with pq.ParquetFile(path, pre_buffer=False) as f:
-        ranges = _send_ranges(f)
-        found = [
-            r if r is not None else _read_range(f, i)
-            for i, r in enumerate(ranges)
-            if r is not None or f.metadata.row_group(i).num_rows > 0
-        ]
-    minima = [r[0] for r in found if r is not None]
-    return min(minima) if minima else None
-
-
-def _groups_in(f: pq.ParquetFile, span: Span) -> list[int]:
+def _groups_in(path: Path, span: Span) -> list[int]:
     """The row groups that may hold a sample in the span (all those without statistics)."""
-    return [
-        i
-        for i, r in enumerate(_send_ranges(f))
-        if f.metadata.row_group(i).num_rows > 0 and (r is None or span.meets(*r))
-    ]
+    return [i for i, (rows, r) in enumerate(send_ranges(path)) if rows > 0 and (r is None or span.meets(*r))]
 
 
 def _batches(path: Path, span: Span, columns: list[str]) -> Iterator[tuple[np.ndarray, list[np.ndarray]]]:
     """(send times, the other columns) of the samples in the span, batch by batch, in file order."""
-    with pq.ParquetFile(path, pre_buffer=False) as f:  # as latency_chunks: memory of one batch
-        groups = _groups_in(f, span)
-        if not groups:
-            return
-        for batch in f.iter_batches(batch_size=READ_BATCH_ROWS, row_groups=groups, columns=[SEND, *columns]):
-            t = batch.column(0).to_numpy()
-            keep = span.keeps(t)
-            everything = bool(keep.all())
-            rest = [batch.column(k + 1).to_numpy() for k in range(len(columns))]
-            if everything:
-                yield t, rest
-            elif keep.any():
-                yield t[keep], [c[keep] for c in rest]
+    groups = _groups_in(path, span)
+    if not groups:
+        return
+    for t, *rest in column_chunks(path, [SEND, *columns], row_groups=groups):
+        keep = span.keeps(t)
+        if keep.all():
+            yield t, rest
+        elif keep.any():
+            yield t[keep], [c[keep] for c in rest]
 
 
 def span_latency_chunks(path: Path, span: Span, since: str = SEND) -> Iterator[np.ndarray]:
@@ -137,17 +90,14 @@ def span_timed_chunks(path: Path, span: Span) -> Iterator[tuple[np.ndarray, np.n
 def span_count(path: Path, span: Span) -> int:
     """How many samples the span holds (row groups wholly inside it counted from their
     statistics, the others by their send times)."""
-    with pq.ParquetFile(path, pre_buffer=False) as f:
-        ranges = _send_ranges(f)
-        inside = [i for i, r in enumerate(ranges) if r is not None and span.holds(*r)]
-        total = sum(int(f.metadata.row_group(i).num_rows) for i in inside)
-        if total:
-            return total
+    total = sum(rows for rows, r in send_ranges(path) if r is not None and span.holds(*r))
+    if total:
+        return total
     return sum(int(t.size) for t, _ in _batches(path, span, []))
 
 
 class SpanEngine:
-    """The :class:`jitterlab.store.writer.Engine` of the samples in a span, read in this process."""
+    """The :class:`jitterlab.store.reader.Engine` of the samples in a span, read in this process."""
 
     def __init__(self, span: Span) -> None:
         self.span = span
@@ -160,6 +110,12 @@ class SpanEngine:
 
     def summary(self, path: Path, since: str = SEND) -> Summary:
         return summarize_chunks(lambda: span_latency_chunks(path, self.span, since))
+
+    def two_pass(self, path: Path) -> None:
+        return None  # a span's windows: the radix passes (stats/outofcore.py)
+
+    def sample(self, path: Path) -> None:
+        return None
 
 
 def time_span(run: Run, from_s: float | None, to_s: float | None) -> Span | None:

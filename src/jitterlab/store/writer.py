@@ -5,7 +5,7 @@ Every producer writes through :class:`SampleWriter` — a harness's raw file rea
 map, a CSV read by pyarrow's streaming reader, a monitor's rolling parts, samples computed
 in Python — and :meth:`jitterlab.store.runs.ResultsStore.publish_samples` turns the
 closed file into a run. The summary stored in run.json is computed from the written file
-by :func:`summarize_file` in bounded memory (exact: see
+by :func:`jitterlab.store.reader.summarize_file` in bounded memory (exact: see
 :func:`jitterlab.stats.summary.summarize_chunks`).
 
 The file layout (columns, row groups, compression, key-value metadata) is
@@ -16,15 +16,12 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import os
 import shutil
-from collections import deque
-from collections.abc import Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Sequence
 from dataclasses import fields
 from pathlib import Path
 from types import TracebackType
-from typing import IO, TYPE_CHECKING, Any, NoReturn, Protocol
+from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 import pyarrow as pa
@@ -32,16 +29,15 @@ import pyarrow.parquet as pq
 
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.fileio import open_output
-from jitterlab.stats.scan import LocalScan, Scan
-from jitterlab.stats.summary import Summary, summarize_chunks, summarize_differences, summary_and_table
-from jitterlab.stats.valuetable import ValueTable
+from jitterlab.stats.summary import Summary
 from jitterlab.store.schema import SCHEMA_VERSION
 
 if TYPE_CHECKING:
     from jitterlab.stats.quantile_ci import QuantileInterval
+    from jitterlab.stats.valuetable import ValueTable
+    from jitterlab.store.reader import Engine
 
 ROW_GROUP_ROWS = 1 << 20  # 32 MiB of the four columns: large enough to scan fast, small enough to hold
-READ_BATCH_ROWS = 1 << 20
 
 SAMPLE_SCHEMA = pa.schema(
     [
@@ -206,127 +202,6 @@ def write_error_text(path: Path, error: OSError, written: int, rows: int, flushe
     )
 
 
-def latency_chunks(path: Path, since: str = "t_send_ns") -> Iterator[np.ndarray]:
-    """t_recv_ns - t_send_ns (or another start column ``since``) of the samples file at
-    ``path``, batch by batch."""
-    with pq.ParquetFile(path, pre_buffer=False) as f:  # pre-buffering keeps every row group read
-        for batch in f.iter_batches(batch_size=READ_BATCH_ROWS, columns=[since, "t_recv_ns"]):
-            send = batch.column(0).to_numpy()
-            recv = batch.column(1).to_numpy()
-            yield recv - send
-
-
-def timed_latency_chunks(path: Path) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """(t_send_ns, t_recv_ns - t_send_ns) of the samples file at ``path``, batch by batch."""
-    with pq.ParquetFile(path, pre_buffer=False) as f:  # as latency_chunks: memory of one batch
-        for batch in f.iter_batches(batch_size=READ_BATCH_ROWS, columns=["t_send_ns", "t_recv_ns"]):
-            send = batch.column(0).to_numpy()
-            yield send, batch.column(1).to_numpy() - send
-
-
-def send_recv_chunks(path: Path, readers: int | None = None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """(t_send_ns, t_recv_ns) of the samples file at ``path``, row group by row group, in
-    order; threads decode the next row groups while the caller works on this one.
-
-    Decoding (DELTA_BINARY_PACKED) is the pass's bottleneck, and one row group's columns do
-    not split evenly across threads (t_send_ns is nearly free), so whole row groups are
-    decoded side by side, one per allowed CPU (at most :data:`_READERS`; ``readers`` to
-    choose), each on one thread. At most ``readers + 1`` row groups are in memory.
-    """
-    readers = readers or _reader_count()
-    with pq.ParquetFile(path, pre_buffer=False) as f, ThreadPoolExecutor(readers) as pool:
-
-        def read(i: int) -> tuple[np.ndarray, np.ndarray]:
-            table = f.read_row_group(i, columns=["t_send_ns", "t_recv_ns"], use_threads=False)
-            send, recv = (np.ascontiguousarray(table.column(k).to_numpy()) for k in (0, 1))
-            return send, recv
-
-        n = f.num_row_groups
-        ahead: deque[Future[tuple[np.ndarray, np.ndarray]]] = deque()
-        for i in range(min(readers, n)):
-            ahead.append(pool.submit(read, i))
-        for i in range(n):
-            chunk = ahead.popleft().result()
-            if i + readers < n:
-                ahead.append(pool.submit(read, i + readers))
-            yield chunk
-
-
-_READERS = 4  # row groups decoded at once, at most (memory: 16 MiB of the two columns each)
-
-
-def _reader_count() -> int:
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cpus = os.cpu_count() or 1
-    return max(1, min(cpus, _READERS))
-
-
-def send_time_extent(path: Path) -> tuple[int, int] | None:
-    """The first and last send time of the samples file from its row groups' statistics
-    (no sample read); None when a row group has none (a file from another writer)."""
-    with pq.ParquetFile(path, pre_buffer=False) as f:
-        meta = f.metadata
-        column = f.schema_arrow.get_field_index("t_send_ns")
-        lows, highs = [], []
-        for i in range(meta.num_row_groups):
-            stats = meta.row_group(i).column(column).statistics
-            if stats is None or not stats.has_min_max:
-                return None
-            lows.append(int(stats.min))
-            highs.append(int(stats.max))
-    return (min(lows), max(highs)) if lows else None
-
-
-def summary_and_table_of_file(path: Path) -> tuple[Summary, ValueTable | None]:
-    """:func:`summarize_file` of the latencies and the count of every value it made on the
-    way (None when there were too many distinct values)."""
-    return summary_and_table(lambda: send_recv_chunks(path), lambda: latency_chunks(path))
-
-
-def summarize_file(path: Path, since: str = "t_send_ns") -> Summary:
-    """The exact summary of the samples file's latencies (t_recv_ns − ``since``), in memory
-    independent of its size, in one pass over the file (row groups decoded by a thread while
-    the kernel counts the last)."""
-    if since == "t_send_ns":
-        return summarize_differences(lambda: send_recv_chunks(path), lambda: latency_chunks(path))
-    return summarize_chunks(lambda: latency_chunks(path, since))
-
-
-class Engine(Protocol):
-    """Where the passes over a samples file run: in this process (:data:`LOCAL`) or on a
-    cluster (``jitterlab.store.cluster.ClusterEngine``), with the same results."""
-
-    def latency(self, path: Path, since: str = "t_send_ns") -> Scan:
-        """The file's latencies (t_recv_ns − ``since``), chunk by chunk."""
-        ...
-
-    def timed(self, path: Path) -> Scan:
-        """The file's (t_send_ns, latency) chunks."""
-        ...
-
-    def summary(self, path: Path, since: str = "t_send_ns") -> Summary:
-        """:func:`summarize_file` of the file."""
-        ...
-
-
-class LocalEngine:
-    """The :class:`Engine` that reads the samples file in this process, batch by batch."""
-
-    def latency(self, path: Path, since: str = "t_send_ns") -> LocalScan:
-        return LocalScan(lambda: latency_chunks(path, since))
-
-    def timed(self, path: Path) -> LocalScan:
-        return LocalScan(lambda: timed_latency_chunks(path))
-
-    def summary(self, path: Path, since: str = "t_send_ns") -> Summary:
-        return summarize_file(path, since)
-
-
-LOCAL = LocalEngine()
-
-
 # Names the computation behind a stored summary (exact type-7 percentiles, population std
 # from the exact integer sums of x and x^2). A run whose summary carries this name, and
 # whose samples file still has the size and SHA-256 recorded beside it, need not be read
@@ -359,6 +234,7 @@ def intervals_block(
     of every value, when it has one; the order statistics are read off it (no pass), and
     only the block counts read the file again."""
     from jitterlab.stats.quantile_ci import intervals_of_sample, intervals_of_scan
+    from jitterlab.store.reader import send_time_extent
 
     if summary.count == 0:
         levels = intervals_of_sample(np.zeros(0, np.int64), STORED_LEVELS)

@@ -29,8 +29,8 @@ from jitterlab.stats import StackedResult, Summary
 from jitterlab.stats.quantile_ci import QuantileInterval, intervals_of_sample
 from jitterlab.stats.summary import percentiles_sorted
 from jitterlab.store import Run
+from jitterlab.store.reader import LOCAL, Engine
 from jitterlab.store.runs import IN_MEMORY_BYTES_PER_SAMPLE, memory_bound_bytes
-from jitterlab.store.writer import LOCAL, Engine
 
 DEFAULT_PERCENTILES = (99.0, 99.9, 99.99)
 MAX_TIMELINE_POINTS = 2_000  # a panel of a page-wide grid shows ~200 marker widths: M4 keeps every extreme

@@ -1,0 +1,330 @@
+"""The one reader of a run's samples file: every pass over a stored run's samples opens the
+file here, and nothing outside ``store/`` opens a Parquet file or names a samples column
+(tests/test_architecture.py keeps that rule).
+
+A samples file is verified against run.json once per command
+(:func:`jitterlab.store.runs.verified_samples_path` remembers it on the run); its row
+groups' statistics are read once (:func:`send_ranges`); columns are read by name, in file
+order, as numpy chunks: latencies (:func:`latency_chunks`), (send time, latency)
+(:func:`timed_latency_chunks`), (send, receive) decoded ahead by threads
+(:func:`send_recv_chunks`), or any columns (:func:`column_chunks`, :func:`record_batches`).
+
+:class:`Engine` says where the passes over a file run: :data:`LOCAL` here, a cluster's
+workers in ``jitterlab.store.cluster.ClusterEngine``, with the same results.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from jitterlab.stats.compare import OrderedSample
+    from jitterlab.stats.twopass import PassReader, SendRecvChunks
+
+from jitterlab.stats import kernels
+from jitterlab.stats.scan import LocalScan, Scan
+from jitterlab.stats.summary import Summary, summarize_chunks, summarize_differences, summary_and_table
+from jitterlab.stats.valuetable import ValueTable
+
+READ_BATCH_ROWS = 1 << 20
+SEND = "t_send_ns"
+RECV = "t_recv_ns"
+PAIR = "pair"
+
+
+def column_names(path: Path) -> list[str]:
+    """The columns of the samples file at ``path`` (from its footer; no sample read)."""
+    return list(pq.read_schema(path).names)
+
+
+def has_column(path: Path, name: str) -> bool:
+    """Whether the samples file at ``path`` has the column ``name``."""
+    return name in column_names(path)
+
+
+def column_chunks(
+    path: Path, columns: Sequence[str], row_groups: Sequence[int] | None = None
+) -> Iterator[list[np.ndarray]]:
+    """The ``columns`` (by name) of the samples file at ``path``, batch by batch in file
+    order (of ``row_groups`` only when given), one batch in memory at a time."""
+    with pq.ParquetFile(path, pre_buffer=False) as f:  # pre-buffering keeps every row group read
+        for batch in f.iter_batches(batch_size=READ_BATCH_ROWS, row_groups=row_groups, columns=list(columns)):
+            yield [batch.column(k).to_numpy() for k in range(len(columns))]
+
+
+def latency_chunks(path: Path, since: str = SEND) -> Iterator[np.ndarray]:
+    """t_recv_ns - t_send_ns (or another start column ``since``) of the samples file at
+    ``path``, batch by batch."""
+    for start, recv in column_chunks(path, [since, RECV]):
+        yield recv - start
+
+
+def timed_latency_chunks(path: Path) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(t_send_ns, t_recv_ns - t_send_ns) of the samples file at ``path``, batch by batch."""
+    for send, recv in column_chunks(path, [SEND, RECV]):
+        yield send, recv - send
+
+
+def row_group_count(path: Path | str) -> int:
+    """The row groups of the samples file at ``path`` (from its footer)."""
+    with pq.ParquetFile(path) as f:
+        return int(f.metadata.num_row_groups)
+
+
+def read_row_group(path: Path, group: int, columns: Sequence[str]) -> list[np.ndarray]:
+    """The ``columns`` (by name) of one row group of the samples file at ``path`` (what a
+    cluster's worker reads for its task)."""
+    with pq.ParquetFile(path, pre_buffer=False) as f:
+        table = f.read_row_group(group, columns=list(columns))
+    return [table.column(k).to_numpy() for k in range(len(columns))]
+
+
+def pair_send_recv_chunks(path: Path) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """(pair, t_send_ns, t_recv_ns) of the samples file at ``path``, batch by batch."""
+    return ((pair, send, recv) for pair, send, recv in column_chunks(path, [PAIR, SEND, RECV]))
+
+
+def latency_by_column(path: Path, column: str) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(latency, ``column``) of the samples file at ``path``, batch by batch (a merged run's
+    source index, for one)."""
+    for send, recv, other in column_chunks(path, [SEND, RECV, column]):
+        yield recv - send, other
+
+
+def record_batches(
+    path: Path, keep: Callable[[np.ndarray], np.ndarray] | None = None
+) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+    """The schema of the samples file at ``path`` and its record batches (every column) in
+    file order; ``keep`` (of the send times) filters the rows, a batch with none left is
+    skipped."""
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        with pq.ParquetFile(path, pre_buffer=False) as f:
+            for batch in f.iter_batches(batch_size=READ_BATCH_ROWS):
+                if keep is not None:
+                    kept = keep(batch.column(SEND).to_numpy())
+                    if not kept.all():
+                        if not kept.any():
+                            continue
+                        batch = batch.filter(pa.array(kept))
+                yield batch
+
+    return pq.read_schema(path), batches()
+
+
+def lazy_samples(path: Path, run_id: str, name: str | None) -> pl.LazyFrame:
+    """The samples file at ``path`` as a lazy Polars frame: run_id, name, latency_ns, pair,
+    seq, t_send_ns, t_recv_ns (nothing read until it is collected; Polars reads only the
+    row groups and columns the query needs)."""
+    import polars as pl
+
+    return (
+        pl.scan_parquet(path)
+        .select(PAIR, "seq", SEND, RECV)
+        .with_columns(
+            pl.lit(run_id).alias("run_id"),
+            pl.lit(name, dtype=pl.String).alias("name"),
+            (pl.col(RECV) - pl.col(SEND)).alias("latency_ns"),
+        )
+        .select("run_id", "name", "latency_ns", PAIR, "seq", SEND, RECV)
+    )
+
+
+def send_recv_chunks(path: Path, readers: int | None = None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(t_send_ns, t_recv_ns) of the samples file at ``path``, row group by row group, in
+    order; threads decode the next row groups while the caller works on this one.
+
+    Decoding (DELTA_BINARY_PACKED) is the pass's bottleneck, and one row group's columns do
+    not split evenly across threads (t_send_ns is nearly free), so whole row groups are
+    decoded side by side, one per allowed CPU (at most :data:`_READERS`; ``readers`` to
+    choose), each on one thread. At most ``readers + 1`` row groups are in memory.
+    """
+    readers = readers or _reader_count()
+    with pq.ParquetFile(path, pre_buffer=False) as f, ThreadPoolExecutor(readers) as pool:
+
+        def read(i: int) -> tuple[np.ndarray, np.ndarray]:
+            table = f.read_row_group(i, columns=[SEND, RECV], use_threads=False)
+            send, recv = (np.ascontiguousarray(table.column(k).to_numpy()) for k in (0, 1))
+            return send, recv
+
+        n = f.num_row_groups
+        ahead: deque[Future[tuple[np.ndarray, np.ndarray]]] = deque()
+        for i in range(min(readers, n)):
+            ahead.append(pool.submit(read, i))
+        for i in range(n):
+            chunk = ahead.popleft().result()
+            if i + readers < n:
+                ahead.append(pool.submit(read, i + readers))
+            yield chunk
+
+
+_READERS = 4  # row groups decoded at once, at most (memory: 16 MiB of the two columns each)
+
+
+def _reader_count() -> int:
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, _READERS))
+
+
+class UnreadableFile(Exception):
+    """A samples file that could not be decoded (its text: what pyarrow said, one line)."""
+
+
+def decoded_facts(path: Path) -> tuple[int, list[str], int]:
+    """The rows, the column names and the pairs (highest ``pair`` + 1) of the samples file
+    at ``path``, every column of every row group decoded once (what checks a leftover's
+    file before it is recovered); :class:`UnreadableFile` otherwise."""
+    try:
+        with pq.ParquetFile(path, pre_buffer=False) as f:
+            rows = f.metadata.num_rows
+            names = list(f.schema_arrow.names)
+            pairs = 0
+            for batch in f.iter_batches():  # every column of every row group decoded once
+                column = batch.column(PAIR).to_numpy()
+                pairs = max(pairs, int(column.max()) + 1 if column.size else 0)
+    except (OSError, ValueError, KeyError, pa.ArrowException) as e:
+        raise UnreadableFile(" ".join(str(e).split())[:200]) from None
+    return rows, names, pairs
+
+
+# --- row-group statistics of the send times: read once, here ---------------------------
+
+
+def send_ranges(path: Path) -> list[tuple[int, tuple[int, int] | None]]:
+    """Each row group's rows and (min, max) of ``t_send_ns`` from its statistics (None where
+    it has none, or no rows): no sample read."""
+    with pq.ParquetFile(path, pre_buffer=False) as f:
+        meta = f.metadata
+        ranges: list[tuple[int, tuple[int, int] | None]] = []
+        for i in range(meta.num_row_groups):
+            group = meta.row_group(i)
+            found = None
+            for j in range(group.num_columns):
+                column = group.column(j)
+                if column.path_in_schema == SEND:
+                    stats = column.statistics
+                    if stats is not None and stats.has_min_max and group.num_rows > 0:
+                        found = (int(stats.min), int(stats.max))
+            ranges.append((group.num_rows, found))
+    return ranges
+
+
+def send_time_extent(path: Path) -> tuple[int, int] | None:
+    """The first and last send time of the samples file from its row groups' statistics
+    (no sample read); None when a row group has none (a file from another writer), or
+    there is no row group."""
+    ranges = [r for _, r in send_ranges(path)]
+    if not ranges or any(r is None for r in ranges):
+        return None
+    return min(r[0] for r in ranges if r), max(r[1] for r in ranges if r)
+
+
+def first_send_ns(path: Path) -> int | None:
+    """The run's first send time (None when it has no samples): from the row groups'
+    statistics, reading only those without."""
+    minima: list[int] = []
+    for i, (rows, found) in enumerate(send_ranges(path)):
+        if found is not None:
+            minima.append(found[0])
+        elif rows > 0:
+            (t,) = next(iter(_group_sends(path, i)))
+            if t.size:
+                minima.append(int(t.min()))
+    return min(minima) if minima else None
+
+
+def _group_sends(path: Path, group: int) -> Iterator[list[np.ndarray]]:
+    with pq.ParquetFile(path, pre_buffer=False) as f:
+        yield [f.read_row_group(group, columns=[SEND]).column(0).to_numpy()]
+
+
+# --- what a pass over the file needs ----------------------------------------------------
+
+
+def summary_and_table_of_file(path: Path) -> tuple[Summary, ValueTable | None]:
+    """:func:`summarize_file` of the latencies and the count of every value it made on the
+    way (None when there were too many distinct values)."""
+    return summary_and_table(lambda: send_recv_chunks(path), lambda: latency_chunks(path))
+
+
+def summarize_file(path: Path, since: str = SEND) -> Summary:
+    """The exact summary of the samples file's latencies (t_recv_ns − ``since``), in memory
+    independent of its size, in one pass over the file (row groups decoded by a thread while
+    the kernel counts the last)."""
+    if since == SEND:
+        return summarize_differences(lambda: send_recv_chunks(path), lambda: latency_chunks(path))
+    return summarize_chunks(lambda: latency_chunks(path, since))
+
+
+def warm() -> None:
+    """Write and read a tiny Parquet table here, before workers fork: pyarrow's reader sets
+    itself up on its first read (about 40 MB written), and done once in the parent those
+    pages are shared by every worker instead of copied into each (describe/report.py)."""
+    import io
+
+    buffer = io.BytesIO()
+    pq.write_table(pa.table({"x": np.arange(8)}), buffer)
+    pq.read_table(pa.BufferReader(buffer.getvalue()))
+
+
+class Engine(Protocol):
+    """Where the passes over a samples file run: in this process (:data:`LOCAL`) or on a
+    cluster (``jitterlab.store.cluster.ClusterEngine``), with the same results."""
+
+    def latency(self, path: Path, since: str = SEND) -> Scan:
+        """The file's latencies (t_recv_ns − ``since``), chunk by chunk."""
+        ...
+
+    def timed(self, path: Path) -> Scan:
+        """The file's (t_send_ns, latency) chunks."""
+        ...
+
+    def summary(self, path: Path, since: str = SEND) -> Summary:
+        """:func:`summarize_file` of the file."""
+        ...
+
+    def two_pass(self, path: Path) -> SendRecvChunks | PassReader | None:
+        """Where describe's two kernel passes (stats/twopass.py) read the file, None where
+        they cannot run (no kernel library here, or a span: the radix passes instead)."""
+        ...
+
+    def sample(self, path: Path) -> OrderedSample | None:
+        """The file's latencies as compare's sample when this engine reads them elsewhere
+        (a cluster's workers); None: compare reads them here."""
+        ...
+
+
+class LocalEngine:
+    """The :class:`Engine` that reads the samples file in this process, batch by batch."""
+
+    def latency(self, path: Path, since: str = SEND) -> LocalScan:
+        return LocalScan(lambda: latency_chunks(path, since))
+
+    def timed(self, path: Path) -> LocalScan:
+        return LocalScan(lambda: timed_latency_chunks(path))
+
+    def summary(self, path: Path, since: str = SEND) -> Summary:
+        return summarize_file(path, since)
+
+    def two_pass(self, path: Path) -> SendRecvChunks | None:
+        return (lambda: send_recv_chunks(path)) if kernels.available() else None
+
+    def sample(self, path: Path) -> None:
+        return None
+
+
+LOCAL = LocalEngine()
