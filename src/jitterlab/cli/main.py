@@ -101,7 +101,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     stop_on_signals()
     from jitterlab.store.runs import ResultsStore
 
-    # a root jitterlab refuses a store another user owns unless told to trust its owner
+    # a root jitterlab refuses a store another user owns unless told to trust its owner; for
+    # this command only (a notebook or a test calls main() and then uses stores itself)
+    refused_before = ResultsStore.refuse_others_as_root
     ResultsStore.refuse_others_as_root = not getattr(args, "trust_store_owner", False)
     try:
         return int(command_module(COMMANDS[args.command][0]).COMMANDS[args.command](args))
@@ -121,3 +123,5 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
+    finally:
+        ResultsStore.refuse_others_as_root = refused_before
