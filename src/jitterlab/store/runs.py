@@ -84,7 +84,8 @@ STAGING = ".staging"
 # staging folders this process claimed together with their lock (``staging_dir(lock=True)``):
 # the folder's path -> the open descriptor of its flock()ed ``ID.lock``, held until the
 # folder is published or discarded (or the process ends: the kernel drops the lock)
-_CLAIMED: dict[str, int] = {}
+# (and the descriptor of the ``.staging`` folder it is in: the lock is removed from that)
+_CLAIMED: dict[str, tuple[int, int]] = {}
 # staging folders whose run is made from files not every user may read (a merge of a private
 # run): published 0700, never readable by others (ResultsStore.keep_private)
 _PRIVATE: set[str] = set()
@@ -118,15 +119,30 @@ def _id_suffix() -> str:
     return os.urandom(2).hex()
 
 
-def _unlock(fd: int | None, path: Path | None = None) -> None:
-    """Release a lock :meth:`ResultsStore._lock_name` took; with ``path``, its file removed
-    first, while still held (as :meth:`ResultsStore.staging_lock` does: a name this writer
-    gives up leaves no lock file behind). Without, the file stays (another process may hold
-    it by then; ``recover`` and :meth:`ResultsStore.staging_lock` remove it)."""
+def _unlock(fd: int | None, at: tuple[int, str] | None = None) -> None:
+    """Release a lock :meth:`ResultsStore._lock_name` took; with ``at`` (the descriptor of
+    its folder and its name there), its file removed first, while still held (as
+    :meth:`ResultsStore.staging_lock` does: a name this writer gives up leaves no lock file
+    behind). Without, the file stays (another process may hold it by then; ``recover`` and
+    :meth:`ResultsStore.staging_lock` remove it)."""
     if fd is not None:
-        if path is not None:
-            path.unlink(missing_ok=True)
+        if at is not None:
+            _unlink_held(at[0], at[1], fd)
         os.close(fd)
+
+
+def _unlink_held(dir_fd: int, name: str, fd: int) -> None:
+    """Remove the entry ``name`` of the folder ``dir_fd`` when it is still the file ``fd``
+    is open on: ``unlinkat`` from the folder's descriptor, never by path, so a ``.staging``
+    renamed away and replaced by a link meanwhile (its owner may) removes nothing elsewhere,
+    and a name re-made by someone else is left alone."""
+    try:
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        held = os.fstat(fd)
+        if (st.st_dev, st.st_ino) == (held.st_dev, held.st_ino):
+            os.unlink(name, dir_fd=dir_fd)
+    except FileNotFoundError:
+        pass
 
 
 def work_path(staging: Path) -> Path:
@@ -677,32 +693,46 @@ class ResultsStore:
         ``recover`` never sees the folder without its live lock, so it never removes a
         writer's folder that is still empty (issue 24: the lock came after the claim)."""
         root = self.staging_root()
-        for candidate in id_candidates(run_id):
-            directory = root / candidate
-            held = self._lock_name(root, candidate) if lock else None
-            if lock and held is None:
-                continue  # another live writer holds this id
-            lock_file = root / f"{candidate}.lock"
-            try:
-                os.mkdir(directory, 0o700)
-            except FileExistsError:
-                _unlock(held, lock_file)
-                continue
-            except OSError as e:
-                _unlock(held, lock_file)
-                raise JitterlabError(f"cannot write to results store {self.root}: {os_error_text(e)}") from e
-            if os.path.lexists(self.root / candidate):  # published already: the store's name is taken
-                os.rmdir(directory)
-                _unlock(held, lock_file)
-                continue
-            if held is not None:
-                _CLAIMED[str(directory)] = held
-            try:
-                _hold_staging(directory)
-            except OSError as e:
-                _unlock(held, lock_file)
-                raise JitterlabError(f"cannot write to results store {self.root}: {os_error_text(e)}") from e
-            break
+        try:
+            root_fd = open_dir_fd(root, follow=False)  # the lock is made and removed from it
+        except OSError as e:
+            raise JitterlabError(f"cannot write to results store {self.root}: {os_error_text(e)}") from e
+        kept = False
+        try:
+            for candidate in id_candidates(run_id):
+                directory = root / candidate
+                held = self._lock_name(root_fd, root, candidate) if lock else None
+                if lock and held is None:
+                    continue  # another live writer holds this id
+                lock_at = (root_fd, f"{candidate}.lock")
+                try:
+                    os.mkdir(directory, 0o700)
+                except FileExistsError:
+                    _unlock(held, lock_at)
+                    continue
+                except OSError as e:
+                    _unlock(held, lock_at)
+                    raise JitterlabError(
+                        f"cannot write to results store {self.root}: {os_error_text(e)}"
+                    ) from e
+                if os.path.lexists(self.root / candidate):  # published already: the store's name is taken
+                    os.rmdir(directory)
+                    _unlock(held, lock_at)
+                    continue
+                try:
+                    _hold_staging(directory)
+                except OSError as e:
+                    _unlock(held, lock_at)
+                    raise JitterlabError(
+                        f"cannot write to results store {self.root}: {os_error_text(e)}"
+                    ) from e
+                if held is not None:
+                    _CLAIMED[str(directory)] = (held, root_fd)
+                    kept = True
+                break
+        finally:
+            if not kept:
+                os.close(root_fd)
         try:
             probe = os.open(
                 directory / ".write-test", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600
@@ -714,11 +744,11 @@ class ResultsStore:
             raise JitterlabError(f"cannot write to results store {self.root}: {os_error_text(e)}") from e
         return directory
 
-    def _lock_name(self, root: Path, name: str) -> int | None:
-        """``root/NAME.lock`` opened (never through a link) and locked; None when another
-        live process holds it."""
+    def _lock_name(self, root_fd: int, root: Path, name: str) -> int | None:
+        """``NAME.lock`` in the folder ``root_fd`` (``root``) opened (never through a link)
+        and locked; None when another live process holds it."""
         try:
-            fd = open_lock_file(root / f"{name}.lock")
+            fd = open_lock_file(fd_path(root_fd, f"{name}.lock"), root / f"{name}.lock")
         except OSError as e:
             raise JitterlabError(f"cannot write to results store {self.root}: {os_error_text(e)}") from e
         try:
@@ -736,10 +766,13 @@ class ResultsStore:
         """The lock taken with ``staging_dir(lock=True)`` removed and released (the folder is
         published, discarded, or left to ``recover``); nothing for a folder claimed without."""
         _release_staging_fd(staging)
-        fd = _CLAIMED.pop(str(staging), None)
-        if fd is not None:
-            staging.parent.joinpath(f"{staging.name}.lock").unlink(missing_ok=True)
-            os.close(fd)
+        claimed = _CLAIMED.pop(str(staging), None)
+        if claimed is not None:
+            fd, root_fd = claimed
+            try:
+                _unlock(fd, (root_fd, f"{staging.name}.lock"))
+            finally:
+                os.close(root_fd)
 
     @staticmethod
     def discard_if_empty(staging: Path) -> None:
@@ -761,19 +794,28 @@ class ResultsStore:
             finally:
                 self.release_staging(folder)
             return
-        path = self.staging_root() / f"{run_id}.lock"
+        root = self.staging_root()
+        path = root / f"{run_id}.lock"
         try:
-            fd = open_lock_file(path)
+            root_fd = open_dir_fd(root, follow=False)  # the lock is made and removed from it
         except OSError as e:
             raise JitterlabError(f"cannot write to results store {self.root}: {os_error_text(e)}") from e
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                fd = open_lock_file(fd_path(root_fd, path.name), path)
+            except OSError as e:
+                raise JitterlabError(f"cannot write to results store {self.root}: {os_error_text(e)}") from e
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except BaseException:
+                os.close(fd)
+                raise
             try:
                 yield
             finally:
-                path.unlink(missing_ok=True)
+                _unlock(fd, (root_fd, path.name))
         finally:
-            os.close(fd)
+            os.close(root_fd)
 
     def leftovers(self, refused: list[tuple[Path, str]] | None = None) -> list[Path]:
         """Staging folders left by a measuring process that was killed (no live writer).
