@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from jitterlab.store.runs import ResultsStore
 
 
@@ -51,3 +53,60 @@ def test_a_lock_made_again_by_someone_else_is_left_alone(tmp_path: Path) -> None
     lock.write_text("another writer's")
     store.release_staging(staging)
     assert lock.read_text() == "another writer's"
+
+
+def _traced_run(store: Path, file_name: str) -> Path:
+    """A stored run with a trace block whose ``file`` is ``file_name``, and a real trace
+    file (``trace-events.parquet``) in the run folder."""
+    import numpy as np
+
+    from conftest import make_run
+    from jitterlab.core.fileio import atomic_write_json
+    from jitterlab.store.trace import TRACE_FILE, TraceEvents, write_trace_events
+
+    n = 4_000
+    latency = np.full(n, 10_000, dtype=np.int64)
+    latency[::100] = 2_000_000
+    run = make_run(store, latency, t_send=1_000_000_000 + np.arange(n, dtype=np.int64) * 1_000_000)
+    ticks = np.sort(run.t_send_ns[::3] + 1)
+    write_trace_events(run.path / TRACE_FILE, TraceEvents({3: ticks}, {3: ["irq"] * ticks.size}, {}))
+    run.meta["trace"] = {
+        "available": True,
+        "tool": "perf",
+        "events": {"irq": int(ticks.size)},
+        "file": file_name,
+        "in_vm": False,
+        "spike_cpu": {"available": True, "from": "receiver", "cpu_of_pair": [3]},
+    }
+    atomic_write_json(run.path / "run.json", run.meta)
+    return run.path
+
+
+def test_trace_file_must_be_a_plain_name_inside_the_run_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run.json whose ``trace.file`` is an absolute path (another run's, or a private
+    file) is refused in one line, like ``histogram.file``: nothing is read from outside."""
+    from conftest import assert_one_line_error, run_main
+
+    private = _traced_run(tmp_path / "private", "trace-events.parquet") / "trace-events.parquet"
+    for name in (str(private), "../trace-events.parquet", ".hidden"):
+        run = _traced_run(tmp_path / f"store{len(name)}", name)
+        code, _, err = run_main(["describe", str(run)], capsys)
+        assert code == 2, err
+        assert_one_line_error(err)
+        assert "'trace.file' must name a file inside the run folder" in err, err
+
+
+def test_a_trace_file_linked_elsewhere_is_not_followed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from conftest import assert_one_line_error, run_main
+
+    private = _traced_run(tmp_path / "private", "trace-events.parquet") / "trace-events.parquet"
+    run = _traced_run(tmp_path / "store", "linked.parquet")
+    os.symlink(private, run / "linked.parquet")
+    code, _, err = run_main(["describe", str(run)], capsys)
+    assert code == 2, err
+    assert_one_line_error(err)
+    assert "a link; not followed" in err, err

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from jitterlab.core.errors import CorruptRunError
-from jitterlab.core.fileio import open_output
+from jitterlab.core.fileio import open_output, open_plain_file, os_error_text
 
 TRACE_FILE = "trace-events.parquet"
 
@@ -45,10 +45,16 @@ def write_trace_events(path: Path, events: TraceEvents) -> None:
 
 
 def read_trace_events(path: Path, counts: dict[str, int]) -> TraceEvents:
+    """The events of ``path`` (a run folder's trace file), opened from its folder without
+    following a link, as a regular file (:func:`open_plain_file`): a trace file linked to
+    another run's, a FIFO or a device there is refused in one line (issue 42)."""
     try:
-        table = pq.read_table(path)
+        with open_plain_file(path.parent, path.name) as f:
+            table = pq.read_table(f)
     except (pa.ArrowException, OSError) as e:
-        raise CorruptRunError(f"{path}: unreadable trace events ({e})") from e
+        raise CorruptRunError(
+            f"{path}: unreadable trace events ({os_error_text(e) if isinstance(e, OSError) else e})"
+        ) from e
     cpu = table.column("cpu").to_numpy()
     t = table.column("t_ns").to_numpy()
     cause = table.column("cause").to_pylist()
