@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import ctypes
 import datetime as dt
+import errno
 import shutil
 import signal
 import subprocess
@@ -307,12 +308,44 @@ def recover(store: ResultsStore, warn: Warn) -> list[Run]:
     for staging in leftovers:
         try:
             recovered = _recover_one(store, staging, warn)
-        except (JitterlabError, CorruptRunError) as e:  # one line for this leftover; the rest go on
+        except (JitterlabError, CorruptRunError, OSError) as e:  # one line for this leftover; the rest go on
+            full = _recover_full_disk_text(store, staging, e)
+            if full is not None:  # the next leftovers would fail the same way: stop here
+                raise JitterlabError(full) from None
+            if isinstance(e, OSError):
+                raise
             warn(CodedWarning("run-damaged", f"not recovered: {e}"))
             continue
         if recovered is not None:
             runs.append(recovered)
     return runs
+
+
+def _recover_full_disk_text(store: ResultsStore, staging: Path, error: BaseException) -> str | None:
+    """One line for a leftover ``recover`` could not store for want of space (issue 42 item
+    10): the store, the space free and about the space its samples file needs; the leftover
+    is kept as it was (what was written of its copy is removed) for a later ``recover``.
+    None when ``error`` is not a full disk or a quota."""
+    text = str(error).lower()
+    space = (isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT)) or (
+        "no space left" in text or "quota exceeded" in text
+    )
+    if not space:
+        return None
+    try:
+        free = shutil.disk_usage(store.root).free
+    except OSError:
+        free = 0
+    raw = next((p for p in (staging / "samples.jlraw", staging / "samples.jlraw.tmp") if p.exists()), None)
+    # the Parquet copy of a raw file is about half as large; a complete samples file needs
+    # only its run.json and summary beside it
+    needed = raw.stat().st_size // 2 if raw is not None else 0
+    needed = max(needed, 1 << 16)
+    return (
+        f"no space left in results store {store.root}: {free / 1e6:.3g} MB free, about "
+        f"{needed / 1e6:.3g} MB needed to recover .staging/{staging.name}, which is kept as it was "
+        "(free space there, then run `jitterlab recover` again)"
+    )
 
 
 def _recover_one(store: ResultsStore, staging: Path, warn: Warn) -> Run | None:
