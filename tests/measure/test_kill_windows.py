@@ -98,3 +98,37 @@ def test_recover_never_deletes_what_no_check_proved_empty(tmp_path: Path) -> Non
     assert "not readable" in done.stderr and "left in place" in done.stderr, done.stderr
     assert "nothing was recorded" not in done.stderr
     assert store.runs() == []
+
+
+def test_a_kill_in_the_instant_after_publish_leaves_no_harness_files_in_the_run(tmp_path: Path) -> None:
+    """The folder is renamed into the store and the process killed before anything else
+    (``published``): the run holds only its own files; harness.json and the journal were
+    removed before the rename, once run.json said what they said."""
+    store = tmp_path / "store"
+    killed = killed_bench(store, "published")
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    (run,) = ResultsStore(store).runs()
+    assert sorted(p.name for p in run.path.iterdir()) == ["run.json", "samples.parquet"]
+    assert run.config["technique"] == "mutex" and run.meta["status"] == "complete"
+    assert run_cli("runs", "--strict", "--store", str(store)).returncode == 0
+
+
+def test_a_kill_just_before_the_rename_is_recovered_as_the_run_it_is(tmp_path: Path) -> None:
+    """Killed with run.json written in staging and the harness's files removed
+    (``publishing``): recover publishes the run run.json describes (technique, policy,
+    every sample), not an "unknown" one."""
+    store = tmp_path / "store"
+    killed = killed_bench(store, "publishing")
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    staging = _leftover(store)
+    assert sorted(p.name for p in staging.iterdir()) == ["run.json", "samples.parquet"]
+    described = json.loads((staging / "run.json").read_text())
+    recovered = run_cli("recover", "--store", str(store))
+    assert recovered.returncode == 0, recovered.stderr
+    (run,) = ResultsStore(store).runs()
+    assert run.config["technique"] == "mutex" and run.config["policy"] == "other"
+    assert run.meta["samples"]["sha256"] == described["samples"]["sha256"]
+    assert run.meta["summary"] == described["summary"]
+    assert run.latency_ns.size == SAMPLES
+    assert sorted(p.name for p in run.path.iterdir()) == ["run.json", "samples.parquet"]
+    assert ResultsStore(store).leftovers() == []

@@ -32,7 +32,7 @@ from jitterlab.measure.runner import Context, Done, Point
 from jitterlab.measure.tracing import trace_block
 from jitterlab.store import ResultsStore, Run
 from jitterlab.store.rawfile import RECORD_DTYPE, RawSamples, read_raw_samples
-from jitterlab.store.runs import staging_fd, work_path
+from jitterlab.store.runs import HARNESS_FILES, staging_fd, work_path
 from jitterlab.store.schema import SAMPLES_FILE, read_harness_json, run_meta
 from jitterlab.store.writer import SampleWriter
 
@@ -204,7 +204,7 @@ def _execute(
     return (staging, raw, meta), interrupted, ""
 
 
-LEFTOVERS = ("harness.json", "journal.bin")  # the tool's files beside its samples
+LEFTOVERS = HARNESS_FILES  # the tool's files beside its samples
 
 
 def drop_metadata(run: Run) -> Run:
@@ -436,10 +436,14 @@ def _recover_samples_file(store: ResultsStore, staging: Path) -> Run:
         ) from None
     if list(names[: len(SAMPLE_COLUMNS)]) != list(SAMPLE_COLUMNS):
         raise JitterlabError(f"{staging.name}: its {SAMPLES_FILE} lacks the sample columns; left in place")
-    harness, _ = read_harness_json(staging / "harness.json")
-    started = dt.datetime.fromtimestamp(staging.stat().st_mtime, dt.timezone.utc)
-    why = "recovered from .staging: killed after its samples file was complete, before it was published"
-    meta = _recovered_meta(staging, harness, started, int(harness.get("pairs") or max(pairs, 1)), "", why)
+    described = _described_run(staging, path, rows)
+    if described is not None:  # killed in the instant of publish: run.json says what it is
+        meta = described
+    else:
+        harness, _ = read_harness_json(staging / "harness.json")
+        started = dt.datetime.fromtimestamp(staging.stat().st_mtime, dt.timezone.utc)
+        why = "recovered from .staging: killed after its samples file was complete, before it was published"
+        meta = _recovered_meta(staging, harness, started, int(harness.get("pairs") or max(pairs, 1)), "", why)
     done = _StoredFile(path, rows, tuple(names[len(SAMPLE_COLUMNS) :]))
     try:  # its summary reads it again, row group by row group (a reader the decode above is not)
         published = store.publish_samples(staging, meta, done)  # type: ignore[arg-type]
@@ -450,6 +454,24 @@ def _recover_samples_file(store: ResultsStore, staging: Path) -> Run:
     run = drop_metadata(published)
     (staging.parent / f"{staging.name}.lock").unlink(missing_ok=True)
     return run
+
+
+def _described_run(staging: Path, samples: Path, rows: int) -> dict[str, Any] | None:
+    """The run.json a publish wrote in ``staging`` before it was killed (the harness's files
+    are removed once it is written), when it is valid and describes this very samples file
+    (rows and SHA-256); None otherwise (recover then describes the run from harness.json)."""
+    from jitterlab.core.fileio import sha256_file
+    from jitterlab.store.runs import read_run_json
+
+    try:
+        meta = read_run_json(staging)
+    except (JitterlabError, CorruptRunError):
+        return None
+    described = meta.get("samples") or {}
+    if described.get("rows") != rows or described.get("sha256") != sha256_file(samples):
+        return None
+    meta["id"] = staging.name
+    return meta
 
 
 @dataclass(frozen=True)

@@ -99,6 +99,10 @@ DRAFT_JSON = "run.draft.json"  # its run.json so far, for recover
 # a net run's finished blocks (the agents' raw files) and the scratch files of their sort:
 # a run killed before it was stored is recovered from its parts, and this folder dropped
 BLOCKS_DIR = "blocks"
+# what a harness writes beside its samples (run.json holds what they said): kept in staging
+# for ``recover`` until run.json is written, removed before the folder is renamed into the
+# store, so a kill in the instant after publish leaves none of them in the run (issue 42)
+HARNESS_FILES = ("harness.json", "journal.bin")
 
 # One chunk of samples on the way into the store: pair (an array, or one pair for all),
 # seq, t_send_ns, t_recv_ns, and the extra int64 columns by name (ResultsStore.commit_chunks).
@@ -1277,9 +1281,14 @@ class ResultsStore:
         else:
             os.chmod(work, 0o755 & ~current_umask() & NOT_WORLD_WRITABLE)  # still inside .staging (0700)
         names.assign(self, meta)
+        from jitterlab.core.faults import kill_point
+
         for run_id in id_candidates(str(original)):
             meta["id"] = run_id
             write_json(work / RUN_JSON, meta)
+            for name in HARNESS_FILES:  # run.json says what they said; recover reads run.json now
+                (work / name).unlink(missing_ok=True)
+            kill_point("publishing")
             final = self.root / run_id
             self._check_still_there(staging)
             try:
@@ -1287,6 +1296,7 @@ class ResultsStore:
                     break
             except OSError as e:
                 raise JitterlabError(f"cannot store run {run_id} in {self.root}: {os_error_text(e)}") from e
+        kill_point("published")
         self.release_staging(staging)  # published: nothing of it is left in staging
         fsync_dir(self.root)
         return Run(final, meta)
