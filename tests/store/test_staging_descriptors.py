@@ -110,3 +110,42 @@ def test_a_trace_file_linked_elsewhere_is_not_followed(
     assert code == 2, err
     assert_one_line_error(err)
     assert "a link; not followed" in err, err
+
+
+def test_series_folders_are_written_through_the_folders_made_not_their_paths(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pipeline's series runs: each staging folder is swapped for a link to a victim folder
+    right after it is made (what the store's owner may do to root's fresh folders; done
+    here at that exact moment instead of by a racing loop). Nothing is written through the
+    link, and the run is refused in one line."""
+    import numpy as np
+
+    from jitterlab.core.errors import JitterlabError
+    from jitterlab.measure.jobs import NativeJob, _store_series
+    from jitterlab.store.rawfile import RECORD_DTYPE, RawSamples
+
+    store = ResultsStore(tmp_path / "results")
+    source = store.staging_dir(store.new_run_id("swap"), lock=True)
+    n = 2_000
+    records = np.zeros(n, dtype=RECORD_DTYPE)
+    records["pair"] = np.arange(n) % 2
+    records["seq"] = np.arange(n) // 2
+    records["t_send_ns"] = 1_000_000_000 + np.arange(n) * 10_000
+    records["t_recv_ns"] = records["t_send_ns"] + 5_000
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    made = store.staging_dir
+
+    def swapped(run_id: str, lock: bool = False) -> Path:
+        folder = made(run_id, lock)
+        os.rename(folder, folder.with_name(folder.name + "-moved"))
+        os.symlink(victim, folder)
+        return folder
+
+    monkeypatch.setattr(store, "staging_dir", swapped)
+    job = NativeJob("none", [], {}, ("swap",), "swap", n, series=("one", "two"))
+    meta = {"id": source.name, "config": {"technique": "pipeline", "pairs": 2}}
+    with pytest.raises(JitterlabError, match="replaced"):
+        _store_series(store, job, (source, RawSamples(records, False, False, ""), meta))
+    assert list(victim.iterdir()) == []

@@ -9,7 +9,8 @@ Points: ``samples-written`` (the samples file is complete and the raw file remov
 not yet published) and ``committing`` (the first row group of the samples file written, the
 raw file and harness.json still in staging), ``publishing`` (run.json written in staging and
 the harness's files removed, the folder not yet renamed into the store) and ``published``
-(renamed into the store, its staging lock not yet released).
+(renamed into the store, its staging lock not yet released); ``series-staged`` (a pipeline's
+series each described in its staging folder, the source dropped, none published).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import os
 import signal
 
 KILL_AT = "JITTERLAB_KILL_AT"
-POINTS = ("samples-written", "committing", "publishing", "published")
+POINTS = ("samples-written", "committing", "publishing", "published", "series-staged")
 
 
 def kill_point(name: str) -> None:

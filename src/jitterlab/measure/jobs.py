@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from jitterlab.core.errors import CorruptRunError, JitterlabError
+from jitterlab.core.faults import kill_point
 from jitterlab.core.programs import native_program
 from jitterlab.core.progress import ProgressBar
 from jitterlab.core.signals import last_signal
@@ -269,28 +270,36 @@ def _store_series(
     """One run per series (``config.series`` names it, ``config.scenario_run`` links them),
     streamed: each chunk of the raw file is split among the series' samples files."""
     staging, raw, meta = result
-    metas, writers = [], []
+    metas, writers, folders = [], [], []
     try:
         for name in job.series:
             part = copy.deepcopy(meta)
             folder = store.staging_dir(store.new_run_id(*job.id_parts, name), lock=True)
+            folders.append(folder)
             part["id"] = folder.name
             part["config"] = part["config"] | {"series": name, "pairs": 1, "scenario_run": meta["id"]}
             metas.append(part)
-            writers.append(SampleWriter(folder / SAMPLES_FILE, part["id"]))
+            # through the descriptor of the folder made, never its path (issue 42)
+            writers.append(SampleWriter(work_path(folder) / SAMPLES_FILE, part["id"]))
         for chunk in raw.chunks():
             for index, writer in enumerate(writers):
                 mine = chunk[chunk["pair"] == index]
                 writer.write(0, mine["seq"], mine["t_send_ns"], mine["t_recv_ns"])
         for writer in writers:
             writer.close()
+        # every series described in its own staging folder before any is published: a kill
+        # from here on leaves each one recover publishes as the series it is (issue 42)
+        metas = [store.stage_described(f, m, w) for f, m, w in zip(folders, metas, writers, strict=True)]
     except BaseException:
         for writer in writers:
             writer.abort()
-            store.discard_staging(writer.path.parent)
+        for folder in folders:
+            store.discard_staging(folder)
         raise
+    # the source's raw file is dropped only now: until here a kill leaves it to recover whole
     store.discard_staging(staging)
-    return [store.publish_samples(w.path.parent, m, w) for w, m in zip(writers, metas, strict=True)]
+    kill_point("series-staged")
+    return [store.publish_staged(f, m) for f, m in zip(folders, metas, strict=True)]
 
 
 def recover(store: ResultsStore, warn: Warn) -> list[Run]:

@@ -996,6 +996,27 @@ class ResultsStore:
         """The closed samples file of ``writer`` described in run.json (rows, size, SHA-256,
         the exact summary read back from it in bounded memory, by ``engine`` when given:
         a cluster's), then published."""
+        return self._publish(staging, self.describe_samples(meta, writer, engine))
+
+    def stage_described(self, staging: Path, meta: dict[str, Any], writer: SampleWriter) -> dict[str, Any]:
+        """``meta`` describing the closed samples file of ``writer`` (as :meth:`publish_samples`
+        does), written as run.json into ``staging`` without publishing it: a run made of
+        several (a pipeline's series) stages every part so, then publishes each with
+        :meth:`publish_staged`; a kill in between leaves each one ``recover`` publishes as it
+        is (issue 42)."""
+        described = self.describe_samples(meta, writer)
+        write_json(work_path(staging) / RUN_JSON, described)
+        return described
+
+    def publish_staged(self, staging: Path, meta: dict[str, Any]) -> Run:
+        """A folder :meth:`stage_described` prepared, published."""
+        return self._publish(staging, meta)
+
+    @staticmethod
+    def describe_samples(
+        meta: dict[str, Any], writer: SampleWriter, engine: Engine | None = None
+    ) -> dict[str, Any]:
+        """``meta`` with the samples block and summary of the closed samples file of ``writer``."""
         from jitterlab.store.writer import LOCAL, summary_block
 
         meta["schema_version"] = SCHEMA_VERSION
@@ -1014,7 +1035,7 @@ class ResultsStore:
         config = meta["config"]
         if samples_per_pair(config) is None:  # nothing was asked for (repl, net): what was recorded
             config["samples"] = writer.rows // max(int(config.get("pairs") or 1), 1)
-        return self._publish(staging, meta)
+        return meta
 
     def write_part(
         self, staging: Path, index: int, t_send_ns: np.ndarray, t_recv_ns: np.ndarray, first_seq: int
