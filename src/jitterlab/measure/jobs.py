@@ -145,12 +145,13 @@ def _execute(
     samples, run metadata) or None, interrupted, why nothing was stored)."""
     store, warn = ctx.store, ctx.warn
     run_id = staging.name
-    prefix = job.command(staging) if job.command else [str(native_program(job.program))]
-    # a native tool writes into the staging folder through the descriptor this process
-    # opened when it made it (inherited; /proc/self/fd/N), never by its name in .staging:
-    # a .staging/ID swapped for a link meanwhile leads the tool nowhere (issue 42 item 1)
-    fd = staging_fd(staging) if not job.command else None
+    # every tool (native, the JVM harness and its GC log, a coordinator) writes into the
+    # staging folder through the descriptor this process opened when it made it (inherited;
+    # /proc/self/fd/N), never by its name in .staging: a .staging/ID swapped for a link
+    # meanwhile leads the tool nowhere (issue 42 item 1, and its leftover for the JVM)
+    fd = staging_fd(staging)
     work = work_path(staging) if fd is not None else staging
+    prefix = job.command(work) if job.command else [str(native_program(job.program))]
     argv = [*prefix, *job.args, "--out", str(work)]
     started = dt.datetime.now(dt.timezone.utc)
     scale, unit = (1e9, "s") if job.progress_unit == "s" else (1.0, "")
@@ -197,9 +198,9 @@ def _execute(
         meta |= job.extra_meta(harness)
     meta |= ctx.meta | job.meta
     if job.finish_meta is not None:  # after the tool ended: for example stop the proxy, read its files
-        meta |= job.finish_meta(raw, meta, staging)
+        meta |= job.finish_meta(raw, meta, work)
     if job.spike_cpus is not None:  # --trace: stop perf, keep its events with the run
-        meta |= trace_block(ctx.trace, staging, job.spike_cpus(meta))
+        meta |= trace_block(ctx.trace, work, job.spike_cpus(meta))
     # harness.json and the journal stay until the run is published (drop_metadata): a bench
     # killed during the commit is recovered with its technique and policy (issue 42 item 9)
     return (staging, raw, meta), interrupted, ""
