@@ -149,3 +149,17 @@ def test_series_folders_are_written_through_the_folders_made_not_their_paths(
     with pytest.raises(JitterlabError, match="replaced"):
         _store_series(store, job, (source, RawSamples(records, False, False, ""), meta))
     assert list(victim.iterdir()) == []
+
+
+def test_a_trace_file_that_is_not_trace_events_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``trace.file`` naming the run's own samples file (found by benchmarks/fuzz.py's
+    run-files target): one line, not an internal KeyError."""
+    from conftest import assert_one_line_error, run_main
+
+    run = _traced_run(tmp_path / "store", "samples.parquet")
+    code, _, err = run_main(["describe", str(run)], capsys)
+    assert code == 2, err
+    assert_one_line_error(err)
+    assert "not trace events" in err, err

@@ -55,9 +55,15 @@ def read_trace_events(path: Path, counts: dict[str, int]) -> TraceEvents:
         raise CorruptRunError(
             f"{path}: unreadable trace events ({os_error_text(e) if isinstance(e, OSError) else e})"
         ) from e
-    cpu = table.column("cpu").to_numpy()
-    t = table.column("t_ns").to_numpy()
-    cause = table.column("cause").to_pylist()
+    missing = [c for c in ("cpu", "t_ns", "cause") if c not in table.column_names]
+    if missing:  # a run.json naming another file of the folder (its samples) as the trace
+        raise CorruptRunError(f"{path}: not trace events (no column {', '.join(missing)})")
+    try:
+        cpu = table.column("cpu").to_numpy().astype(np.int64)
+        t = table.column("t_ns").to_numpy().astype(np.int64)
+        cause = [str(c) for c in table.column("cause").to_pylist()]
+    except (pa.ArrowException, TypeError, ValueError) as e:
+        raise CorruptRunError(f"{path}: unreadable trace events ({e})") from e
     times, causes = {}, {}
     for c in np.unique(cpu).tolist():
         mine = np.flatnonzero(cpu == c)
