@@ -34,7 +34,7 @@ Targets (each takes the bytes of a file):
   staging    a leftover killed after its samples file was complete (issue 42 item 8): a
              mutated samples.parquet beside harness.json, as `recover` stores it, then
              `show` and `runs --strict` of what was stored
-  run-files  the run.json fields that name files (samples.file, histogram.file) set to odd
+  run-files  the run.json fields that name files (samples.file, histogram.file, trace.file) set to odd
              names (absolute, `..`, links, folders, empty, long), then `show` and `describe`
 
 Every target runs in this process, no subprocess per input: a JitterlabError is a
@@ -529,15 +529,20 @@ class Targets:
     ODD_NAMES = (
         "/etc/passwd", "../samples.parquet", "..", ".", "", "elsewhere", "linked.parquet", "run.json",
         "samples.parquet/", "./samples.parquet", "a" * 300, "samples.parquet\x00x", "~/x", "\\x",
+        "samples.parquet",
     )  # fmt: skip
 
     def t_run_files(self, data: bytes) -> None:
         rng = random.Random(hashlib.sha256(data).digest())
         name: Any = rng.choice(self.ODD_NAMES) if data[:1] in (b"", b"s") else data.decode("utf-8", "replace")
         doc = copy.deepcopy(self.files_json)
-        if rng.random() < 0.3:
+        which = rng.random()
+        if which < 0.25:
             doc["histogram"] = {"file": name}
             doc["samples"] = None if rng.random() < 0.5 else doc["samples"]
+        elif which < 0.5:  # the trace events describe reads to attribute spikes
+            spike_cpu = {"available": True, "from": "pair"}
+            doc["trace"] = {"available": True, "file": name, "events": {}, "spike_cpu": spike_cpu}
         else:
             doc["samples"]["file"] = name
         if rng.random() < 0.5:

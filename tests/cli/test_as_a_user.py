@@ -776,7 +776,17 @@ def test_export_and_report_write_nothing_through_a_folder_swapped_for_a_link(att
     assert os.listdir(attack.rootdir) == []
 
 
-def test_bench_writes_nothing_through_a_staging_folder_swapped_for_a_link(attack: Attack) -> None:
+@pytest.mark.parametrize(
+    "harness",
+    [
+        ["--technique", "mutex"],
+        # the JVM harness and its GC log get the folder as the native tools do (issue 42 leftover)
+        pytest.param(["--runtime", "jvm", "--technique", "java-monitor"], id="jvm"),
+    ],
+)
+def test_bench_writes_nothing_through_a_staging_folder_swapped_for_a_link(
+    attack: Attack, harness: list[str]
+) -> None:
     """Issue 42 item 1: while root measures in the user's store, the user renames root's
     fresh `.staging/ID` away and puts a link `ID -> VICTIM` (a root-only folder) in its
     place. The harness writes through the folder it was given as a descriptor: VICTIM is
@@ -818,8 +828,7 @@ def test_bench_writes_nothing_through_a_staging_folder_swapped_for_a_link(attack
     thread.start()
     code, err = attack.root(
         "bench",
-        "--technique",
-        "mutex",
+        *harness,
         "--samples",
         "300000",
         "--store",
@@ -832,6 +841,7 @@ def test_bench_writes_nothing_through_a_staging_folder_swapped_for_a_link(attack
     assert done.returncode == 0, done.stderr
     assert done.stdout.split()[-1] == "1", done.stdout  # the swap happened
     assert sorted(os.listdir(victim)) == ["harness.json", "journal.bin"]
+    assert (victim / "harness.json").read_text() == "root's\n"  # not replaced through the link
     assert (victim / "journal.bin").read_bytes() == b"root's journal"
     assert code == 2, err
     errors = [line for line in err.splitlines() if "error" in line]  # after bench's progress lines

@@ -131,7 +131,10 @@ def test_union_equals_describe_of_the_merged_run(store: Path, capsys: pytest.Cap
         assert of_union[key] == of_merge[key], key
     strip = [{k: v for k, v in r.items() if k != "source"} for r in of_merge["sources"]["rows"]]
     assert [{k: v for k, v in r.items() if k != "source"} for r in of_union["sources"]["rows"]] == strip
-    assert [r["source"] for r in of_union["sources"]["rows"]] == [r.id for r in runs]
+    # each run named as merge names its sources: by what it is, alike ones told apart by id
+    assert [r["source"] for r in of_union["sources"]["rows"]] == [
+        r["source"] for r in of_merge["sources"]["rows"]
+    ]
     assert of_union["union_of"] == [r.id for r in runs]
     # then each run, as describe RUN gives it
     for each, run in zip(of_union["runs"], runs, strict=True):

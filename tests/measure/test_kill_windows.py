@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from conftest import run_cli
 from jitterlab.store import ResultsStore
@@ -98,3 +99,75 @@ def test_recover_never_deletes_what_no_check_proved_empty(tmp_path: Path) -> Non
     assert "not readable" in done.stderr and "left in place" in done.stderr, done.stderr
     assert "nothing was recorded" not in done.stderr
     assert store.runs() == []
+
+
+def test_a_kill_in_the_instant_after_publish_leaves_no_harness_files_in_the_run(tmp_path: Path) -> None:
+    """The folder is renamed into the store and the process killed before anything else
+    (``published``): the run holds only its own files; harness.json and the journal were
+    removed before the rename, once run.json said what they said."""
+    store = tmp_path / "store"
+    killed = killed_bench(store, "published")
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    (run,) = ResultsStore(store).runs()
+    assert sorted(p.name for p in run.path.iterdir()) == ["run.json", "samples.parquet"]
+    assert run.config["technique"] == "mutex" and run.meta["status"] == "complete"
+    assert run_cli("runs", "--strict", "--store", str(store)).returncode == 0
+
+
+def test_a_kill_just_before_the_rename_is_recovered_as_the_run_it_is(tmp_path: Path) -> None:
+    """Killed with run.json written in staging and the harness's files removed
+    (``publishing``): recover publishes the run run.json describes (technique, policy,
+    every sample), not an "unknown" one."""
+    store = tmp_path / "store"
+    killed = killed_bench(store, "publishing")
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    staging = _leftover(store)
+    assert sorted(p.name for p in staging.iterdir()) == ["run.json", "samples.parquet"]
+    described = json.loads((staging / "run.json").read_text())
+    recovered = run_cli("recover", "--store", str(store))
+    assert recovered.returncode == 0, recovered.stderr
+    (run,) = ResultsStore(store).runs()
+    assert run.config["technique"] == "mutex" and run.config["policy"] == "other"
+    assert run.meta["samples"]["sha256"] == described["samples"]["sha256"]
+    assert run.meta["summary"] == described["summary"]
+    assert run.latency_ns.size == SAMPLES
+    assert sorted(p.name for p in run.path.iterdir()) == ["run.json", "samples.parquet"]
+    assert ResultsStore(store).leftovers() == []
+
+
+SERIES = [
+    "accumulator-inter-message",
+    "accumulator-transit",
+    "journaller-inter-message",
+    "journaller-transit",
+]
+
+
+def _killed_pipeline(store: Path, point: str) -> subprocess.CompletedProcess[str]:
+    env = os.environ | {"JITTERLAB_KILL_AT": point}
+    argv = [sys.executable, "-m", "jitterlab", "bench", "--scenario", "pipeline", "--samples", "20000"]
+    return subprocess.run(
+        [*argv, "--store", str(store)], env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+@pytest.mark.parametrize("point", ["publishing", "series-staged"])
+def test_a_pipeline_killed_while_its_series_are_published_recovers_each_series(
+    tmp_path: Path, point: str
+) -> None:
+    """The pipeline's four series are described in their staging folders before any is
+    published and before the source's raw file is dropped: a kill while they are published
+    (the first one's rename, or before any) recovers each as the series it is, never as an
+    "unknown" run, and no sample twice."""
+    store = tmp_path / "store"
+    killed = _killed_pipeline(store, point)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    recovered = run_cli("recover", "--store", str(store))
+    assert recovered.returncode == 0, recovered.stderr
+    runs = ResultsStore(store).runs()
+    assert sorted(r.config.get("series", "?") for r in runs) == SERIES, [r.id for r in runs]
+    for run in runs:
+        assert run.config["technique"] == "pipeline" and run.config["policy"] == "other"
+        assert run.latency_ns.size == (20_000 if run.config["series"].endswith("transit") else 19_999)
+    assert len({r.config["scenario_run"] for r in runs}) == 1
+    assert ResultsStore(store).leftovers() == []

@@ -94,3 +94,57 @@ def test_bench_on_a_full_disk_names_the_store_not_a_bad_header(
     assert f"no space left in results store {store}" in err, err
     assert "bad header" not in err and "/proc/self/fd" not in err and "internal error" not in err, err
     assert ResultsStore(store).runs() == []
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in root.rglob("*")
+        if p.is_file() and p.name != "filler"
+    }
+
+
+@pytest.mark.parametrize("point", ["committing", "samples-written"])
+def test_recover_on_a_full_disk_keeps_the_leftover_for_a_later_recover(
+    tmp_path: Path, capsys, point: str
+) -> None:
+    """Issue 42 item 10, ``recover``: a bench killed (SIGKILL, at a fault point) leaves its
+    samples in .staging; ``recover`` on a disk with nothing free says in one line which store,
+    how much is free and how much it needs, publishes nothing, leaves the leftover byte for
+    byte as it was (nothing half-written in it or in the store), and a ``recover`` once space
+    is freed stores every sample."""
+    import signal
+    import sys
+
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=12m,mode=0755", "jl-test-full", str(disk)], check=True
+    )
+    try:
+        store = disk / "store"
+        samples = 60_000
+        env = os.environ | {"JITTERLAB_KILL_AT": point}
+        argv = [sys.executable, "-m", "jitterlab", "bench", "--technique", "mutex", "--samples", str(samples)]
+        killed = subprocess.run(
+            [*argv, "--store", str(store)], env=env, capture_output=True, text=True, timeout=300, check=False
+        )
+        assert killed.returncode == -signal.SIGKILL, killed.stderr
+        before = _tree(store)
+        (leftover,) = ResultsStore(store).leftovers()
+        _fill(disk, 0)
+        code, _, err = run_main(["recover", "--store", str(store)], capsys)
+        assert code == 2, err
+        assert_one_line_error(err)
+        assert "internal error" not in err and f"no space left in results store {store}" in err, err
+        assert "free" in err and "needed" in err and leftover.name in err, err
+        assert _tree(store) == before  # the leftover untouched, nothing half-written beside it
+        assert ResultsStore(store).runs() == []
+        (disk / "filler").unlink()
+        code, _, err = run_main(["recover", "--store", str(store)], capsys)
+        assert code == 0, err
+        (run,) = ResultsStore(store).runs()
+        assert run.latency_ns.size == samples and run.config["technique"] == "mutex"
+        assert ResultsStore(store).leftovers() == []
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)

@@ -206,3 +206,58 @@ def test_recover_holds_one_batch_of_a_part_at_a_time(tmp_path: Path, monkeypatch
     run = store.commit_parts(staging, meta)
     assert run.meta["samples"]["rows"] == n
     assert len(ahead) >= 4 and max(ahead) == 0  # the old list() read all of them ahead
+
+
+def _on_host(run_path: Path, host: str, name: str | None = None) -> None:
+    """Set the host (and a name) in a stored run's run.json, as a run measured there has."""
+    from jitterlab.core.fileio import atomic_write_json
+
+    meta = json.loads((run_path / "run.json").read_text())
+    meta["environment"] = {"host": host}
+    if name is not None:
+        meta["name"] = name
+    atomic_write_json(run_path / "run.json", meta)
+
+
+def test_sources_of_one_host_are_labelled_by_what_they_are(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 43 item 2: two unnamed runs of one host were the sources "vm, vm-2" of a merge
+    and of ``describe --union``. A source is named by what it is: its name, else technique
+    ×pairs policy; runs alike by that are told apart by id, and only they."""
+    store = tmp_path / "store"
+    rng = np.random.default_rng(43)
+    mutex = make_run(store, rng.integers(1_000, 2_000, 300), technique="mutex")
+    spsc = make_run(store, rng.integers(1_000, 2_000, 300), technique="spsc")
+    again = make_run(store, rng.integers(1_000, 2_000, 300), technique="mutex")
+    named = make_run(store, rng.integers(1_000, 2_000, 300), technique="mutex")
+    for run in (mutex, spsc, again, named):
+        _on_host(run.path, "vm", "baseline" if run is named else None)
+
+    code, out, err = run_main(["merge", mutex.id, spsc.id, "--as", "two", "--store", str(store)], capsys)
+    assert code == 0, err
+    merged = load_run(out.strip(), store)
+    names = [s["name"] for s in merged.meta["merge"]["sources"]]
+    assert names == ["mutex-x1-other", "spsc-x1-other"], names
+    assert merged.label == "two (merge of mutex ×1 other, spsc ×1 other)"
+
+    code, out, err = run_main(
+        ["merge", mutex.id, again.id, named.id, "--as", "three", "--store", str(store)], capsys
+    )
+    assert code == 0, err
+    merged = load_run(out.strip(), store)
+    names = [s["name"] for s in merged.meta["merge"]["sources"]]
+    assert names[2] == "baseline"  # a named run goes by its name
+    assert names[0] != names[1] and all(
+        n.startswith("mutex-x1-other") or n in (mutex.id, again.id) for n in names[:2]
+    )
+    assert mutex.id.endswith(names[0].removeprefix("mutex-x1-other-")) and "vm" not in names
+    labels = [s["label"] for s in merged.meta["merge"]["sources"]]
+    assert labels[0] == f"mutex ×1 other [{mutex.id}]" and labels[1] == f"mutex ×1 other [{again.id}]"
+
+    code, out, err = run_main(
+        ["describe", mutex.id, spsc.id, "--union", "--json", "--store", str(store)], capsys
+    )
+    assert code == 0, err
+    rows = json.loads(out)["sources"]["rows"]
+    assert [r["source"] for r in rows] == ["mutex-x1-other", "spsc-x1-other"]

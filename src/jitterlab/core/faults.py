@@ -7,7 +7,10 @@ tests), a point costs one dictionary look-up.
 
 Points: ``samples-written`` (the samples file is complete and the raw file removed, the run
 not yet published) and ``committing`` (the first row group of the samples file written, the
-raw file and harness.json still in staging).
+raw file and harness.json still in staging), ``publishing`` (run.json written in staging and
+the harness's files removed, the folder not yet renamed into the store) and ``published``
+(renamed into the store, its staging lock not yet released); ``series-staged`` (a pipeline's
+series each described in its staging folder, the source dropped, none published).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import os
 import signal
 
 KILL_AT = "JITTERLAB_KILL_AT"
-POINTS = ("samples-written", "committing")
+POINTS = ("samples-written", "committing", "publishing", "published", "series-staged")
 
 
 def kill_point(name: str) -> None:

@@ -662,22 +662,24 @@ def open_plain_file(folder: Path, name: str) -> Iterator[BinaryIO]:
         yield f
 
 
-def open_lock_file(path: Path) -> int:
+def open_lock_file(path: Path, shown: Path | None = None) -> int:
     """``path`` (a lock file in ``.staging``) opened for writing, created 0600 when absent,
     never through a link and never blocking: a FIFO, a device or a folder planted at the
-    name is refused in one line instead of hanging the opener (issue 42 item 6)."""
+    name is refused in one line instead of hanging the opener (issue 42 item 6). ``shown``
+    names it in messages when ``path`` reaches it through a descriptor (``/proc/self/fd/N/…``)."""
+    shown = path if shown is None else shown
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, PRIVATE)
     except OSError as e:
         if e.errno == errno.ELOOP:
-            raise JitterlabError(f"{path}: a link; not followed (remove it)") from None
+            raise JitterlabError(f"{shown}: a link; not followed (remove it)") from None
         if e.errno == errno.ENXIO:  # a FIFO no one reads
-            raise JitterlabError(f"{path}: a FIFO, not a lock file (remove it)") from None
+            raise JitterlabError(f"{shown}: a FIFO, not a lock file (remove it)") from None
         raise
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise JitterlabError(
-                f"{path}: not a regular file (a FIFO or a device), not a lock file (remove it)"
+                f"{shown}: not a regular file (a FIFO or a device), not a lock file (remove it)"
             )
     except BaseException:
         os.close(fd)

@@ -222,7 +222,7 @@ def open_union(runs: Sequence[Run], verb: str = "--union") -> Union:
     check_alike(sources, verb)
     paths = tuple(verified_samples_path(r) for r in runs)
     starts = tuple(first_send(p) for p in paths)
-    return Union(tuple(runs), paths, starts, tuple(r.id for r in runs))
+    return Union(tuple(runs), paths, starts, tuple(s.name for s in sources))
 
 
 def union_run(union: Union) -> Run:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import ctypes
 import datetime as dt
+import errno
 import shutil
 import signal
 import subprocess
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from jitterlab.core.errors import CorruptRunError, JitterlabError
+from jitterlab.core.faults import kill_point
 from jitterlab.core.programs import native_program
 from jitterlab.core.progress import ProgressBar
 from jitterlab.core.signals import last_signal
@@ -31,7 +33,7 @@ from jitterlab.measure.runner import Context, Done, Point
 from jitterlab.measure.tracing import trace_block
 from jitterlab.store import ResultsStore, Run
 from jitterlab.store.rawfile import RECORD_DTYPE, RawSamples, read_raw_samples
-from jitterlab.store.runs import staging_fd, work_path
+from jitterlab.store.runs import HARNESS_FILES, staging_fd, work_path
 from jitterlab.store.schema import SAMPLES_FILE, read_harness_json, run_meta
 from jitterlab.store.writer import SampleWriter
 
@@ -143,12 +145,13 @@ def _execute(
     samples, run metadata) or None, interrupted, why nothing was stored)."""
     store, warn = ctx.store, ctx.warn
     run_id = staging.name
-    prefix = job.command(staging) if job.command else [str(native_program(job.program))]
-    # a native tool writes into the staging folder through the descriptor this process
-    # opened when it made it (inherited; /proc/self/fd/N), never by its name in .staging:
-    # a .staging/ID swapped for a link meanwhile leads the tool nowhere (issue 42 item 1)
-    fd = staging_fd(staging) if not job.command else None
+    # every tool (native, the JVM harness and its GC log, a coordinator) writes into the
+    # staging folder through the descriptor this process opened when it made it (inherited;
+    # /proc/self/fd/N), never by its name in .staging: a .staging/ID swapped for a link
+    # meanwhile leads the tool nowhere (issue 42 item 1, and its leftover for the JVM)
+    fd = staging_fd(staging)
     work = work_path(staging) if fd is not None else staging
+    prefix = job.command(work) if job.command else [str(native_program(job.program))]
     argv = [*prefix, *job.args, "--out", str(work)]
     started = dt.datetime.now(dt.timezone.utc)
     scale, unit = (1e9, "s") if job.progress_unit == "s" else (1.0, "")
@@ -195,15 +198,15 @@ def _execute(
         meta |= job.extra_meta(harness)
     meta |= ctx.meta | job.meta
     if job.finish_meta is not None:  # after the tool ended: for example stop the proxy, read its files
-        meta |= job.finish_meta(raw, meta, staging)
+        meta |= job.finish_meta(raw, meta, work)
     if job.spike_cpus is not None:  # --trace: stop perf, keep its events with the run
-        meta |= trace_block(ctx.trace, staging, job.spike_cpus(meta))
+        meta |= trace_block(ctx.trace, work, job.spike_cpus(meta))
     # harness.json and the journal stay until the run is published (drop_metadata): a bench
     # killed during the commit is recovered with its technique and policy (issue 42 item 9)
     return (staging, raw, meta), interrupted, ""
 
 
-LEFTOVERS = ("harness.json", "journal.bin")  # the tool's files beside its samples
+LEFTOVERS = HARNESS_FILES  # the tool's files beside its samples
 
 
 def drop_metadata(run: Run) -> Run:
@@ -268,28 +271,36 @@ def _store_series(
     """One run per series (``config.series`` names it, ``config.scenario_run`` links them),
     streamed: each chunk of the raw file is split among the series' samples files."""
     staging, raw, meta = result
-    metas, writers = [], []
+    metas, writers, folders = [], [], []
     try:
         for name in job.series:
             part = copy.deepcopy(meta)
             folder = store.staging_dir(store.new_run_id(*job.id_parts, name), lock=True)
+            folders.append(folder)
             part["id"] = folder.name
             part["config"] = part["config"] | {"series": name, "pairs": 1, "scenario_run": meta["id"]}
             metas.append(part)
-            writers.append(SampleWriter(folder / SAMPLES_FILE, part["id"]))
+            # through the descriptor of the folder made, never its path (issue 42)
+            writers.append(SampleWriter(work_path(folder) / SAMPLES_FILE, part["id"]))
         for chunk in raw.chunks():
             for index, writer in enumerate(writers):
                 mine = chunk[chunk["pair"] == index]
                 writer.write(0, mine["seq"], mine["t_send_ns"], mine["t_recv_ns"])
         for writer in writers:
             writer.close()
+        # every series described in its own staging folder before any is published: a kill
+        # from here on leaves each one recover publishes as the series it is (issue 42)
+        metas = [store.stage_described(f, m, w) for f, m, w in zip(folders, metas, writers, strict=True)]
     except BaseException:
         for writer in writers:
             writer.abort()
-            store.discard_staging(writer.path.parent)
+        for folder in folders:
+            store.discard_staging(folder)
         raise
+    # the source's raw file is dropped only now: until here a kill leaves it to recover whole
     store.discard_staging(staging)
-    return [store.publish_samples(w.path.parent, m, w) for w, m in zip(writers, metas, strict=True)]
+    kill_point("series-staged")
+    return [store.publish_staged(f, m) for f, m in zip(folders, metas, strict=True)]
 
 
 def recover(store: ResultsStore, warn: Warn) -> list[Run]:
@@ -307,12 +318,44 @@ def recover(store: ResultsStore, warn: Warn) -> list[Run]:
     for staging in leftovers:
         try:
             recovered = _recover_one(store, staging, warn)
-        except (JitterlabError, CorruptRunError) as e:  # one line for this leftover; the rest go on
+        except (JitterlabError, CorruptRunError, OSError) as e:  # one line for this leftover; the rest go on
+            full = _recover_full_disk_text(store, staging, e)
+            if full is not None:  # the next leftovers would fail the same way: stop here
+                raise JitterlabError(full) from None
+            if isinstance(e, OSError):
+                raise
             warn(CodedWarning("run-damaged", f"not recovered: {e}"))
             continue
         if recovered is not None:
             runs.append(recovered)
     return runs
+
+
+def _recover_full_disk_text(store: ResultsStore, staging: Path, error: BaseException) -> str | None:
+    """One line for a leftover ``recover`` could not store for want of space (issue 42 item
+    10): the store, the space free and about the space its samples file needs; the leftover
+    is kept as it was (what was written of its copy is removed) for a later ``recover``.
+    None when ``error`` is not a full disk or a quota."""
+    text = str(error).lower()
+    space = (isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT)) or (
+        "no space left" in text or "quota exceeded" in text
+    )
+    if not space:
+        return None
+    try:
+        free = shutil.disk_usage(store.root).free
+    except OSError:
+        free = 0
+    raw = next((p for p in (staging / "samples.jlraw", staging / "samples.jlraw.tmp") if p.exists()), None)
+    # the Parquet copy of a raw file is about half as large; a complete samples file needs
+    # only its run.json and summary beside it
+    needed = raw.stat().st_size // 2 if raw is not None else 0
+    needed = max(needed, 1 << 16)
+    return (
+        f"no space left in results store {store.root}: {free / 1e6:.3g} MB free, about "
+        f"{needed / 1e6:.3g} MB needed to recover .staging/{staging.name}, which is kept as it was "
+        "(free space there, then run `jitterlab recover` again)"
+    )
 
 
 def _recover_one(store: ResultsStore, staging: Path, warn: Warn) -> Run | None:
@@ -397,10 +440,14 @@ def _recover_samples_file(store: ResultsStore, staging: Path) -> Run:
         ) from None
     if list(names[: len(SAMPLE_COLUMNS)]) != list(SAMPLE_COLUMNS):
         raise JitterlabError(f"{staging.name}: its {SAMPLES_FILE} lacks the sample columns; left in place")
-    harness, _ = read_harness_json(staging / "harness.json")
-    started = dt.datetime.fromtimestamp(staging.stat().st_mtime, dt.timezone.utc)
-    why = "recovered from .staging: killed after its samples file was complete, before it was published"
-    meta = _recovered_meta(staging, harness, started, int(harness.get("pairs") or max(pairs, 1)), "", why)
+    described = _described_run(staging, path, rows)
+    if described is not None:  # killed in the instant of publish: run.json says what it is
+        meta = described
+    else:
+        harness, _ = read_harness_json(staging / "harness.json")
+        started = dt.datetime.fromtimestamp(staging.stat().st_mtime, dt.timezone.utc)
+        why = "recovered from .staging: killed after its samples file was complete, before it was published"
+        meta = _recovered_meta(staging, harness, started, int(harness.get("pairs") or max(pairs, 1)), "", why)
     done = _StoredFile(path, rows, tuple(names[len(SAMPLE_COLUMNS) :]))
     try:  # its summary reads it again, row group by row group (a reader the decode above is not)
         published = store.publish_samples(staging, meta, done)  # type: ignore[arg-type]
@@ -411,6 +458,24 @@ def _recover_samples_file(store: ResultsStore, staging: Path) -> Run:
     run = drop_metadata(published)
     (staging.parent / f"{staging.name}.lock").unlink(missing_ok=True)
     return run
+
+
+def _described_run(staging: Path, samples: Path, rows: int) -> dict[str, Any] | None:
+    """The run.json a publish wrote in ``staging`` before it was killed (the harness's files
+    are removed once it is written), when it is valid and describes this very samples file
+    (rows and SHA-256); None otherwise (recover then describes the run from harness.json)."""
+    from jitterlab.core.fileio import sha256_file
+    from jitterlab.store.runs import read_run_json
+
+    try:
+        meta = read_run_json(staging)
+    except (JitterlabError, CorruptRunError):
+        return None
+    described = meta.get("samples") or {}
+    if described.get("rows") != rows or described.get("sha256") != sha256_file(samples):
+        return None
+    meta["id"] = staging.name
+    return meta
 
 
 @dataclass(frozen=True)

@@ -33,15 +33,30 @@ _RENAME_NOREPLACE = 1  # linux/fs.h
 _AT_FDCWD = -100
 
 
-def _unlock(fd: int | None, path: Path | None = None) -> None:
-    """Release a lock :meth:`ResultsStore._lock_name` took; with ``path``, its file removed
-    first, while still held (as :meth:`ResultsStore.staging_lock` does: a name this writer
-    gives up leaves no lock file behind). Without, the file stays (another process may hold
-    it by then; ``recover`` and :meth:`ResultsStore.staging_lock` remove it)."""
+def _unlock(fd: int | None, at: tuple[int, str] | None = None) -> None:
+    """Release a lock :meth:`ResultsStore._lock_name` took; with ``at`` (the descriptor of
+    its folder and its name there), its file removed first, while still held (as
+    :meth:`ResultsStore.staging_lock` does: a name this writer gives up leaves no lock file
+    behind). Without, the file stays (another process may hold it by then; ``recover`` and
+    :meth:`ResultsStore.staging_lock` remove it)."""
     if fd is not None:
-        if path is not None:
-            path.unlink(missing_ok=True)
+        if at is not None:
+            _unlink_held(at[0], at[1], fd)
         os.close(fd)
+
+
+def _unlink_held(dir_fd: int, name: str, fd: int) -> None:
+    """Remove the entry ``name`` of the folder ``dir_fd`` when it is still the file ``fd``
+    is open on: ``unlinkat`` from the folder's descriptor, never by path, so a ``.staging``
+    renamed away and replaced by a link meanwhile (its owner may) removes nothing elsewhere,
+    and a name re-made by someone else is left alone."""
+    try:
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        held = os.fstat(fd)
+        if (st.st_dev, st.st_ino) == (held.st_dev, held.st_ino):
+            os.unlink(name, dir_fd=dir_fd)
+    except FileNotFoundError:
+        pass
 
 
 def work_path(staging: Path) -> Path:

@@ -74,24 +74,46 @@ def open_sources(store: ResultsStore, refs: Sequence[str]) -> list[Source]:
     if len(refs) < 2:
         raise JitterlabError("merge needs at least two runs or logs")
     sources: list[Source] = []
-    names: set[str] = set()
     for index, ref in enumerate(refs):
         path = Path(ref)
         if path.is_file() and path.suffix != ".json":
-            source = _log_source(index, path)
+            sources.append(_log_source(index, path))
         else:
             from jitterlab.store.runs import load_run
 
-            source = _run_source(index, load_run(ref, store))
-        base = source.name
-        n = 2
-        while source.name in names:
-            source.name = f"{base}-{n}"
-            n += 1
-        names.add(source.name)
-        sources.append(source)
+            sources.append(_run_source(index, load_run(ref, store)))
+    _tell_apart(sources)
     check_alike(sources)
     return sources
+
+
+def _tell_apart(sources: list[Source]) -> None:
+    """Make the sources' names unique (issue 43 item 2): each says what its source is (a
+    run's name, else its technique, pairs and policy; a log's file name), and only sources
+    that are truly alike by that are told apart, a run by the last part of its id (the
+    whole id when that is not enough), a log by its position."""
+    counts: dict[str, int] = {}
+    for source in sources:
+        counts[source.name] = counts.get(source.name, 0) + 1
+    taken = {s.name for s in sources if counts[s.name] == 1}
+    for source in sources:
+        if counts[source.name] == 1:
+            continue
+        base = source.name
+        if source.run is not None:
+            tail = source.run.id.rsplit("-", 1)[-1]
+            candidates = [f"{base}-{tail}", f"{base}-{source.run.id}", source.run.id]
+        else:
+            candidates = [f"{base}-{source.index + 1}"]
+        name = next((c for c in candidates if safe_id_part(c) == c and c not in taken), None)
+        n = 2
+        while name is None or name in taken:
+            name = f"{safe_id_part(candidates[0])[:44]}-{n}"
+            n += 1
+        source.name = name
+        taken.add(name)
+        if source.run is not None:  # the label says which one too
+            source.info["label"] = f"{source.info['label']} [{source.run.id}]"
 
 
 def _log_source(index: int, path: Path) -> Source:
@@ -112,8 +134,10 @@ def _log_source(index: int, path: Path) -> Source:
 
 def _run_source(index: int, run: Run) -> Source:
     host = str((run.meta.get("environment") or {}).get("host") or "")
-    # its name first (two runs of one host are told apart by what they are, not "vm, vm-2")
-    name = safe_id_part(run.name or host or run.id) or f"run{index}"
+    # what it is (its name, else technique ×pairs policy), never the host: two runs of one
+    # host are told apart by what they are, not "vm, vm-2" (issue 43 item 2); a tag of the
+    # merged log, so in the characters of an id: "mutex-x1-other"
+    name = safe_id_part(run.name or run.what.replace(" ×", "-x").replace(" ", "-")) or f"run{index}"
     info: dict[str, Any] = {"kind": "run", "id": run.id, "host": host or None, "label": run.label}
     if run.histogram_only:
         h = run.meta["histogram"]
@@ -128,8 +152,11 @@ def _run_source(index: int, run: Run) -> Source:
 
 
 def run_sources(runs: Sequence[Run]) -> list[Source]:
-    """Stored runs as the sources of a merge (or of a ``--union``), in order."""
-    return [_run_source(index, run) for index, run in enumerate(runs)]
+    """Stored runs as the sources of a merge (or of a ``--union``), in order, each named by
+    what it is (told apart by id only when alike)."""
+    sources = [_run_source(index, run) for index, run in enumerate(runs)]
+    _tell_apart(sources)
+    return sources
 
 
 def check_alike(sources: list[Source], verb: str = "merge") -> None:

@@ -98,7 +98,8 @@ STAGING = ".staging"
 # staging folders this process claimed together with their lock (``staging_dir(lock=True)``):
 # the folder's path -> the open descriptor of its flock()ed ``ID.lock``, held until the
 # folder is published or discarded (or the process ends: the kernel drops the lock)
-_CLAIMED: dict[str, int] = {}
+# (and the descriptor of the ``.staging`` folder it is in: the lock is removed from that)
+_CLAIMED: dict[str, tuple[int, int]] = {}
 # staging folders whose run is made from files not every user may read (a merge of a private
 # run): published 0700, never readable by others (ResultsStore.keep_private)
 _PRIVATE: set[str] = set()
@@ -107,6 +108,10 @@ DRAFT_JSON = "run.draft.json"  # its run.json so far, for recover
 # a net run's finished blocks (the agents' raw files) and the scratch files of their sort:
 # a run killed before it was stored is recovered from its parts, and this folder dropped
 BLOCKS_DIR = "blocks"
+# what a harness writes beside its samples (run.json holds what they said): kept in staging
+# for ``recover`` until run.json is written, removed before the folder is renamed into the
+# store, so a kill in the instant after publish leaves none of them in the run (issue 42)
+HARNESS_FILES = ("harness.json", "journal.bin")
 
 # One chunk of samples on the way into the store: pair (an array, or one pair for all),
 # seq, t_send_ns, t_recv_ns, and the extra int64 columns by name (ResultsStore.commit_chunks).
@@ -246,32 +251,46 @@ class ResultsStore:
         ``recover`` never sees the folder without its live lock, so it never removes a
         writer's folder that is still empty (issue 24: the lock came after the claim)."""
         root = self.staging_root()
-        for candidate in id_candidates(run_id):
-            directory = root / candidate
-            held = self._lock_name(root, candidate) if lock else None
-            if lock and held is None:
-                continue  # another live writer holds this id
-            lock_file = root / f"{candidate}.lock"
-            try:
-                os.mkdir(directory, 0o700)
-            except FileExistsError:
-                _unlock(held, lock_file)
-                continue
-            except OSError as e:
-                _unlock(held, lock_file)
-                raise JitterlabError(f"cannot write to results store {self.root}: {os_error_text(e)}") from e
-            if os.path.lexists(self.root / candidate):  # published already: the store's name is taken
-                os.rmdir(directory)
-                _unlock(held, lock_file)
-                continue
-            if held is not None:
-                _CLAIMED[str(directory)] = held
-            try:
-                _hold_staging(directory)
-            except OSError as e:
-                _unlock(held, lock_file)
-                raise JitterlabError(f"cannot write to results store {self.root}: {os_error_text(e)}") from e
-            break
+        try:
+            root_fd = open_dir_fd(root, follow=False)  # the lock is made and removed from it
+        except OSError as e:
+            raise JitterlabError(f"cannot write to results store {self.root}: {os_error_text(e)}") from e
+        kept = False
+        try:
+            for candidate in id_candidates(run_id):
+                directory = root / candidate
+                held = self._lock_name(root_fd, root, candidate) if lock else None
+                if lock and held is None:
+                    continue  # another live writer holds this id
+                lock_at = (root_fd, f"{candidate}.lock")
+                try:
+                    os.mkdir(directory, 0o700)
+                except FileExistsError:
+                    _unlock(held, lock_at)
+                    continue
+                except OSError as e:
+                    _unlock(held, lock_at)
+                    raise JitterlabError(
+                        f"cannot write to results store {self.root}: {os_error_text(e)}"
+                    ) from e
+                if os.path.lexists(self.root / candidate):  # published already: the store's name is taken
+                    os.rmdir(directory)
+                    _unlock(held, lock_at)
+                    continue
+                try:
+                    _hold_staging(directory)
+                except OSError as e:
+                    _unlock(held, lock_at)
+                    raise JitterlabError(
+                        f"cannot write to results store {self.root}: {os_error_text(e)}"
+                    ) from e
+                if held is not None:
+                    _CLAIMED[str(directory)] = (held, root_fd)
+                    kept = True
+                break
+        finally:
+            if not kept:
+                os.close(root_fd)
         try:
             probe = os.open(
                 directory / ".write-test", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600
@@ -283,11 +302,11 @@ class ResultsStore:
             raise JitterlabError(f"cannot write to results store {self.root}: {os_error_text(e)}") from e
         return directory
 
-    def _lock_name(self, root: Path, name: str) -> int | None:
-        """``root/NAME.lock`` opened (never through a link) and locked; None when another
-        live process holds it."""
+    def _lock_name(self, root_fd: int, root: Path, name: str) -> int | None:
+        """``NAME.lock`` in the folder ``root_fd`` (``root``) opened (never through a link)
+        and locked; None when another live process holds it."""
         try:
-            fd = open_lock_file(root / f"{name}.lock")
+            fd = open_lock_file(fd_path(root_fd, f"{name}.lock"), root / f"{name}.lock")
         except OSError as e:
             raise JitterlabError(f"cannot write to results store {self.root}: {os_error_text(e)}") from e
         try:
@@ -305,10 +324,13 @@ class ResultsStore:
         """The lock taken with ``staging_dir(lock=True)`` removed and released (the folder is
         published, discarded, or left to ``recover``); nothing for a folder claimed without."""
         _release_staging_fd(staging)
-        fd = _CLAIMED.pop(str(staging), None)
-        if fd is not None:
-            staging.parent.joinpath(f"{staging.name}.lock").unlink(missing_ok=True)
-            os.close(fd)
+        claimed = _CLAIMED.pop(str(staging), None)
+        if claimed is not None:
+            fd, root_fd = claimed
+            try:
+                _unlock(fd, (root_fd, f"{staging.name}.lock"))
+            finally:
+                os.close(root_fd)
 
     @staticmethod
     def discard_if_empty(staging: Path) -> None:
@@ -330,19 +352,28 @@ class ResultsStore:
             finally:
                 self.release_staging(folder)
             return
-        path = self.staging_root() / f"{run_id}.lock"
+        root = self.staging_root()
+        path = root / f"{run_id}.lock"
         try:
-            fd = open_lock_file(path)
+            root_fd = open_dir_fd(root, follow=False)  # the lock is made and removed from it
         except OSError as e:
             raise JitterlabError(f"cannot write to results store {self.root}: {os_error_text(e)}") from e
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                fd = open_lock_file(fd_path(root_fd, path.name), path)
+            except OSError as e:
+                raise JitterlabError(f"cannot write to results store {self.root}: {os_error_text(e)}") from e
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except BaseException:
+                os.close(fd)
+                raise
             try:
                 yield
             finally:
-                path.unlink(missing_ok=True)
+                _unlock(fd, (root_fd, path.name))
         finally:
-            os.close(fd)
+            os.close(root_fd)
 
     def leftovers(self, refused: list[tuple[Path, str]] | None = None) -> list[Path]:
         """Staging folders left by a measuring process that was killed (no live writer).
@@ -519,6 +550,28 @@ class ResultsStore:
         """The closed samples file of ``writer`` described in run.json (rows, size, SHA-256,
         the exact summary and the intervals of its percentiles read back from it in bounded
         memory, by ``engine`` when given: a cluster's), then published."""
+        return self._publish(staging, self.describe_samples(meta, writer, engine))
+
+    def stage_described(self, staging: Path, meta: dict[str, Any], writer: SampleWriter) -> dict[str, Any]:
+        """``meta`` describing the closed samples file of ``writer`` (as :meth:`publish_samples`
+        does), written as run.json into ``staging`` without publishing it: a run made of
+        several (a pipeline's series) stages every part so, then publishes each with
+        :meth:`publish_staged`; a kill in between leaves each one ``recover`` publishes as it
+        is (issue 42)."""
+        described = self.describe_samples(meta, writer)
+        write_json(work_path(staging) / RUN_JSON, described)
+        return described
+
+    def publish_staged(self, staging: Path, meta: dict[str, Any]) -> Run:
+        """A folder :meth:`stage_described` prepared, published."""
+        return self._publish(staging, meta)
+
+    @staticmethod
+    def describe_samples(
+        meta: dict[str, Any], writer: SampleWriter, engine: Engine | None = None
+    ) -> dict[str, Any]:
+        """``meta`` with the samples block, summary and stored intervals of the closed samples
+        file of ``writer``."""
         from jitterlab.store.reader import LOCAL, summary_and_table_of_file
         from jitterlab.store.writer import intervals_block, summary_block
 
@@ -544,7 +597,7 @@ class ResultsStore:
         config = meta["config"]
         if samples_per_pair(config) is None:  # nothing was asked for (repl, net): what was recorded
             config["samples"] = writer.rows // max(int(config.get("pairs") or 1), 1)
-        return self._publish(staging, meta)
+        return meta
 
     def write_part(
         self, staging: Path, index: int, t_send_ns: np.ndarray, t_recv_ns: np.ndarray, first_seq: int
@@ -811,9 +864,14 @@ class ResultsStore:
         else:
             os.chmod(work, 0o755 & ~current_umask() & NOT_WORLD_WRITABLE)  # still inside .staging (0700)
         names.assign(self, meta)
+        from jitterlab.core.faults import kill_point
+
         for run_id in id_candidates(str(original)):
             meta["id"] = run_id
             write_json(work / RUN_JSON, meta)
+            for name in HARNESS_FILES:  # run.json says what they said; recover reads run.json now
+                (work / name).unlink(missing_ok=True)
+            kill_point("publishing")
             final = self.root / run_id
             self._check_still_there(staging)
             try:
@@ -821,6 +879,7 @@ class ResultsStore:
                     break
             except OSError as e:
                 raise JitterlabError(f"cannot store run {run_id} in {self.root}: {os_error_text(e)}") from e
+        kill_point("published")
         self.release_staging(staging)  # published: nothing of it is left in staging
         fsync_dir(self.root)
         return Run(final, meta)

@@ -208,11 +208,14 @@ def validate_run_json(meta: Any, path: Path) -> dict[str, Any]:
             raise CorruptRunError(f"{path}: 'samples.file' is longer than a file name may be")
     elif not isinstance(meta.get("histogram"), dict):
         raise CorruptRunError(f"{path}: a run needs 'samples' or 'histogram'")
-    histogram = meta.get("histogram")
-    if isinstance(histogram, dict) and "file" in histogram:  # issue 42 item 5: as samples.file
-        name = str(histogram["file"])
-        if not name or "/" in name or "\x00" in name or name.startswith("."):
-            raise CorruptRunError(f"{path}: 'histogram.file' must name a file inside the run folder")
+    for block in ("histogram", "trace"):  # issue 42 item 5 and its leftover: as samples.file
+        member = meta.get(block)
+        if isinstance(member, dict) and member.get("file") is not None:
+            name = str(member["file"])
+            if not name or "/" in name or "\x00" in name or name.startswith("."):
+                raise CorruptRunError(f"{path}: '{block}.file' must name a file inside the run folder")
+            if len(name.encode("utf-8", "surrogatepass")) > 255:
+                raise CorruptRunError(f"{path}: '{block}.file' is longer than a file name may be")
     return meta
 
 

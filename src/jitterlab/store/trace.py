@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from jitterlab.core.errors import CorruptRunError
-from jitterlab.core.fileio import open_output
+from jitterlab.core.fileio import open_output, open_plain_file, os_error_text
 
 TRACE_FILE = "trace-events.parquet"
 
@@ -45,13 +45,25 @@ def write_trace_events(path: Path, events: TraceEvents) -> None:
 
 
 def read_trace_events(path: Path, counts: dict[str, int]) -> TraceEvents:
+    """The events of ``path`` (a run folder's trace file), opened from its folder without
+    following a link, as a regular file (:func:`open_plain_file`): a trace file linked to
+    another run's, a FIFO or a device there is refused in one line (issue 42)."""
     try:
-        table = pq.read_table(path)
+        with open_plain_file(path.parent, path.name) as f:
+            table = pq.read_table(f)
     except (pa.ArrowException, OSError) as e:
+        raise CorruptRunError(
+            f"{path}: unreadable trace events ({os_error_text(e) if isinstance(e, OSError) else e})"
+        ) from e
+    missing = [c for c in ("cpu", "t_ns", "cause") if c not in table.column_names]
+    if missing:  # a run.json naming another file of the folder (its samples) as the trace
+        raise CorruptRunError(f"{path}: not trace events (no column {', '.join(missing)})")
+    try:
+        cpu = table.column("cpu").to_numpy().astype(np.int64)
+        t = table.column("t_ns").to_numpy().astype(np.int64)
+        cause = [str(c) for c in table.column("cause").to_pylist()]
+    except (pa.ArrowException, TypeError, ValueError) as e:
         raise CorruptRunError(f"{path}: unreadable trace events ({e})") from e
-    cpu = table.column("cpu").to_numpy()
-    t = table.column("t_ns").to_numpy()
-    cause = table.column("cause").to_pylist()
     times, causes = {}, {}
     for c in np.unique(cpu).tolist():
         mine = np.flatnonzero(cpu == c)
