@@ -79,7 +79,12 @@ def host_cpu() -> str:
 
 
 def placement_rows(
-    by_regime: dict[str, list[tuple[float, float, float]]], samples: int, when: str, commit: str, load: float
+    by_regime: dict[str, list[tuple[float, float, float]]],
+    samples: int,
+    when: str,
+    commit: str,
+    load: float,
+    asked_repeats: int,
 ) -> list[dict[str, Any]]:
     """One row per cross-core regime this session met: what docs/results/harness-floor.json keeps."""
     rows = []
@@ -106,7 +111,7 @@ def placement_rows(
                 "repeats": len(ratios),
                 "samples": samples,
                 "verdict": "ok" if median <= TARGET_SPSC else "MISSED",
-                "command": f"python benchmarks/harness_floor.py --samples {samples} --repeats {len(ratios)}",
+                "command": f"python benchmarks/harness_floor.py --samples {samples} --repeats {asked_repeats} --publish",
             }
         )
     return rows
@@ -221,7 +226,7 @@ def main() -> None:
             text=True,
         ).stdout.strip()
         when = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-        rows = placement_rows(by_regime, args.samples, when, commit or "unknown", load_at_start)
+        rows = placement_rows(by_regime, args.samples, when, commit or "unknown", load_at_start, args.repeats)
         publish(rows)
         print(f"published {len(rows)} placement row(s) to {PLACEMENTS}")
 

@@ -138,7 +138,7 @@ def test_the_harness_floor_table_has_a_row_per_placement_with_its_host_cpu(figur
         "slow": [(105.0, 288.0, 2.74)],
         "changed": [],
     }
-    rows = floor.placement_rows(by_regime, 300_000, "2026-11-28 13:21 UTC", "abc1234", 1.5)
+    rows = floor.placement_rows(by_regime, 300_000, "2026-11-28 13:21 UTC", "abc1234", 1.5, 3)
     assert [(r["regime"], r["verdict"]) for r in rows] == [("fast", "ok"), ("slow", "MISSED")]
     assert "family" in rows[0]["cpu"] and rows[1]["c2c_p50_ns"] == 105.0
     kept = tmp_path / "placements.json"
