@@ -191,3 +191,18 @@ def test_the_replication_table_marks_a_short_run(tmp_path: Path) -> None:
     _, (cells,) = table3_layout([row])  # type: ignore[list-item]
     assert cells[2] != "not resolved" and cells[3:5] == ["not resolved", "not resolved"]
     assert cells[8] != "not resolved" and cells[9:11] == ["not resolved", "not resolved"]
+
+
+def test_net_skew_and_repl_p99_columns_follow_the_one_rule() -> None:
+    """net's frame-skew p99 and repl's ping and generator-lag p99 cells (Tables 4-6 of the
+    seeds): 600 frames (10 s at 60 fps) do not resolve a p99, 2,000 do."""
+    from jitterlab.describe.network import _skew_p99
+    from jitterlab.describe.replication import _p99_text
+
+    skew = {"frame_p50_ns": 1e5, "frame_p99_ns": 2.5e6, "frame_max_ns": 3_000_000}
+    assert _skew_p99({**skew, "frames": 600}) == "not resolved"
+    assert _skew_p99({**skew, "frames": 2_000}) != "not resolved"
+    assert _skew_p99(skew) != "not resolved"  # a run stored before the count was kept: as stored
+    assert _p99_text(1.234, 600, 2) == "not resolved"
+    assert _p99_text(1.234, 2_000, 2) == "1.23"
+    assert _p99_text(float("nan"), 0, 1) == "n/a"

@@ -195,11 +195,7 @@ def frame_rows(runs: Sequence[Run], render_nodes: int) -> tuple[list[str], list[
         mine = [r for r in frames if bool(r.config.get("sync")) == sync]
 
         inter = [r for r in mine if _where(r) == "inter-node" and not r.config.get("impaired")]
-        skew = (
-            _ms(inter[-1].meta["net"]["skew"].get("frame_p99_ns", 0))
-            if inter and inter[-1].meta["net"]["skew"]
-            else "—"
-        )
+        skew = _skew_p99(inter[-1].meta["net"]["skew"]) if inter and inter[-1].meta["net"]["skew"] else "—"
         rows.append(
             [
                 "sync" if sync else "no sync",
@@ -286,3 +282,13 @@ def network_json(runs: Sequence[Run]) -> list[dict[str, Any]]:
         for r in runs
         if is_net_run(r)
     ]
+
+
+def _skew_p99(skew: dict[str, Any]) -> str:
+    """The frames' skew p99 (ms), "not resolved" where the run's frames do not resolve it
+    (core/percentiles.py ``is_resolved``: fewer than 1,000 frames); a run stored before the
+    frame count was kept shows its figure as stored."""
+    frames = skew.get("frames")
+    if frames is not None and not is_resolved(int(frames), 99.0):
+        return "not resolved"
+    return _ms(skew.get("frame_p99_ns", 0))

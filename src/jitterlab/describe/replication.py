@@ -164,6 +164,7 @@ class ReplRow:
     predicted: dict[str, float]
     lag_p99_ms: float
     generator_limited: bool
+    lag_count: int  # sends the lag was measured over: whether its p99 is resolved
     busy_share: float
     cpu_share: float
     rcvbuf_errors: int
@@ -204,6 +205,7 @@ def describe_replication(run: Run) -> ReplRow:
         predicted=repl.get("predicted_bytes_per_s", {}),
         lag_p99_ms=float(lag.get("p99_ns", float("nan"))) / 1e6,
         generator_limited=bool(lag.get("limited", False)),
+        lag_count=int(lag.get("count", 0)),
         busy_share=float(ticks.get("busy_share", float("nan"))),
         cpu_share=float(ticks.get("cpu_share", float("nan"))),
         rcvbuf_errors=int(counters.get("RcvbufErrors", 0)),
@@ -283,6 +285,14 @@ def _seed4(n: int, k: int) -> str:
     return f"{row[k]:,g}" if row else "–"
 
 
+def _p99_text(value_ms: float, count: int, digits: int) -> str:
+    """A p99 in ms by the one rule: "n/a" of nothing, "not resolved" where ``count`` values
+    do not resolve it (core/percentiles.py ``is_resolved``), else the value."""
+    if not count:
+        return "n/a"
+    return "not resolved" if not is_resolved(count, 99.0) else f"{value_ms:.{digits}f}"
+
+
 def _tail_ms(s: Summary) -> list[str]:
     """p50, p99 and p99.9 (ms) of a summary, each "not resolved" where its count does not
     resolve the level (core/percentiles.py ``is_resolved``; docs/statistics.md)."""
@@ -356,7 +366,7 @@ def table4_layout(rows: Sequence[ReplRow]) -> tuple[list[str], list[list[str]]]:
                 f"{r.server_fps:.1f}",
                 _seed4(r.clients, 0),
                 _m_sd(r.ping_ms),
-                f"{r.ping_ms.p99:.1f}" if r.ping_ms.count else "n/a",
+                _p99_text(r.ping_ms.p99, r.ping_ms.count, 1),
                 _seed4(r.clients, 2),
                 _kb(rt.get("client_out_avg")),
                 _seed4(r.clients, 3),
@@ -370,7 +380,7 @@ def table4_layout(rows: Sequence[ReplRow]) -> tuple[list[str], list[list[str]]]:
                 _seed4(r.clients, 5),
                 _kb(rt.get("client_in_avg")),
                 _seed4(r.clients, 6),
-                f"{r.lag_p99_ms:.2f}" + (" LIMITED" if r.generator_limited else ""),
+                _p99_text(r.lag_p99_ms, r.lag_count, 2) + (" LIMITED" if r.generator_limited else ""),
             ]
         )
     return headers, body

@@ -447,6 +447,7 @@ def _skew(records: np.ndarray) -> dict[str, Any]:
         "frame_p50_ns": float(frame_p[0]),
         "frame_p99_ns": float(frame_p[1]),
         "frame_max_ns": int(per_frame.max()),
+        "frames": int(per_frame.size),  # how many frames the p99 is of (resolved or not)
         "per_node": per_node,
     }
 
