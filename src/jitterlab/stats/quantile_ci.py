@@ -35,6 +35,7 @@ import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -146,8 +147,6 @@ def _student_t(df: int, probability: float) -> float:
 
 
 def _normal_quantile(probability: float) -> float:
-    from statistics import NormalDist
-
     return NormalDist().inv_cdf(probability)
 
 
