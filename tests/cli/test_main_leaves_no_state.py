@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jitterlab.cli import main
+from jitterlab.cli.main import main  # the function: the package attribute may be the submodule once imported
 from jitterlab.store.runs import ResultsStore
 
 
