@@ -304,3 +304,92 @@ def test_the_engine_check_catches_each_question(tmp_path: Path) -> None:
         "describe/a.py:4: hasattr(engine, …)",
         "describe/a.py:6: getattr(engine, …)",
     ]
+
+
+# Issue 37 item 1: nothing outside store/ names a samples column. A room reads a run's samples
+# through store/'s accessors (`Run.latency_ns`, `Run.t_send_ns`, `RawSamples.seq`, the reader's
+# chunks), never by the column's name. These files use one of the names for something that is
+# not a run's samples; each says why.
+NAMES_A_COLUMN_ALLOWED = {
+    # the C recorder's ring event (the struct the ring holds before the drain loop writes the
+    # events as a run through store/)
+    "monitor/recorder.py": "the ring's event layout, declared where the C struct is mirrored",
+    "monitor/server.py": "fields of the ring's events (monitor/recorder.py's layout), not of stored samples",
+    # run.json's `obtained.placements[].pair` and the spike-CPU block's `"from": "pair"`
+    "measure/bench.py": "a placement's `pair` field in run.json, not a column",
+    "describe/attribution.py": "reads that run.json value (`where['from'] == 'pair'`), not the column",
+}
+
+
+def column_names_outside_store(package: Path) -> list[str]:
+    """Every string constant equal to a samples column's name (store/schema.py's
+    ``SAMPLE_COLUMNS``) used as a subscript, a call's argument or a comparison's operand in a
+    module outside ``store/`` (docstrings and comments are not code, so they may name it)."""
+    from jitterlab.store.schema import SAMPLE_COLUMNS
+
+    names = set(SAMPLE_COLUMNS)
+    problems = []
+    for path in sorted(package.rglob("*.py")):
+        relative = path.relative_to(package)
+        if relative.parts[0] == "store" or relative.as_posix() in NAMES_A_COLUMN_ALLOWED:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            used: list[ast.expr] = []
+            if isinstance(node, ast.Subscript):
+                used = [node.slice]
+            elif isinstance(node, ast.Call):
+                used = [*node.args, *(k.value for k in node.keywords)]
+            elif isinstance(node, ast.Compare):
+                used = [node.left, *node.comparators]
+            elif isinstance(node, ast.List | ast.Tuple | ast.Set) and isinstance(
+                getattr(node, "ctx", None), ast.Load
+            ):
+                used = list(node.elts)
+            elif isinstance(node, ast.Dict):
+                used = [k for k in node.keys if k is not None]
+            for value in used:
+                if isinstance(value, ast.Constant) and value.value in names:
+                    problems.append(f"{relative}:{node.lineno}: names the samples column {value.value!r}")
+    return sorted(set(problems))
+
+
+def test_nothing_outside_the_store_names_a_samples_column() -> None:
+    assert column_names_outside_store(PACKAGE) == []
+
+
+def test_every_allowed_column_name_is_still_used() -> None:
+    """An allow-list entry whose file no longer names a column goes (so the list only shrinks)."""
+    from jitterlab.store.schema import SAMPLE_COLUMNS
+
+    for relative in NAMES_A_COLUMN_ALLOWED:
+        path = PACKAGE / relative
+        assert path.exists(), relative
+        tree = ast.parse(path.read_text())
+        constants = {
+            n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+        }
+        assert constants & set(SAMPLE_COLUMNS), f"{relative} no longer names a column: drop it from the list"
+
+
+def test_the_column_check_catches_each_form(tmp_path: Path) -> None:
+    (tmp_path / "describe").mkdir()
+    (tmp_path / "describe" / "a.py").write_text(
+        "def f(run, t, b):\n"
+        "    x = t.column('t_recv_ns')\n"
+        "    y = b['seq']\n"
+        "    z = run.summary(since='t_send_ns')\n"
+        "    if run.since == 'pair':\n"
+        "        pass\n"
+        "    cols = ['t_send_ns', 'latency']\n"
+        "    '''t_send_ns in a docstring is prose'''\n"
+        "    return run.meta['summary']['latency_ns']\n"
+    )
+    (tmp_path / "store").mkdir()
+    (tmp_path / "store" / "reader.py").write_text("SEND = 't_send_ns'\nx = b['seq']\n")
+    assert column_names_outside_store(tmp_path) == [
+        "describe/a.py:2: names the samples column 't_recv_ns'",
+        "describe/a.py:3: names the samples column 'seq'",
+        "describe/a.py:4: names the samples column 't_send_ns'",
+        "describe/a.py:5: names the samples column 'pair'",
+        "describe/a.py:7: names the samples column 't_send_ns'",
+    ]

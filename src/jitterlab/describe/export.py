@@ -47,7 +47,13 @@ from jitterlab.store.hdr.histogram import Histogram
 from jitterlab.store.hdr.log import LogWriter
 from jitterlab.store.hdr.streams import UNITS_NS, read_figures
 from jitterlab.store.hdr.text import percentile_distribution
-from jitterlab.store.reader import READ_BATCH_ROWS, Engine, record_batches, timed_latency_chunks
+from jitterlab.store.reader import (
+    READ_BATCH_ROWS,
+    Engine,
+    batch_latency_ns,
+    record_batches,
+    timed_latency_chunks,
+)
 from jitterlab.store.runs import verified_samples_path
 from jitterlab.store.span import span_timed_chunks, time_span
 
@@ -165,7 +171,7 @@ def _with_latency(
 
     def out() -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            ns = batch.column("t_recv_ns").to_numpy() - batch.column("t_send_ns").to_numpy()
+            ns = batch_latency_ns(batch)
             latency = pa.array(ns if unit == "ns" else ns / scale, field.type)
             yield pa.RecordBatch.from_arrays([*batch.columns, latency], schema=schema)
 

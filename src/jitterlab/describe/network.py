@@ -17,7 +17,7 @@ from jitterlab.describe.analysis import file_summary
 from jitterlab.describe.context import command_context
 from jitterlab.stats.summary import Summary
 from jitterlab.store import Run
-from jitterlab.store.reader import LOCAL
+from jitterlab.store.reader import ACTUAL_SEND, LOCAL, SEND
 from jitterlab.store.runs import verified_samples_path
 
 # Wiebusch et al. (seed 004) Tables 5-6: Simulator X's platform layer, Scala actors, Akka.
@@ -39,11 +39,11 @@ def _ms(ns: float) -> str:
     return f"{ns / 1e6:.3f}"
 
 
-def _summary(run: Run, since: str = "t_send_ns") -> Summary:
+def _summary(run: Run, since: str = SEND) -> Summary:
     """The exact summary of the run's latencies (from ``since``), read in row groups (the
     one stored at commit when it is this version's): never the run in memory."""
     path = verified_samples_path(run)
-    return file_summary(run, path) if since == "t_send_ns" else LOCAL.summary(path, since)
+    return file_summary(run, path) if since == SEND else LOCAL.summary(path, since)
 
 
 def _level_ms(value: float, count: int, level: float) -> str:
@@ -117,7 +117,7 @@ def open_loop_rows(runs: Sequence[Run]) -> tuple[list[str], list[list[Any]]]:
         if run.config.get("scenario") != "open-loop":
             continue
         columns = (run.meta.get("samples") or {}).get("columns") or []
-        raw = _summary(run, "t_actual_send_ns" if "t_actual_send_ns" in columns else "t_send_ns")
+        raw = _summary(run, ACTUAL_SEND if ACTUAL_SEND in columns else SEND)
         net = run.meta["net"]
         rows.append(
             [

@@ -82,7 +82,7 @@ class Store:
         not in it."""
         import polars as pl
 
-        from jitterlab.store.reader import lazy_samples
+        from jitterlab.store.reader import empty_samples_frame, lazy_samples
         from jitterlab.store.runs import verified_samples_path
 
         frames = []
@@ -91,9 +91,7 @@ class Store:
                 continue
             frames.append(lazy_samples(verified_samples_path(run), run.id, run.name))
         if not frames:
-            schema = {"run_id": pl.String, "name": pl.String, "latency_ns": pl.Int64, "pair": pl.Int32,
-                      "seq": pl.Int64, "t_send_ns": pl.Int64, "t_recv_ns": pl.Int64}  # fmt: skip
-            return pl.LazyFrame(schema=schema)
+            return empty_samples_frame()
         return pl.concat(frames, how="vertical_relaxed")
 
 

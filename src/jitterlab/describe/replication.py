@@ -185,10 +185,9 @@ def _shares(values: np.ndarray) -> tuple[float, ...]:
 
 def describe_replication(run: Run) -> ReplRow:
     repl = run.meta["repl"]
-    table = run.table
-    t_recv = table.column("t_recv_ns").to_numpy()
-    latency = t_recv - table.column("t_send_ns").to_numpy()
-    intervals = stream_intervals(table.column("pair").to_numpy(), t_recv)
+    t_recv = run.t_recv_ns
+    latency = run.latency_ns
+    intervals = stream_intervals(run.pair, t_recv)
     ticks, lag = repl.get("server_ticks", {}), repl.get("generator_lag", {})
     counters = repl.get("udp_counters", {})
     return ReplRow(

@@ -282,10 +282,9 @@ def _store_series(
             metas.append(part)
             # through the descriptor of the folder made, never its path (issue 42)
             writers.append(SampleWriter(work_path(folder) / SAMPLES_FILE, part["id"]))
-        for chunk in raw.chunks():
-            for index, writer in enumerate(writers):
-                mine = chunk[chunk["pair"] == index]
-                writer.write(0, mine["seq"], mine["t_send_ns"], mine["t_recv_ns"])
+        for parts in raw.chunks_by_pair(len(writers)):
+            for writer, (seq, t_send, t_recv) in zip(writers, parts, strict=True):
+                writer.write(0, seq, t_send, t_recv)
         for writer in writers:
             writer.close()
         # every series described in its own staging folder before any is published: a kill
@@ -391,7 +390,7 @@ def _recover_one(store: ResultsStore, staging: Path, warn: Warn) -> Run | None:
     raw = read_raw_samples(raw_path)
     harness, _ = read_harness_json(harness_path)
     started = dt.datetime.fromtimestamp(staging.stat().st_mtime, dt.timezone.utc)
-    pairs = harness.get("pairs") or 1 + max((int(c["pair"].max()) for c in raw.chunks()), default=0)
+    pairs = harness.get("pairs") or max(raw.pairs_seen(), 1)
     meta = _recovered_meta(staging, harness, started, int(pairs), raw.note)
     run = drop_metadata(store.commit(staging, raw, meta))
     lock.unlink(missing_ok=True)

@@ -424,23 +424,23 @@ def _net_block(
         block["frames_complete"] = int(result.get("frames_complete", 0))
         block["fps"] = frames / (window_s + o.warmup_s)
         # frame-sync records are frames x render nodes (60 fps x 9 nodes x 10 s: 5,400): small
-        block["skew"] = _skew(records.records)
+        block["skew"] = _skew(records)
     return block
 
 
-def _skew(records: np.ndarray) -> dict[str, Any]:
+def _skew(records: RawSamples) -> dict[str, Any]:
     """Per frame, how much later each render node got it than the first node that did."""
-    if records.size == 0:
+    if records.rows == 0:
         return {}
-    order = np.lexsort((records["t_recv_ns"], records["seq"]))
-    seq, t = records["seq"][order], records["t_recv_ns"][order]
+    order = np.lexsort((records.t_recv_ns, records.seq))
+    seq, t = records.seq[order], records.t_recv_ns[order]
     first = np.minimum.reduceat(t, np.flatnonzero(np.r_[True, seq[1:] != seq[:-1]]))
     frame_index = np.searchsorted(np.unique(seq), seq)
     skew = t - first[frame_index]
     per_frame = np.maximum.reduceat(skew, np.flatnonzero(np.r_[True, seq[1:] != seq[:-1]]))
     per_node = {}
-    for node in np.unique(records["dst_node"][order]):
-        mine = skew[records["dst_node"][order] == node]
+    for node in np.unique(records.records["dst_node"][order]):
+        mine = skew[records.records["dst_node"][order] == node]
         per_node[str(int(node))] = {"p50_ns": float(percentiles(mine, (50.0,))[0]), "max_ns": int(mine.max())}
     frame_p = percentiles(per_frame, (50.0, 99.0))
     return {

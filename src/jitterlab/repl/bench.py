@@ -191,13 +191,13 @@ def ping_phase_check(
     }
 
 
-def _missing_updates(records: np.ndarray) -> int:
+def _missing_updates(records: RawSamples) -> int:
     """Poses an observer never saw: gaps in each avatar's sequence numbers (superseded at
     the server before a tick sent them, or dropped)."""
-    if records.size == 0:
+    if records.rows == 0:
         return 0
-    order = np.lexsort((records["seq"], records["pair"]))
-    pair, seq = records["pair"][order], records["seq"][order]
+    order = np.lexsort((records.seq, records.pair))
+    pair, seq = records.pair[order], records.seq[order]
     step = np.diff(seq)[pair[1:] == pair[:-1]]
     return int(np.clip(step - 1, 0, None).sum())
 
@@ -392,7 +392,7 @@ def _job(
             repl["udp_counters"] = delta(before, counters())
         repl["rates_bytes_per_s"] = rates(repl, clients)
         repl["predicted_bytes_per_s"] = predicted_rates(o.payload, o.rate_hz, clients)
-        repl["updates_missing"] = _missing_updates(raw.records)
+        repl["updates_missing"] = _missing_updates(raw)
         sent = np.asarray(repl.pop("ping_send_ns", []), dtype=np.int64)
         answered = np.asarray(repl.pop("ping_tick_ns", []), dtype=np.int64)
         if not on_hosts and sent.size:  # across hosts the ticks are on another host's clock

@@ -77,6 +77,34 @@ class RawSamples:
             return self.loaded
         return np.concatenate([np.zeros(0, self.dtype), *self.chunks()])
 
+    @property
+    def pair(self) -> np.ndarray:
+        """Every record's pair (in memory: :attr:`records`)."""
+        return np.asarray(self.records["pair"])
+
+    @property
+    def seq(self) -> np.ndarray:
+        """Every record's sequence number (in memory: :attr:`records`)."""
+        return np.asarray(self.records["seq"])
+
+    @property
+    def t_recv_ns(self) -> np.ndarray:
+        """Every record's receive time (in memory: :attr:`records`)."""
+        return np.asarray(self.records["t_recv_ns"])
+
+    def pairs_seen(self) -> int:
+        """1 + the highest pair of any record (0 for none), in one streamed pass."""
+        return 1 + max((int(c["pair"].max()) for c in self.chunks() if len(c)), default=-1)
+
+    def chunks_by_pair(self, pairs: int) -> Iterator[list[tuple[np.ndarray, np.ndarray, np.ndarray]]]:
+        """Per chunk, (seq, t_send_ns, t_recv_ns) of each pair ``0 … pairs-1``, in order."""
+        for chunk in self.chunks():
+            parts = []
+            for index in range(pairs):
+                mine = chunk[chunk["pair"] == index]
+                parts.append((mine["seq"], mine["t_send_ns"], mine["t_recv_ns"]))
+            yield parts
+
     def chunks(self, rows: int = CHUNK_RECORDS) -> Iterator[np.ndarray]:
         """The records in order, at most ``rows`` at a time."""
         if self.loaded is not None:

@@ -41,6 +41,8 @@ READ_BATCH_ROWS = 1 << 20
 SEND = "t_send_ns"
 RECV = "t_recv_ns"
 PAIR = "pair"
+SEQ = "seq"
+ACTUAL_SEND = "t_actual_send_ns"  # net's open-loop runs: when the sender really sent
 
 
 def column_names(path: Path) -> list[str]:
@@ -123,6 +125,21 @@ def record_batches(
     return pq.read_schema(path), batches()
 
 
+def batch_latency_ns(batch: pa.RecordBatch) -> np.ndarray:
+    """t_recv_ns - t_send_ns of one record batch of a samples file (int64)."""
+    latency: np.ndarray = batch.column(RECV).to_numpy() - batch.column(SEND).to_numpy()
+    return latency
+
+
+def empty_samples_frame() -> pl.LazyFrame:
+    """An empty frame with :func:`lazy_samples`' columns and types (a store without samples)."""
+    import polars as pl
+
+    schema = {"run_id": pl.String, "name": pl.String, "latency_ns": pl.Int64, PAIR: pl.Int32,
+              SEQ: pl.Int64, SEND: pl.Int64, RECV: pl.Int64}  # fmt: skip
+    return pl.LazyFrame(schema=schema)
+
+
 def lazy_samples(path: Path, run_id: str, name: str | None) -> pl.LazyFrame:
     """The samples file at ``path`` as a lazy Polars frame: run_id, name, latency_ns, pair,
     seq, t_send_ns, t_recv_ns (nothing read until it is collected; Polars reads only the
@@ -131,13 +148,13 @@ def lazy_samples(path: Path, run_id: str, name: str | None) -> pl.LazyFrame:
 
     return (
         pl.scan_parquet(path)
-        .select(PAIR, "seq", SEND, RECV)
+        .select(PAIR, SEQ, SEND, RECV)
         .with_columns(
             pl.lit(run_id).alias("run_id"),
             pl.lit(name, dtype=pl.String).alias("name"),
             (pl.col(RECV) - pl.col(SEND)).alias("latency_ns"),
         )
-        .select("run_id", "name", "latency_ns", PAIR, "seq", SEND, RECV)
+        .select("run_id", "name", "latency_ns", PAIR, SEQ, SEND, RECV)
     )
 
 
