@@ -46,6 +46,7 @@ import pyarrow.csv as pacsv
 
 sys.path.insert(0, str(Path(__file__).parent))
 from jitterlab.store import ResultsStore
+from jitterlab.store.recovery import recover_parts
 from jitterlab.store.schema import run_meta
 from treemem import median_range, run_measured
 
@@ -212,7 +213,7 @@ def main() -> int:
             store = root / f"export-{n}"
             rs = ResultsStore(store)
             monitor_staging(store, n, seed=3)
-            run = rs.recover_parts(rs.leftovers()[0])
+            run = recover_parts(rs, rs.leftovers()[0])
             assert run is not None
             for fmt, extra in (("csv", []), ("parquet", ["--from", "0.1"])):
                 cmd = [

@@ -393,3 +393,56 @@ def test_the_column_check_catches_each_form(tmp_path: Path) -> None:
         "describe/a.py:5: names the samples column 'pair'",
         "describe/a.py:7: names the samples column 't_send_ns'",
     ]
+
+
+# Issue 37 item 5: recovery of interrupted runs in one place, store/recovery.py. Outside it a
+# function about recovering is only one of these (each says why it is not there).
+RECOVERY_OUTSIDE_ALLOWED = {
+    # run.json of a leftover: the machine's environment and doctor facts, which the store does
+    # not read; `recover` hands it to store/recovery.py and does nothing else
+    "measure/jobs.py": {"recover", "_recovered_meta"},
+    "cli/runs.py": {"cmd_recover"},  # the command: parse, call measure.jobs.recover, print
+}
+
+
+def recovery_outside_its_module(package: Path) -> list[str]:
+    """Every function whose name says it recovers (``*recover*``) defined outside
+    store/recovery.py and the allowed ones."""
+    problems = []
+    for path in sorted(package.rglob("*.py")):
+        relative = path.relative_to(package).as_posix()
+        if relative == "store/recovery.py":
+            continue
+        allowed = RECOVERY_OUTSIDE_ALLOWED.get(relative, set())
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+                and "recover" in node.name
+                and node.name not in allowed
+            ):
+                problems.append(f"{relative}:{node.lineno}: {node.name}")
+    return problems
+
+
+def test_recovery_is_in_one_place() -> None:
+    assert recovery_outside_its_module(PACKAGE) == []
+
+
+def test_jobs_recover_only_hands_over() -> None:
+    """measure/jobs.py's ``recover`` is one call of store/recovery.py's, with the meta maker."""
+    tree = ast.parse((PACKAGE / "measure" / "jobs.py").read_text())
+    (recover,) = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "recover"]
+    body = [s for s in recover.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    assert [ast.unparse(s) for s in body] == ["return recovery.recover(store, warn, _recovered_meta)"]
+
+
+def test_the_recovery_check_catches_a_second_place(tmp_path: Path) -> None:
+    (tmp_path / "measure").mkdir()
+    (tmp_path / "measure" / "jobs.py").write_text("def recover():\n    pass\ndef _recover_one():\n    pass\n")
+    (tmp_path / "store").mkdir()
+    (tmp_path / "store" / "runs.py").write_text("class S:\n    def recover_parts(self):\n        pass\n")
+    (tmp_path / "store" / "recovery.py").write_text("def recover():\n    pass\n")
+    assert recovery_outside_its_module(tmp_path) == [
+        "measure/jobs.py:3: _recover_one",
+        "store/runs.py:2: recover_parts",
+    ]

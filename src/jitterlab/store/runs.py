@@ -24,7 +24,6 @@ from __future__ import annotations
 import datetime as dt
 import errno
 import fcntl
-import json
 import os
 import shutil
 import stat
@@ -84,7 +83,6 @@ from jitterlab.store.schema import (
     SAMPLE_COLUMNS,
     SAMPLES_FILE,
     SCHEMA_VERSION,
-    draft_problem,
     safe_id_part,
     samples_per_pair,
     valid_run_id,
@@ -757,49 +755,6 @@ class ResultsStore:
             if n.startswith("part-") and (n.endswith(".parquet") or n.endswith(".jlraw"))
         )
         return names, parts_fd
-
-    @staticmethod
-    def check_leftover(staging: Path) -> None:
-        """A leftover holds only files and folders: a link (or a FIFO, a device) in it is
-        refused in one line before anything is read. Root recovers leftovers of the store's
-        owner; a part, raw file or draft that links to a file only root may read (another
-        user's private run) would otherwise be copied into a run that owner can read."""
-        for where, folders, files in os.walk(staging):
-            for name in [*folders, *files]:
-                st = os.lstat(os.path.join(where, name))
-                if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
-                    shown = os.path.relpath(os.path.join(where, name), staging)
-                    raise JitterlabError(
-                        f"{staging.name}: {shown} is not a regular file (a link or a special file); left in place"
-                    )
-
-    def recover_parts(self, staging: Path) -> Run | None:
-        """A staging folder of a killed long-running recorder (``run.draft.json`` and
-        ``parts/``) stored as a partial run; None when the folder is not one."""
-        draft = staging / DRAFT_JSON
-        if not draft.is_file():
-            return None
-        try:
-            meta = json.loads(draft.read_text())
-        except (OSError, ValueError) as e:
-            raise JitterlabError(
-                f"{staging.name}: its {DRAFT_JSON} is not readable JSON ({e}); left in place"
-            ) from None
-        if not isinstance(meta, dict):
-            raise JitterlabError(f"{staging.name}: its {DRAFT_JSON} is not a JSON object; left in place")
-        if meta.get("id") != staging.name:
-            # the draft names the folder it lives in: anything else would move a run elsewhere
-            raise JitterlabError(
-                f"{staging.name}: its {DRAFT_JSON} names another run id ({str(meta.get('id'))[:80]!r}); left in place"
-            )
-        meta["status"] = "partial"
-        meta["partial_reason"] = "recovered from .staging: the recording process did not finish"
-        problem = draft_problem(meta)
-        if problem:
-            raise JitterlabError(
-                f"{staging.name}: its {DRAFT_JSON} does not match the run format: {problem}; left in place"
-            )
-        return self.commit_parts(staging, meta)
 
     def commit_histogram(self, staging: Path, meta: dict[str, Any]) -> Run:
         """Store the HdrHistogram log written to ``staging/histogram.hlog`` as a
