@@ -97,8 +97,9 @@ from jitterlab.store import cluster as cluster_probe
 from jitterlab.store.hdr.streams import read_figures
 from jitterlab.store.ingest import import_csv
 from jitterlab.store.rawfile import RECORD_DTYPE, read_raw_samples, write_raw_samples
-from jitterlab.store.runs import DRAFT_JSON, PARTS_DIR, verified_samples_path
+from jitterlab.store.runs import verified_samples_path
 from jitterlab.store.schema import RUN_JSON, SAMPLES_FILE, read_harness_json
+from jitterlab.store.staging import DRAFT_JSON, PARTS_DIR
 
 # the monitor ring's header (native/src/monitor.cpp, docs/monitor.md): magic at offset 0,
 # then version, entry size, capacity and the hint; 384 bytes with its three aligned indices

@@ -96,8 +96,7 @@ def latencies(rng: np.random.Generator, n: int) -> np.ndarray:
 def generate(store_root: Path, n: int, seed: int = 2025) -> str:
     """Store a run of n samples (bounded memory: one chunk at a time); returns its id."""
     from jitterlab.store import ResultsStore
-    from jitterlab.store.runs import SAMPLES_FILE
-    from jitterlab.store.schema import run_meta
+    from jitterlab.store.schema import SAMPLES_FILE, run_meta
     from jitterlab.store.writer import SampleWriter
 
     store = ResultsStore(store_root)

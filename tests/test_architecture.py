@@ -446,3 +446,21 @@ def test_the_recovery_check_catches_a_second_place(tmp_path: Path) -> None:
         "measure/jobs.py:3: _recover_one",
         "store/runs.py:2: recover_parts",
     ]
+
+
+def test_the_results_store_is_its_three_concerns() -> None:
+    """store/runs.py split by concern (issue 37 item 5): ``ResultsStore`` adds no method of its
+    own; each comes from staging.py, publish.py or listing.py, and runs.py stays a short face."""
+    from jitterlab.store.runs import ResultsStore
+
+    homes = {
+        name: getattr(ResultsStore, name).__module__
+        for name in dir(ResultsStore)
+        if callable(getattr(ResultsStore, name)) and not name.startswith("__")
+    }
+    assert set(homes.values()) == {
+        "jitterlab.store.staging",
+        "jitterlab.store.publish",
+        "jitterlab.store.listing",
+    }
+    assert len((PACKAGE / "store" / "runs.py").read_text().splitlines()) <= 100

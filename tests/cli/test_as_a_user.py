@@ -27,7 +27,7 @@ import pytest
 
 from conftest import OtherUser, assert_one_line_error, latency_clusters, make_run
 from jitterlab.store import ResultsStore
-from jitterlab.store.runs import DRAFT_JSON
+from jitterlab.store.staging import DRAFT_JSON
 
 HLOG = Path(__file__).parent.parent / "fixtures" / "hdrhistogram" / "jHiccup-2.0.7S.logV2.hlog"
 

@@ -159,7 +159,7 @@ def test_recover_holds_one_batch_of_a_part_at_a_time(tmp_path: Path, monkeypatch
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from jitterlab.store.runs import PARTS_DIR
+    from jitterlab.store.staging import PARTS_DIR
 
     store = ResultsStore(tmp_path / "store")
     staging = store.staging_dir(store.new_run_id("monitor", "x"))

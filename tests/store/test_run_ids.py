@@ -21,18 +21,19 @@ from conftest import latency_clusters, make_run, run_cli, run_main
 from jitterlab.measure.bench import BenchPlan, bench_points
 from jitterlab.measure.runner import Plan, run_plan
 from jitterlab.store import ResultsStore
-from jitterlab.store.runs import DRAFT_JSON, RUN_JSON
+from jitterlab.store.schema import RUN_JSON
+from jitterlab.store.staging import DRAFT_JSON
 
 CLASH = "20260101-000000-clash-p1-abcd"  # one second, one slug, one random part for every writer
 
 WRITER = """
 import json, sys, time
 import numpy as np
-import jitterlab.store.runs as runs
+import jitterlab.store.staging as staging
 from jitterlab.store import ResultsStore
 
-# the random part collides on every draw, retries included (only the store's draws: runs._id_suffix)
-runs._id_suffix = lambda: "abcd"
+# the random part collides on every draw, retries included (only the store's draws: staging._id_suffix)
+staging._id_suffix = lambda: "abcd"
 store, writer, go = ResultsStore(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
 while time.time() < go:  # every writer starts at the same moment
     time.sleep(0.001)
@@ -66,8 +67,8 @@ def test_concurrent_writers_forced_to_one_id_all_store_their_runs(tmp_path: Path
         "    @classmethod\n"
         "    def now(cls, tz=None):\n"
         "        return _dt.datetime(2026, 1, 1, tzinfo=tz)\n"
-        "import jitterlab.store.runs as _runs\n"
-        "_runs.dt = type('dt', (), {'datetime': _Frozen, 'timezone': _dt.timezone})\n"
+        "import jitterlab.store.staging as _staging\n"
+        "_staging.dt = type('dt', (), {'datetime': _Frozen, 'timezone': _dt.timezone})\n"
     )
     go = time.time() + 3  # the writers import numpy and pyarrow first
     env = dict(

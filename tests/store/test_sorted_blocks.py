@@ -15,8 +15,8 @@ from jitterlab.store import ResultsStore, Run
 from jitterlab.store import reader as reader_module
 from jitterlab.store import writer as writer_module
 from jitterlab.store.rawfile import NET_RECORD_DTYPE, RawSamples, read_raw_samples, write_raw_samples
-from jitterlab.store.runs import BLOCKS_DIR, DRAFT_JSON, PARTS_DIR
 from jitterlab.store.sorting import sorted_records
+from jitterlab.store.staging import BLOCKS_DIR, DRAFT_JSON, PARTS_DIR
 
 
 def net_records(n: int, seed: int, pairs: int = 4) -> np.ndarray:

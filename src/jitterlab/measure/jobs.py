@@ -31,9 +31,9 @@ from jitterlab.measure.policy import is_realtime
 from jitterlab.measure.runner import Context, Done, Point
 from jitterlab.measure.tracing import trace_block
 from jitterlab.store import ResultsStore, Run, recovery
+from jitterlab.store.fsops import staging_fd, work_path
 from jitterlab.store.rawfile import RECORD_DTYPE, RawSamples, read_raw_samples
 from jitterlab.store.recovery import drop_metadata
-from jitterlab.store.runs import staging_fd, work_path
 from jitterlab.store.schema import SAMPLES_FILE, read_harness_json, run_meta
 from jitterlab.store.writer import SampleWriter
 

@@ -59,8 +59,9 @@ from jitterlab.stats.screening import (
     baseline_of,
 )
 from jitterlab.store.hdr.histogram import Histogram
-from jitterlab.store.runs import DRAFT_JSON, ResultsStore, Run, load_run
+from jitterlab.store.runs import ResultsStore, Run, load_run
 from jitterlab.store.schema import run_meta, safe_id_part
+from jitterlab.store.staging import DRAFT_JSON
 
 # the live state (what the endpoints read) and its constants: monitor/state.py
 # the native buckets kept span 2^-31 s (0.47 ns) to 2^11 s; a value beyond counts in the last

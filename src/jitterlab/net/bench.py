@@ -40,7 +40,7 @@ from jitterlab.net.options import (  # the options the command line parses, ligh
 from jitterlab.stats import percentiles
 from jitterlab.store import ResultsStore, Run
 from jitterlab.store.rawfile import FOOTER_BYTES, HEADER_BYTES, RawSamples, read_raw_samples
-from jitterlab.store.runs import BLOCKS_DIR, DRAFT_JSON, PARTS_DIR
+from jitterlab.store.staging import BLOCKS_DIR, DRAFT_JSON, PARTS_DIR
 
 # The JVM agent: with a parallel collector and a fixed heap its stream steps ran at
 # 130,000-220,000 msg/s here; with G1 and a growing heap at 60,000-90,000.

@@ -5,8 +5,9 @@ field names and validation, :mod:`jitterlab.store.rawfile` the harnesses' raw sa
 :mod:`jitterlab.store.ingest` turns outside files (CSV, HdrHistogram logs) into runs.
 """
 
-from jitterlab.store.runs import STAGING, ResultsStore, Run, load_run, read_run_json
+from jitterlab.store.runs import ResultsStore, Run, load_run, read_run_json
 from jitterlab.store.schema import RUN_JSON, SAMPLES_FILE, SCHEMA_VERSION
+from jitterlab.store.staging import STAGING
 
 __all__ = [
     "RUN_JSON",

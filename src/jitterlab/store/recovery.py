@@ -36,8 +36,9 @@ from jitterlab.core.fileio import sha256_file
 from jitterlab.core.warnings import CodedWarning, Warn
 from jitterlab.store.rawfile import read_raw_samples
 from jitterlab.store.run import Run, read_run_json
-from jitterlab.store.runs import DRAFT_JSON, HARNESS_FILES, ResultsStore
+from jitterlab.store.runs import ResultsStore
 from jitterlab.store.schema import SAMPLES_FILE, draft_problem, read_harness_json
+from jitterlab.store.staging import DRAFT_JSON, HARNESS_FILES
 
 # (staging, harness.json, when it started, pairs, the raw file's note, why) -> run.json
 LeftoverMeta = Callable[[Path, dict[str, Any], dt.datetime, int, str, str], dict[str, Any]]
