@@ -448,6 +448,89 @@ def test_the_recovery_check_catches_a_second_place(tmp_path: Path) -> None:
     ]
 
 
+# docs/architecture.md's claims that a test can keep (issue 37 item 5).
+FORKS_IN_DESCRIBE = {"describe/report.py", "describe/paper/figures.py"}  # its workers; the figure child
+
+
+def processes_in_describe(package: Path) -> list[str]:
+    """describe/ starts no program (no ``subprocess`` anywhere in it); a fork of itself
+    (``multiprocessing``, ``ProcessPoolExecutor``, ``os.fork``) only in the modules named."""
+    problems = []
+    for path in sorted((package / "describe").rglob("*.py")):
+        relative = path.relative_to(package).as_posix()
+        for node in ast.walk(ast.parse(path.read_text())):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            elif isinstance(node, ast.Attribute) and node.attr in (
+                "fork",
+                "forkpty",
+                "spawnv",
+                "system",
+                "popen",
+            ):
+                names = [f"os.{node.attr}"] if ast.unparse(node.value) == "os" else []
+            for name in names:
+                if name.split(".")[0] == "subprocess" or name in ("os.system", "os.popen", "os.spawnv"):
+                    problems.append(f"{relative}:{node.lineno}: starts a program ({name})")
+                elif (
+                    name.split(".")[0] == "multiprocessing"
+                    or name.endswith("ProcessPoolExecutor")
+                    or name.startswith("os.fork")
+                ) and relative not in FORKS_IN_DESCRIBE:
+                    problems.append(f"{relative}:{node.lineno}: makes a process ({name})")
+    return sorted(set(problems))
+
+
+def test_describe_starts_no_program_and_forks_only_where_named() -> None:
+    assert processes_in_describe(PACKAGE) == []
+
+
+def test_the_process_check_catches_a_program_and_a_fork(tmp_path: Path) -> None:
+    (tmp_path / "describe").mkdir()
+    (tmp_path / "describe" / "a.py").write_text("import subprocess\n")
+    (tmp_path / "describe" / "b.py").write_text("import os\npid = os.fork()\n")
+    (tmp_path / "describe" / "c.py").write_text("from concurrent.futures import ProcessPoolExecutor\n")
+    (tmp_path / "describe" / "report.py").write_text("import multiprocessing\n")
+    assert processes_in_describe(tmp_path) == [
+        "describe/a.py:1: starts a program (subprocess)",
+        "describe/b.py:2: makes a process (os.fork)",
+        "describe/c.py:1: makes a process (concurrent.futures.ProcessPoolExecutor)",
+    ]
+
+
+def test_every_exporter_writes_to_a_stream() -> None:
+    """docs/architecture.md: an exporter is ``(run, options, out) -> None`` (``Exporter``)."""
+    import inspect
+
+    from jitterlab.describe.export import EXPORTERS
+
+    for name, exporter in EXPORTERS.items():
+        signature = inspect.signature(exporter)
+        assert len(signature.parameters) == 3, name
+        assert signature.return_annotation in (None, "None"), name
+
+
+def sample_writers_outside_store(package: Path) -> list[str]:
+    """Where a ``SampleWriter`` is made outside store/ (docs/architecture.md: only a
+    pipeline's series, in measure/jobs.py)."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        relative = path.relative_to(package).as_posix()
+        if relative.startswith("store/"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and ast.unparse(node.func).split(".")[-1] == "SampleWriter":
+                found.append(relative)
+    return sorted(set(found))
+
+
+def test_samples_files_are_written_in_the_store_but_a_pipelines_series() -> None:
+    assert sample_writers_outside_store(PACKAGE) == ["measure/jobs.py"]
+
+
 def test_the_results_store_is_its_three_concerns() -> None:
     """store/runs.py split by concern (issue 37 item 5): ``ResultsStore`` adds no method of its
     own; each comes from staging.py, publish.py or listing.py, and runs.py stays a short face."""
