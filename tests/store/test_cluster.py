@@ -254,15 +254,13 @@ def test_model_build_and_export_on_a_cluster_write_the_same_files(client, big, t
 
 
 def test_export_and_model_refuse_on_a_cluster_what_they_do_here(tmp_path: Path, capsys) -> None:
-    """csv and parquet exports are copies (nothing to compute); a range is filtered here;
-    --kde holds every sample here: each one line, exit 2, before a cluster starts."""
+    """csv and parquet exports are copies (nothing to compute); --kde holds every sample here: each one line, exit 2, before a cluster starts."""
     store = tmp_path / "store"
     run = make_run(store, latency_clusters(seed=6, n=5_000))
     before = _files(store)
     for args, words in (
         (["export", run.id, "--format", "csv"], "copies the samples"),
         (["export", run.id, "--format", "parquet"], "copies the samples"),
-        (["export", run.id, "--format", "hgrm", "--from", "0", "--to", "0.01"], "--from/--to"),
         (["model", "build", run.id, "--kde"], "--kde"),
         (["report", run.id, "--union"], "--union"),
     ):
@@ -339,14 +337,45 @@ def test_a_scheduler_without_workers_is_one_line(big, capsys, monkeypatch) -> No
     assert_one_line_error(err)
 
 
-def test_describe_on_a_cluster_refuses_what_it_cannot_split(tmp_path: Path, capsys) -> None:
+@pytest.mark.slow
+def test_a_time_range_on_a_cluster_is_the_local_answer(client, big, tmp_path: Path, capsys) -> None:
+    """Issue 37 item 1: --from/--to is a filter of the one reader, so it combines with
+    --cluster: each task reads its row group through the reader with the filter (row groups
+    the span misses get no task) and describe's and export's answers are the local ones."""
+    store, (run, _, gaps) = big
+    address = client.scheduler.address
+    cases = [
+        ("describe", run, "--from", "3", "--to", "9", "--json"),
+        ("describe", run, "--from", "3", "--to", "9", "--test", "gesd", "--json"),
+        ("describe", run, "--from", "12", "--window", "500ms", "--percentiles", "50,99.9", "--json"),
+        ("describe", gaps, "--from", "1", "--to", "8", "--json"),  # chunks the span empties
+        ("export", run, "--format", "hgrm", "--from", "3", "--to", "9", "-o", "-"),
+        ("export", gaps, "--format", "hlog", "--from", "1", "--to", "8", "-o", "-"),
+    ]
+    local = {}
+    for case in cases:
+        answers = [
+            _cli(capsys, *case, *cluster, "--store", str(store)) for cluster in ([], ["--cluster", address])
+        ]
+        if "--json" in case:
+            here, there = (_numbers(a) for a in answers)
+            here["args"] = there["args"] = None  # the command line differs by --cluster
+            assert there == here, case
+        else:
+            assert answers[1] == answers[0], case
+        local[case] = answers[0]
+    whole = _cli(capsys, "describe", run, "--json", "--store", str(store))
+    assert _numbers(whole)["summary"] != _numbers(local[cases[0]])["summary"]  # the span is not the run
+
+
+def test_an_empty_time_range_on_a_cluster_is_one_line(tmp_path: Path, capsys) -> None:
     store = tmp_path / "store"
     run = make_run(store, latency_clusters(seed=6, n=5_000))
-    for extra, words in ((["--from", "0", "--to", "0.01"], "--from/--to"),):
+    for command in (["describe", run.id], ["export", run.id, "--format", "hgrm", "-o", "-"]):
         code, _, err = run_main(
-            ["describe", run.id, *extra, "--cluster", "local:1", "--store", str(store)], capsys
+            [*command, "--from", "900", "--cluster", "local:1", "--store", str(store)], capsys
         )
-        assert code == 2 and words in err, err
+        assert code == 2 and "no samples sent between" in err, err
         assert_one_line_error(err)
 
 

@@ -40,7 +40,7 @@ class ClusterPasses:
     def __init__(self, client: Any, path: Path) -> None:
         self.client = client
         self.path = str(Path(path).resolve())
-        self.groups = row_group_count(path)
+        self.groups = range(row_group_count(path))
 
     def _shares(self, task: Any, args: tuple[Any, ...]) -> Any:
         for share in map_groups(
