@@ -32,7 +32,7 @@ SILENT = "tcp://127.0.0.1:9"  # the discard port: nothing listens there
 
 @pytest.fixture(scope="module")
 def client():
-    from jitterlab.store.cluster import connect
+    from jitterlab.cluster.engine import connect
 
     with connect("local:2") as c:
         assert len(c.scheduler_info()["workers"]) == 2
@@ -72,7 +72,7 @@ def _files(store: Path) -> list[str]:
 
 @pytest.mark.slow
 def test_cluster_summary_equals_the_single_process_one(client, big, tmp_path: Path) -> None:
-    from jitterlab.store.cluster import summarize_on_cluster
+    from jitterlab.cluster.engine import summarize_on_cluster
 
     store, ids = big
     merged = merge(ResultsStore(tmp_path / "store"), [str(store / i) for i in ids[:2]], "fleet")
@@ -87,7 +87,7 @@ def test_cluster_summary_equals_the_single_process_one(client, big, tmp_path: Pa
 def test_stacked_z_levels_on_the_cluster_equal_the_in_memory_test(client, big) -> None:
     """Below 2^22 values a level's sample is gathered; with a small bound every level's
     median and MAD is selected on the workers instead: still the in-memory result."""
-    from jitterlab.store.cluster import ClusterScan
+    from jitterlab.cluster.engine import ClusterScan
 
     store, ids = big
     path = verified_samples_path(load_run(ids[0], ResultsStore(store)))
@@ -322,7 +322,7 @@ def test_a_silent_cluster_is_one_line_and_changes_nothing(big, capsys) -> None:
 def test_a_scheduler_without_workers_is_one_line(big, capsys, monkeypatch) -> None:
     from distributed import LocalCluster
 
-    from jitterlab.store import cluster as module
+    from jitterlab.cluster import engine as module
 
     monkeypatch.setattr(module, "WORKERS_WITHIN_S", 1)
     store, (run, _, _) = big
@@ -402,7 +402,7 @@ def test_a_worker_dying_mid_analysis_is_one_line_and_changes_nothing(
     import dask
     from distributed import Client
 
-    from jitterlab.store.cluster import local_cluster
+    from jitterlab.cluster.engine import local_cluster
 
     store, (run, small, _) = big
     target = tmp_path / "store"
@@ -429,9 +429,9 @@ def test_a_worker_dying_mid_analysis_is_one_line_and_changes_nothing(
 
 
 def test_a_worker_that_cannot_read_the_run_is_one_line(client, tmp_path: Path) -> None:
+    from jitterlab.cluster.engine import ClusterScan
     from jitterlab.core.errors import JitterlabError
     from jitterlab.stats.summary import chunk_extent
-    from jitterlab.store.cluster import ClusterScan
 
     with pytest.raises(JitterlabError, match="could not read the run") as e:
         list(ClusterScan(client, tmp_path / "gone.parquet", groups=1).map(chunk_extent))

@@ -47,7 +47,7 @@ class RunComparison:
 
 def compare_runs(a: Run, b: Run, noise: float = 0.05, engine: Engine | None = None) -> RunComparison:
     """B against A, with the warnings a reader needs before trusting the verdict; ``engine``:
-    where the passes over the samples run (a cluster's: jitterlab.store.cluster)."""
+    where the passes over the samples run (a cluster's: jitterlab.cluster.engine)."""
     samples = []
     for run in (a, b):
         if run.histogram_only:
@@ -93,7 +93,7 @@ def run_sample(run: Run, engine: Engine | None = None) -> OrderedSample:
     """A run's latencies as a sample: held in memory up to :data:`IN_MEMORY_AT_MOST`
     samples (one sort is ~6× faster than the refinement's passes), read in row groups above
     (the file verified first); on a cluster, read by its workers whatever the size
-    (store/cluster_sample.py). All give the same comparison to the last bit. Held, it is
+    (cluster/sample.py). All give the same comparison to the last bit. Held, it is
     the latency column alone, read batch by batch (a run already in memory gives its own):
     the table's other columns are never read."""
     path = verified_samples_path(run)

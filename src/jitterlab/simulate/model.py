@@ -198,7 +198,7 @@ def build_model(
     """The model of a measured run (see module docs). Categories with fewer than
     ``min_category`` spikes are left out (said in ``source.dropped_categories``).
     ``engine``: where the passes over the samples run (a cluster's,
-    jitterlab.store.cluster; it builds in row groups, so not with ``kde``)."""
+    jitterlab.cluster.engine; it builds in row groups, so not with ``kde``)."""
     if run.histogram_only:
         raise JitterlabError(
             f"run {run.id} holds a histogram only: a model needs raw samples with send times"

@@ -5,7 +5,7 @@ The single-process path holds a run of at most 2^24 samples and sorts it, and re
 one in row groups (:class:`jitterlab.stats.compare.ChunkedSample`, ranks by radix
 refinement). :class:`ClusterSample` never reads the samples in the client: the count,
 extremes and exact sum in one pass on the workers, every value counted in a second (the
-shares of :func:`jitterlab.store.cluster_twopass.value_counts`, added into a
+shares of :func:`jitterlab.cluster.twopass.value_counts`, added into a
 :class:`~jitterlab.stats.valuetable.ValueCounter`) whose table gives any rank with no more
 reading, and one pass per draw of positions (a bootstrap subsample in file order). The
 values at ranks and positions are those of the sorted and the stored sample, so the
@@ -19,10 +19,10 @@ from typing import Any
 
 import numpy as np
 
+from jitterlab.cluster.scan import ClusterScan, map_groups
+from jitterlab.cluster.twopass import add_counts, value_counts
 from jitterlab.stats.summary import extent_by, order_statistics_by
 from jitterlab.stats.valuetable import ValueCounter, ValueTable
-from jitterlab.store.cluster_scan import ClusterScan, map_groups
-from jitterlab.store.cluster_twopass import add_counts, value_counts
 from jitterlab.store.reader import RECV, SEND, read_row_group, send_ranges
 
 

@@ -1,6 +1,6 @@
 """A pass over a samples file run by a Dask cluster's workers, one task per row group
-(:class:`ClusterScan`, :func:`map_groups`): what :mod:`jitterlab.store.cluster` (the
-engine), :mod:`jitterlab.store.cluster_twopass` and :mod:`jitterlab.store.cluster_sample`
+(:class:`ClusterScan`, :func:`map_groups`): what :mod:`jitterlab.cluster.engine` (the
+engine), :mod:`jitterlab.cluster.twopass` and :mod:`jitterlab.cluster.sample`
 build on, so that none of them imports another in a circle. The workers read their row
 group through :mod:`jitterlab.store.reader`. Dask itself is not imported here: the client
 is handed in.

@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
+from jitterlab.cluster.scan import map_groups
 from jitterlab.stats import kernels
 from jitterlab.stats.valuetable import ValueCounter
-from jitterlab.store.cluster_scan import map_groups
 from jitterlab.store.reader import RECV, SEND, read_row_group, row_group_count
 
 _INT64_MAX = np.iinfo(np.int64).max

@@ -22,6 +22,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from jitterlab.cluster.sample import ClusterSample
+from jitterlab.cluster.scan import ClusterScan
+from jitterlab.cluster.twopass import ClusterPasses, add_counts, value_counts
 from jitterlab.core.errors import JitterlabError
 from jitterlab.stats.summary import (
     SUMMARY_PERCENTILES,
@@ -35,9 +38,6 @@ from jitterlab.stats.summary import (
     summary_from,
 )
 from jitterlab.stats.valuetable import ValueCounter
-from jitterlab.store.cluster_sample import ClusterSample
-from jitterlab.store.cluster_scan import ClusterScan
-from jitterlab.store.cluster_twopass import ClusterPasses, add_counts, value_counts
 from jitterlab.store.reader import Filter
 
 WORKERS_WITHIN_S = 10
