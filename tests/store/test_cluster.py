@@ -368,6 +368,26 @@ def test_a_time_range_on_a_cluster_is_the_local_answer(client, big, tmp_path: Pa
     assert _numbers(whole)["summary"] != _numbers(local[cases[0]])["summary"]  # the span is not the run
 
 
+@pytest.mark.slow
+def test_the_cluster_sample_has_the_local_samples_intervals(client, big) -> None:
+    """Issue 37 item 3: compare's sample read by the workers has ``intervals`` (an
+    OrderedSample as the local ones), equal to the held and the streamed sample's."""
+    from jitterlab.cluster.sample import ClusterSample
+    from jitterlab.stats.compare import COMPARE_PERCENTILES, ChunkedSample, SortedSample
+
+    store, ids = big
+    levels = (*COMPARE_PERCENTILES, 99.99, 100.0)
+    for run_id in ids:
+        path = verified_samples_path(load_run(store / run_id))
+        held = SortedSample(np.concatenate(list(latency_chunks(path))))
+        for confidence in (0.95, 0.99):
+            expected = [q.to_dict() for q in held.intervals(levels, confidence)]
+            streamed = ChunkedSample(lambda p=path: latency_chunks(p))
+            assert [q.to_dict() for q in streamed.intervals(levels, confidence)] == expected
+            on_cluster = ClusterSample(client, path).intervals(levels, confidence)
+            assert [q.to_dict() for q in on_cluster] == expected, run_id
+
+
 def test_an_empty_time_range_on_a_cluster_is_one_line(tmp_path: Path, capsys) -> None:
     store = tmp_path / "store"
     run = make_run(store, latency_clusters(seed=6, n=5_000))
@@ -379,7 +399,7 @@ def test_an_empty_time_range_on_a_cluster_is_one_line(tmp_path: Path, capsys) ->
         assert_one_line_error(err)
 
 
-class DieOn(distributed.WorkerPlugin):  # type: ignore[misc]
+class DieOn(distributed.WorkerPlugin):
     """A worker plugin: the worker process kills itself (SIGKILL) when it starts a task of
     the named pass, on every worker the cluster starts again."""
 
@@ -434,5 +454,5 @@ def test_a_worker_that_cannot_read_the_run_is_one_line(client, tmp_path: Path) -
     from jitterlab.stats.summary import chunk_extent
 
     with pytest.raises(JitterlabError, match="could not read the run") as e:
-        list(ClusterScan(client, tmp_path / "gone.parquet", groups=1).map(chunk_extent))
+        list(ClusterScan(client, tmp_path / "gone.parquet", groups=range(1)).map(chunk_extent))
     assert "\n" not in str(e.value)

@@ -209,11 +209,10 @@ class ClusterEngine:
     def summary(self, path: Path, since: str = "t_send_ns", where: Filter | None = None) -> Summary:
         return summarize_on_cluster(self.client, path, since, where)
 
-    def sample(self, path: Path) -> Any:
+    def sample(self, path: Path) -> ClusterSample:
         """The file's latencies as compare's sample whose passes run on the workers
-        (``compare --cluster``): a :class:`ClusterSample` (typed Any: it has no
-        ``intervals``, which OrderedSample declares; compare takes intervals from the
-        engine's passes)."""
+        (``compare --cluster``): a :class:`ClusterSample`, an
+        :class:`jitterlab.stats.compare.OrderedSample` as the local ones are."""
         return ClusterSample(self.client, path)
 
     def two_pass(self, path: Path, where: Filter | None = None) -> ClusterPasses | None:
