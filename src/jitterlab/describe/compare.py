@@ -31,6 +31,7 @@ from jitterlab.stats.compare import (
 )
 from jitterlab.stats.quantile_ci import QuantileInterval
 from jitterlab.store import Run
+from jitterlab.store.memory import hold_in_memory
 from jitterlab.store.reader import LOCAL, Engine, latency_chunks
 from jitterlab.store.runs import verified_samples_path
 
@@ -86,12 +87,10 @@ def comparison_intervals(
     )
 
 
-IN_MEMORY_AT_MOST = 1 << 24  # samples (128 MiB as float64): below, one sort beats the passes
-
-
 def run_sample(run: Run, engine: Engine | None = None) -> OrderedSample:
-    """A run's latencies as a sample: held in memory up to :data:`IN_MEMORY_AT_MOST`
-    samples (one sort is ~6× faster than the refinement's passes), read in row groups above
+    """A run's latencies as a sample: held in memory when the one memory rule says so
+    (:func:`jitterlab.store.memory.hold_in_memory`: one sort is ~6× faster than the
+    refinement's passes), read in row groups otherwise
     (the file verified first); on a cluster, read by its workers whatever the size
     (cluster/sample.py). All give the same comparison to the last bit. Held, it is
     the latency column alone, read batch by batch (a run already in memory gives its own):
@@ -100,8 +99,7 @@ def run_sample(run: Run, engine: Engine | None = None) -> OrderedSample:
     elsewhere = engine.sample(path) if engine is not None and not run.loaded else None
     if elsewhere is not None:
         return elsewhere
-    rows = int((run.meta.get("samples") or {}).get("rows", IN_MEMORY_AT_MOST + 1))
-    if rows <= IN_MEMORY_AT_MOST:
+    if hold_in_memory(run):
         if run.loaded:
             return SortedSample(run.latency_ns)
         chunks = list(latency_chunks(path))
