@@ -75,7 +75,7 @@ def main() -> int:
     try:
         from distributed import Client
 
-        from jitterlab.store.cluster import local_cluster
+        from jitterlab.cluster.engine import local_cluster
     except ImportError:
         print("cluster.py: needs the cluster extra: pip install 'jitterlab[cluster]'", file=sys.stderr)
         return 2

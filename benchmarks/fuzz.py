@@ -79,6 +79,7 @@ from typing import Any
 import numpy as np
 
 from jitterlab.cli.main import build_parser
+from jitterlab.cluster import engine as cluster_probe
 from jitterlab.core.errors import CorruptRunError, JitterlabError
 from jitterlab.core.options import Range, parse_duration_s, parse_integer, parse_number
 from jitterlab.core.units import parse_duration_ns
@@ -93,7 +94,6 @@ from jitterlab.net import topo
 from jitterlab.simulate.injector import Injector
 from jitterlab.simulate.model import load_model, model_to_json, parametric_model
 from jitterlab.store import ResultsStore, load_run
-from jitterlab.store import cluster as cluster_probe
 from jitterlab.store.hdr.streams import read_figures
 from jitterlab.store.ingest import import_csv
 from jitterlab.store.rawfile import RECORD_DTYPE, read_raw_samples, write_raw_samples
@@ -295,7 +295,7 @@ class Targets:
         self.header_refusals = 0  # ring inputs refused by the header check here (see the docstring)
         self.seeds["options"] = b"1.5ms"
         self.seeds["durations"] = b"250us"
-        # what a scheduler says first (store/cluster.py): an 8-byte length, then msgpack
+        # what a scheduler says first (cluster/engine.py): an 8-byte length, then msgpack
         # naming compression, python and pickle-protocol; then an address
         handshake = b"\x83\xabcompression\xc0\xa6python\x93\x03\x0b\x07\xafpickle-protocol\x05"
         self.seeds["cluster"] = len(handshake).to_bytes(8, "little") + handshake

@@ -17,6 +17,9 @@ ALLOWED: dict[str, set[str]] = {
     "store": {"core", "stats"},
     "measure": {"core", "stats", "store"},
     "describe": {"core", "stats", "store"},
+    # the Dask executor: a second Engine (store/reader.py) whose passes run on a cluster's
+    # workers; the CLI builds it and hands it down, nothing below imports it
+    "cluster": {"core", "stats", "store"},
     # inject validate measures the proxy with the measure room's job runner
     "simulate": {"core", "stats", "store", "measure"},
     # motion-to-photon: analyses videos and sensor logs, writes runs through measure's runner
@@ -36,6 +39,7 @@ ALLOWED: dict[str, set[str]] = {
         "store",
         "measure",
         "describe",
+        "cluster",
         "simulate",
         "mtp",
         "monitor",
@@ -245,9 +249,23 @@ def circles_in(package: Path, room: str) -> list[list[str]]:
 
 
 def test_no_import_circle_inside_the_store() -> None:
-    """Issue 37: store/cluster.py imported cluster_sample and cluster_twopass (in
-    functions), which imported it back; what they share is store/cluster_scan.py."""
+    """Issue 37: store/cluster.py (now cluster/engine.py) imported cluster_sample and
+    cluster_twopass (in functions), which imported it back; what they share is
+    cluster/scan.py."""
     assert circles_in(PACKAGE, "store") == []
+    assert circles_in(PACKAGE, "cluster") == []
+
+
+def test_the_dask_executor_is_a_room_of_its_own() -> None:
+    """Issue 37 item 3: the Dask executor is not part of store/; only the CLI imports it
+    (describe, export, merge and the others take an ``Engine``)."""
+    assert not list((PACKAGE / "store").glob("cluster*.py"))
+    importers = {
+        path.relative_to(PACKAGE).parts[0]
+        for path in PACKAGE.rglob("*.py")
+        if any(room_of(m) == "cluster" for _, m in imports_of(path, PACKAGE))
+    }
+    assert importers <= {"cli", "cluster"}, importers
 
 
 def test_the_circle_check_catches_a_circle_hidden_in_a_function(tmp_path: Path) -> None:

@@ -22,8 +22,9 @@ def test_compare_reads_in_row_groups_and_equals_the_whole_columns(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from jitterlab.describe import compare
+    from jitterlab.store import memory
 
-    monkeypatch.setattr(compare, "IN_MEMORY_AT_MOST", 1_000)  # read in row groups, as above 2^24
+    monkeypatch.setattr(memory, "IN_MEMORY_AT_MOST", 1_000)  # read in row groups, as above 2^24
     rng = np.random.default_rng(17)
     store = tmp_path / "s"
     a = make_run(

@@ -22,7 +22,8 @@ from jitterlab.describe.analysis import (
 )
 from jitterlab.describe.export import ExportOptions, export_bytes
 from jitterlab.store import load_run, writer
-from jitterlab.store.span import first_send_ns, span_count, time_span
+from jitterlab.store.reader import count_kept, first_send_ns
+from jitterlab.store.span import time_span
 
 N = 240_000
 
@@ -95,7 +96,7 @@ def test_span_skips_row_groups_and_counts_exactly(stored: dict[str, Path]) -> No
     span = time_span(run, 3.0, 7.0)
     assert span is not None
     keep = (t >= t.min() + 3 * 10**9) & (t <= t.min() + 7 * 10**9)
-    assert span_count(path, span) == int(keep.sum())
+    assert count_kept(path, span) == int(keep.sum())
     touched = []
     f = pq.ParquetFile(path)
     for i in range(f.metadata.num_row_groups):

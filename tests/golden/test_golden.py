@@ -233,9 +233,10 @@ def cases() -> Iterator[Case]:
     yield Case(f"describe-baseline--{b}--{a}", ("describe", b, "--baseline", a, "--json"))
     yield Case(f"describe-union--{a}--{b}", ("describe", "--union", a, b, "--json"))
     net = kinds["net"][0]
-    yield Case(f"describe-span--{net}", ("describe", net, "--from", "0.5", "--to", "1.5", "--json"))
+    span = ("describe", net, "--from", "0.5", "--to", "1.5", "--json")
+    yield Case(f"describe-span--{net}", span, cluster=True)  # a filter of the reader: any engine
     span = ("export", net, "--format", "hgrm", "--from", "0.5", "--to", "1.5", "-o", "-")
-    yield Case(f"export-hgrm-span--{net}", span, "text")
+    yield Case(f"export-hgrm-span--{net}", span, "text", cluster=True)
     small = [a, b, kinds["hlog"][2], kinds["merge"][0], net, kinds["mtp"][0]]
     yield Case("report-small", ("report", *small, "--percentiles", "50,99,99.9"), "report")
     yield Case("report-damaged", ("report", a, kinds["damaged"][0]), "report")

@@ -32,7 +32,7 @@ SILENT = "tcp://127.0.0.1:9"  # the discard port: nothing listens there
 
 @pytest.fixture(scope="module")
 def client():
-    from jitterlab.store.cluster import connect
+    from jitterlab.cluster.engine import connect
 
     with connect("local:2") as c:
         assert len(c.scheduler_info()["workers"]) == 2
@@ -72,7 +72,7 @@ def _files(store: Path) -> list[str]:
 
 @pytest.mark.slow
 def test_cluster_summary_equals_the_single_process_one(client, big, tmp_path: Path) -> None:
-    from jitterlab.store.cluster import summarize_on_cluster
+    from jitterlab.cluster.engine import summarize_on_cluster
 
     store, ids = big
     merged = merge(ResultsStore(tmp_path / "store"), [str(store / i) for i in ids[:2]], "fleet")
@@ -87,7 +87,7 @@ def test_cluster_summary_equals_the_single_process_one(client, big, tmp_path: Pa
 def test_stacked_z_levels_on_the_cluster_equal_the_in_memory_test(client, big) -> None:
     """Below 2^22 values a level's sample is gathered; with a small bound every level's
     median and MAD is selected on the workers instead: still the in-memory result."""
-    from jitterlab.store.cluster import ClusterScan
+    from jitterlab.cluster.engine import ClusterScan
 
     store, ids = big
     path = verified_samples_path(load_run(ids[0], ResultsStore(store)))
@@ -254,15 +254,13 @@ def test_model_build_and_export_on_a_cluster_write_the_same_files(client, big, t
 
 
 def test_export_and_model_refuse_on_a_cluster_what_they_do_here(tmp_path: Path, capsys) -> None:
-    """csv and parquet exports are copies (nothing to compute); a range is filtered here;
-    --kde holds every sample here: each one line, exit 2, before a cluster starts."""
+    """csv and parquet exports are copies (nothing to compute); --kde holds every sample here: each one line, exit 2, before a cluster starts."""
     store = tmp_path / "store"
     run = make_run(store, latency_clusters(seed=6, n=5_000))
     before = _files(store)
     for args, words in (
         (["export", run.id, "--format", "csv"], "copies the samples"),
         (["export", run.id, "--format", "parquet"], "copies the samples"),
-        (["export", run.id, "--format", "hgrm", "--from", "0", "--to", "0.01"], "--from/--to"),
         (["model", "build", run.id, "--kde"], "--kde"),
         (["report", run.id, "--union"], "--union"),
     ):
@@ -324,7 +322,7 @@ def test_a_silent_cluster_is_one_line_and_changes_nothing(big, capsys) -> None:
 def test_a_scheduler_without_workers_is_one_line(big, capsys, monkeypatch) -> None:
     from distributed import LocalCluster
 
-    from jitterlab.store import cluster as module
+    from jitterlab.cluster import engine as module
 
     monkeypatch.setattr(module, "WORKERS_WITHIN_S", 1)
     store, (run, _, _) = big
@@ -339,18 +337,69 @@ def test_a_scheduler_without_workers_is_one_line(big, capsys, monkeypatch) -> No
     assert_one_line_error(err)
 
 
-def test_describe_on_a_cluster_refuses_what_it_cannot_split(tmp_path: Path, capsys) -> None:
+@pytest.mark.slow
+def test_a_time_range_on_a_cluster_is_the_local_answer(client, big, tmp_path: Path, capsys) -> None:
+    """Issue 37 item 1: --from/--to is a filter of the one reader, so it combines with
+    --cluster: each task reads its row group through the reader with the filter (row groups
+    the span misses get no task) and describe's and export's answers are the local ones."""
+    store, (run, _, gaps) = big
+    address = client.scheduler.address
+    cases = [
+        ("describe", run, "--from", "3", "--to", "9", "--json"),
+        ("describe", run, "--from", "3", "--to", "9", "--test", "gesd", "--json"),
+        ("describe", run, "--from", "12", "--window", "500ms", "--percentiles", "50,99.9", "--json"),
+        ("describe", gaps, "--from", "1", "--to", "8", "--json"),  # chunks the span empties
+        ("export", run, "--format", "hgrm", "--from", "3", "--to", "9", "-o", "-"),
+        ("export", gaps, "--format", "hlog", "--from", "1", "--to", "8", "-o", "-"),
+    ]
+    local = {}
+    for case in cases:
+        answers = [
+            _cli(capsys, *case, *cluster, "--store", str(store)) for cluster in ([], ["--cluster", address])
+        ]
+        if "--json" in case:
+            here, there = (_numbers(a) for a in answers)
+            here["args"] = there["args"] = None  # the command line differs by --cluster
+            assert there == here, case
+        else:
+            assert answers[1] == answers[0], case
+        local[case] = answers[0]
+    whole = _cli(capsys, "describe", run, "--json", "--store", str(store))
+    assert _numbers(whole)["summary"] != _numbers(local[cases[0]])["summary"]  # the span is not the run
+
+
+@pytest.mark.slow
+def test_the_cluster_sample_has_the_local_samples_intervals(client, big) -> None:
+    """Issue 37 item 3: compare's sample read by the workers has ``intervals`` (an
+    OrderedSample as the local ones), equal to the held and the streamed sample's."""
+    from jitterlab.cluster.sample import ClusterSample
+    from jitterlab.stats.compare import COMPARE_PERCENTILES, ChunkedSample, SortedSample
+
+    store, ids = big
+    levels = (*COMPARE_PERCENTILES, 99.99, 100.0)
+    for run_id in ids:
+        path = verified_samples_path(load_run(store / run_id))
+        held = SortedSample(np.concatenate(list(latency_chunks(path))))
+        for confidence in (0.95, 0.99):
+            expected = [q.to_dict() for q in held.intervals(levels, confidence)]
+            streamed = ChunkedSample(lambda p=path: latency_chunks(p))
+            assert [q.to_dict() for q in streamed.intervals(levels, confidence)] == expected
+            on_cluster = ClusterSample(client, path).intervals(levels, confidence)
+            assert [q.to_dict() for q in on_cluster] == expected, run_id
+
+
+def test_an_empty_time_range_on_a_cluster_is_one_line(tmp_path: Path, capsys) -> None:
     store = tmp_path / "store"
     run = make_run(store, latency_clusters(seed=6, n=5_000))
-    for extra, words in ((["--from", "0", "--to", "0.01"], "--from/--to"),):
+    for command in (["describe", run.id], ["export", run.id, "--format", "hgrm", "-o", "-"]):
         code, _, err = run_main(
-            ["describe", run.id, *extra, "--cluster", "local:1", "--store", str(store)], capsys
+            [*command, "--from", "900", "--cluster", "local:1", "--store", str(store)], capsys
         )
-        assert code == 2 and words in err, err
+        assert code == 2 and "no samples sent between" in err, err
         assert_one_line_error(err)
 
 
-class DieOn(distributed.WorkerPlugin):  # type: ignore[misc]
+class DieOn(distributed.WorkerPlugin):
     """A worker plugin: the worker process kills itself (SIGKILL) when it starts a task of
     the named pass, on every worker the cluster starts again."""
 
@@ -373,7 +422,7 @@ def test_a_worker_dying_mid_analysis_is_one_line_and_changes_nothing(
     import dask
     from distributed import Client
 
-    from jitterlab.store.cluster import local_cluster
+    from jitterlab.cluster.engine import local_cluster
 
     store, (run, small, _) = big
     target = tmp_path / "store"
@@ -400,10 +449,10 @@ def test_a_worker_dying_mid_analysis_is_one_line_and_changes_nothing(
 
 
 def test_a_worker_that_cannot_read_the_run_is_one_line(client, tmp_path: Path) -> None:
+    from jitterlab.cluster.engine import ClusterScan
     from jitterlab.core.errors import JitterlabError
     from jitterlab.stats.summary import chunk_extent
-    from jitterlab.store.cluster import ClusterScan
 
     with pytest.raises(JitterlabError, match="could not read the run") as e:
-        list(ClusterScan(client, tmp_path / "gone.parquet", groups=1).map(chunk_extent))
+        list(ClusterScan(client, tmp_path / "gone.parquet", groups=range(1)).map(chunk_extent))
     assert "\n" not in str(e.value)

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from conftest import assert_one_line_error, make_run, run_main
+from jitterlab.cluster import engine as module
 from jitterlab.core.errors import JitterlabError
-from jitterlab.store import cluster as module
 
 
 @pytest.fixture

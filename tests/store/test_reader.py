@@ -64,3 +64,48 @@ def test_the_first_send_time_is_one_function() -> None:
 
     assert span.first_send_ns is reader.first_send_ns
     assert merge.first_send_ns is reader.first_send_ns
+
+
+def test_a_time_filter_is_pushed_into_the_reader(tmp_path: Path) -> None:
+    """Issue 37 item 1: a span is a filter of the reader's chunk functions (not an engine):
+    row groups whose send-time statistics miss it are not read, the rest filtered row by
+    row in file order; every chunk function and both engines' scans give numpy's filter."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from jitterlab.stats.scan import identity
+    from jitterlab.store.reader import (
+        LOCAL,
+        Span,
+        count_kept,
+        groups_meeting,
+        latency_chunks,
+        pair_send_recv_chunks,
+        record_batches,
+        timed_latency_chunks,
+    )
+
+    rng = np.random.default_rng(37)
+    n = 10_000
+    send = 1_000_000_000 + np.arange(n, dtype=np.int64) * 1_000 + rng.integers(0, 500, n)
+    recv = send + rng.integers(1_000, 90_000, n)
+    path = tmp_path / "samples.parquet"
+    table = pa.table({"pair": np.zeros(n, np.int32), "t_send_ns": send, "t_recv_ns": recv})
+    pq.write_table(table, path, row_group_size=1_000)
+    span = Span(int(send[2_500]), int(send[6_200]))
+    keep = (send >= span.first_ns) & (send <= span.last_ns)
+    assert groups_meeting(path, span) == [2, 3, 4, 5, 6]  # 0, 1, 7, 8, 9 never read
+    assert count_kept(path, span) == int(keep.sum()) == 3_701
+    expected = (recv - send)[keep]
+    assert np.array_equal(np.concatenate(list(latency_chunks(path, where=span))), expected)
+    t, x = (np.concatenate(c) for c in zip(*timed_latency_chunks(path, where=span), strict=True))
+    assert np.array_equal(t, send[keep]) and np.array_equal(x, expected)
+    (_, s, r), *_ = pair_send_recv_chunks(path, where=span)
+    assert np.array_equal(r - s, expected)
+    _, batches = record_batches(path, span)
+    assert pa.Table.from_batches(list(batches)).equals(table.filter(pa.array(keep)))
+    assert np.array_equal(np.concatenate(list(LOCAL.latency(path, where=span).map(identity))), expected)
+    assert LOCAL.summary(path, where=span).count == 3_701
+    assert LOCAL.two_pass(path, where=span) is None  # a filter: the radix passes
+    nothing = Span(int(send[-1]) + 1, None)
+    assert groups_meeting(path, nothing) == [] and list(latency_chunks(path, where=nothing)) == []

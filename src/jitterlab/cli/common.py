@@ -192,7 +192,7 @@ def cluster_engine(args: argparse.Namespace, stack: contextlib.ExitStack) -> Eng
     """The cluster of ``--cluster`` (started or reached, and closed with ``stack``), or None."""
     if not getattr(args, "cluster", None):
         return None
-    from jitterlab.store.cluster import engine
+    from jitterlab.cluster.engine import engine
 
     return stack.enter_context(engine(args.cluster))
 

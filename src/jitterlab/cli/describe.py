@@ -120,7 +120,7 @@ def cmd_describe(args: argparse.Namespace) -> int:
     if width <= 0:
         raise JitterlabError("--window must be a positive duration such as 1s or 100ms")
     if args.cluster:
-        refuse_on_cluster(args.test, run.loaded or span is not None)
+        refuse_on_cluster(args.test, run.loaded)
     with contextlib.ExitStack() as stack:
         engine = cluster_engine(args, stack)
         d = describe_run(

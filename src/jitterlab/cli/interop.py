@@ -116,7 +116,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     run = load(args.run, args)
     out = Path(args.output or f"{run.id}.{args.format}")
     if args.cluster and not run.histogram_only:  # a stored log is read here, as show reads it
-        refuse_export_on_cluster(args.format, args.from_s is not None or args.to_s is not None)
+        refuse_export_on_cluster(args.format)
     with contextlib.ExitStack() as stack:
         engine = cluster_engine(args, stack) if not run.histogram_only else None
         export_run(run, args.format, out, dataclasses.replace(options, engine=engine))  # "-": stdout

@@ -149,7 +149,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         note("note: histogram-only run (imported); percentiles use HdrHistogram's definition")
     levels = tuple(sorted({*SUMMARY_PERCENTILES, *(args.percentiles or ())}))
     if args.cluster and not run.histogram_only:
-        from jitterlab.store.cluster import engine
+        from jitterlab.cluster.engine import engine
         from jitterlab.store.runs import verified_samples_path
 
         with engine(args.cluster) as cluster:

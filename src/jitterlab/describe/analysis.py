@@ -66,13 +66,14 @@ from jitterlab.store.hdr.streams import corrected_figures
 from jitterlab.store.reader import (
     LOCAL,
     Engine,
+    Span,
     has_column,
     latency_chunks,
     send_time_extent,
 )
 from jitterlab.store.runs import verified_samples_path
 from jitterlab.store.schema import SAMPLES_FILE, summary_fields
-from jitterlab.store.span import Span, SpanEngine, span_latency_chunks, time_span
+from jitterlab.store.span import time_span
 from jitterlab.store.writer import stored_intervals, stored_summary
 
 DESCRIBED_LEVELS = (*SUMMARY_PERCENTILES, 100.0)  # the levels describe gives intervals for
@@ -132,19 +133,18 @@ def describe_run(
     span: Span | None = None,
 ) -> RunDescription:
     """Summary, outlier categories and time windows of one run; ``engine``: where the
-    passes over the samples run (a cluster's, jitterlab.store.cluster; default: here);
-    ``span``: only the samples sent in it (``--from``/``--to``, read in row groups)."""
+    passes over the samples run (a cluster's, jitterlab.cluster; default: here);
+    ``span``: only the samples sent in it (``--from``/``--to``, a filter of the reader)."""
     if run.meta.get("samples") is None:
         raise JitterlabError(
             f"run {run.id} holds a histogram only: outlier tests and windows by sample need raw "
             "samples (show and export work on it)"
         )
     if engine is not None:
-        refuse_on_cluster(test, run.loaded or span is not None or (baseline is not None and baseline.loaded))
-        return _describe_streamed(run, test, window_ns, baseline, two_sided, threshold, alpha, engine)
+        refuse_on_cluster(test, run.loaded or (baseline is not None and baseline.loaded))
+        return _describe_streamed(run, test, window_ns, baseline, two_sided, threshold, alpha, engine, span)
     if not run.loaded and (baseline is None or not baseline.loaded):
-        passes = SpanEngine(span) if span is not None else LOCAL
-        return _describe_streamed(run, test, window_ns, baseline, two_sided, threshold, alpha, passes, span)
+        return _describe_streamed(run, test, window_ns, baseline, two_sided, threshold, alpha, LOCAL, span)
     latency = run.latency_ns
     if latency.size == 0:
         raise JitterlabError(f"run {run.id} has no samples")
@@ -173,11 +173,11 @@ def describe_run(
 
 def refuse_on_cluster(test: str, loaded: bool) -> None:
     """What describe cannot run on a cluster, refused in one line (before one is started):
-    a time range (its filter needs the send times beside the latencies, read here). Every
-    test runs there (``test`` is kept for callers)."""
+    a run already held in memory here (a traced run's --from/--to range). Every test and a
+    stored run's --from/--to run there (``test`` is kept for callers)."""
     if loaded:
         raise JitterlabError(
-            "--cluster describes whole stored runs: drop --from/--to (it streams here) or --cluster"
+            "--cluster describes stored runs read by its workers, not a run held here: drop --cluster"
         )
 
 
@@ -199,7 +199,7 @@ def _describe_streamed(
     if test not in TESTS:
         raise JitterlabError(f"unknown test '{test}' (choose from {', '.join(TESTS)})")
     path = verified_samples_path(run)
-    summary = file_summary(run, path, recompute=span is not None, engine=engine)
+    summary = file_summary(run, path, recompute=span is not None, engine=engine, where=span)
     if summary.count == 0:
         raise JitterlabError(f"run {run.id} has no samples")
     if test != "stacked-z":
@@ -210,7 +210,8 @@ def _describe_streamed(
             summary,
             window_ns,
             engine,
-            lambda _table: _other_test_streamed(engine.latency(path), test, alpha, summary.count),
+            span,
+            lambda _table: _other_test_streamed(engine.latency(path, where=span), test, alpha, summary.count),
         )
         return RunDescription(
             run,
@@ -226,24 +227,26 @@ def _describe_streamed(
     screening = None
     if baseline is not None:
         base_path = verified_samples_path(baseline)
-        whole = LOCAL if span is not None else engine  # the span is the run's, not the baseline's
-        if file_summary(baseline, base_path, engine=whole).count == 0:
+        # the span is the run's, not the baseline's: the baseline is read whole
+        if file_summary(baseline, base_path, engine=engine).count == 0:
             raise JitterlabError(f"baseline run {baseline.id} has no samples")
-        reference = stacked_z_scan(whole.latency(base_path), threshold, two_sided)
+        reference = stacked_z_scan(engine.latency(base_path), threshold, two_sided)
         if reference.thresholds:
-            screening = screen_scan(engine.latency(path), baseline_scan(whole.latency(base_path), reference))
+            screening = screen_scan(
+                engine.latency(path, where=span), baseline_scan(engine.latency(base_path), reference)
+            )
 
     def categories_of(table: ValueTable | None) -> StackedResult:
         if reference is not None:  # the baseline's thresholds
             cuts = (reference.thresholds, reference.low_threshold, reference.levels, reference.threshold)
             if table is not None:
                 return categories_table(table, *cuts, keep_empty=True)
-            return categories_scan(engine.latency(path), *cuts, True)
+            return categories_scan(engine.latency(path, where=span), *cuts, True)
         if table is not None:
             return stacked_z_table(table, threshold, two_sided)
-        return stacked_z_scan(engine.latency(path), threshold, two_sided)
+        return stacked_z_scan(engine.latency(path, where=span), threshold, two_sided)
 
-    categories, windows = _categories_and_windows(path, summary, window_ns, engine, categories_of)
+    categories, windows = _categories_and_windows(path, summary, window_ns, engine, span, categories_of)
     return RunDescription(
         run,
         summary,
@@ -270,7 +273,7 @@ def _other_test_streamed(scan: Scan, test: str, alpha: float, count: int) -> Sta
 
 def restrict(run: Run, from_s: float | None, to_s: float | None) -> tuple[Run, Span | None]:
     """``--from``/``--to`` of a sample run for ``describe``: the run and the span its
-    analyses read in row groups (:mod:`jitterlab.store.span`; a traced run's spike
+    analyses read through the reader's filter (:mod:`jitterlab.store.span`; a traced run's spike
     attribution too), or, for a run in memory, the run restricted by :func:`time_range`
     and no span."""
     if from_s is None and to_s is None:
@@ -285,14 +288,15 @@ def _categories_and_windows(
     summary: Summary,
     window_ns: int,
     engine: Engine,
+    span: Span | None,
     categories_of: Callable[[ValueTable | None], StackedResult],
 ) -> tuple[StackedResult, WindowTable]:
     """A test's categories (``categories_of``, given the sample's value table when there is
     one) and the time windows under them: in two passes (stats/twopass.py; here when the
-    kernels are installed, or on a cluster's workers: store/cluster_twopass.py) when the
+    kernels are installed, or on a cluster's workers: cluster/twopass.py) when the
     windows fit its histograms, else by the radix passes of stats/outofcore.py (over a
     --from/--to span, or when the kernels cannot take the sample); identical results."""
-    reader = engine.two_pass(path)
+    reader = engine.two_pass(path, where=span)
     # the stored summary's extremes size the kernels' arrays (a wrong one only sends the
     # work to the radix passes; run.json is not covered by the samples' SHA-256): used only
     # when they are int64 values in order (a minimum above the maximum, or 1e308, was an
@@ -311,7 +315,7 @@ def _categories_and_windows(
             if found is not None:
                 return found
     categories = categories_of(None)
-    return categories, time_windows_scan(engine.timed(path), window_ns, categories)
+    return categories, time_windows_scan(engine.timed(path, where=span), window_ns, categories)
 
 
 def _int64_extremes(lowest: float, highest: float) -> bool:
@@ -362,13 +366,10 @@ def latency_views(
         return views
     # not read yet: in row groups (summarize_chunks equals summarize to the last bit)
     path = verified_samples_path(run)
-    if span is not None:
-        engine = SpanEngine(span)
     if expected_interval_ns:
-        chunks = span_latency_chunks(path, span) if span is not None else latency_chunks(path)
-        views["corrected"] = corrected_figures(chunks, expected_interval_ns)
+        views["corrected"] = corrected_figures(latency_chunks(path, where=span), expected_interval_ns)
     if has_column(path, "t_actual_send_ns"):
-        views["from_actual_send"] = engine.summary(path, since="t_actual_send_ns").to_dict()
+        views["from_actual_send"] = engine.summary(path, since="t_actual_send_ns", where=span).to_dict()
     return views
 
 
@@ -402,13 +403,15 @@ def _summary_while_verified(run: Run) -> Summary:
     return summary
 
 
-def file_summary(run: Run, path: Path, recompute: bool = False, engine: Engine = LOCAL) -> Summary:
+def file_summary(
+    run: Run, path: Path, recompute: bool = False, engine: Engine = LOCAL, where: Span | None = None
+) -> Summary:
     """The summary of a run's verified samples file ``path``: the one stored at commit when
     it was computed as this version computes it (the file's SHA-256 was just checked against
-    run.json), else read in row groups by ``engine`` — never whole: exact and equal to
-    summarize(run.latency_ns) to the last bit."""
-    stored = None if recompute else stored_summary(run.meta)
-    return stored if stored is not None else engine.summary(path)
+    run.json), else read in row groups by ``engine`` (only the samples ``where`` keeps) —
+    never whole: exact and equal to summarize(run.latency_ns) to the last bit."""
+    stored = None if recompute or where is not None else stored_summary(run.meta)
+    return stored if stored is not None else engine.summary(path, where=where)
 
 
 def run_percentiles(
@@ -426,7 +429,7 @@ def run_percentiles(
         values = percentiles(run.latency_ns, ps)
     else:
         path = verified_samples_path(run)
-        values = percentiles_of_scan((SpanEngine(span) if span is not None else engine).latency(path), ps)
+        values = percentiles_of_scan(engine.latency(path, where=span), ps)
     return {percentile_key(p): float(v) for p, v in zip(ps, values, strict=True)}
 
 
@@ -456,13 +459,17 @@ def run_intervals(
         kept = stored_intervals(run.meta, levels)  # computed at publish from this very file
         if kept is not None:
             return kept
-    passes: Engine = SpanEngine(span) if span is not None else engine
-    count, lowest, highest, _ = extent_by(passes.latency(path))
+    count, lowest, highest, _ = extent_by(engine.latency(path, where=span))
     if count == 0:
         return intervals_of_sample(np.zeros(0, np.int64), levels, confidence=confidence)
     times = send_time_extent(path) if span is None else None
     return intervals_of_scan(
-        passes.latency(path), passes.timed(path), levels, (count, lowest, highest), times, confidence
+        engine.latency(path, where=span),
+        engine.timed(path, where=span),
+        levels,
+        (count, lowest, highest),
+        times,
+        confidence,
     )
 
 

@@ -18,9 +18,8 @@ import numpy as np
 
 from jitterlab.stats import StackedResult
 from jitterlab.store import Run
-from jitterlab.store.reader import pair_send_recv_chunks
+from jitterlab.store.reader import Span, pair_send_recv_chunks
 from jitterlab.store.runs import verified_samples_path
-from jitterlab.store.span import Span
 from jitterlab.store.trace import TRACE_FILE, TraceEvents, read_trace_events
 
 Spikes = tuple[np.ndarray, np.ndarray, np.ndarray]  # cpu, start, end of each spike
@@ -109,8 +108,4 @@ def _columns(run: Run, span: Span | None) -> Iterator[tuple[np.ndarray, np.ndarr
     if run.loaded:
         yield run.pair, run.t_send_ns, run.t_recv_ns
         return
-    for pair, send, recv in pair_send_recv_chunks(verified_samples_path(run)):
-        if span is not None:
-            keep = span.keeps(send)
-            pair, send, recv = pair[keep], send[keep], recv[keep]
-        yield pair, send, recv
+    yield from pair_send_recv_chunks(verified_samples_path(run), where=span)

@@ -31,6 +31,7 @@ from jitterlab.stats.compare import (
 )
 from jitterlab.stats.quantile_ci import QuantileInterval
 from jitterlab.store import Run
+from jitterlab.store.memory import hold_in_memory
 from jitterlab.store.reader import LOCAL, Engine, latency_chunks
 from jitterlab.store.runs import verified_samples_path
 
@@ -47,7 +48,7 @@ class RunComparison:
 
 def compare_runs(a: Run, b: Run, noise: float = 0.05, engine: Engine | None = None) -> RunComparison:
     """B against A, with the warnings a reader needs before trusting the verdict; ``engine``:
-    where the passes over the samples run (a cluster's: jitterlab.store.cluster)."""
+    where the passes over the samples run (a cluster's: jitterlab.cluster.engine)."""
     samples = []
     for run in (a, b):
         if run.histogram_only:
@@ -86,22 +87,19 @@ def comparison_intervals(
     )
 
 
-IN_MEMORY_AT_MOST = 1 << 24  # samples (128 MiB as float64): below, one sort beats the passes
-
-
 def run_sample(run: Run, engine: Engine | None = None) -> OrderedSample:
-    """A run's latencies as a sample: held in memory up to :data:`IN_MEMORY_AT_MOST`
-    samples (one sort is ~6× faster than the refinement's passes), read in row groups above
+    """A run's latencies as a sample: held in memory when the one memory rule says so
+    (:func:`jitterlab.store.memory.hold_in_memory`: one sort is ~6× faster than the
+    refinement's passes), read in row groups otherwise
     (the file verified first); on a cluster, read by its workers whatever the size
-    (store/cluster_sample.py). All give the same comparison to the last bit. Held, it is
+    (cluster/sample.py). All give the same comparison to the last bit. Held, it is
     the latency column alone, read batch by batch (a run already in memory gives its own):
     the table's other columns are never read."""
     path = verified_samples_path(run)
     elsewhere = engine.sample(path) if engine is not None and not run.loaded else None
     if elsewhere is not None:
         return elsewhere
-    rows = int((run.meta.get("samples") or {}).get("rows", IN_MEMORY_AT_MOST + 1))
-    if rows <= IN_MEMORY_AT_MOST:
+    if hold_in_memory(run):
         if run.loaded:
             return SortedSample(run.latency_ns)
         chunks = list(latency_chunks(path))

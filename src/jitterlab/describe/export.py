@@ -39,7 +39,7 @@ from jitterlab.core.fileio import open_output
 from jitterlab.core.version import __version__
 from jitterlab.describe.analysis import time_range
 from jitterlab.describe.otlp import export_otlp
-from jitterlab.stats.scan import LocalScan, Scan
+from jitterlab.stats.scan import Scan
 from jitterlab.stats.windows import window_count
 from jitterlab.store import Run
 from jitterlab.store.formats import write_parquet_batches
@@ -48,14 +48,14 @@ from jitterlab.store.hdr.log import LogWriter
 from jitterlab.store.hdr.streams import UNITS_NS, read_figures
 from jitterlab.store.hdr.text import percentile_distribution
 from jitterlab.store.reader import (
+    LOCAL,
     READ_BATCH_ROWS,
     Engine,
     batch_latency_ns,
     record_batches,
-    timed_latency_chunks,
 )
 from jitterlab.store.runs import verified_samples_path
-from jitterlab.store.span import span_timed_chunks, time_span
+from jitterlab.store.span import time_span
 
 MAX_UNIT_RATIO = 1e6  # an interval's max is logged in milliseconds of the ns values, as jHiccup does
 DIGITS = 3
@@ -95,11 +95,11 @@ def _streams(run: Run, o: ExportOptions) -> bool:
 
 
 def _timed_scan(run: Run, o: ExportOptions) -> Scan:
-    """The (send time, latency) chunks of the run's file as a scan: read here (of the span
-    when one is given), or by a cluster's workers (``o.engine``: whole runs only)."""
-    if o.engine is not None:
-        return o.engine.timed(verified_samples_path(run))
-    return LocalScan(_timed_chunks(run, o))
+    """The (send time, latency) chunks of the run's file as a scan (of the span when one is
+    given: the reader's filter), read here or by a cluster's workers (``o.engine``)."""
+    path = verified_samples_path(run)
+    span = time_span(run, o.from_s, o.to_s)
+    return (o.engine or LOCAL).timed(path, where=span)
 
 
 def value_counts_chunk(chunk: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -131,16 +131,6 @@ def window_counts_chunk(
     return out
 
 
-def _timed_chunks(run: Run, o: ExportOptions) -> Callable[[], Iterable[tuple[np.ndarray, np.ndarray]]]:
-    """(send time, latency) chunks of the run's file, of the span when one is given (each
-    call reads them again)."""
-    path = verified_samples_path(run)
-    span = time_span(run, o.from_s, o.to_s)
-    if span is None:
-        return lambda: timed_latency_chunks(path)
-    return lambda: span_timed_chunks(path, span)
-
-
 # pq.write_table's row groups (pyarrow's default): the streamed Parquet export writes the
 # same, so that its file is the one the whole table gave
 PARQUET_ROW_GROUP_ROWS = 1024 * 1024
@@ -155,7 +145,7 @@ def _batches(run: Run, o: ExportOptions) -> tuple[pa.Schema, Iterator[pa.RecordB
         return table.schema, iter(table.to_batches(max_chunksize=READ_BATCH_ROWS))
     path = verified_samples_path(run)
     span = time_span(run, o.from_s, o.to_s)
-    return record_batches(path, span.keeps if span is not None else None)
+    return record_batches(path, span)
 
 
 def _with_latency(
@@ -354,21 +344,23 @@ def _exporter(run: Run, fmt: str, options: ExportOptions) -> Exporter:
     if options.tag is not None and not run.histogram_only:
         raise JitterlabError("--tag selects a stream of an imported HdrHistogram log; this run has samples")
     if options.engine is not None and not run.histogram_only:
-        refuse_export_on_cluster(fmt, options.from_s is not None or options.to_s is not None or run.loaded)
+        refuse_export_on_cluster(fmt, run.loaded)
     return exporter
 
 
-def refuse_export_on_cluster(fmt: str, ranged: bool) -> None:
+def refuse_export_on_cluster(fmt: str, loaded: bool = False) -> None:
     """What ``export --cluster`` refuses, in one line (before a cluster is started): csv and
     parquet (copies of the samples, not analyses: nothing to compute on the workers) and a
-    --from/--to range (its filter reads the samples here)."""
+    run already held here (a --from/--to range of a stored run is read by the workers)."""
     if fmt not in ("hgrm", "hlog"):
         raise JitterlabError(
             f"--cluster computes the histograms of hgrm and hlog; a {fmt} export copies the samples "
             "(nothing to compute): drop --cluster"
         )
-    if ranged:
-        raise JitterlabError("--cluster exports whole stored runs: drop --from/--to or --cluster")
+    if loaded:
+        raise JitterlabError(
+            "--cluster exports stored runs read by its workers, not a run held here: drop --cluster"
+        )
 
 
 def export_run(run: Run, fmt: str, out: Path, options: ExportOptions = ExportOptions()) -> None:

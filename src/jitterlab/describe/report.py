@@ -37,7 +37,6 @@ from jitterlab.core.units import format_count, format_ns
 from jitterlab.core.version import __version__
 from jitterlab.core.warnings import fix_for, normalized
 from jitterlab.describe.analysis import RunDescription, describe_run, pauses_in_run, run_percentiles
-from jitterlab.describe.compare import IN_MEMORY_AT_MOST
 from jitterlab.describe.context import context_lines, contexts
 from jitterlab.describe.histograms import describe_histogram
 from jitterlab.describe.overview import (
@@ -81,9 +80,10 @@ from jitterlab.describe.tables import (
 )
 from jitterlab.stats.summary import percentiles_sorted
 from jitterlab.store import Run
+from jitterlab.store.memory import hold_in_memory
 from jitterlab.store.reader import LOCAL, Engine, send_time_extent
 from jitterlab.store.reader import warm as warm_reader
-from jitterlab.store.runs import IN_MEMORY_BYTES_PER_SAMPLE, memory_bound_bytes, verified_samples_path
+from jitterlab.store.runs import verified_samples_path
 
 MAX_SCATTER_POINTS = 20_000  # drawn points per timeline; above this, M4-decimated (and said so)
 SCATTER_COLUMNS = 600  # M4 columns of the timeline: more than its axes' width in pixels at 96 dpi
@@ -504,8 +504,9 @@ def _section_job(
     the percentiles ``--percentiles`` chose, the same type-7 values ``show --percentiles``
     prints, taken from the sorted samples the section already holds.
 
-    A run of at most IN_MEMORY_AT_MOST samples is read once and described in memory (one
-    sort serves the summary, the stacked test, the digest and the chosen percentiles):
+    A run the one memory rule lets hold (store/memory.py ``hold_in_memory``) is read once
+    and described in memory (one sort serves the summary, the stacked test, the digest and
+    the chosen percentiles):
     about 4x faster than the row-group passes at the main job's sizes, identical numbers,
     and its plots need the whole columns anyway. ``engine`` (``report --cluster``): every
     number from passes on the cluster's workers, whatever the size; the panels from one
@@ -513,9 +514,7 @@ def _section_job(
     # a copy of the run: its columns, read here, go with it when the job ends, also when the
     # jobs run in this process (one CPU), where the caller's Run would keep every run's table
     run = dataclasses.replace(run)
-    rows = _rows(run)
-    fits = rows <= IN_MEMORY_AT_MOST and rows * IN_MEMORY_BYTES_PER_SAMPLE <= memory_bound_bytes()
-    if engine is None and fits:
+    if engine is None and hold_in_memory(run):
         run.table  # noqa: B018 (read here: describe_run then works on the columns in memory)
     d = describe_run(run, engine=engine)
     if not run.loaded:  # too large to hold: every panel from one streamed pass, nothing subsampled

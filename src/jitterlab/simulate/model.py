@@ -43,8 +43,9 @@ from jitterlab.stats.summary import (
     refine_by,
 )
 from jitterlab.store import Run
+from jitterlab.store.memory import fits_in_memory, memory_bound_bytes
 from jitterlab.store.reader import LOCAL, Engine
-from jitterlab.store.runs import memory_bound_bytes, verified_samples_path
+from jitterlab.store.runs import verified_samples_path
 from jitterlab.store.schema import strict_json
 
 SCHEMA_VERSION = 1
@@ -150,10 +151,10 @@ IN_MEMORY_MODEL_BYTES_PER_SAMPLE = 104
 
 def _check_fits_in_memory(run: Run, kde: bool) -> None:
     """Refuse, in one line and before reading a sample, a run whose in-memory model would
-    not fit the memory available (:func:`jitterlab.store.runs.memory_bound_bytes`)."""
+    not fit the memory available (the one rule: :func:`jitterlab.store.memory.fits_in_memory`)."""
     rows = int((run.meta.get("samples") or {}).get("rows") or 0)
-    need, bound = rows * IN_MEMORY_MODEL_BYTES_PER_SAMPLE, memory_bound_bytes()
-    if need > bound:
+    if not fits_in_memory(rows, IN_MEMORY_MODEL_BYTES_PER_SAMPLE):
+        need, bound = rows * IN_MEMORY_MODEL_BYTES_PER_SAMPLE, memory_bound_bytes()
         what = "--kde" if kde else "--scale 0"
         raise JitterlabError(
             f"run {run.id}: model build {what} holds all {rows:,} samples in memory (about "
@@ -198,7 +199,7 @@ def build_model(
     """The model of a measured run (see module docs). Categories with fewer than
     ``min_category`` spikes are left out (said in ``source.dropped_categories``).
     ``engine``: where the passes over the samples run (a cluster's,
-    jitterlab.store.cluster; it builds in row groups, so not with ``kde``)."""
+    jitterlab.cluster.engine; it builds in row groups, so not with ``kde``)."""
     if run.histogram_only:
         raise JitterlabError(
             f"run {run.id} holds a histogram only: a model needs raw samples with send times"

@@ -25,7 +25,7 @@ for its outlier share and its top category, and one over the run for its categor
 Every pass is one pure function of a chunk whose results the caller folds (integer sums,
 minima, maxima, concatenations sorted after), run by a :class:`~jitterlab.stats.scan.Scan`:
 in this process (the ``*_chunks`` functions) or on a cluster's workers (the ``*_scan``
-functions with ``jitterlab.store.cluster.ClusterScan``). The folds do not depend on how
+functions with ``jitterlab.cluster.scan.ClusterScan``). The folds do not depend on how
 the sample is cut into chunks, so both give the same numbers to the last bit.
 
 Samples are integers (latencies in ns) of magnitude below 2^52, so every comparison of a

@@ -3,7 +3,7 @@
 The out-of-core statistics (:mod:`jitterlab.stats.summary`, :mod:`jitterlab.stats.outofcore`)
 are written as passes: each pass applies one pure function to every chunk and folds the
 small results in the caller. A :class:`Scan` runs such a pass. :class:`LocalScan` reads the
-chunks in this process; ``jitterlab.store.cluster.ClusterScan`` has a Dask cluster's workers
+chunks in this process; ``jitterlab.cluster.scan.ClusterScan`` has a Dask cluster's workers
 read them (one Parquet row group per task) and sends back only the per-chunk results.
 
 A chunk is a one-dimensional integer array of latencies, or for a timed scan a pair

@@ -295,7 +295,7 @@ def describe_two_pass(
     then it must compute them another way) and the time windows of a sample; None when its
     windows are too many for the histograms, or a sample lies outside the given extents.
     ``chunks``: the (t_send_ns, t_recv_ns) chunks read here, or a :class:`PassReader` that
-    runs the passes elsewhere (a cluster's workers: jitterlab.store.cluster_twopass)."""
+    runs the passes elsewhere (a cluster's workers: jitterlab.cluster.twopass)."""
     if width_ns <= 0:
         raise ValueError("window width must be positive")
     try:

@@ -200,7 +200,7 @@ def merge(
     """One run from ``refs`` (runs and ``.hlog`` files), stored as ``name`` (see the module
     docstring); ``note`` hears that a mixed merge gives a histogram run. ``engine`` runs the
     passes over sample files (the union's summary, the sample runs' interval histograms):
-    here, or on a cluster's workers (jitterlab.store.cluster) with the same results."""
+    here, or on a cluster's workers (jitterlab.cluster.engine) with the same results."""
     sources = open_sources(store, refs)
     run_id = store.new_run_id("merge", name)
     now = dt.datetime.now(dt.timezone.utc)

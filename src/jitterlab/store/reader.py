@@ -9,16 +9,24 @@ order, as numpy chunks: latencies (:func:`latency_chunks`), (send time, latency)
 (:func:`timed_latency_chunks`), (send, receive) decoded ahead by threads
 (:func:`send_recv_chunks`), or any columns (:func:`column_chunks`, :func:`record_batches`).
 
+A :class:`Filter` pushed into these readers (``where``) keeps only some samples: a row group
+whose send-time statistics (:func:`send_ranges`) cannot hold one is skipped unread, the
+others are read and filtered row by row, in file order, and a chunk left empty is not
+yielded. ``--from/--to`` is the one filter today (:class:`Span`); tags or a merge's
+sources would be others of the same kind.
+
 :class:`Engine` says where the passes over a file run: :data:`LOCAL` here, a cluster's
-workers in ``jitterlab.store.cluster.ClusterEngine``, with the same results.
+workers in ``jitterlab.cluster.engine.ClusterEngine``, with the same results; both take the
+same filter.
 """
 
 from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -45,6 +53,50 @@ SEQ = "seq"
 ACTUAL_SEND = "t_actual_send_ns"  # net's open-loop runs: when the sender really sent
 
 
+class Filter(Protocol):
+    """Which samples a pass reads, by their send times (``t_send_ns``)."""
+
+    def keeps(self, t: np.ndarray) -> np.ndarray:
+        """Which of the send times ``t`` are kept (a boolean mask)."""
+        ...
+
+    def meets(self, lowest: int, highest: int) -> bool:
+        """Whether send times from ``lowest`` to ``highest`` can hold a kept one (a row
+        group whose statistics say no is not read)."""
+        ...
+
+    def holds(self, lowest: int, highest: int) -> bool:
+        """Whether every send time from ``lowest`` to ``highest`` is kept."""
+        ...
+
+
+@dataclass(frozen=True)
+class Span:
+    """The :class:`Filter` of ``--from/--to``: send times ``first_ns`` <= t <= ``last_ns``
+    (None: unbounded)."""
+
+    first_ns: int | None
+    last_ns: int | None
+
+    def keeps(self, t: np.ndarray) -> np.ndarray:
+        keep = np.ones(t.size, dtype=bool)
+        if self.first_ns is not None:
+            keep &= t >= self.first_ns
+        if self.last_ns is not None:
+            keep &= t <= self.last_ns
+        return keep
+
+    def meets(self, lowest: int, highest: int) -> bool:
+        return (self.first_ns is None or highest >= self.first_ns) and (
+            self.last_ns is None or lowest <= self.last_ns
+        )
+
+    def holds(self, lowest: int, highest: int) -> bool:
+        return (self.first_ns is None or lowest >= self.first_ns) and (
+            self.last_ns is None or highest <= self.last_ns
+        )
+
+
 def column_names(path: Path) -> list[str]:
     """The columns of the samples file at ``path`` (from its footer; no sample read)."""
     return list(pq.read_schema(path).names)
@@ -56,25 +108,61 @@ def has_column(path: Path, name: str) -> bool:
 
 
 def column_chunks(
-    path: Path, columns: Sequence[str], row_groups: Sequence[int] | None = None
+    path: Path, columns: Sequence[str], row_groups: Sequence[int] | None = None, where: Filter | None = None
 ) -> Iterator[list[np.ndarray]]:
     """The ``columns`` (by name) of the samples file at ``path``, batch by batch in file
-    order (of ``row_groups`` only when given), one batch in memory at a time."""
+    order (of ``row_groups`` only when given; of the samples ``where`` keeps when given),
+    one batch in memory at a time."""
+    if where is not None:
+        groups = groups_meeting(path, where)
+        if row_groups is not None:
+            chosen = set(row_groups)
+            groups = [g for g in groups if g in chosen]
+        if not groups:
+            return
+        row_groups = groups
+    names = list(columns) if where is None or SEND in columns else [*columns, SEND]
     with pq.ParquetFile(path, pre_buffer=False) as f:  # pre-buffering keeps every row group read
-        for batch in f.iter_batches(batch_size=READ_BATCH_ROWS, row_groups=row_groups, columns=list(columns)):
-            yield [batch.column(k).to_numpy() for k in range(len(columns))]
+        for batch in f.iter_batches(batch_size=READ_BATCH_ROWS, row_groups=row_groups, columns=names):
+            chunk = [batch.column(name).to_numpy() for name in columns]
+            if where is None:
+                yield chunk
+                continue
+            keep = where.keeps(batch.column(SEND).to_numpy())
+            if keep.all():
+                yield chunk
+            elif keep.any():
+                yield [c[keep] for c in chunk]
 
 
-def latency_chunks(path: Path, since: str = SEND) -> Iterator[np.ndarray]:
+def groups_meeting(path: Path, where: Filter) -> list[int]:
+    """The row groups of the samples file at ``path`` that may hold a sample ``where``
+    keeps (from their send-time statistics; every one without statistics)."""
+    return [i for i, (rows, r) in enumerate(send_ranges(path)) if rows > 0 and (r is None or where.meets(*r))]
+
+
+def count_kept(path: Path, where: Filter) -> int:
+    """How many samples of the file ``where`` keeps: row groups wholly kept counted from
+    their statistics, the others it meets by their send times."""
+    ranges = send_ranges(path)
+    total = sum(rows for rows, r in ranges if r is not None and where.holds(*r))
+    partial = [i for i, (rows, r) in enumerate(ranges) if rows > 0 and (r is None or not where.holds(*r))]
+    if partial:
+        total += sum(int(t.size) for (t,) in column_chunks(path, [SEND], row_groups=partial, where=where))
+    return total
+
+
+def latency_chunks(path: Path, since: str = SEND, where: Filter | None = None) -> Iterator[np.ndarray]:
     """t_recv_ns - t_send_ns (or another start column ``since``) of the samples file at
-    ``path``, batch by batch."""
-    for start, recv in column_chunks(path, [since, RECV]):
+    ``path`` (those ``where`` keeps), batch by batch."""
+    for start, recv in column_chunks(path, [since, RECV], where=where):
         yield recv - start
 
 
-def timed_latency_chunks(path: Path) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """(t_send_ns, t_recv_ns - t_send_ns) of the samples file at ``path``, batch by batch."""
-    for send, recv in column_chunks(path, [SEND, RECV]):
+def timed_latency_chunks(path: Path, where: Filter | None = None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(t_send_ns, t_recv_ns - t_send_ns) of the samples file at ``path`` (those ``where``
+    keeps), batch by batch."""
+    for send, recv in column_chunks(path, [SEND, RECV], where=where):
         yield send, recv - send
 
 
@@ -84,17 +172,27 @@ def row_group_count(path: Path | str) -> int:
         return int(f.metadata.num_row_groups)
 
 
-def read_row_group(path: Path, group: int, columns: Sequence[str]) -> list[np.ndarray]:
+def read_row_group(
+    path: Path, group: int, columns: Sequence[str], where: Filter | None = None
+) -> list[np.ndarray]:
     """The ``columns`` (by name) of one row group of the samples file at ``path`` (what a
-    cluster's worker reads for its task)."""
+    cluster's worker reads for its task), of the samples ``where`` keeps when given."""
+    names = list(columns) if where is None or SEND in columns else [*columns, SEND]
     with pq.ParquetFile(path, pre_buffer=False) as f:
-        table = f.read_row_group(group, columns=list(columns))
-    return [table.column(k).to_numpy() for k in range(len(columns))]
+        table = f.read_row_group(group, columns=names)
+    chunk = [table.column(name).to_numpy() for name in columns]
+    if where is None:
+        return chunk
+    keep = where.keeps(table.column(SEND).to_numpy())
+    return chunk if keep.all() else [c[keep] for c in chunk]
 
 
-def pair_send_recv_chunks(path: Path) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """(pair, t_send_ns, t_recv_ns) of the samples file at ``path``, batch by batch."""
-    return ((pair, send, recv) for pair, send, recv in column_chunks(path, [PAIR, SEND, RECV]))
+def pair_send_recv_chunks(
+    path: Path, where: Filter | None = None
+) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """(pair, t_send_ns, t_recv_ns) of the samples file at ``path`` (those ``where``
+    keeps), batch by batch."""
+    return ((pair, send, recv) for pair, send, recv in column_chunks(path, [PAIR, SEND, RECV], where=where))
 
 
 def latency_by_column(path: Path, column: str) -> Iterator[tuple[np.ndarray, np.ndarray]]:
@@ -104,18 +202,19 @@ def latency_by_column(path: Path, column: str) -> Iterator[tuple[np.ndarray, np.
         yield recv - send, other
 
 
-def record_batches(
-    path: Path, keep: Callable[[np.ndarray], np.ndarray] | None = None
-) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+def record_batches(path: Path, where: Filter | None = None) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
     """The schema of the samples file at ``path`` and its record batches (every column) in
-    file order; ``keep`` (of the send times) filters the rows, a batch with none left is
-    skipped."""
+    file order; ``where`` filters the rows (a row group it cannot meet is not read), a
+    batch with none left is skipped."""
 
     def batches() -> Iterator[pa.RecordBatch]:
+        groups = None if where is None else groups_meeting(path, where)
+        if groups == []:
+            return
         with pq.ParquetFile(path, pre_buffer=False) as f:
-            for batch in f.iter_batches(batch_size=READ_BATCH_ROWS):
-                if keep is not None:
-                    kept = keep(batch.column(SEND).to_numpy())
+            for batch in f.iter_batches(batch_size=READ_BATCH_ROWS, row_groups=groups):
+                if where is not None:
+                    kept = where.keeps(batch.column(SEND).to_numpy())
                     if not kept.all():
                         if not kept.any():
                             continue
@@ -300,45 +399,50 @@ def warm() -> None:
 
 class Engine(Protocol):
     """Where the passes over a samples file run: in this process (:data:`LOCAL`) or on a
-    cluster (``jitterlab.store.cluster.ClusterEngine``), with the same results."""
+    cluster (``jitterlab.cluster.engine.ClusterEngine``), with the same results. ``where``:
+    only the samples that filter keeps (``--from/--to``), read through this module on
+    either."""
 
-    def latency(self, path: Path, since: str = SEND) -> Scan:
+    def latency(self, path: Path, since: str = SEND, where: Filter | None = None) -> Scan:
         """The file's latencies (t_recv_ns − ``since``), chunk by chunk."""
         ...
 
-    def timed(self, path: Path) -> Scan:
+    def timed(self, path: Path, where: Filter | None = None) -> Scan:
         """The file's (t_send_ns, latency) chunks."""
         ...
 
-    def summary(self, path: Path, since: str = SEND) -> Summary:
-        """:func:`summarize_file` of the file."""
+    def summary(self, path: Path, since: str = SEND, where: Filter | None = None) -> Summary:
+        """:func:`summarize_file` of the file (of the samples ``where`` keeps)."""
         ...
 
-    def two_pass(self, path: Path) -> SendRecvChunks | PassReader | None:
+    def two_pass(self, path: Path, where: Filter | None = None) -> SendRecvChunks | PassReader | None:
         """Where describe's two kernel passes (stats/twopass.py) read the file, None where
-        they cannot run (no kernel library here, or a span: the radix passes instead)."""
+        they cannot run (no kernel library here, or a filter: the radix passes instead)."""
         ...
 
     def sample(self, path: Path) -> OrderedSample | None:
-        """The file's latencies as compare's sample when this engine reads them elsewhere
-        (a cluster's workers); None: compare reads them here."""
+        """The file's latencies (whole: compare takes no filter) as compare's sample when
+        this engine reads them elsewhere (a cluster's workers); None: compare reads them
+        here."""
         ...
 
 
 class LocalEngine:
     """The :class:`Engine` that reads the samples file in this process, batch by batch."""
 
-    def latency(self, path: Path, since: str = SEND) -> LocalScan:
-        return LocalScan(lambda: latency_chunks(path, since))
+    def latency(self, path: Path, since: str = SEND, where: Filter | None = None) -> LocalScan:
+        return LocalScan(lambda: latency_chunks(path, since, where))
 
-    def timed(self, path: Path) -> LocalScan:
-        return LocalScan(lambda: timed_latency_chunks(path))
+    def timed(self, path: Path, where: Filter | None = None) -> LocalScan:
+        return LocalScan(lambda: timed_latency_chunks(path, where))
 
-    def summary(self, path: Path, since: str = SEND) -> Summary:
+    def summary(self, path: Path, since: str = SEND, where: Filter | None = None) -> Summary:
+        if where is not None:
+            return summarize_chunks(lambda: latency_chunks(path, since, where))
         return summarize_file(path, since)
 
-    def two_pass(self, path: Path) -> SendRecvChunks | None:
-        return (lambda: send_recv_chunks(path)) if kernels.available() else None
+    def two_pass(self, path: Path, where: Filter | None = None) -> SendRecvChunks | None:
+        return (lambda: send_recv_chunks(path)) if kernels.available() and where is None else None
 
     def sample(self, path: Path) -> None:
         return None

@@ -21,7 +21,7 @@ import numpy as np
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.percentiles import percentile_key
 from jitterlab.describe.analysis import describe_run, pauses_in_run, restrict, run_percentiles, time_range
-from jitterlab.describe.compare import IN_MEMORY_AT_MOST, RunComparison, compare_runs
+from jitterlab.describe.compare import RunComparison, compare_runs
 from jitterlab.describe.overview import comparison_groups, technique_of
 from jitterlab.describe.panels import Panels, memory_panels
 from jitterlab.describe.paper.tables import Estimate
@@ -29,8 +29,8 @@ from jitterlab.stats import StackedResult, Summary
 from jitterlab.stats.quantile_ci import QuantileInterval, intervals_of_sample
 from jitterlab.stats.summary import percentiles_sorted
 from jitterlab.store import Run
+from jitterlab.store.memory import IN_MEMORY_AT_MOST, hold_in_memory
 from jitterlab.store.reader import LOCAL, Engine
-from jitterlab.store.runs import IN_MEMORY_BYTES_PER_SAMPLE, memory_bound_bytes
 
 DEFAULT_PERCENTILES = (99.0, 99.9, 99.99)
 MAX_TIMELINE_POINTS = 2_000  # a panel of a page-wide grid shows ~200 marker widths: M4 keeps every extreme
@@ -100,11 +100,6 @@ def group_of(run: Run) -> str:
     return f"{kind} ({unit})"
 
 
-def _fits(run: Run) -> bool:
-    rows = int((run.meta.get("samples") or {}).get("rows", IN_MEMORY_AT_MOST + 1))
-    return rows <= IN_MEMORY_AT_MOST and rows * IN_MEMORY_BYTES_PER_SAMPLE <= memory_bound_bytes()
-
-
 def estimates(
     latency: np.ndarray,
     t_send: np.ndarray,
@@ -142,7 +137,7 @@ def describe_for_paper(
     """One run's description (as ``describe`` gives it), its levels and its figures' data."""
     levels = (50.0, *[p for p in ps if p != 50.0])
     run = dataclasses.replace(run)  # its columns go when this returns
-    if engine is None and _fits(run):
+    if engine is None and hold_in_memory(run):
         run.table  # noqa: B018 (held: one sort serves the description, the levels and the panels)
         run = time_range(run, from_s, to_s)
         d = describe_run(run)
@@ -238,9 +233,9 @@ def _held(run: Run, from_s: float | None, to_s: float | None, engine: Engine | N
     the same numbers, stats/quantile_ci.py and stats/compare.py are exact either way), and
     restricted to ``--from``/``--to``."""
     whole = from_s is None and to_s is None
-    if whole and (engine is not None or not _fits(run)):
+    if whole and (engine is not None or not hold_in_memory(run)):
         return run
-    if not _fits(run):
+    if not hold_in_memory(run):
         raise JitterlabError(
             f"run {run.id} is too large to hold: --from/--to with comparisons need runs of at most "
             f"{IN_MEMORY_AT_MOST:,} samples"

@@ -22,6 +22,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from jitterlab.cluster.sample import ClusterSample
+from jitterlab.cluster.scan import ClusterScan
+from jitterlab.cluster.twopass import ClusterPasses, add_counts, value_counts
 from jitterlab.core.errors import JitterlabError
 from jitterlab.stats.summary import (
     SUMMARY_PERCENTILES,
@@ -35,10 +38,7 @@ from jitterlab.stats.summary import (
     summary_from,
 )
 from jitterlab.stats.valuetable import ValueCounter
-from jitterlab.store.cluster_sample import ClusterSample
-from jitterlab.store.cluster_scan import ClusterScan
-from jitterlab.store.cluster_twopass import ClusterPasses, add_counts, value_counts
-from jitterlab.store.reader import row_group_count
+from jitterlab.store.reader import Filter
 
 WORKERS_WITHIN_S = 10
 MISSING = "--cluster needs the optional package dask[distributed]: pip install 'jitterlab[cluster]'"
@@ -200,26 +200,26 @@ class ClusterEngine:
     def __init__(self, client: Any) -> None:
         self.client = client
 
-    def latency(self, path: Path, since: str = "t_send_ns") -> ClusterScan:
-        return ClusterScan(self.client, path, since=since)
+    def latency(self, path: Path, since: str = "t_send_ns", where: Filter | None = None) -> ClusterScan:
+        return ClusterScan(self.client, path, since=since, where=where)
 
-    def timed(self, path: Path) -> ClusterScan:
-        return ClusterScan(self.client, path, timed=True)
+    def timed(self, path: Path, where: Filter | None = None) -> ClusterScan:
+        return ClusterScan(self.client, path, timed=True, where=where)
 
-    def summary(self, path: Path, since: str = "t_send_ns") -> Summary:
-        return summarize_on_cluster(self.client, path, since)
+    def summary(self, path: Path, since: str = "t_send_ns", where: Filter | None = None) -> Summary:
+        return summarize_on_cluster(self.client, path, since, where)
 
-    def sample(self, path: Path) -> Any:
+    def sample(self, path: Path) -> ClusterSample:
         """The file's latencies as compare's sample whose passes run on the workers
-        (``compare --cluster``): a :class:`ClusterSample` (typed Any: it has no
-        ``intervals``, which OrderedSample declares; compare takes intervals from the
-        engine's passes)."""
+        (``compare --cluster``): a :class:`ClusterSample`, an
+        :class:`jitterlab.stats.compare.OrderedSample` as the local ones are."""
         return ClusterSample(self.client, path)
 
-    def two_pass(self, path: Path) -> ClusterPasses:
+    def two_pass(self, path: Path, where: Filter | None = None) -> ClusterPasses | None:
         """describe's two passes over ``path`` on the workers (a
-        :class:`jitterlab.stats.twopass.PassReader`)."""
-        return ClusterPasses(self.client, path)
+        :class:`jitterlab.stats.twopass.PassReader`); None with a filter (the radix passes
+        then, on the workers, as here)."""
+        return ClusterPasses(self.client, path) if where is None else None
 
 
 @contextlib.contextmanager
@@ -229,15 +229,17 @@ def engine(spec: str) -> Iterator[ClusterEngine]:
         yield ClusterEngine(client)
 
 
-def summarize_on_cluster(client: Any, path: Path, since: str = "t_send_ns") -> Summary:
-    """:func:`jitterlab.store.reader.summarize_file` of ``path`` computed by the cluster's
-    workers in two passes: each row group's exact moments (added here: integers, so in any
-    order the same mean and std), then each row group's value counts (the percentiles from
-    the merged table; by radix refinement without the kernels)."""
-    groups = row_group_count(path)
-    if not groups:
+def summarize_on_cluster(
+    client: Any, path: Path, since: str = "t_send_ns", where: Filter | None = None
+) -> Summary:
+    """:func:`jitterlab.store.reader.summarize_file` of ``path`` (of the samples ``where``
+    keeps) computed by the cluster's workers in two passes: each row group's exact moments
+    (added here: integers, so in any order the same mean and std), then each row group's
+    value counts (the percentiles from the merged table; by radix refinement without the
+    kernels)."""
+    scan = ClusterScan(client, path, since=since, where=where)
+    if not scan.groups:
         return summarize_chunks(lambda: iter(()))
-    scan = ClusterScan(client, path, since=since, groups=groups)
     moments: Moments = (0, 0, 0, 0, 0)
     for part in scan.map(integer_moments):
         moments = add_moments(moments, part)

@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
+from jitterlab.cluster.scan import map_groups
 from jitterlab.stats import kernels
 from jitterlab.stats.valuetable import ValueCounter
-from jitterlab.store.cluster_scan import map_groups
 from jitterlab.store.reader import RECV, SEND, read_row_group, row_group_count
 
 _INT64_MAX = np.iinfo(np.int64).max
@@ -40,7 +40,7 @@ class ClusterPasses:
     def __init__(self, client: Any, path: Path) -> None:
         self.client = client
         self.path = str(Path(path).resolve())
-        self.groups = row_group_count(path)
+        self.groups = range(row_group_count(path))
 
     def _shares(self, task: Any, args: tuple[Any, ...]) -> Any:
         for share in map_groups(
