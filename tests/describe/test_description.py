@@ -1,5 +1,6 @@
-"""``describe`` is one call (issue 37 item 4): a request in, one typed description out, and
-the CLI's command calls exactly that one describe-room function, then one renderer."""
+"""``describe`` and ``compare`` are one call each (issue 37 item 4): a request in, one typed
+description out, and each CLI command calls exactly that one describe-room function, then
+one renderer."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 from conftest import make_run, run_main, spiky
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.tidy import tidy_json
+from jitterlab.describe.compare import ComparedRuns, CompareRequest, compare, comparison_text
 from jitterlab.describe.description import (
     DescribeRequest,
     SampleDescription,
@@ -24,10 +26,10 @@ from jitterlab.describe.text import description_text
 from jitterlab.store import ResultsStore
 from jitterlab.store.reader import LOCAL, Engine
 
-CLI = Path(__file__).resolve().parents[2] / "src" / "jitterlab" / "cli" / "describe.py"
-BUILDERS = {"describe"}  # describe/description.py: what a command calls to get its numbers
-RENDERERS = {"description_text"}  # describe/text.py: what formats them
-REQUESTS = {"DescribeRequest"}  # the request's type: built, not a computation
+CLI = Path(__file__).resolve().parents[2] / "src" / "jitterlab" / "cli"
+BUILDERS = {"describe", "compare"}  # what a command calls to get its numbers
+RENDERERS = {"description_text", "comparison_text"}  # what formats them
+REQUESTS = {"DescribeRequest", "CompareRequest"}  # the requests' types: built, not computations
 
 
 def describe_room_calls(source: str) -> dict[str, list[str]]:
@@ -43,13 +45,17 @@ def describe_room_calls(source: str) -> dict[str, list[str]]:
     calls: dict[str, list[str]] = {}
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name.startswith("cmd_"):
-            found = [
-                (sub.lineno, sub.col_offset, sub.func.id)
-                for sub in ast.walk(node)
-                if isinstance(sub, ast.Call)
-                and isinstance(sub.func, ast.Name)
-                and sub.func.id in from_describe
-            ]
+            found = []
+            for sub in ast.walk(node):
+                if not isinstance(sub, ast.Call):
+                    continue
+                func = sub.func  # f(…), or module.f(…) of a describe/ module imported by name
+                if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+                    name = func.attr if func.value.id in from_describe else ""
+                else:
+                    name = func.id if isinstance(func, ast.Name) and func.id in from_describe else ""
+                if name:
+                    found.append((sub.lineno, sub.col_offset, name))
             calls[node.name] = [name for _, _, name in sorted(found)]
     return calls
 
@@ -65,10 +71,17 @@ def thin_command_problems(source: str) -> list[str]:
     return problems
 
 
-def test_the_describe_command_calls_one_describe_function() -> None:
-    calls = describe_room_calls(CLI.read_text())
-    assert calls == {"cmd_describe": ["describe", "DescribeRequest", "description_text"]}
-    assert thin_command_problems(CLI.read_text()) == []
+@pytest.mark.parametrize(
+    ("module", "expected"),
+    [
+        ("describe.py", {"cmd_describe": ["describe", "DescribeRequest", "description_text"]}),
+        ("compare.py", {"cmd_compare": ["compare", "CompareRequest", "comparison_text"]}),
+    ],
+)
+def test_the_command_calls_one_describe_function(module: str, expected: dict[str, list[str]]) -> None:
+    source = (CLI / module).read_text()
+    assert describe_room_calls(source) == expected
+    assert thin_command_problems(source) == []
 
 
 def test_the_check_catches_a_command_that_assembles_numbers() -> None:
@@ -86,6 +99,13 @@ def cmd_describe(args):
     return describe(args) or describe(args)
 """
     assert thin_command_problems(twice) == ["cmd_describe: calls describe, describe"]
+    through_a_module = """
+def cmd_compare(args):
+    from jitterlab.describe import compare as cmp
+    rc = cmp.compare_runs(args.a, args.b)
+    print(cmp.comparison_json(rc))
+"""
+    assert thin_command_problems(through_a_module) == ["cmd_compare: calls compare_runs, comparison_json"]
 
 
 @pytest.fixture(scope="module")
@@ -151,3 +171,23 @@ def test_a_refused_request_opens_no_engine(store: Path) -> None:
     here = describe(DescribeRequest((ref,), ResultsStore(store)))
     assert isinstance(d, SampleDescription) and isinstance(here, SampleDescription)
     assert d.to_json() == here.to_json()
+
+
+def test_the_comparison_is_what_compare_prints(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a, b = run_ids(store)
+    opened: list[Engine] = []
+
+    def engine() -> Engine:
+        opened.append(LOCAL)
+        return LOCAL
+
+    with pytest.raises(JitterlabError):
+        compare(CompareRequest(a, "no-such-run", ResultsStore(store), engine=engine))
+    assert opened == []  # a run not found starts no cluster
+    d = compare(CompareRequest(a, b, ResultsStore(store), percentiles=(99.0,), engine=engine))
+    assert isinstance(d, ComparedRuns) and opened == [LOCAL]
+    args = ["compare", a, b, "--percentiles", "99", "--store", str(store)]
+    code, out, _ = run_main([*args, "--json"], capsys)
+    assert code == 0 and out == json.dumps(tidy_json(d.to_json()), indent=2) + "\n"
+    code, out, _ = run_main(args, capsys)
+    assert code == 0 and out == comparison_text(d) + "\n"
