@@ -284,7 +284,19 @@ class ComparedRuns:
 
 
 def compare(request: CompareRequest) -> ComparedRuns:
-    """``jitterlab compare A B`` as one call: B against A, and the asked levels of both."""
+    """``jitterlab compare A B`` as one call: B against A, and the asked levels of both.
+
+    Parameters
+    ----------
+    request
+        The two runs, the noise threshold, the asked levels and the engine's opener.
+
+    Returns
+    -------
+    ComparedRuns
+        The comparison with its warnings; ``to_json()`` is ``compare --json``,
+        :func:`comparison_text` its text.
+    """
     a, b = load_run(request.a, request.store), load_run(request.b, request.store)
     engine = request.engine() if request.engine is not None else None
     rc = compare_runs(a, b, request.noise, engine)

@@ -183,6 +183,17 @@ Description = SampleDescription | HistogramRunDescription | UnionDescription
 def describe(request: DescribeRequest) -> Description:
     """Everything ``describe`` says about the request's runs, as one typed description.
 
+    Parameters
+    ----------
+    request
+        The runs and what is asked of them (:class:`DescribeRequest`).
+
+    Returns
+    -------
+    Description
+        A sample run's, a histogram-only import's or a union's description: ``to_json()``
+        is ``describe --json``, :func:`jitterlab.describe.text.description_text` its text.
+
     Raises
     ------
     JitterlabError
