@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 from typing import Any
 
 from jitterlab.cli.common import (
     cluster_engine,
     cluster_option,
-    load,
     non_negative_float,
     percentile_list,
     print_json,
     store_option,
     warn,
 )
-from jitterlab.core.render import render
 
 
 def add_parsers(sub: Any) -> None:
@@ -34,30 +33,28 @@ def add_parsers(sub: Any) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from jitterlab.describe import compare as cmp
-    from jitterlab.describe.context import context_header
+    from jitterlab.describe.compare import CompareRequest, compare, comparison_text
+    from jitterlab.store import ResultsStore
 
-    HEADERS, comparison_rows, tests_line = cmp.HEADERS, cmp.comparison_rows, cmp.tests_line
-    a, b = load(args.a, args), load(args.b, args)
     with contextlib.ExitStack() as stack:
-        engine = cluster_engine(args, stack)
-        rc = cmp.compare_runs(a, b, args.noise, engine)
-        chosen = cmp.chosen_percentiles(rc, args.percentiles, engine) if args.percentiles else None
-    for w in rc.warnings:
+        d = compare(
+            CompareRequest(
+                args.a,
+                args.b,
+                ResultsStore(args.store),
+                args.noise,
+                args.percentiles,
+                # the one helper that builds the engine, called once both runs are found
+                functools.partial(cluster_engine, args, stack) if args.cluster else None,
+            )
+        )
+    for w in d.comparison.warnings:
         warn(w)
-    c = rc.result
     if args.json:
-        print_json(cmp.comparison_json(rc) | (chosen.to_dict() if chosen else {}))
+        print_json(d.to_json())
     else:
-        print(context_header([rc.a, rc.b]))
-        print(f"A  {rc.a.id}  ({rc.a.label})\nB  {rc.b.id}  ({rc.b.label})")
-        headers = [*HEADERS[:4], f"{c.confidence:.0%} CI", HEADERS[5]]
-        print(render(headers, comparison_rows(c), "lrrrrl"))
-        print(tests_line(c))
-        if chosen:
-            print(render(["percentile", "A", "B", "B/A"], cmp.chosen_rows(chosen), "lrrr"))
-        print(f"verdict: {c.verdict} (noise threshold ±{c.noise_threshold:.0%})")
-    return 1 if args.fail_on_regression and c.verdict == "regressed" else 0
+        print(comparison_text(d))
+    return 1 if args.fail_on_regression and d.verdict == "regressed" else 0
 
 
 COMMANDS = {"compare": cmd_compare}

@@ -10,7 +10,8 @@ different machines or kernels.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -30,7 +31,7 @@ from jitterlab.stats.compare import (
     interval_confidence,
 )
 from jitterlab.stats.quantile_ci import QuantileInterval
-from jitterlab.store import Run
+from jitterlab.store import ResultsStore, Run, load_run
 from jitterlab.store.memory import hold_in_memory
 from jitterlab.store.reader import LOCAL, Engine, latency_chunks
 from jitterlab.store.runs import verified_samples_path
@@ -247,3 +248,70 @@ def chosen_percentiles(
         if run.histogram_only:
             run_percentiles(run, ps)  # refuses, naming the export that has them
     return ChosenLevels(run_intervals(rc.a, ps, engine), run_intervals(rc.b, ps, engine))
+
+
+@dataclass(frozen=True)
+class CompareRequest:
+    """What ``compare`` is asked: run B (``b``) judged against run A (``a``), references
+    resolved in ``store``; ``noise`` the noise threshold (a fraction); ``percentiles`` levels
+    asked beside the verdict's; ``engine`` opens where the passes run (a cluster's; None:
+    here), called once, after both runs are found."""
+
+    a: str
+    b: str
+    store: ResultsStore
+    noise: float = 0.05
+    percentiles: tuple[float, ...] | None = None
+    engine: Callable[[], Engine | None] | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class ComparedRuns:
+    """Everything ``compare`` prints: the comparison (with its warnings) and the asked levels."""
+
+    comparison: RunComparison
+    chosen: ChosenLevels | None
+
+    @property
+    def verdict(self) -> str:
+        return self.comparison.result.verdict
+
+    def to_json(self) -> dict[str, Any]:
+        """``compare --json``'s document."""
+        return comparison_json(self.comparison) | (self.chosen.to_dict() if self.chosen else {})
+
+
+def compare(request: CompareRequest) -> ComparedRuns:
+    """``jitterlab compare A B`` as one call: B against A, and the asked levels of both.
+
+    Parameters
+    ----------
+    request
+        The two runs, the noise threshold, the asked levels and the engine's opener.
+
+    Returns
+    -------
+    ComparedRuns
+        The comparison with its warnings; ``to_json()`` is ``compare --json``,
+        :func:`comparison_text` its text.
+    """
+    a, b = load_run(request.a, request.store), load_run(request.b, request.store)
+    engine = request.engine() if request.engine is not None else None
+    rc = compare_runs(a, b, request.noise, engine)
+    chosen = chosen_percentiles(rc, request.percentiles, engine) if request.percentiles else None
+    return ComparedRuns(rc, chosen)
+
+
+def comparison_text(d: ComparedRuns) -> str:
+    """``compare``'s terminal text of a comparison (its warnings are the caller's to print)."""
+    from jitterlab.core.render import render
+    from jitterlab.describe.context import context_header
+
+    rc, c = d.comparison, d.comparison.result
+    lines = [context_header([rc.a, rc.b]), f"A  {rc.a.id}  ({rc.a.label})\nB  {rc.b.id}  ({rc.b.label})"]
+    headers = [*HEADERS[:4], f"{c.confidence:.0%} CI", HEADERS[5]]
+    lines += [render(headers, comparison_rows(c), "lrrrrl"), tests_line(c)]
+    if d.chosen:
+        lines.append(render(["percentile", "A", "B", "B/A"], chosen_rows(d.chosen), "lrrr"))
+    lines.append(f"verdict: {c.verdict} (noise threshold ±{c.noise_threshold:.0%})")
+    return "\n".join(lines)

@@ -11,6 +11,7 @@ from jitterlab.core.tidy import counted
 from jitterlab.core.units import format_count, format_ns
 from jitterlab.describe.analysis import RunDescription, pauses_in_run
 from jitterlab.describe.context import context_header
+from jitterlab.describe.description import Description, HistogramRunDescription, UnionDescription
 from jitterlab.describe.histograms import HistogramDescription
 from jitterlab.describe.sources import SourceTable, source_caption, source_rows
 from jitterlab.describe.tables import (
@@ -254,3 +255,34 @@ def histogram_text(d: HistogramDescription) -> str:
             f"jitterlab describe {d.run.id} --json has them all)"
         )
     return "\n".join(lines)
+
+
+def description_text(d: Description) -> tuple[str, list[str]]:
+    """``jitterlab describe``'s terminal text of a description (:mod:`describe.description`):
+    (stdout, the notes for stderr)."""
+    if isinstance(d, HistogramRunDescription):
+        parts = [histogram_text(d.histogram)]
+        if d.intervals is not None:
+            intervals = list(d.intervals)
+            parts.append("\n" + interval_caption(intervals))
+            parts.append(
+                render(
+                    INTERVAL_TABLE_HEADERS,
+                    interval_rows(intervals, d.histogram.summary.get("count") or 0),
+                    "lrll",
+                )
+            )
+        return "\n".join(parts), [d.note]
+    if isinstance(d, UnionDescription):
+        runs = [e.run.run for e in d.runs]
+        header = [
+            context_header(runs),
+            f"union    {len(runs)} runs as one ({', '.join(r.id for r in runs)}); "
+            "each run's times count from its own first send",
+        ]
+        parts = [describe_text(d.union, None, d.table, header, list(d.union.intervals))]
+        parts += ["\n" + describe_text(e.run, None, e.sources, intervals=list(e.intervals)) for e in d.runs]
+        return "\n".join(parts), []
+    _, unavailable = attribution_text(d.run.attribution)
+    text = describe_text(d.run, d.views, d.sources, intervals=list(d.intervals))
+    return text, [unavailable] if unavailable else []
