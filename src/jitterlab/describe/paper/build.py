@@ -28,6 +28,7 @@ from jitterlab.describe.paper.tables import Estimate
 from jitterlab.stats import StackedResult, Summary
 from jitterlab.stats.quantile_ci import QuantileInterval, intervals_of_sample
 from jitterlab.stats.summary import percentiles_sorted
+from jitterlab.stats.windows import WindowTable
 from jitterlab.store import Run
 from jitterlab.store.reader import LOCAL, Engine
 from jitterlab.store.runs import IN_MEMORY_BYTES_PER_SAMPLE, memory_bound_bytes
@@ -50,6 +51,7 @@ class RunData:
     pauses: list[dict[str, Any]]
     group: str  # runs of one group share a table
     number: int = 0  # 1, 2, …: the run's row in runs.csv, Table 1 and the figures' legends
+    windows: WindowTable | None = None  # describe's time windows (the MTP windows table)
 
     @property
     def name(self) -> str:
@@ -165,7 +167,9 @@ def describe_for_paper(
         chosen = {k: Estimate(v) for k, v in values.items()}
         panels, pauses = None, []
     bare = Run(run.path, run.meta)
-    return RunData(bare, d.summary, d.test, d.categories, chosen, panels, pauses, group_of(run))
+    return RunData(
+        bare, d.summary, d.test, d.categories, chosen, panels, pauses, group_of(run), windows=d.windows
+    )
 
 
 def build(
