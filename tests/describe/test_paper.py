@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -631,3 +632,99 @@ def test_a_bench_run_records_its_load_and_the_checklist_states_it(
     assert "not the same as an idle machine" in line
     methods = (out / "methods.md").read_text()
     assert f"{load['after']['load1']:.2f} after each measurement" in methods
+
+
+def test_monitor_trials_screened_against_a_baseline_as_monitor_trials_gives_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A real `monitor serve --baseline` with two trials written through jitterlab.Monitor
+    (one clean, one with spikes): the paper's rows equal `monitor trials --json`."""
+    from jitterlab import Monitor
+    from jitterlab.monitor import recorder
+    from jitterlab.monitor.launch import start_serve, wait_stored
+
+    store = tmp_path / "results"
+    rng = np.random.default_rng(39)
+    baseline = make_run(store, rng.normal(20_000, 1_000, 20_000).astype(np.int64), technique="mutex")
+    channel = f"paper-{os.getpid()}"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    try:
+        proc = start_serve(channel, store, f"127.0.0.1:{port}", "--baseline", baseline.id, "--duration", "4s")
+        clean = rng.normal(20_000, 1_000, 2_000).astype(np.int64)
+        spiky = np.concatenate([clean[:1_800], np.full(200, 400_000)])
+        with Monitor(channel) as m:
+            for tag, values in (("clean", clean), ("spiky", spiky)):
+                with m.trial(tag):
+                    for v in values:
+                        m.record(int(v))
+        run_id = wait_stored(proc, timeout=120)
+    finally:
+        recorder.unlink(channel)
+        Path(f"/dev/shm/jitterlab-monitor-{channel}.serve.lock").unlink(missing_ok=True)
+    code, stdout, err = run_main(["monitor", "trials", run_id, "--json", "--store", str(store)], capsys)
+    assert code == 0, err
+    trials = json.loads(stdout)
+    out = tmp_path / "paper"
+    code, _, err = run_main(["paper", run_id, "-o", str(out), "--store", str(store)], capsys)
+    assert code == 0, err
+    rows = _csv(out / "tables" / "monitor-trials.csv")
+    assert [r["trial"] for r in rows] == [t["trial"] for t in trials] == ["clean", "spiky"]
+    for row, t in zip(rows, trials, strict=True):
+        assert (int(row["n"]), int(row["outliers"])) == (t["samples"], t["outliers"])
+        assert float(row["outlier_share"]) == t["outlier_share"] and float(row["max_ns"]) == t["max_ns"]
+        assert float(row["p"]) == t["p_value"] and row["reason"] == t["reason"]
+        assert row["verdict"] == ("contaminated" if t["contaminated"] else "clean")
+        assert row["by_category"] == "/".join(str(c) for c in t["category_counts"])
+    assert [r["verdict"] for r in rows] == ["clean", "contaminated"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("ip") is None, reason="network namespaces need root and iproute2"
+)
+def test_net_stream_open_loop_and_frame_tables_equal_describe_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A real `net bench` of stream, open loop and frame-sync (udp, 1 s each, ~40 s): seed
+    004's Table 5, the open-loop table and Tables 3–4 hold the numbers of describe --json
+    and of the runs' net blocks."""
+    from jitterlab.store import ResultsStore
+    from jitterlab.store.reader import LOCAL
+    from jitterlab.store.runs import verified_samples_path
+
+    store = tmp_path / "results"
+    argv = ["net", "bench", "--scenario", "stream,open-loop,frame-sync", "--transport", "udp"]
+    code, _, err = run_main([*argv, "--duration", "1s", "--warmup", "0.2s", "--store", str(store)], capsys)
+    assert code == 0, err
+    out = tmp_path / "paper"
+    code, _, err = run_main(["paper", "-o", str(out), "--store", str(store), "--percentiles", LEVELS], capsys)
+    assert code == 0, err
+    runs = {r.config["scenario"] + str(r.config.get("sync", "")): r for r in ResultsStore(store).runs()}
+    for name, scenario in (("net-table5", "stream"), ("net-open-loop", "open-loop")):
+        (row,) = _csv(out / "tables" / f"{name}.csv")
+        run = runs[scenario]
+        d = _describe_json(store, run.id, capsys)
+        levels = {q["level"]: q for q in d["percentiles"]}
+        for key, level in (("median", 50.0), ("p99", 99.0), ("p99.9", 99.9), ("p99.99", 99.99)):
+            q = levels[level]
+            assert _num(row[f"{key}_ns"]) == q["value"] and _num(row[f"{key}_ci_low_ns"]) == q["ci_low"]
+            assert row[f"{key}_resolved"] == str(q["resolved"]).lower()
+        net = run.meta["net"]
+        if scenario == "stream":
+            assert float(row["throughput_msg/s"]) == pytest.approx(net["msg_per_s"], rel=1e-11)
+            assert int(row["received"]) == d["summary"]["latency_ns"]["count"]
+            assert float(row["max_ns"]) == d["summary"]["latency_ns"]["max"]
+        else:
+            raw = LOCAL.summary(verified_samples_path(run), "t_actual_send_ns")
+            assert row["uncorrected_p99_resolved"] == "true"
+            assert float(row["uncorrected_p99_ns"]) == pytest.approx(raw.p99, rel=1e-11)
+            assert float(row["late_sends"]) == pytest.approx(net["late_share"], rel=1e-11)
+            assert int(row["max_lag_ns"]) == net["max_lag_ns"]
+    frames = _csv(out / "tables" / "net-tables3-4.csv")
+    assert [r["sync"] for r in frames] == ["sync", "no sync"]
+    for row, key in zip(frames, ("frame-syncTrue", "frame-syncFalse"), strict=True):
+        net = runs[key].meta["net"]
+        assert float(row["frame_rate_fps"]) == pytest.approx(net["fps"], rel=1e-11)
+        assert int(row["render_nodes"]) == net["render_nodes"]
