@@ -118,7 +118,7 @@ def estimates(
     (:func:`jitterlab.stats.quantile_ci.intervals_of_sample`: binomial, or block where the
     samples are dependent); ``ordered``: the sample sorted; ``known``: intervals already
     computed (the description's), not computed again. An unresolved level keeps its
-    type-7 value (marked †) with the interval's lower end only."""
+    type-7 value (flagged unresolved: the tables print "≥ x", x the interval's lower end)."""
     values = percentiles_sorted(ordered, tuple(ps))
     have = {q.level: q for q in known}
     missing = tuple(p for p in ps if p not in have)
