@@ -702,6 +702,8 @@ def test_net_stream_open_loop_and_frame_tables_equal_describe_json(
     code, _, err = run_main(["paper", "-o", str(out), "--store", str(store), "--percentiles", LEVELS], capsys)
     assert code == 0, err
     runs = {r.config["scenario"] + str(r.config.get("sync", "")): r for r in ResultsStore(store).runs()}
+    for r in runs.values():  # /proc/loadavg before and after each run (the checklist's load)
+        assert {"before", "after"} <= set(r.meta["environment"]["load_average"])
     for name, scenario in (("net-table5", "stream"), ("net-open-loop", "open-loop")):
         (row,) = _csv(out / "tables" / f"{name}.csv")
         run = runs[scenario]
@@ -728,3 +730,35 @@ def test_net_stream_open_loop_and_frame_tables_equal_describe_json(
         net = runs[key].meta["net"]
         assert float(row["frame_rate_fps"]) == pytest.approx(net["fps"], rel=1e-11)
         assert int(row["render_nodes"]) == net["render_nodes"]
+
+
+def test_a_video_mtp_runs_estimators_equal_mtp_analyze_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A real `mtp analyze` of a synthetic video (tests/mtp's small spec): the paper's MTP
+    table has one row per estimator with the latency, trust and windows of its --json."""
+    from jitterlab.mtp import synth
+
+    spec = synth.SynthSpec(
+        fps=60.0, latency_s=0.0333, duration_s=4.0, width=320, height=240, noise=2.0, seed=1
+    )
+    video = tmp_path / "v.mp4"
+    synth.write_video(video, spec)
+    store = tmp_path / "results"
+    code, stdout, err = run_main(["mtp", "analyze", str(video), "--json", "--store", str(store)], capsys)
+    assert code == 0, err
+    result = json.loads(stdout)
+    out = tmp_path / "paper"
+    code, _, err = run_main(["paper", result["run"], "-o", str(out), "--store", str(store)], capsys)
+    assert code == 0, err
+    rows = _csv(out / "tables" / "mtp.csv")
+    assert [r["estimator"].removesuffix(" (headline)") for r in rows] == list(result["estimators_ms"])
+    for r in rows:
+        name = r["estimator"].removesuffix(" (headline)")
+        assert float(r["latency_ms"]) == pytest.approx(result["estimators_ms"][name], rel=1e-11)
+        assert r["estimator"].endswith("(headline)") == (name == result["headline"])
+        assert r["method"] == "video-sine" and r["trust"] == result["trust"]
+        w = result["windows"]
+        assert int(r["windows"]) == w["count"] and float(r["window_s"]) == w["window_s"]
+        assert float(r["windows_mean_ms"]) == pytest.approx(w["mean_ms"], rel=1e-11)
+        assert float(r["windows_SD_ms"]) == pytest.approx(w["sd_ms"], rel=1e-11)

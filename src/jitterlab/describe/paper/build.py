@@ -83,6 +83,9 @@ class PaperData:
     span: tuple[float | None, float | None]
     numbers: dict[tuple[str, str], tuple[int, int]]  # (A id, B id) of a comparison -> their run numbers
     histograms: list[HistogramRun] = dataclasses.field(default_factory=list)
+    # run id -> its trials screened as `monitor trials --json` gives them (monitor/trials.py's
+    # results_json), filled by the command (cli/paper.py): describe never imports monitor/
+    trials: dict[str, list[dict[str, Any]]] = dataclasses.field(default_factory=dict)
 
     def comparison_names(self, rc: RunComparison) -> tuple[str, str]:
         a, b = self.numbers.get((rc.a.id, rc.b.id), (0, 0))

@@ -685,11 +685,10 @@ def network(data: PaperData) -> list[Table]:
 
 
 def monitor(data: PaperData) -> list[Table]:
-    """Monitor runs: each trial with its screening against the run's baseline, as
-    ``monitor trials --json`` gives it (monitor/trials.py); a run served without a baseline
-    lists its trials and their sample counts, not screened."""
-    from jitterlab.monitor.trials import trial_results
-
+    """Monitor runs: each trial with its screening against the run's baseline, the rows of
+    ``monitor trials --json`` (``data.trials``: the command reads them through monitor/
+    trials.py); a run served without a baseline lists its trials and their sample counts,
+    not screened."""
     runs = [r for r in data.runs if isinstance(r.run.meta.get("monitor"), dict)]
     rows: list[list[object]] = []
     unscreened = []
@@ -697,30 +696,32 @@ def monitor(data: PaperData) -> list[Table]:
         block = r.run.meta["monitor"]
         if not block.get("trials"):
             continue
-        if block.get("thresholds_ns"):
-            for t in trial_results(Run(r.run.path, r.run.meta)):
-                v = t.verdict
+        screened = data.trials.get(r.run.id)
+        if screened is not None:
+            for t in screened:
                 rows.append(
                     [
                         f"#{r.number}",
-                        t.tag,
-                        t.writer,
-                        v.samples,
-                        v.outliers,
-                        v.share,
-                        "/".join(str(c) for c in v.category_counts),
-                        v.max_value,
-                        v.p_value,
-                        "contaminated" if v.contaminated else "clean",
-                        v.reason,
+                        str(t["trial"]),
+                        str(t["writer"]),
+                        t["samples"],
+                        t["outliers"],
+                        t["outlier_share"],
+                        "/".join(str(c) for c in t["category_counts"]),
+                        t["max_ns"],
+                        t["p_value"],
+                        "contaminated" if t["contaminated"] else "clean",
+                        t["reason"],
                     ]
                 )
         else:
-            unscreened.append(f"#{r.number}")
+            why = "served without a baseline" if not block.get("thresholds_ns") else "trials not read"
+            if not block.get("thresholds_ns"):
+                unscreened.append(f"#{r.number}")
             for t in block["trials"]:
                 rows.append(
                     [f"#{r.number}", str(t["tag"]), str(t.get("writer", "")), int(t["samples"]), None, None,
-                     "—", None, None, "not screened", "served without a baseline"]
+                     "—", None, None, "not screened", why]
                 )  # fmt: skip
     if not rows:
         return []
