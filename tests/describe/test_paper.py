@@ -488,12 +488,13 @@ OTHER_KINDS = (
     "20261128-132826-mtp-frames-fd72",  # mtp ingest of a frame log
     "20261128-132829-monitor-golden-18938-2337",  # monitor serve, two trials, no baseline
     "20261128-132800-net-ping-udp-9341",  # net bench --scenario ping
+    "20261128-132813-repl-n3-90hz-b07f",  # repl bench, N = 3
 )
 
 
 @pytest.fixture(scope="module")
 def other_kinds(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """The golden corpus's real mtp, monitor and net runs (copied), written by ``paper``."""
+    """The golden corpus's real mtp, monitor, net and repl runs (copied), written by ``paper``."""
     root = tmp_path_factory.mktemp("kinds")
     store = root / "results"
     for run_id in OTHER_KINDS:
@@ -580,7 +581,7 @@ def test_monitor_runs_get_their_trials(other_kinds: tuple[Path, Path]) -> None:
 @pytest.mark.skipif(shutil.which("pdflatex") is None, reason="TeX (texlive) is installed by scripts/setup.sh")
 def test_other_kinds_tables_compile(other_kinds: tuple[Path, Path], tmp_path: Path) -> None:
     _store, out = other_kinds
-    names = ["mtp", "mtp-windows", "net-table6", "monitor-trials"]
+    names = ["mtp", "mtp-windows", "net-table6", "monitor-trials", "replication-table3", "replication-table4"]
     doc = "\n".join(
         [
             r"\documentclass{article}",
