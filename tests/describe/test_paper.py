@@ -9,9 +9,11 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -166,12 +168,31 @@ def test_intervals_of_clustered_spikes_are_describes_block_intervals(
     assert "block method for" in (out / "methods.md").read_text()
 
 
-def test_unresolved_level_is_marked_in_every_format() -> None:
+def test_unresolved_level_is_printed_as_describe_prints_it_in_every_format() -> None:
+    """An unresolved level is "≥ x" (its interval's lower end) or "not resolved", as
+    describe/tables.py ``level_cell`` prints it, never its value; the CSV leaves the value
+    empty and says false in ``_resolved`` (issue 38's rule in the paper)."""
+    from jitterlab.describe.paper.tables import csv_text, markdown
+    from jitterlab.describe.tables import level_cell
+    from jitterlab.stats.quantile_ci import QuantileInterval
+
     t = Table("t", "caption", [Column("level", "text"), Column("p99.99", "ns", 1, interval=True)])
-    t.rows = [["a", Estimate(12_345.0, 12_000.0, None, resolved=False)]]
+    t.rows = [["a", Estimate(12_345.0, 12_000.0, None, resolved=False)], ["b", Estimate(12_500.0)]]
     assert shown(t, t.columns[1], 12_345.0) == "12.3"
-    assert r"12.3^{\dag}" in latex(t)
-    assert "[12.0, —)" in latex(t).replace("---", "—")
+    tex, md, text = latex(t), markdown(t), csv_text(t)
+    assert "12.3" not in tex and "12.3" not in md and "12345" not in text
+    assert r"\multicolumn{1}{c}{$\geq$ 12.0}" in tex
+    assert "[12.0, —)" in tex.replace("---", "—")
+    assert "| ≥ 12.0 |" in md
+    q = QuantileInterval(99.99, 12_345.0, 12_000.0, None, False, "binomial")
+    assert level_cell(12_345.0, 20_000, 99.99, q).startswith("≥ ")  # describe prints the bound too
+    rows = list(csv.DictReader(text.splitlines()))
+    assert rows[0]["p99.99_ns"] == "" and rows[0]["p99.99_resolved"] == "false"
+    assert rows[0]["p99.99_ci_low_ns"] == "12000.0"
+    assert rows[1]["p99.99_ns"] == "12500.0" and rows[1]["p99.99_resolved"] == "true"
+    bare = Table("u", "caption", [Column("p99", "ns", 1, resolved=True)], [[Estimate(5.0, resolved=False)]])
+    assert "not resolved" in markdown(bare) and "not resolved" in latex(bare)
+    assert list(csv.DictReader(csv_text(bare).splitlines())) == [{"p99_ns": "", "p99_resolved": "false"}]
 
 
 @pytest.mark.skipif(shutil.which("pdflatex") is None, reason="TeX (texlive) is installed by scripts/setup.sh")
@@ -394,6 +415,14 @@ def test_histogram_only_runs_get_their_own_table_as_describe_gives_them(
         assert (float(row[f"{key}_ci_low_ns"]) if row[f"{key}_ci_low_ns"] else None) == q["ci_low"]
         assert (float(row[f"{key}_ci_high_ns"]) if row[f"{key}_ci_high_ns"] else None) == q["ci_high"]
         assert row[f"{key}_resolved"] == str(q["resolved"]).lower()
+    provenance = _csv(out / "runs.csv")
+    assert [(r["run"], r["id"]) for r in provenance] == [("#1", sample.id), ("#2", hist_id)]
+    import hashlib
+
+    stored = hashlib.sha256((store / hist_id / "histogram.hlog").read_bytes()).hexdigest()
+    assert provenance[1]["sha256"] == stored and "histogram" in provenance[1]["sha256_of"]
+    assert provenance[1]["command"].startswith("(imported from ") and "host.hlog" in provenance[1]["command"]
+    assert int(provenance[1]["samples"]) == chosen["summary"]["count"]
     index = (out / "paper.md").read_text()
     assert "tables/histograms" in index and "holds a histogram only" in index
     assert sample.id not in index.split("## Left out")[-1]
@@ -404,7 +433,7 @@ def test_replication_runs_get_seed_003_tables_3_and_4(
 ) -> None:
     """A real `repl bench` (N = 3, 50 Hz, 1 s): its own Table 1 group, and Tables 3–4 with the
     rows the report shows (describe/replication.py), in LaTeX, Markdown and CSV."""
-    from jitterlab.describe.replication import replication_rows, table3_layout, table4_layout
+    from jitterlab.describe.replication import replication_rows
     from jitterlab.store import ResultsStore
 
     store = tmp_path / "results"
@@ -418,12 +447,319 @@ def test_replication_runs_get_seed_003_tables_3_and_4(
     runs, _ = ResultsStore(store).scan()
     rows = replication_rows(runs)
     assert len(rows) == 1
-    for name, layout in (("replication-table3", table3_layout), ("replication-table4", table4_layout)):
-        _headers, body = layout(rows)
-        with (out / "tables" / f"{name}.csv").open() as f:
-            got = list(csv.reader(f))[1:]
-        assert got == body
+    for name in ("replication-table3", "replication-table4"):
         assert (out / "tables" / f"{name}.tex").read_text().count(r"\\") >= 2
         md = (out / "tables" / f"{name}.md").read_text()
-        assert all(cell.replace("|", "\\|") in md for cell in body[0])
+        assert md.count("\n|") >= 3
     assert (out / "tables" / "table1-2.csv").is_file()  # the repl run is not beside the mutex run
+    _check_replication_csv(out, runs)
+
+
+def _check_replication_csv(out: Path, runs: list[Any]) -> None:
+    """Tables 3–4's CSV hold numbers equal to ``repl bench --json``'s rows (describe/
+    replication.py ``replication_json``: ms; KB/s = bytes/s / 1000), an unresolved level
+    empty with ``_resolved`` false."""
+    from jitterlab.core.percentiles import is_resolved
+    from jitterlab.core.tidy import tidy_float, tidy_json
+    from jitterlab.describe.replication import replication_json
+
+    (raw,) = replication_json(runs)["rows"]
+    j = tidy_json(raw)  # as --json prints it (12 significant digits)
+    (t3,) = _csv(out / "tables" / "replication-table3.csv")
+    (t4,) = _csv(out / "tables" / "replication-table4.csv")
+    assert int(t3["N"]) == j["clients"]
+    for prefix, key in (("interval", "update_interval_ms"), ("latency", "update_latency_ms")):
+        s = j[key]
+        assert float(t3[f"{prefix}_mean_ms"]) == s["mean"] and float(t3[f"{prefix}_SD_ms"]) == s["std"]
+        for level, name in ((50.0, "p50"), (99.0, "p99"), (99.9, "p99_9")):
+            col = f"{prefix}_p{level:g}"
+            resolved = is_resolved(s["count"], level)
+            assert t3[f"{col}_resolved"] == str(resolved).lower()
+            assert t3[f"{col}_ms"] == (repr(s[name]) if resolved else "")
+    assert float(t4["server_fps_1/s"]) == j["server_ticks_per_s"]
+    assert float(t4["ping_mean_ms"]) == j["ping_ms"]["mean"]
+    rates = raw["rates_bytes_per_s"]
+    assert float(t4["server_out_KB/s"]) == tidy_float(rates["server_out"] / 1000)
+    assert float(t4["client_in_KB/s"]) == tidy_float(rates["client_in_avg"] / 1000)
+
+
+GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "golden" / "store"
+OTHER_KINDS = (
+    "20261128-132826-mtp-frames-fd72",  # mtp ingest of a frame log
+    "20261128-132829-monitor-golden-18938-2337",  # monitor serve, two trials, no baseline
+    "20261128-132800-net-ping-udp-9341",  # net bench --scenario ping
+    "20261128-132813-repl-n3-90hz-b07f",  # repl bench, N = 3
+)
+
+
+@pytest.fixture(scope="module")
+def other_kinds(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The golden corpus's real mtp, monitor, net and repl runs (copied), written by ``paper``."""
+    root = tmp_path_factory.mktemp("kinds")
+    store = root / "results"
+    for run_id in OTHER_KINDS:
+        shutil.copytree(GOLDEN / run_id, store / run_id)
+    out = root / "paper"
+    from jitterlab.cli.main import main
+
+    assert main(["paper", *OTHER_KINDS, "-o", str(out), "--store", str(store), "--percentiles", LEVELS]) == 0
+    return store, out
+
+
+def _describe_json(store: Path, run_id: str, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    code, stdout, err = run_main(["describe", run_id, "--json", "--store", str(store)], capsys)
+    assert code == 0, err
+    return dict(json.loads(stdout))
+
+
+def _num(cell: str) -> float | None:
+    return float(cell) if cell else None
+
+
+def test_mtp_runs_get_their_estimators_and_windows_as_describe_gives_them(
+    other_kinds: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    store, out = other_kinds
+    run_id = OTHER_KINDS[0]
+    d = _describe_json(store, run_id, capsys)
+    (row,) = _csv(out / "tables" / "mtp.csv")
+    assert row["method"] == "frame-log" and row["estimator"] == "median of the frames"
+    assert float(row["latency_ms"]) == d["summary"]["latency_ns"]["p50"] / 1e6
+    windows = _csv(out / "tables" / "mtp-windows.csv")
+    expected = d["windows"]["rows"]
+    assert len(windows) == len(expected) == 20
+    for got, w in zip(windows, expected, strict=True):
+        assert float(got["start_s"]) == w["start_ns"] / 1e9 and int(got["n"]) == w["count"]
+        assert float(got["mean_ns"]) == w["mean_ns"] and float(got["max_ns"]) == w["max_ns"]
+        assert _num(got["median_ns"]) == w["p50_ns"]
+        assert _num(got["p99_ns"]) == w["p99_ns"] is None and got["p99_resolved"] == "false"
+    md = (out / "tables" / "mtp-windows.md").read_text()
+    assert md.count("| not resolved |") == 20  # describe prints "not resolved" for each window's p99
+    assert "56.25" in (out / "tables" / "mtp.md").read_text()
+
+
+def test_net_runs_get_seed_004_tables_with_describes_numbers(
+    other_kinds: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    store, out = other_kinds
+    run_id = OTHER_KINDS[2]
+    d = _describe_json(store, run_id, capsys)
+    (row,) = _csv(out / "tables" / "net-table6.csv")
+    s = d["summary"]["latency_ns"]
+    assert row["transport"] == "udp" and int(row["pings"]) == s["count"]
+    assert (float(row["mean_ns"]), float(row["SD_ns"]), float(row["max_ns"])) == (
+        s["mean"],
+        s["std"],
+        s["max"],
+    )
+    meta = json.loads((store / run_id / "run.json").read_text())
+    assert int(row["lost"]) == meta["net"]["measured_lost"]
+    levels = {q["level"]: q for q in d["percentiles"]}
+    for key, level in (("median", 50.0), ("p99", 99.0), ("p99.9", 99.9), ("p99.99", 99.99)):
+        q = levels[level]
+        assert _num(row[f"{key}_ns"]) == q["value"]
+        assert _num(row[f"{key}_ci_low_ns"]) == q["ci_low"] and _num(row[f"{key}_ci_high_ns"]) == q["ci_high"]
+        assert row[f"{key}_resolved"] == str(q["resolved"]).lower() and row[f"{key}_ci_method"] == q["method"]
+    assert not levels[99.99]["resolved"]  # the 2 s ping's p99.99: "≥ x" in the text tables
+    assert "≥ " in (out / "tables" / "net-table6.md").read_text()
+    assert r"$\geq$" in (out / "tables" / "net-table6.tex").read_text()
+
+
+def test_monitor_runs_get_their_trials(other_kinds: tuple[Path, Path]) -> None:
+    """A run served without a baseline: its trials with their sample counts, not screened
+    (``monitor trials`` refuses such a run: nothing to screen against)."""
+    store, out = other_kinds
+    meta = json.loads((store / OTHER_KINDS[1] / "run.json").read_text())
+    rows = _csv(out / "tables" / "monitor-trials.csv")
+    assert [(r["trial"], int(r["n"])) for r in rows] == [
+        (t["tag"], t["samples"]) for t in meta["monitor"]["trials"]
+    ]
+    assert {r["verdict"] for r in rows} == {"not screened"}
+    assert "without --baseline" in (out / "tables" / "monitor-trials.md").read_text()
+
+
+@pytest.mark.skipif(shutil.which("pdflatex") is None, reason="TeX (texlive) is installed by scripts/setup.sh")
+def test_other_kinds_tables_compile(other_kinds: tuple[Path, Path], tmp_path: Path) -> None:
+    _store, out = other_kinds
+    names = ["mtp", "mtp-windows", "net-table6", "monitor-trials", "replication-table3", "replication-table4"]
+    doc = "\n".join(
+        [
+            r"\documentclass{article}",
+            r"\usepackage[T1]{fontenc}\usepackage{booktabs}\usepackage{dcolumn}\usepackage{graphicx}",
+            r"\usepackage{textcomp}\usepackage[margin=2cm]{geometry}",
+            r"\begin{document}",
+            *[rf"\input{{{out}/tables/{n}.tex}}" for n in names],
+            r"\end{document}",
+        ]
+    )
+    (tmp_path / "doc.tex").write_text(doc)
+    r = subprocess.run(
+        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "doc.tex"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert r.returncode == 0, r.stdout[-3000:]
+    text = subprocess.run(
+        ["pdftotext", "-layout", str(tmp_path / "doc.pdf"), "-"], capture_output=True, text=True, check=True
+    ).stdout
+    assert "56.25" in text and "not screened" in text and "not resolved" in text
+
+
+def test_a_bench_run_records_its_load_and_the_checklist_states_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A real bench run records /proc/loadavg before and after (environment.load_average);
+    the checklist marks "system load" done with the figure and says recorded is not idle,
+    the methods paragraph states it."""
+    from conftest import run_cli
+    from jitterlab.store import ResultsStore
+
+    store = tmp_path / "results"
+    result = run_cli("bench", "--technique", "mutex", "--samples", "3000", "--store", str(store))
+    assert result.returncode == 0, result.stderr
+    (run,) = ResultsStore(store).runs()
+    load = run.meta["environment"]["load_average"]
+    assert set(load) == {"before", "after"}
+    assert all(isinstance(load[k]["load1"], float) and load[k]["entities"] > 0 for k in load)
+    out = tmp_path / "paper"
+    code, _, err = run_main(["paper", run.id, "-o", str(out), "--store", str(store)], capsys)
+    assert code == 0, err
+    checklist = (out / "checklist.md").read_text()
+    (line,) = [x for x in checklist.splitlines() if "System load" in x]
+    assert line.startswith("- [x]") and f"{load['before']['load1']:.2f} before" in line
+    assert "not the same as an idle machine" in line
+    methods = (out / "methods.md").read_text()
+    assert f"{load['after']['load1']:.2f} after each measurement" in methods
+
+
+def test_monitor_trials_screened_against_a_baseline_as_monitor_trials_gives_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A real `monitor serve --baseline` with two trials written through jitterlab.Monitor
+    (one clean, one with spikes): the paper's rows equal `monitor trials --json`."""
+    from jitterlab import Monitor
+    from jitterlab.monitor import recorder
+    from jitterlab.monitor.launch import start_serve, wait_stored
+
+    store = tmp_path / "results"
+    rng = np.random.default_rng(39)
+    baseline = make_run(store, rng.normal(20_000, 1_000, 20_000).astype(np.int64), technique="mutex")
+    channel = f"paper-{os.getpid()}"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    try:
+        proc = start_serve(channel, store, f"127.0.0.1:{port}", "--baseline", baseline.id, "--duration", "4s")
+        clean = rng.normal(20_000, 1_000, 2_000).astype(np.int64)
+        spiky = np.concatenate([clean[:1_800], np.full(200, 400_000)])
+        with Monitor(channel) as m:
+            for tag, values in (("clean", clean), ("spiky", spiky)):
+                with m.trial(tag):
+                    for v in values:
+                        m.record(int(v))
+        run_id = wait_stored(proc, timeout=120)
+    finally:
+        recorder.unlink(channel)
+        Path(f"/dev/shm/jitterlab-monitor-{channel}.serve.lock").unlink(missing_ok=True)
+    code, stdout, err = run_main(["monitor", "trials", run_id, "--json", "--store", str(store)], capsys)
+    assert code == 0, err
+    trials = json.loads(stdout)
+    out = tmp_path / "paper"
+    code, _, err = run_main(["paper", run_id, "-o", str(out), "--store", str(store)], capsys)
+    assert code == 0, err
+    rows = _csv(out / "tables" / "monitor-trials.csv")
+    assert [r["trial"] for r in rows] == [t["trial"] for t in trials] == ["clean", "spiky"]
+    for row, t in zip(rows, trials, strict=True):
+        assert (int(row["n"]), int(row["outliers"])) == (t["samples"], t["outliers"])
+        assert float(row["outlier_share"]) == t["outlier_share"] and float(row["max_ns"]) == t["max_ns"]
+        assert float(row["p"]) == t["p_value"] and row["reason"] == t["reason"]
+        assert row["verdict"] == ("contaminated" if t["contaminated"] else "clean")
+        assert row["by_category"] == "/".join(str(c) for c in t["category_counts"])
+    assert [r["verdict"] for r in rows] == ["clean", "contaminated"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("ip") is None, reason="network namespaces need root and iproute2"
+)
+def test_net_stream_open_loop_and_frame_tables_equal_describe_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A real `net bench` of stream, open loop and frame-sync (udp, 1 s each, ~40 s): seed
+    004's Table 5, the open-loop table and Tables 3–4 hold the numbers of describe --json
+    and of the runs' net blocks."""
+    from jitterlab.store import ResultsStore
+    from jitterlab.store.reader import LOCAL
+    from jitterlab.store.runs import verified_samples_path
+
+    store = tmp_path / "results"
+    argv = ["net", "bench", "--scenario", "stream,open-loop,frame-sync", "--transport", "udp"]
+    code, _, err = run_main([*argv, "--duration", "1s", "--warmup", "0.2s", "--store", str(store)], capsys)
+    assert code == 0, err
+    out = tmp_path / "paper"
+    code, _, err = run_main(["paper", "-o", str(out), "--store", str(store), "--percentiles", LEVELS], capsys)
+    assert code == 0, err
+    runs = {r.config["scenario"] + str(r.config.get("sync", "")): r for r in ResultsStore(store).runs()}
+    for r in runs.values():  # /proc/loadavg before and after each run (the checklist's load)
+        assert {"before", "after"} <= set(r.meta["environment"]["load_average"])
+    for name, scenario in (("net-table5", "stream"), ("net-open-loop", "open-loop")):
+        (row,) = _csv(out / "tables" / f"{name}.csv")
+        run = runs[scenario]
+        d = _describe_json(store, run.id, capsys)
+        levels = {q["level"]: q for q in d["percentiles"]}
+        for key, level in (("median", 50.0), ("p99", 99.0), ("p99.9", 99.9), ("p99.99", 99.99)):
+            q = levels[level]
+            assert _num(row[f"{key}_ns"]) == q["value"] and _num(row[f"{key}_ci_low_ns"]) == q["ci_low"]
+            assert row[f"{key}_resolved"] == str(q["resolved"]).lower()
+        net = run.meta["net"]
+        if scenario == "stream":
+            assert float(row["throughput_msg/s"]) == pytest.approx(net["msg_per_s"], rel=1e-11)
+            assert int(row["received"]) == d["summary"]["latency_ns"]["count"]
+            assert float(row["max_ns"]) == d["summary"]["latency_ns"]["max"]
+        else:
+            raw = LOCAL.summary(verified_samples_path(run), "t_actual_send_ns")
+            assert row["uncorrected_p99_resolved"] == "true"
+            assert float(row["uncorrected_p99_ns"]) == pytest.approx(raw.p99, rel=1e-11)
+            assert float(row["late_sends"]) == pytest.approx(net["late_share"], rel=1e-11)
+            assert int(row["max_lag_ns"]) == net["max_lag_ns"]
+    frames = _csv(out / "tables" / "net-tables3-4.csv")
+    assert [r["sync"] for r in frames] == ["sync", "no sync"]
+    for row, key in zip(frames, ("frame-syncTrue", "frame-syncFalse"), strict=True):
+        net = runs[key].meta["net"]
+        assert float(row["frame_rate_fps"]) == pytest.approx(net["fps"], rel=1e-11)
+        assert int(row["render_nodes"]) == net["render_nodes"]
+
+
+def test_a_video_mtp_runs_estimators_equal_mtp_analyze_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A real `mtp analyze` of a synthetic video (tests/mtp's small spec): the paper's MTP
+    table has one row per estimator with the latency, trust and windows of its --json."""
+    from jitterlab.mtp import synth
+
+    spec = synth.SynthSpec(
+        fps=60.0, latency_s=0.0333, duration_s=4.0, width=320, height=240, noise=2.0, seed=1
+    )
+    video = tmp_path / "v.mp4"
+    synth.write_video(video, spec)
+    store = tmp_path / "results"
+    code, stdout, err = run_main(["mtp", "analyze", str(video), "--json", "--store", str(store)], capsys)
+    assert code == 0, err
+    result = json.loads(stdout)
+    out = tmp_path / "paper"
+    code, _, err = run_main(["paper", result["run"], "-o", str(out), "--store", str(store)], capsys)
+    assert code == 0, err
+    rows = _csv(out / "tables" / "mtp.csv")
+    assert [r["estimator"].removesuffix(" (headline)") for r in rows] == list(result["estimators_ms"])
+    for r in rows:
+        name = r["estimator"].removesuffix(" (headline)")
+        assert float(r["latency_ms"]) == pytest.approx(result["estimators_ms"][name], rel=1e-11)
+        assert r["estimator"].endswith("(headline)") == (name == result["headline"])
+        assert r["method"] == "video-sine" and r["trust"] == result["trust"]
+        w = result["windows"]
+        assert int(r["windows"]) == w["count"] and float(r["window_s"]) == w["window_s"]
+        assert float(r["windows_mean_ms"]) == pytest.approx(w["mean_ms"], rel=1e-11)
+        assert float(r["windows_SD_ms"]) == pytest.approx(w["sd_ms"], rel=1e-11)

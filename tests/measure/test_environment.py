@@ -48,3 +48,23 @@ def test_bare_metal_with_governors_and_rt_kernel(tmp_path: Path) -> None:
 def test_cpu_lists() -> None:
     assert environment.parse_cpu_list("0-3,8,10-11") == [0, 1, 2, 3, 8, 10, 11]
     assert environment.parse_cpu_list("") == []
+
+
+def test_loadavg_is_read_and_an_unreadable_one_is_none(tmp_path: Path) -> None:
+    write(tmp_path, "proc/loadavg", "3.52 2.10 1.75 4/312 98765\n")
+    assert environment.loadavg(tmp_path) == {
+        "load1": 3.52,
+        "load5": 2.1,
+        "load15": 1.75,
+        "runnable": 4,
+        "entities": 312,
+    }
+    before = environment.loadavg(tmp_path)
+    write(tmp_path, "proc/loadavg", "5.00 2.50 1.80 2/300 98800\n")
+    assert environment.load_during(before, tmp_path) == {
+        "before": before,
+        "after": {"load1": 5.0, "load5": 2.5, "load15": 1.8, "runnable": 2, "entities": 300},
+    }
+    write(tmp_path, "proc/loadavg", "garbage\n")
+    assert environment.loadavg(tmp_path) is None
+    assert environment.loadavg(tmp_path / "nowhere") is None

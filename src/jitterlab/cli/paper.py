@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jitterlab.cli.common import (
     cluster_engine,
@@ -20,6 +21,9 @@ from jitterlab.cli.common import (
 )
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.warnings import CodedWarning
+
+if TYPE_CHECKING:
+    from jitterlab.describe.paper.build import PaperData
 
 
 def add_parser(sub: Any) -> None:
@@ -76,12 +80,27 @@ def cmd_paper(args: argparse.Namespace) -> int:
         engine = cluster_engine(args, stack)
         note(f"describing {len(runs)} run(s) for the paper…")
         data = build(runs, args.percentiles, baseline_id, args.from_s, args.to_s, engine)
+        data = dataclasses.replace(data, trials=screened_trials(data))
     command = shlex.join(["jitterlab", *sys.argv[1:]]) if sys.argv[1:2] == ["paper"] else "jitterlab paper"
     written, notes = write_paper(data, out, command)
     for line in notes:
         note(f"note: {line}")
     note(f"wrote {len(written)} files to {out} (index: {out / 'paper.md'})")
     return 0
+
+
+def screened_trials(data: PaperData) -> dict[str, list[dict[str, Any]]]:
+    """Each monitor run's trials screened against its stored baseline, as ``monitor trials
+    --json`` gives them (the paper's monitor-trials table; describe/ never imports monitor/)."""
+    from jitterlab.monitor.trials import results_json, trial_results
+    from jitterlab.store import Run
+
+    out = {}
+    for r in data.runs:
+        block = r.run.meta.get("monitor")
+        if isinstance(block, dict) and block.get("trials") and block.get("thresholds_ns"):
+            out[r.run.id] = results_json(trial_results(Run(r.run.path, r.run.meta)))
+    return out
 
 
 COMMANDS = {"paper": cmd_paper}

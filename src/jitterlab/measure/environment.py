@@ -101,6 +101,31 @@ def isolation(root: Path) -> dict[str, str]:
     }
 
 
+def loadavg(root: Path = Path("/")) -> dict[str, Any] | None:
+    """/proc/loadavg read now: the 1, 5 and 15 minute load averages and the runnable and
+    total scheduling entities (``{"load1": 0.52, …, "runnable": 2, "entities": 312}``), or
+    None when it cannot be read. A figure of the whole machine: it says how busy the machine
+    was, not which work made it busy."""
+    parts = (read_text(root, "/proc/loadavg") or "").split()
+    try:
+        runnable, entities = parts[3].split("/", 1)
+        return {
+            "load1": float(parts[0]),
+            "load5": float(parts[1]),
+            "load15": float(parts[2]),
+            "runnable": int(runnable),
+            "entities": int(entities),
+        }
+    except (IndexError, ValueError):
+        return None
+
+
+def load_during(before: dict[str, Any] | None, root: Path = Path("/")) -> dict[str, Any]:
+    """The environment's ``load_average`` block of a measurement: /proc/loadavg read before
+    it started (``before``) and now, after it ended."""
+    return {"before": before, "after": loadavg(root)}
+
+
 def collect(root: Path = Path("/")) -> dict[str, Any]:
     """The environment block stored in every run's metadata."""
     uname = platform.uname()

@@ -154,6 +154,7 @@ def _execute(
     prefix = job.command(work) if job.command else [str(native_program(job.program))]
     argv = [*prefix, *job.args, "--out", str(work)]
     started = dt.datetime.now(dt.timezone.utc)
+    load_before = environment.loadavg()
     scale, unit = (1e9, "s") if job.progress_unit == "s" else (1.0, "")
     code, stderr, interrupted = _run(
         argv, ProgressBar(job.label, job.total, scale=scale, unit=unit), () if fd is None else (fd,)
@@ -176,7 +177,9 @@ def _execute(
     if interrupted and not reasons:
         reasons.append("interrupted")
     partial = raw.partial or bool(reasons) or harness.get("status") == "partial"
-    meta = common_meta(run_id, started) | {
+    meta = common_meta(run_id, started)
+    meta["environment"]["load_average"] = environment.load_during(load_before)
+    meta |= {
         "status": "partial" if partial else "complete",
         "partial_reason": "; ".join(reasons),
         "config": job.config,

@@ -26,6 +26,7 @@ from jitterlab.core.errors import JitterlabError
 from jitterlab.core.fileio import atomic_write_json
 from jitterlab.core.progress import ProgressBar
 from jitterlab.core.warnings import CodedWarning, Warn
+from jitterlab.measure import environment
 from jitterlab.measure.jobs import common_meta
 from jitterlab.measure.jvm import choose_jdk, harness_jar, jvm_sources
 from jitterlab.measure.runner import Context, Done, Plan, Point, run_plan
@@ -226,6 +227,7 @@ def _measure(
         "intra_node": case.intra,
         "impaired": impairment.spec if impairment else None,
     }
+    load_before = environment.loadavg()  # /proc/loadavg before the measurement (and after: meta)
     # what recover stores if this process is killed mid-run: the draft and the agent's parts
     draft = common_meta(run_id, started) | {
         "config": config,
@@ -314,7 +316,9 @@ def _measure(
         "runtime_versions": versions,
         **({"render_nodes": count - 1} if scenario == "frame-sync" else {}),
     }
-    meta = common_meta(run_id, started) | {
+    meta = common_meta(run_id, started)
+    meta["environment"]["load_average"] = environment.load_during(load_before)
+    meta |= {
         "config": config,
         "timing": {"t_start_ns": t_start, "t_end_ns": t_end},
         "net": net_block,

@@ -28,6 +28,7 @@ from jitterlab.describe.paper.tables import Estimate
 from jitterlab.stats import StackedResult, Summary
 from jitterlab.stats.quantile_ci import QuantileInterval, intervals_of_sample
 from jitterlab.stats.summary import percentiles_sorted
+from jitterlab.stats.windows import WindowTable
 from jitterlab.store import Run
 from jitterlab.store.memory import IN_MEMORY_AT_MOST, hold_in_memory
 from jitterlab.store.reader import LOCAL, Engine
@@ -50,6 +51,7 @@ class RunData:
     pauses: list[dict[str, Any]]
     group: str  # runs of one group share a table
     number: int = 0  # 1, 2, …: the run's row in runs.csv, Table 1 and the figures' legends
+    windows: WindowTable | None = None  # describe's time windows (the MTP windows table)
 
     @property
     def name(self) -> str:
@@ -81,6 +83,9 @@ class PaperData:
     span: tuple[float | None, float | None]
     numbers: dict[tuple[str, str], tuple[int, int]]  # (A id, B id) of a comparison -> their run numbers
     histograms: list[HistogramRun] = dataclasses.field(default_factory=list)
+    # run id -> its trials screened as `monitor trials --json` gives them (monitor/trials.py's
+    # results_json), filled by the command (cli/paper.py): describe never imports monitor/
+    trials: dict[str, list[dict[str, Any]]] = dataclasses.field(default_factory=dict)
 
     def comparison_names(self, rc: RunComparison) -> tuple[str, str]:
         a, b = self.numbers.get((rc.a.id, rc.b.id), (0, 0))
@@ -111,7 +116,7 @@ def estimates(
     (:func:`jitterlab.stats.quantile_ci.intervals_of_sample`: binomial, or block where the
     samples are dependent); ``ordered``: the sample sorted; ``known``: intervals already
     computed (the description's), not computed again. An unresolved level keeps its
-    type-7 value (marked †) with the interval's lower end only."""
+    type-7 value (flagged unresolved: the tables print "≥ x", x the interval's lower end)."""
     values = percentiles_sorted(ordered, tuple(ps))
     have = {q.level: q for q in known}
     missing = tuple(p for p in ps if p not in have)
@@ -160,7 +165,9 @@ def describe_for_paper(
         chosen = {k: Estimate(v) for k, v in values.items()}
         panels, pauses = None, []
     bare = Run(run.path, run.meta)
-    return RunData(bare, d.summary, d.test, d.categories, chosen, panels, pauses, group_of(run))
+    return RunData(
+        bare, d.summary, d.test, d.categories, chosen, panels, pauses, group_of(run), windows=d.windows
+    )
 
 
 def build(

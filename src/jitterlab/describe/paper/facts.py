@@ -8,15 +8,17 @@ are made of); a fact no run records is said to be not recorded, never assumed.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import shlex
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from jitterlab.core.units import format_ns
-from jitterlab.describe.paper.build import PaperData, RunData
+from jitterlab.describe.paper.build import HistogramRun, PaperData, RunData
 from jitterlab.describe.paper.tables import latex_escape
 from jitterlab.stats.quantile_ci import BLOCK, CONFIDENCE
 
@@ -110,6 +112,29 @@ def _pinned(meta: dict[str, Any]) -> str | None:
     return f"{one} of {len(placements)} threads pinned to one CPU"
 
 
+def _load_range(metas: Sequence[dict[str, Any]], when: str) -> str:
+    values = [_get(m, "environment", "load_average", when, "load1") for m in metas]
+    known = [float(v) for v in values if isinstance(v, (int, float))]
+    if not known:
+        return ""
+    lo, hi = min(known), max(known)
+    return f"{lo:.2f}" if lo == hi else f"{lo:.2f} to {hi:.2f}"
+
+
+def _load_average(metas: Sequence[dict[str, Any]]) -> str:
+    """The 1-minute load average recorded before and after the runs (run.json's
+    ``environment.load_average``), with how many runs recorded it; empty when none did."""
+    recorded = [m for m in metas if _get(m, "environment", "load_average", "before", "load1") is not None]
+    if not recorded:
+        return ""
+    before, after = _load_range(recorded, "before"), _load_range(recorded, "after")
+    runs = "every run" if len(recorded) == len(metas) else f"{len(recorded)} of {len(metas)} runs"
+    return (
+        f"{before} before and {after or 'not recorded'} after each measurement "
+        f"(/proc/loadavg, 1 minute; {runs}; the whole machine's, the measurement's own threads included)"
+    )
+
+
 @dataclass(frozen=True)
 class Fact:
     topic: str
@@ -182,6 +207,7 @@ def facts(data: PaperData) -> list[Fact]:
         ),
         Fact("isolcpus", _distinct([_get(m, "environment", "isolcpus") for m in metas])),
         Fact("load generated", _distinct([_get(m, "load", "spec") or "none" for m in metas])),
+        Fact("load average", _load_average(metas)),
         Fact("jitterlab version", _distinct([_get(m, "tool", "version") for m in metas])),
         Fact("jitterlab commit", _distinct([_get(m, "tool", "git_commit") for m in metas])),
     ]
@@ -269,7 +295,9 @@ def methods(data: PaperData, tex: bool) -> str:
             else ""
         )
         + ".",
-        said("load generated", "Load generated during the runs: {}."),
+        said("load generated", "Load generated during the runs: {}.")
+        + " "
+        + said("load average", "The machine's load average was {}."),
         *_statistics(data, cite),
         said("jitterlab version", "Runs were made with jitterlab {}")
         + (f" (commit {by_topic['jitterlab commit']})." if by_topic.get("jitterlab commit") else "."),
@@ -311,7 +339,12 @@ def checklist(data: PaperData) -> list[Item]:
     drawn = [r for r in runs if r.panels is not None]
     floors = [m for m in metas if _get(m, "floor", "clock_overhead_ns", "median") is not None]
     env = [m for m in metas if m.get("environment")]
-    loads = [m for m in metas if m.get("load")]
+    loads = [
+        m
+        for m in metas
+        if m.get("load") or _get(m, "environment", "load_average", "before", "load1") is not None
+    ]
+    averages = _load_average(metas)
     warm = [r for r in runs if r.run.config.get("warmup") is not None]
     hashed = [m for m in metas if _get(m, "samples", "sha256")]
     obtained = [m for m in metas if _get(m, "obtained", "policies")]
@@ -364,8 +397,12 @@ def checklist(data: PaperData) -> list[Item]:
             "System load during the measurement",
             len(loads) == len(runs),
             "methods: load generated"
+            + (f"; load average {averages}" if averages else "")
+            + " (recorded, which is not the same as an idle machine: compare it with the number of CPUs)"
             if len(loads) == len(runs)
-            else f"{missing(loads)}: no load condition recorded; state the load (e.g. 'jitterlab bench --load …') or measure an idle baseline",
+            else f"{missing(loads)}: neither a load condition nor the load average recorded; state the load "
+            "(e.g. 'jitterlab bench --load …'), measure again with this version (it records /proc/loadavg "
+            "before and after each run) or measure an idle baseline",
         ),
         Item(
             "Sample size and warm-up",
@@ -405,7 +442,7 @@ def checklist_md(data: PaperData) -> str:
     return "\n".join(lines) + "\n"
 
 
-def command_of(r: RunData) -> str:
+def command_of(r: RunData | HistogramRun) -> str:
     """The command run.json records for the run: the harness's argv, or the file imported."""
     meta = r.run.meta
     harness = meta.get("harness") or {}
@@ -417,21 +454,52 @@ def command_of(r: RunData) -> str:
     return "(not recorded)"
 
 
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def runs_csv(data: PaperData) -> str:
+    """Every run of the paper, its tables' numbering: id, label, samples, the SHA-256 of
+    its data file and what it hashes (a sample run's samples file as recorded at commit; a
+    histogram-only run's stored histogram file, hashed now: its run.json records none),
+    time, status and the command."""
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
-    w.writerow(["id", "label", "samples", "sha256", "created_utc", "status", "command"])
+    w.writerow(["run", "id", "label", "samples", "sha256", "sha256_of", "created_utc", "status", "command"])
     for r in data.runs:
         m = r.run.meta
         w.writerow(
             [
+                f"#{r.number}",
                 r.run.id,
                 r.run.label,
                 _get(m, "samples", "rows"),
                 _get(m, "samples", "sha256") or "",
+                "samples file (recorded)" if _get(m, "samples", "sha256") else "",
                 m.get("created_utc", ""),
                 m.get("status", ""),
                 command_of(r),
+            ]
+        )
+    for h in data.histograms:
+        m = h.run.meta
+        name = str(_get(m, "histogram", "file") or "")
+        path = h.run.path / name
+        w.writerow(
+            [
+                f"#{h.number}",
+                h.run.id,
+                h.run.label,
+                h.summary.get("count", ""),
+                _file_sha256(path) if name and path.is_file() else "",
+                f"{name} (histogram, hashed now)" if name and path.is_file() else "",
+                m.get("created_utc", ""),
+                m.get("status", ""),
+                command_of(h),
             ]
         )
     return out.getvalue()

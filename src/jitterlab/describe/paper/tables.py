@@ -4,7 +4,10 @@ A table is a list of :class:`Column` and rows of :data:`Cell`. A cell holds the 
 number (nanoseconds, a count, a fraction) or text; the CSV carries the exact number, the
 LaTeX and Markdown the number in the table's unit, rounded to the column's decimals.
 A percentile cell is an :class:`Estimate`: its value and, where known, the interval and
-whether the tail level is resolved (an unresolved level is marked with a dagger).
+whether the tail level is resolved. An unresolved level is printed as the tables of
+``describe`` print it (describe/tables.py ``level_cell``): "≥ x" (the lower end of its
+interval) or "not resolved"; the CSV leaves its value empty and says ``false`` in the
+level's ``_resolved`` column.
 
 LaTeX: booktabs rules, ``dcolumn`` ``D`` columns (numbers aligned on the decimal point;
 dcolumn is in every TeX distribution's base tools, unlike siunitx), the unit in each
@@ -22,7 +25,9 @@ from dataclasses import dataclass, field
 
 from jitterlab.core.tidy import tidy_float
 
-UNSCALED = {"count", "text", "percent"}
+UNSCALED = {"count", "text", "percent", "value"}
+NOT_RESOLVED = "not resolved"
+AT_LEAST = "≥ "
 
 
 @dataclass(frozen=True)
@@ -45,14 +50,18 @@ Cell = float | int | str | Estimate | None
 @dataclass(frozen=True)
 class Column:
     """A column: its header, what kind of value it holds (``ns`` (scaled to the table's
-    unit), ``count``, ``percent`` (a fraction, shown ×100) or ``text``) and, for numbers,
-    the decimals shown. An ``ns`` column of :class:`Estimate` cells gets its interval in a
-    second column beside it."""
+    unit), ``count``, ``percent`` (a fraction, shown ×100), ``value`` (a number in its own
+    ``unit``, shown and written as it is: ms of a replication summary, messages/s …) or
+    ``text``) and, for numbers, the decimals shown. An ``ns`` column of :class:`Estimate`
+    cells gets its interval in a second column beside it; ``resolved``: the CSV says in a
+    ``_resolved`` column whether each cell's level is resolved (columns without interval)."""
 
     header: str
     kind: str = "ns"
     decimals: int = 2
     interval: bool = False  # write the Estimate's interval in a column beside
+    unit: str = ""  # a ``value`` column's unit (in its header; the CSV header ends with it)
+    resolved: bool = False  # the CSV gets a ``_resolved`` column (Estimate cells without interval)
 
 
 @dataclass
@@ -71,10 +80,9 @@ class Table:
 
 UNIT_NS = {"ns": 1.0, "µs": 1e3, "ms": 1e6, "s": 1e9}
 LATEX_UNIT = {"ns": "ns", "µs": r"\textmu{}s", "ms": "ms", "s": "s"}
-DAGGER = "†"
 UNRESOLVED_NOTE = (
-    "† unresolved: fewer than 10 samples are expected beyond this level; its value is an "
-    "interpolation between the last order statistics and its interval has a lower end only"
+    "≥ x: not resolved (fewer than 10 samples are expected beyond this level): x is the lower end "
+    "of its interval, the level is at least x; 'not resolved' where no interval is known"
 )
 
 
@@ -109,6 +117,8 @@ def shown(table: Table, column: Column, value: float | int) -> str:
         return str(int(value))
     if column.kind == "percent":
         return _number(float(value) * 100, column.decimals)
+    if column.kind == "value":
+        return _number(float(value), column.decimals)
     return _number(float(value) / table.scale, column.decimals)
 
 
@@ -125,6 +135,8 @@ def header_with_unit(table: Table, column: Column) -> str:
         return f"{column.header} ({table.unit})"
     if column.kind == "percent":
         return f"{column.header} (%)"
+    if column.kind == "value" and column.unit:
+        return f"{column.header} ({column.unit})"
     return column.header
 
 
@@ -145,9 +157,11 @@ def _text_cell(table: Table, column: Column, cell: Cell) -> str:
     if isinstance(cell, str):
         return cell
     if isinstance(cell, Estimate):
-        if not math.isfinite(cell.value):  # no value (an unresolved histogram level): its bound only
+        if not cell.resolved:  # as describe's tables print it (describe/tables.py level_cell)
+            return NOT_RESOLVED if cell.ci_low is None else AT_LEAST + shown(table, column, cell.ci_low)
+        if not math.isfinite(cell.value):
             return "—"
-        return shown(table, column, cell.value) + ("" if cell.resolved else DAGGER)
+        return shown(table, column, cell.value)
     if isinstance(cell, float) and not math.isfinite(cell):
         return "—"
     return shown(table, column, cell)
@@ -191,22 +205,31 @@ def _exact(value: float | int) -> str:
 
 def csv_text(table: Table) -> str:
     """One header row, then the rows with the exact values: ns columns in nanoseconds
-    (``_ns``), fractions as fractions; an Estimate's interval, resolution and interval
-    method (``binomial``, ``block``, ``binomial-counts``: stats/quantile_ci.py) beside."""
+    (``_ns``), ``value`` columns in their unit (``_ms`` …), fractions as fractions; an
+    Estimate's interval, resolution and interval method (``binomial``, ``block``,
+    ``binomial-counts``: stats/quantile_ci.py) beside. An unresolved level's value is
+    empty (its ``_resolved`` is ``false``; the lower end of its interval is its bound)."""
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
     headers: list[str] = []
     for c in table.columns:
         name = c.header.replace(" ", "_")
-        headers.append(f"{name}_ns" if c.kind == "ns" else name)
+        unit = "ns" if c.kind == "ns" else c.unit if c.kind == "value" else ""
+        headers.append(f"{name}_{unit}" if unit else name)
         if c.interval:
             headers += [f"{name}_ci_low_ns", f"{name}_ci_high_ns", f"{name}_resolved", f"{name}_ci_method"]
+        elif c.resolved:
+            headers.append(f"{name}_resolved")
     w.writerow(headers)
     for row in table.rows:
         cells: list[str] = []
         for c, cell in zip(table.columns, row, strict=True):
             value = _value_of(cell)
+            if isinstance(cell, Estimate) and not cell.resolved:
+                value = math.nan  # no value: the level is not resolved (its bound: ci_low)
             cells.append("" if cell is None else (_exact(value) if value is not None else str(cell)))
+            if c.resolved and not c.interval:
+                cells.append(str(cell.resolved).lower() if isinstance(cell, Estimate) else "")
             if c.interval:
                 e = cell if isinstance(cell, Estimate) else None
                 cells += [
@@ -259,15 +282,23 @@ def latex_escape(text: str) -> str:
 
 
 def _dcolumn(strings: Sequence[str]) -> str:
-    """dcolumn's ``D{.}{.}{i.d}`` for numbers written as ``strings`` (dagger allowed)."""
+    """dcolumn's ``D{.}{.}{i.d}`` for numbers written as ``strings`` (text cells such as
+    "≥ x" and "not resolved" are centred apart)."""
     integer, decimals = 1, 0
     for s in strings:
-        s = s.rstrip(DAGGER)
-        if not s or s == "—":
+        if not _is_number(s):
             continue
         whole, _, frac = s.partition(".")
         integer, decimals = max(integer, len(whole)), max(decimals, len(frac))
     return f"D{{.}}{{.}}{{{integer}.{decimals}}}"
+
+
+def _is_number(s: str) -> bool:
+    try:
+        float(s)
+    except ValueError:
+        return False
+    return True
 
 
 def _centred(text: str) -> str:
@@ -290,16 +321,17 @@ def latex(table: Table) -> str:
             strings = [_text_cell(table, c, row[j]) for row in table.rows]
             specs.append(_dcolumn(strings))
             unit = (
-                f" ({LATEX_UNIT[table.unit]})" if c.kind == "ns" else r" (\%)" if c.kind == "percent" else ""
+                f" ({LATEX_UNIT[table.unit]})"
+                if c.kind == "ns"
+                else r" (\%)"
+                if c.kind == "percent"
+                else f" ({latex_escape(c.unit)})"
+                if c.kind == "value" and c.unit
+                else ""
             )
             headers.append(_centred(latex_escape(c.header) + unit))
             for i, s in enumerate(strings):
-                if s == "—":
-                    body[i].append(_centred("---"))
-                elif s.endswith(DAGGER):
-                    body[i].append(s.rstrip(DAGGER) + r"^{\dag}")
-                else:
-                    body[i].append(s)
+                body[i].append(s if _is_number(s) else _centred(latex_escape(s)))
         if c.interval:
             specs.append("c")
             headers.append(rf"95\,\% CI ({LATEX_UNIT[table.unit]})")
