@@ -92,12 +92,20 @@ def cpu_s(pid: int) -> float:
 
 
 def measured() -> str:
-    """Which jitterlab is measured: its path and the commit of its checkout."""
+    """Which jitterlab is measured: its path and the commit of its checkout (of the build,
+    for an installed copy)."""
     where = Path(jitterlab.__file__).parent
-    head = subprocess.run(
-        ["git", "-C", str(where), "describe", "--always", "--dirty"], capture_output=True, text=True
+    tracked = subprocess.run(
+        ["git", "-C", str(where), "ls-files", "--error-unmatch", "__init__.py"], capture_output=True
     )
-    return f"{where} at {head.stdout.strip() or 'no git checkout'}"
+    if tracked.returncode == 0:
+        head = subprocess.run(
+            ["git", "-C", str(where), "describe", "--always", "--dirty"], capture_output=True, text=True
+        )
+        return f"{where} at {head.stdout.strip()}"
+    build = where / "_build_info.json"
+    commit = json.loads(build.read_text()).get("git_commit", "?")[:7] if build.is_file() else "?"
+    return f"{where}: an installed copy, built at {commit}"
 
 
 class DropWatch:
