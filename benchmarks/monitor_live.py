@@ -105,7 +105,7 @@ def measured() -> str:
         return f"{where} at {head.stdout.strip()}"
     build = where / "_build_info.json"
     commit = json.loads(build.read_text()).get("git_commit", "?")[:7] if build.is_file() else "?"
-    return f"{where}: an installed copy, built at {commit}"
+    return f"{where}: not a git checkout's (an installed copy?); its _build_info.json says built at {commit}"
 
 
 class DropWatch:
