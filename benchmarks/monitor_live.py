@@ -17,7 +17,14 @@ batch's values are then nearly all distinct, as a real channel's are (a constant
 would make the server's per-batch sort look free).
 
 The machine's load average is printed beside the figures: on a shared machine they are
-figures of that load, not of a quiet one.
+figures of that load, not of a quiet one. Drops are timed (the ring's drop counter read every
+50 ms from the benchmark): the seconds after the writer started in which the ring dropped.
+
+It measures the jitterlab of the checkout it belongs to (its src/ goes first on the path, for
+the servers it starts too) and prints which one and its commit: run from a checkout, a plain
+``python benchmarks/monitor_live.py`` would otherwise measure whatever jitterlab the virtual
+environment has installed (an older one measured 0.98 CPU-s per million samples on a quiet
+machine, its idle loop polling every 0.5 ms).
 
 Usage: python benchmarks/monitor_live.py [--seconds 10] [--rate 1000000] [--jitter-ns 20000] [--repeats 1]
 """
@@ -28,15 +35,25 @@ import argparse
 import json
 import os
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
-from jitterlab.core.programs import native_program
-from jitterlab.monitor import recorder
-from jitterlab.monitor.launch import start_serve, wait_stored
+TREE = Path(__file__).resolve().parents[1]
+if (TREE / "src" / "jitterlab").is_dir():  # this checkout's jitterlab, here and in the servers
+    sys.path.insert(0, str(TREE / "src"))
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [str(TREE / "src"), *filter(None, [os.environ.get("PYTHONPATH")])]
+    )
+
+import jitterlab  # noqa: E402
+from jitterlab.core.programs import native_program  # noqa: E402
+from jitterlab.monitor import recorder  # noqa: E402
+from jitterlab.monitor.launch import start_serve, wait_stored  # noqa: E402
 
 READER = r"""
 import http.client, json, sys, threading, time
@@ -74,6 +91,57 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def measured() -> str:
+    """Which jitterlab is measured: its path and the commit of its checkout (of the build,
+    for an installed copy)."""
+    where = Path(jitterlab.__file__).parent
+    tracked = subprocess.run(
+        ["git", "-C", str(where), "ls-files", "--error-unmatch", "__init__.py"], capture_output=True
+    )
+    if tracked.returncode == 0:
+        head = subprocess.run(
+            ["git", "-C", str(where), "describe", "--always", "--dirty"], capture_output=True, text=True
+        )
+        return f"{where} at {head.stdout.strip()}"
+    build = where / "_build_info.json"
+    commit = json.loads(build.read_text()).get("git_commit", "?")[:7] if build.is_file() else "?"
+    return f"{where}: not a git checkout's (an installed copy?); its _build_info.json says built at {commit}"
+
+
+class DropWatch:
+    """The ring's drop counter, read every 50 ms while the writer runs: when drops happened."""
+
+    def __init__(self, channel: str) -> None:
+        self.ring = recorder.Monitor(channel)  # a handle only: it records nothing
+        self.start = time.monotonic()
+        self.seen = self.ring.dropped
+        self.times: list[tuple[float, int]] = []  # (seconds after start, drops since the last read)
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.done.wait(0.05):
+            now = self.ring.dropped
+            if now > self.seen:
+                self.times.append((time.monotonic() - self.start, now - self.seen))
+                self.seen = now
+
+    def stop(self) -> str:
+        self.done.set()
+        self.thread.join()
+        self.ring.close()
+        if not self.times:
+            return ""
+        spans: list[list[float]] = []  # [first, last, drops]: reads less than 0.5 s apart join
+        for t, n in self.times:
+            if spans and t - spans[-1][1] < 0.5:
+                spans[-1][1], spans[-1][2] = t, spans[-1][2] + n
+            else:
+                spans.append([t, t, n])
+        return "; ".join(f"{int(n):,} at {a:.2f}-{b:.2f} s" for a, b, n in spans)
+
+
 def one(store: Path, pages: int, rate: int, seconds: float, jitter_ns: int) -> dict[str, object]:
     channel = f"bench-live-{os.getpid()}-{pages}"
     port = free_port()
@@ -89,6 +157,7 @@ def one(store: Path, pages: int, rate: int, seconds: float, jitter_ns: int) -> d
             )
             time.sleep(0.5)
         cpu0 = cpu_s(proc.pid)
+        watch = DropWatch(channel)
         load = subprocess.run(
             [str(native_program("jitterlab-monitor-load")), "--channel", channel, "--rate", str(rate),
              "--samples", str(int(rate * seconds)), "--jitter-ns", str(jitter_ns)],
@@ -96,6 +165,7 @@ def one(store: Path, pages: int, rate: int, seconds: float, jitter_ns: int) -> d
         )  # fmt: skip
         time.sleep(0.5)
         cpu1 = cpu_s(proc.pid)
+        drops_at = watch.stop()
         lag: dict[str, object] = {}
         if reader is not None:
             out, _ = reader.communicate("", timeout=60)
@@ -108,6 +178,8 @@ def one(store: Path, pages: int, rate: int, seconds: float, jitter_ns: int) -> d
             "stored": meta["samples"]["rows"],
             "dropped": meta["monitor"]["ring_dropped"],
             "server_cpu_s": cpu1 - cpu0,
+            "drops_at": drops_at,
+            "load": os.getloadavg()[0],
             **lag,
         }
     finally:
@@ -116,6 +188,16 @@ def one(store: Path, pages: int, rate: int, seconds: float, jitter_ns: int) -> d
         if proc.poll() is None:
             proc.kill()
         recorder.unlink(channel)
+
+
+def per_m(row: dict[str, object]) -> float:
+    """The server's CPU seconds per million samples stored."""
+    return float(row["server_cpu_s"]) / max(int(row["stored"]), 1) * 1e6  # type: ignore[arg-type, call-overload]
+
+
+def spread(values: list[float], digits: int) -> str:
+    """Median and range of ``values``."""
+    return f"{statistics.median(values):.{digits}f} ({min(values):.{digits}f}-{max(values):.{digits}f})"
 
 
 def screenshot(path: Path, rate: int, seconds: float) -> None:
@@ -194,11 +276,14 @@ def main() -> int:
     if args.screenshot:
         screenshot(args.screenshot, args.rate, args.seconds)
         return 0
+    print(f"measuring jitterlab {measured()}", flush=True)
+    everything: list[list[dict[str, object]]] = []
     for repeat in range(args.repeats):
         with tempfile.TemporaryDirectory() as tmp:
             rows = [
                 one(Path(tmp) / "s", pages, args.rate, args.seconds, args.jitter_ns) for pages in (0, 1, 10)
             ]
+        everything.append(rows)
         print(
             f"repeat {repeat + 1}: load average {os.getloadavg()[0]:.1f} (1 min), {os.cpu_count()} CPUs; "
             f"{args.rate:,} samples/s for {args.seconds:g} s, jitter {args.jitter_ns} ns"
@@ -210,17 +295,37 @@ def main() -> int:
                 if r.get("lag_max_s") is not None
                 else ""
             )
-            stored = int(r["stored"])  # type: ignore[call-overload]
+            drops = f"; drops at (s after the writer started) {r['drops_at']}" if r["drops_at"] else ""
             print(
-                f"{r['pages']:>2} pages: {stored:,} stored, {r['dropped']:,} dropped, server CPU "
-                f"{r['server_cpu_s']:.2f} s ({float(r['server_cpu_s']) / max(stored, 1) * 1e6:.3f} s per M)"  # type: ignore[arg-type]
-                f"{lag}"
+                f"{r['pages']:>2} pages: {int(r['stored']):,} stored, {r['dropped']:,} dropped, server CPU "  # type: ignore[call-overload]
+                f"{r['server_cpu_s']:.2f} s ({per_m(r):.3f} s per M){lag}; load {r['load']:.1f}{drops}"
             )
         base, one_page, ten = (float(r["server_cpu_s"]) for r in rows)  # type: ignore[arg-type]
         print(
             f"server CPU, 10 pages / 1 page: {ten / one_page:.3f}x; 10 pages / none: {ten / base:.3f}x "
             "(target ≤ 1.10x)",
             flush=True,
+        )
+    if args.repeats > 1:
+        print(f"over {args.repeats} repeats (median, range in brackets):")
+        for k, pages in enumerate((0, 1, 10)):
+            rows = [rep[k] for rep in everything]
+            lag = ""
+            if pages:
+                p50 = [float(r["lag_p50_s"]) for r in rows]  # type: ignore[arg-type]
+                p99 = [float(r["lag_p99_s"]) for r in rows]  # type: ignore[arg-type]
+                top = max(float(r["lag_max_s"]) for r in rows)  # type: ignore[arg-type]
+                lag = f", lag p50 {spread(p50, 3)} s, p99 {spread(p99, 3)} s, max {top:.3f} s"
+            dropped = sum(int(r["dropped"]) for r in rows)  # type: ignore[call-overload]
+            print(
+                f"{pages:>2} pages: {dropped:,} dropped in all, CPU per M {spread([per_m(r) for r in rows], 3)} s"
+                f"{lag}"
+            )
+        cpu = [[float(r["server_cpu_s"]) for r in rep] for rep in everything]  # type: ignore[arg-type]
+        print(
+            f"10 pages / 1 page {spread([c[2] / c[1] for c in cpu], 3)}x, 10 pages / none "
+            f"{spread([c[2] / c[0] for c in cpu], 3)}x; load "
+            f"{spread([float(r['load']) for rep in everything for r in rep], 1)}"  # type: ignore[arg-type]
         )
     return 0
 
