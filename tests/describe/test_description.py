@@ -161,8 +161,8 @@ def test_a_refused_request_opens_no_engine(store: Path) -> None:
         return LOCAL
 
     ref = run_ids(store)[0]
-    with pytest.raises(JitterlabError, match="drop --from/--to"):
-        describe(DescribeRequest((ref,), ResultsStore(store), from_s=0.5, engine=engine))
+    with pytest.raises(JitterlabError, match="--window must be a positive duration"):
+        describe(DescribeRequest((ref,), ResultsStore(store), window_ns=0, engine=engine))
     with pytest.raises(JitterlabError, match="--union describes with the stacked-z test"):
         describe(DescribeRequest(tuple(run_ids(store)), ResultsStore(store), union=True, engine=engine))
     assert opened == []
