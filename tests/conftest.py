@@ -70,7 +70,7 @@ class OtherUser:
             "    if not m.name.endswith('__main__'):\n"
             "        importlib.import_module(m.name)\n"
             "for name in ('numpy', 'pyarrow', 'pyarrow.parquet', 'pyarrow.compute', 'pandas',\n"
-            "             'jsonschema', 'scipy.stats', 'matplotlib', 'concurrent.futures.process',\n"
+            "             'jsonschema', 'scipy.stats', 'matplotlib', 'matplotlib.font_manager', 'concurrent.futures.process',\n"
             "             'multiprocessing.synchronize', 'multiprocessing.popen_fork',\n"
             "             'multiprocessing.queues', 'multiprocessing.connection', 'encodings.idna'):\n"
             "    importlib.import_module(name)\n"
@@ -85,7 +85,11 @@ class OtherUser:
             "HOME": str(home),
             "USER": self.name,
             "LOGNAME": self.name,
-            "MPLCONFIGDIR": str(home / ".mpl"),
+            # matplotlib's font cache, built here (as root) and read while the command is
+            # still root: a user's first build can take over 5 s on a loaded machine, when
+            # matplotlib logs "building the font cache" to stderr, a second line in tests
+            # that check for one
+            "MPLCONFIGDIR": _font_cache_dir(),
         }
         return subprocess.run(
             [sys.executable, "-c", code],
@@ -96,6 +100,14 @@ class OtherUser:
             cwd=home,
             env=env,
         )
+
+
+def _font_cache_dir() -> str:
+    """The folder of this (root) process's matplotlib font cache, built once."""
+    import matplotlib
+    from matplotlib import font_manager  # noqa: F401  (builds the cache if there is none)
+
+    return matplotlib.get_cachedir()
 
 
 @pytest.fixture
