@@ -53,6 +53,9 @@ RC: Any = {
     "savefig.dpi": 300,
     "svg.hashsalt": "jitterlab",  # the same SVG for the same data
     "pdf.compression": 6,
+    # titles at the top of their axes (every tick is below or left): matplotlib's automatic
+    # place measured every axis's ticks of every panel again at each save to find none above
+    "axes.titley": 1.0,
 }
 MAX_COLUMN_PANELS = 3  # runs whose per-run panels are also drawn one column wide (one above the other)
 SPECTRUM_TICKS = (0.5, 0.9, 0.99, 0.999, 0.9999, 0.99999, 0.999999)
