@@ -36,6 +36,7 @@ class Measured:
     seconds: float
     peak_tree_rss_bytes: int
     peak_tree_pss_bytes: int = 0  # only when asked for (pss=True): reading smaps costs more
+    peak_processes: int = 0  # the most processes of the tree seen at once
 
 
 def _children() -> dict[int, list[int]]:
@@ -52,6 +53,16 @@ def _children() -> dict[int, list[int]]:
         ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
         tree.setdefault(ppid, []).append(int(entry.name))
     return tree
+
+
+def tree_size(root: int) -> int:
+    """How many processes ``root`` and its descendants are now."""
+    tree = _children()
+    count, todo = 0, [root]
+    while todo:
+        count += 1
+        todo.extend(tree.get(todo.pop(), ()))
+    return count
 
 
 def tree_rss_bytes(root: int) -> int:
@@ -91,18 +102,20 @@ def run_measured(
     pss: bool = False,
 ) -> Measured:
     """Run ``cmd`` to its end, capturing its output, and measure its tree's peak RSS (and,
-    with ``pss``, its peak PSS: the memory the tree costs the machine, shared pages counted once)."""
+    with ``pss``, its peak PSS: the memory the tree costs the machine, shared pages counted
+    once, and the most processes it ran at once)."""
     started = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd)
-    peak = peak_pss = 0
+    peak = peak_pss = processes = 0
     done = threading.Event()
 
     def sample() -> None:
-        nonlocal peak, peak_pss
+        nonlocal peak, peak_pss, processes
         while not done.is_set():
             peak = max(peak, tree_rss_bytes(proc.pid))
             if pss:
                 peak_pss = max(peak_pss, tree_pss_bytes(proc.pid))
+                processes = max(processes, tree_size(proc.pid))
             done.wait(interval)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -112,7 +125,7 @@ def run_measured(
     finally:
         done.set()
         sampler.join()
-    return Measured(proc.returncode, stdout, stderr, time.monotonic() - started, peak, peak_pss)
+    return Measured(proc.returncode, stdout, stderr, time.monotonic() - started, peak, peak_pss, processes)
 
 
 def median_range(values: Sequence[float]) -> tuple[float, float, float]:
