@@ -61,6 +61,17 @@ MAX_COLUMN_PANELS = 3  # runs whose per-run panels are also drawn one column wid
 SPECTRUM_TICKS = (0.5, 0.9, 0.99, 0.999, 0.9999, 0.99999, 0.999999)
 
 
+class _LogInView(LogLocator):
+    """LogLocator's ticks, only those inside the view: matplotlib makes a tick (two lines
+    and two texts) for every location a locator gives, visible or not, and LogLocator gives
+    a decade beyond each end (28 panels: a third of the ticks made were never drawn)."""
+
+    def tick_values(self, vmin: float, vmax: float) -> Any:
+        ticks = np.asarray(super().tick_values(vmin, vmax))
+        lo, hi = sorted((vmin, vmax))
+        return ticks[(ticks >= lo * (1 - 1e-10)) & (ticks <= hi * (1 + 1e-10))]
+
+
 def _plain_log(axis: Any) -> None:
     """Ticks at 1, 2 and 5 of each decade (a narrow range still gets them), plain numbers;
     over more than two decades only the powers of ten are numbered (the labels of 2 and 5
@@ -72,7 +83,7 @@ def _plain_log(axis: Any) -> None:
             return ""
         return f"{v:g}"
 
-    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_locator(_LogInView(base=10, subs=(1.0, 2.0, 5.0)))
     axis.set_major_formatter(FuncFormatter(label))
     axis.set_minor_locator(NullLocator())
 
