@@ -37,6 +37,7 @@ class Measured:
     peak_tree_rss_bytes: int
     peak_tree_pss_bytes: int = 0  # only when asked for (pss=True): reading smaps costs more
     peak_processes: int = 0  # the most processes of the tree seen at once
+    longest_process_cpu_s: float = 0.0  # CPU seconds of the busiest process (as last sampled)
 
 
 def _children() -> dict[int, list[int]]:
@@ -55,14 +56,21 @@ def _children() -> dict[int, list[int]]:
     return tree
 
 
-def tree_size(root: int) -> int:
-    """How many processes ``root`` and its descendants are now."""
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu_seconds(root: int) -> dict[int, float]:
+    """CPU seconds (user + system) each process of ``root``'s tree has used so far."""
     tree = _children()
-    count, todo = 0, [root]
+    out, todo = {}, [root]
     while todo:
-        count += 1
-        todo.extend(tree.get(todo.pop(), ()))
-    return count
+        pid = todo.pop()
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            fields = stat[stat.rindex(")") + 2 :].split()
+            out[pid] = (int(fields[11]) + int(fields[12])) / TICK  # utime, stime
+        todo.extend(tree.get(pid, ()))
+    return out
 
 
 def tree_rss_bytes(root: int) -> int:
@@ -103,10 +111,12 @@ def run_measured(
 ) -> Measured:
     """Run ``cmd`` to its end, capturing its output, and measure its tree's peak RSS (and,
     with ``pss``, its peak PSS: the memory the tree costs the machine, shared pages counted
-    once, and the most processes it ran at once)."""
+    once, the most processes it ran at once and the CPU seconds of its busiest process, as
+    last sampled: up to ``interval`` short)."""
     started = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd)
     peak = peak_pss = processes = 0
+    cpu: dict[int, float] = {}
     done = threading.Event()
 
     def sample() -> None:
@@ -115,7 +125,9 @@ def run_measured(
             peak = max(peak, tree_rss_bytes(proc.pid))
             if pss:
                 peak_pss = max(peak_pss, tree_pss_bytes(proc.pid))
-                processes = max(processes, tree_size(proc.pid))
+                now = tree_cpu_seconds(proc.pid)
+                processes = max(processes, len(now))
+                cpu.update(now)
             done.wait(interval)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -125,7 +137,10 @@ def run_measured(
     finally:
         done.set()
         sampler.join()
-    return Measured(proc.returncode, stdout, stderr, time.monotonic() - started, peak, peak_pss, processes)
+    longest = max(cpu.values(), default=0.0)
+    return Measured(
+        proc.returncode, stdout, stderr, time.monotonic() - started, peak, peak_pss, processes, longest
+    )
 
 
 def median_range(values: Sequence[float]) -> tuple[float, float, float]:
