@@ -56,49 +56,55 @@ def _children() -> dict[int, list[int]]:
     return tree
 
 
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def tree_cpu_seconds(root: int) -> dict[int, float]:
-    """CPU seconds (user + system) each process of ``root``'s tree has used so far."""
+def _tree(root: int) -> list[int]:
+    """``root`` and all its descendants now (one scan of /proc)."""
     tree = _children()
-    out, todo = {}, [root]
+    pids, todo = [], [root]
     while todo:
         pid = todo.pop()
-        with contextlib.suppress(OSError, IndexError, ValueError):
-            stat = Path(f"/proc/{pid}/stat").read_text()
-            fields = stat[stat.rindex(")") + 2 :].split()
-            out[pid] = (int(fields[11]) + int(fields[12])) / TICK  # utime, stime
+        pids.append(pid)
         todo.extend(tree.get(pid, ()))
-    return out
+    return pids
+
+
+def _rss(pid: int) -> int:
+    with contextlib.suppress(OSError, IndexError, ValueError):
+        return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE
+    return 0
+
+
+def _pss(pid: int) -> int:
+    with contextlib.suppress(OSError, ValueError, StopIteration):
+        text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+        return int(next(line for line in text.splitlines() if line.startswith("Pss:")).split()[1]) * 1024
+    return 0
+
+
+def _cpu(pid: int) -> float | None:
+    with contextlib.suppress(OSError, IndexError, ValueError):
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        fields = stat[stat.rindex(")") + 2 :].split()
+        return (int(fields[11]) + int(fields[12])) / TICK  # utime, stime
+    return None
 
 
 def tree_rss_bytes(root: int) -> int:
     """Sum of the resident sizes of ``root`` and all its descendants now."""
-    tree = _children()
-    total, todo = 0, [root]
-    while todo:
-        pid = todo.pop()
-        with contextlib.suppress(OSError, IndexError, ValueError):
-            total += int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE
-        todo.extend(tree.get(pid, ()))
-    return total
+    return sum(_rss(pid) for pid in _tree(root))
 
 
 def tree_pss_bytes(root: int) -> int:
     """Sum of the proportional set sizes (PSS: each shared page divided among the processes
     mapping it, /proc/PID/smaps_rollup) of ``root`` and all its descendants now."""
-    tree = _children()
-    total, todo = 0, [root]
-    while todo:
-        pid = todo.pop()
-        with contextlib.suppress(OSError, ValueError, StopIteration):
-            text = Path(f"/proc/{pid}/smaps_rollup").read_text()
-            total += (
-                int(next(line for line in text.splitlines() if line.startswith("Pss:")).split()[1]) * 1024
-            )
-        todo.extend(tree.get(pid, ()))
-    return total
+    return sum(_pss(pid) for pid in _tree(root))
+
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu_seconds(root: int) -> dict[int, float]:
+    """CPU seconds (user + system) each process of ``root``'s tree has used so far."""
+    return {pid: c for pid in _tree(root) if (c := _cpu(pid)) is not None}
 
 
 def run_measured(
@@ -122,12 +128,12 @@ def run_measured(
     def sample() -> None:
         nonlocal peak, peak_pss, processes
         while not done.is_set():
-            peak = max(peak, tree_rss_bytes(proc.pid))
+            pids = _tree(proc.pid)  # one scan of /proc per sample: it competes with the command
+            peak = max(peak, sum(_rss(pid) for pid in pids))
             if pss:
-                peak_pss = max(peak_pss, tree_pss_bytes(proc.pid))
-                now = tree_cpu_seconds(proc.pid)
-                processes = max(processes, len(now))
-                cpu.update(now)
+                peak_pss = max(peak_pss, sum(_pss(pid) for pid in pids))
+                processes = max(processes, len(pids))
+                cpu.update((pid, c) for pid in pids if (c := _cpu(pid)) is not None)
             done.wait(interval)
 
     sampler = threading.Thread(target=sample, daemon=True)
