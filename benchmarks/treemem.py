@@ -36,6 +36,8 @@ class Measured:
     seconds: float
     peak_tree_rss_bytes: int
     peak_tree_pss_bytes: int = 0  # only when asked for (pss=True): reading smaps costs more
+    peak_processes: int = 0  # the most processes of the tree seen at once
+    longest_process_cpu_s: float = 0.0  # CPU seconds of the busiest process (as last sampled)
 
 
 def _children() -> dict[int, list[int]]:
@@ -54,32 +56,55 @@ def _children() -> dict[int, list[int]]:
     return tree
 
 
-def tree_rss_bytes(root: int) -> int:
-    """Sum of the resident sizes of ``root`` and all its descendants now."""
+def _tree(root: int) -> list[int]:
+    """``root`` and all its descendants now (one scan of /proc)."""
     tree = _children()
-    total, todo = 0, [root]
+    pids, todo = [], [root]
     while todo:
         pid = todo.pop()
-        with contextlib.suppress(OSError, IndexError, ValueError):
-            total += int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE
+        pids.append(pid)
         todo.extend(tree.get(pid, ()))
-    return total
+    return pids
+
+
+def _rss(pid: int) -> int:
+    with contextlib.suppress(OSError, IndexError, ValueError):
+        return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE
+    return 0
+
+
+def _pss(pid: int) -> int:
+    with contextlib.suppress(OSError, ValueError, StopIteration):
+        text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+        return int(next(line for line in text.splitlines() if line.startswith("Pss:")).split()[1]) * 1024
+    return 0
+
+
+def _cpu(pid: int) -> float | None:
+    with contextlib.suppress(OSError, IndexError, ValueError):
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        fields = stat[stat.rindex(")") + 2 :].split()
+        return (int(fields[11]) + int(fields[12])) / TICK  # utime, stime
+    return None
+
+
+def tree_rss_bytes(root: int) -> int:
+    """Sum of the resident sizes of ``root`` and all its descendants now."""
+    return sum(_rss(pid) for pid in _tree(root))
 
 
 def tree_pss_bytes(root: int) -> int:
     """Sum of the proportional set sizes (PSS: each shared page divided among the processes
     mapping it, /proc/PID/smaps_rollup) of ``root`` and all its descendants now."""
-    tree = _children()
-    total, todo = 0, [root]
-    while todo:
-        pid = todo.pop()
-        with contextlib.suppress(OSError, ValueError, StopIteration):
-            text = Path(f"/proc/{pid}/smaps_rollup").read_text()
-            total += (
-                int(next(line for line in text.splitlines() if line.startswith("Pss:")).split()[1]) * 1024
-            )
-        todo.extend(tree.get(pid, ()))
-    return total
+    return sum(_pss(pid) for pid in _tree(root))
+
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu_seconds(root: int) -> dict[int, float]:
+    """CPU seconds (user + system) each process of ``root``'s tree has used so far."""
+    return {pid: c for pid in _tree(root) if (c := _cpu(pid)) is not None}
 
 
 def run_measured(
@@ -91,18 +116,24 @@ def run_measured(
     pss: bool = False,
 ) -> Measured:
     """Run ``cmd`` to its end, capturing its output, and measure its tree's peak RSS (and,
-    with ``pss``, its peak PSS: the memory the tree costs the machine, shared pages counted once)."""
+    with ``pss``, its peak PSS: the memory the tree costs the machine, shared pages counted
+    once, the most processes it ran at once and the CPU seconds of its busiest process, as
+    last sampled: up to ``interval`` short)."""
     started = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd)
-    peak = peak_pss = 0
+    peak = peak_pss = processes = 0
+    cpu: dict[int, float] = {}
     done = threading.Event()
 
     def sample() -> None:
-        nonlocal peak, peak_pss
+        nonlocal peak, peak_pss, processes
         while not done.is_set():
-            peak = max(peak, tree_rss_bytes(proc.pid))
+            pids = _tree(proc.pid)  # one scan of /proc per sample: it competes with the command
+            peak = max(peak, sum(_rss(pid) for pid in pids))
             if pss:
-                peak_pss = max(peak_pss, tree_pss_bytes(proc.pid))
+                peak_pss = max(peak_pss, sum(_pss(pid) for pid in pids))
+                processes = max(processes, len(pids))
+                cpu.update((pid, c) for pid in pids if (c := _cpu(pid)) is not None)
             done.wait(interval)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -112,7 +143,10 @@ def run_measured(
     finally:
         done.set()
         sampler.join()
-    return Measured(proc.returncode, stdout, stderr, time.monotonic() - started, peak, peak_pss)
+    longest = max(cpu.values(), default=0.0)
+    return Measured(
+        proc.returncode, stdout, stderr, time.monotonic() - started, peak, peak_pss, processes, longest
+    )
 
 
 def median_range(values: Sequence[float]) -> tuple[float, float, float]:

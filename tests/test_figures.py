@@ -89,6 +89,16 @@ def test_tree_memory_counts_children(figures_module) -> None:
     assert m.peak_tree_rss_bytes > 190_000_000
 
 
+def test_tree_counts_processes_and_the_busiest_ones_cpu(figures_module) -> None:
+    treemem = importlib.import_module("treemem")
+    # a child busy for ~0.5 s of CPU beside the shell that waits for it
+    code = "import time; t = time.process_time()\nwhile time.process_time() - t < 0.5: pass"
+    m = treemem.run_measured(["sh", "-c", f'{sys.executable} -c "{code}"; true'], pss=True)
+    assert m.returncode == 0
+    assert m.peak_processes >= 2  # the shell and python
+    assert 0.3 <= m.longest_process_cpu_s <= 2.0  # sampled every 20 ms: a little short at most
+
+
 def test_a_regime_not_met_keeps_its_published_figure(figures_module) -> None:
     """A session in the fast regime publishes its figures without erasing the slow regime's
     spsc/c2c ratio: that one stays, marked with the date, commit and regime it came from."""

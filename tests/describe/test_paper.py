@@ -763,3 +763,50 @@ def test_a_video_mtp_runs_estimators_equal_mtp_analyze_json(
         assert int(r["windows"]) == w["count"] and float(r["window_s"]) == w["window_s"]
         assert float(r["windows_mean_ms"]) == pytest.approx(w["mean_ms"], rel=1e-11)
         assert float(r["windows_SD_ms"]) == pytest.approx(w["sd_ms"], rel=1e-11)
+
+
+def test_build_reads_and_sorts_each_run_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The comparisons use the runs as their descriptions held them: every run's samples
+    are read once and sorted once (the paper read and sorted each compared run twice), and
+    the verdicts are those of ``compare_runs`` of the runs read afresh."""
+    import jitterlab.store.run as store_run
+    from jitterlab.describe.compare import compare_runs
+    from jitterlab.describe.paper.build import DEFAULT_PERCENTILES, build, describe_for_paper
+    from jitterlab.store import ResultsStore
+
+    store = tmp_path / "results"
+    for k, (technique, pairs) in enumerate((("mutex", 1), ("mutex", 1), ("spin", 1), ("spin", 1))):
+        make_run(store, latency_clusters(k + 1, 20_000) + 300 * k, technique=technique, pairs=pairs)
+    runs, _ = ResultsStore(store).scan()
+    reads: list[str] = []
+    real = store_run._read_samples
+
+    def counted(run: store_run.Run) -> object:
+        reads.append(run.id)
+        return real(run)
+
+    monkeypatch.setattr(store_run, "_read_samples", counted)
+    sorts = 0
+    real_sort = np.sort
+
+    def counted_sort(a: np.ndarray, *args: object, **kwargs: object) -> np.ndarray:
+        nonlocal sorts
+        sorts += np.asarray(a).size > 10_000  # a whole run (the tests subsample nothing here)
+        return real_sort(a, *args, **kwargs)  # type: ignore[call-overload,no-any-return]
+
+    monkeypatch.setattr(np, "sort", counted_sort)
+    for run in runs:  # the descriptions alone
+        describe_for_paper(run, DEFAULT_PERCENTILES, None, None, None)
+    describing, sorts = sorts, 0
+    reads.clear()
+    data = build(runs, None, None)
+    assert len(data.comparisons) == 2
+    assert sorted(reads) == sorted(r.id for r in runs)  # once each
+    assert sorts == describing  # the comparisons sort nothing again
+    monkeypatch.undo()
+    for rc in data.comparisons:
+        a, b = (next(r for r in ResultsStore(store).scan()[0] if r.id == x.id) for x in (rc.a, rc.b))
+        fresh = compare_runs(a, b).result
+        mine = [repr((d.verdict, d.relative, d.ci_low, d.ci_high)) for d in rc.result.percentiles]
+        assert mine == [repr((d.verdict, d.relative, d.ci_low, d.ci_high)) for d in fresh.percentiles]
+        assert rc.result.ks_statistic == fresh.ks_statistic  # from the held sorts; scipy's there

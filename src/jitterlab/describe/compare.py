@@ -47,14 +47,27 @@ class RunComparison:
     warnings: list[CodedWarning]
 
 
-def compare_runs(a: Run, b: Run, noise: float = 0.05, engine: Engine | None = None) -> RunComparison:
+def compare_runs(
+    a: Run,
+    b: Run,
+    noise: float = 0.05,
+    engine: Engine | None = None,
+    *,
+    ordered: tuple[np.ndarray, np.ndarray] | None = None,
+    distribution_tests: bool = True,
+) -> RunComparison:
     """B against A, with the warnings a reader needs before trusting the verdict; ``engine``:
-    where the passes over the samples run (a cluster's: jitterlab.cluster.engine)."""
-    samples = []
-    for run in (a, b):
+    where the passes over the samples run (a cluster's: jitterlab.cluster.engine);
+    ``ordered``: both runs' latencies sorted by the caller (each run held: ``run.latency_ns``),
+    not sorted again; ``distribution_tests``: False leaves out the KS p-value, Anderson–Darling
+    and Mann–Whitney (the verdicts and percentiles do not use them)."""
+    samples: list[OrderedSample] = []
+    for k, run in enumerate((a, b)):
         if run.histogram_only:
             raise JitterlabError(f"run {run.id} holds a histogram only: compare needs raw samples")
-        samples.append(run_sample(run, engine))
+        samples.append(
+            run_sample(run, engine) if ordered is None else SortedSample.held(run.latency_ns, ordered[k])
+        )
         if samples[-1].size == 0:
             raise JitterlabError(f"run {run.id} has no samples to compare")
     warnings = []
@@ -67,7 +80,11 @@ def compare_runs(a: Run, b: Run, noise: float = 0.05, engine: Engine | None = No
             )
         )
     result = compare_ordered(
-        samples[0], samples[1], noise_threshold=noise, intervals=comparison_intervals(a, b, engine)
+        samples[0],
+        samples[1],
+        noise_threshold=noise,
+        intervals=comparison_intervals(a, b, engine),
+        distribution_tests=distribution_tests,
     )
     return RunComparison(a, b, result, warnings)
 

@@ -132,21 +132,28 @@ def estimates(
     return out
 
 
+Held = tuple[Run, np.ndarray]  # a run held in memory (restricted to --from/--to) and its latencies sorted
+
+
 def describe_for_paper(
     run: Run,
     ps: tuple[float, ...],
     from_s: float | None,
     to_s: float | None,
     engine: Engine | None,
-) -> RunData:
-    """One run's description (as ``describe`` gives it), its levels and its figures' data."""
+) -> tuple[RunData, Held | None]:
+    """One run's description (as ``describe`` gives it), its levels and its figures' data;
+    and, when it was held in memory, the held run with its sorted latencies (for its
+    comparisons: not read nor sorted again), else None."""
     levels = (50.0, *[p for p in ps if p != 50.0])
-    run = dataclasses.replace(run)  # its columns go when this returns
+    run = dataclasses.replace(run)  # its columns go when the caller drops it
+    held: Held | None = None
     if engine is None and hold_in_memory(run):
         run.table  # noqa: B018 (held: one sort serves the description, the levels and the panels)
         run = time_range(run, from_s, to_s)
         d = describe_run(run)
         assert d.ordered is not None
+        held = (run, d.ordered)
         chosen = estimates(run.latency_ns, run.t_send_ns, d.ordered, levels, d.intervals)
         panels = memory_panels(
             run.latency_ns,
@@ -165,8 +172,11 @@ def describe_for_paper(
         chosen = {k: Estimate(v) for k, v in values.items()}
         panels, pauses = None, []
     bare = Run(run.path, run.meta)
-    return RunData(
-        bare, d.summary, d.test, d.categories, chosen, panels, pauses, group_of(run), windows=d.windows
+    return (
+        RunData(
+            bare, d.summary, d.test, d.categories, chosen, panels, pauses, group_of(run), windows=d.windows
+        ),
+        held,
     )
 
 
@@ -180,7 +190,12 @@ def build(
     noise: float = 0.05,
 ) -> PaperData:
     """Describe every sample run and compare like with like (or every run with
-    ``baseline_id``), as ``report`` does."""
+    ``baseline_id``), as ``report`` does. Each comparison is made as soon as both its runs
+    are described, from the runs as the description held them (one read and one sort per
+    run); a run is dropped after its last comparison, so only the runs of comparisons not
+    yet made are held. The comparisons leave out the distribution tests (KS p-value,
+    Anderson–Darling, Mann–Whitney): the paper shows the verdicts and the percentiles'
+    changes with their intervals, which do not use them."""
     left_out = [
         f"{r.id}: holds a histogram only: tabulated apart in tables/histograms (HdrHistogram's "
         "percentile definition, binomial intervals on the counts), never beside the type-7 tables, "
@@ -195,12 +210,7 @@ def build(
     if not sample_runs:
         raise JitterlabError("no run with samples to put in a paper (histogram-only or empty runs only)")
     levels = tuple(ps) if ps else DEFAULT_PERCENTILES
-    data = [
-        dataclasses.replace(describe_for_paper(r, levels, from_s, to_s, engine), number=i + 1)
-        for i, r in enumerate(sample_runs)
-    ]
-    comparisons: list[RunComparison] = []
-    numbers: dict[tuple[str, str], tuple[int, int]] = {}
+    pairs: list[tuple[int, int]] = []  # (A, B): indices in sample_runs
     if len(sample_runs) > 1:
         for base, others in comparison_groups(sample_runs, baseline_id):
             for other in others:
@@ -210,16 +220,61 @@ def build(
                         f"({group_of(base)} vs {group_of(other)}), not compared"
                     )
                     continue
-                a, b = (_held(r, from_s, to_s, engine) for r in (base, other))
-                rc = compare_runs(a, b, noise, engine)
-                # kept without their samples: only the comparison's numbers are drawn
-                comparisons.append(dataclasses.replace(rc, a=Run(a.path, a.meta), b=Run(b.path, b.meta)))
-                numbers[(a.id, b.id)] = (sample_runs.index(base) + 1, sample_runs.index(other) + 1)
+                pairs.append((sample_runs.index(base), sample_runs.index(other)))
+    described: dict[int, RunData] = {}
+    held: dict[int, Held | None] = {}
+    pending = [sum(i in pair for pair in pairs) for i in range(len(sample_runs))]
+
+    def describe(i: int) -> None:
+        if i in described:
+            return
+        data, kept = describe_for_paper(sample_runs[i], levels, from_s, to_s, engine)
+        described[i] = dataclasses.replace(data, number=i + 1)
+        if pending[i]:
+            held[i] = kept
+
+    comparisons: list[RunComparison] = []
+    for a, b in pairs:  # the runs of each comparison first (in the order of the comparisons)
+        describe(a)
+        describe(b)
+        comparisons.append(
+            _compare(sample_runs[a], sample_runs[b], held[a], held[b], from_s, to_s, engine, noise)
+        )
+        for i in (a, b):
+            pending[i] -= 1
+            if not pending[i]:
+                del held[i]
+    for i in range(len(sample_runs)):
+        describe(i)
+    data = [described[i] for i in range(len(sample_runs))]
+    numbers = {(sample_runs[a].id, sample_runs[b].id): (a + 1, b + 1) for a, b in pairs}
     histograms = [
         _histogram_run(r, levels, len(data) + i + 1)
         for i, r in enumerate(r for r in runs if r.histogram_only)
     ]
     return PaperData(data, comparisons, levels, left_out, (from_s, to_s), numbers, histograms)
+
+
+def _compare(
+    base: Run,
+    other: Run,
+    held_a: Held | None,
+    held_b: Held | None,
+    from_s: float | None,
+    to_s: float | None,
+    engine: Engine | None,
+    noise: float,
+) -> RunComparison:
+    """B against A as ``compare --json`` judges them (verdicts, changes, intervals), from
+    the runs held by their descriptions when both were (else read as a comparison reads
+    them); kept without their samples: only the comparison's numbers are drawn."""
+    if held_a is not None and held_b is not None:
+        (a, ordered_a), (b, ordered_b) = held_a, held_b
+        rc = compare_runs(a, b, noise, engine, ordered=(ordered_a, ordered_b), distribution_tests=False)
+    else:
+        a, b = (_held(r, from_s, to_s, engine) for r in (base, other))
+        rc = compare_runs(a, b, noise, engine, distribution_tests=False)
+    return dataclasses.replace(rc, a=Run(a.path, a.meta), b=Run(b.path, b.meta))
 
 
 def _histogram_run(run: Run, ps: tuple[float, ...], number: int) -> HistogramRun:
