@@ -36,30 +36,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from typing import Protocol
+from typing import Any
 
 import numpy as np
 
-from jitterlab.stats.categories import (
-    Level,
-    SortedLevel,
-    StackedResult,
-    categories_of_ranges,
-    categorize,
-    stack_levels,
-)
+from jitterlab.stats.categories import StackedResult, categories_of_ranges, categorize
 from jitterlab.stats.scan import LocalScan, Scan, identity
 from jitterlab.stats.screening import DEFAULT_ALPHA, Baseline, Verdict, screen_counts
 from jitterlab.stats.summary import exact_sum, extent_by, order_statistics_by
 from jitterlab.stats.type7 import type7_interpolate, type7_ranks
 from jitterlab.stats.windows import WindowTable, window_count
-from jitterlab.stats.zscore import (
-    MAD_CONSISTENCY,
-    MAX_LEVELS,
-    MEANAD_CONSISTENCY,
-    RobustScale,
-    robust_scale_sorted,
-)
+from jitterlab.stats.zscore import RobustScale, robust_scale_of, robust_scale_sorted, stacked_cuts
 
 Chunks = Callable[[], Iterable[np.ndarray]]
 TimedChunks = Callable[[], Iterable[tuple[np.ndarray, np.ndarray]]]  # (t_send_ns, latency_ns)
@@ -89,29 +76,14 @@ def _above(scan: Scan, cut: float | None) -> Scan:
 
 
 def robust_scale_chunks(chunks: Chunks, count: int, lowest: int, highest: int) -> RobustScale:
-    """:func:`jitterlab.stats.zscore.robust_scale_sorted` of a non-empty integer sample read
-    as chunks, equal to it to the last bit (see the module docs)."""
+    """:func:`jitterlab.stats.zscore.robust_scale_of` of a non-empty integer sample read as
+    chunks (see the module docs)."""
     return robust_scale_scan(LocalScan(chunks), count, lowest, highest)
 
 
 def robust_scale_scan(scan: Scan, count: int, lowest: int, highest: int) -> RobustScale:
     """:func:`robust_scale_chunks` of a sample read by ``scan``."""
-    mid = count // 2
-    ranks = [mid] if count % 2 else [mid - 1, mid]
-    v = order_statistics_by(scan, ranks, lowest, highest, count)
-    center = float(v[mid]) if count % 2 else (float(v[mid - 1]) + float(v[mid])) / 2.0
-    twice = 2 * v[mid] if count % 2 else v[mid - 1] + v[mid]  # 2 * center, an integer
-    doubled = scan.then(doubled_deviation, twice)
-    k = (count - 1) // 2
-    wanted = [k] if count % 2 else [k, count // 2]
-    d = order_statistics_by(doubled, wanted, 0, max(2 * highest - twice, twice - 2 * lowest), count)
-    mad = d[k] / 2.0
-    if count % 2 == 0:
-        mad = (mad + d[count // 2] / 2.0) / 2.0
-    if mad > 0:
-        return RobustScale(center, mad / MAD_CONSISTENCY, mad, fallback=False)
-    total = sum(doubled.map(exact_sum))
-    return RobustScale(center, MEANAD_CONSISTENCY * (total / (2 * count)), 0.0, fallback=True)
+    return robust_scale_of(_ScanLevels(scan, (count, lowest, highest)))
 
 
 def stacked_z_chunks(
@@ -136,88 +108,14 @@ def stacked_z_scan(
     return categories_scan(scan, thresholds, low, levels, threshold, False)
 
 
-class Levels(Protocol):
-    """A sample as the stacked test walks it: read in chunks (:class:`_ScanLevels`) or held
-    as a table of values and counts (``jitterlab.stats.twopass``)."""
-
-    def above(self, cut: float) -> Levels:
-        """The values above ``cut``."""
-        ...
-
-    def size(self) -> int: ...
-
-    def robust_scale(self) -> RobustScale:
-        """Median, MAD and scale of a non-empty sample, as robust_scale_sorted gives them."""
-        ...
-
-    def sorted_values(self) -> np.ndarray:
-        """The values, sorted (a sample of at most ``in_memory_at`` values)."""
-        ...
-
-
-def stacked_cuts(
-    sample: Levels, threshold: float, two_sided: bool, in_memory_at: int
-) -> tuple[tuple[float, ...], tuple[RobustScale, ...], float | None]:
-    """The stacked z-score test's thresholds, the levels they came from and the low
-    threshold (:func:`jitterlab.stats.zscore.stacked_z_test`'s steps, by
-    :func:`~jitterlab.stats.categories.stack_levels`); a level of at most ``in_memory_at``
-    values is sorted and finished in memory."""
-    levels: list[RobustScale] = []
-
-    def z_cut(level: RobustScale) -> float | None:  # the in-memory test's step
-        if level.scale == 0:
-            return None
-        levels.append(level)
-        return level.center + threshold * level.scale
-
-    first = _ZLevel(sample, z_cut, in_memory_at)
-    if first.size() == 0:
-        raise ValueError("stacked test of an empty sample")
-    thresholds = stack_levels(first, MAX_LEVELS)
-    low = levels[0].center - threshold * levels[0].scale if two_sided and levels else None
-    return thresholds, tuple(levels[: len(thresholds)]), low
-
-
-class _ZLevel:
-    """A level of the stacked z-score test: its median and MAD from ``sample``'s own
-    passes, or, once it holds at most ``in_memory_at`` values, from its sorted values."""
-
-    def __init__(
-        self, sample: Levels, z_cut: Callable[[RobustScale], float | None], in_memory_at: int
-    ) -> None:
-        self.sample, self.z_cut, self.in_memory_at = sample, z_cut, in_memory_at
-        self._held: SortedLevel | None = None
-        self._size: int | None = None
-
-    def _memory(self) -> SortedLevel | None:
-        if self._held is None and self.size() <= self.in_memory_at:
-            self._held = SortedLevel(
-                self.sample.sorted_values(), lambda s: self.z_cut(robust_scale_sorted(s))
-            )
-        return self._held
-
-    def size(self) -> int:
-        if self._size is None:
-            self._size = self.sample.size()
-        return self._size
-
-    def cut(self) -> float | None:
-        held = self._memory()
-        return held.cut() if held is not None else self.z_cut(self.sample.robust_scale())
-
-    def above(self, cut: float) -> Level:
-        held = self._memory()
-        if held is not None:
-            return held.above(cut)
-        return _ZLevel(self.sample.above(cut), self.z_cut, self.in_memory_at)
-
-
 class _ScanLevels:
-    """A level read in chunks: its values through the filters of the levels below."""
+    """A level read in chunks: its values through the filters of the levels below; its
+    order statistics by radix refinement, its deviations' as those of the doubled
+    deviations |2x - 2 median| (integers), halved."""
 
-    def __init__(self, scan: Scan) -> None:
+    def __init__(self, scan: Scan, extent: tuple[int, int, int] | None = None) -> None:
         self.scan = scan
-        self._extent: tuple[int, int, int] | None = None
+        self._extent = extent
 
     def extent(self) -> tuple[int, int, int]:
         if self._extent is None:
@@ -230,8 +128,20 @@ class _ScanLevels:
     def size(self) -> int:
         return self.extent()[0]
 
-    def robust_scale(self) -> RobustScale:
-        return robust_scale_scan(self.scan, *self.extent())
+    def order_statistics(self, ranks: list[int]) -> dict[int, Any]:
+        return dict(order_statistics_by(self.scan, ranks, *self.extent()[1:], self.size()))
+
+    def deviations(self, middle: tuple[Any, Any], ranks: list[int]) -> dict[int, float]:
+        count, lowest, highest = self.extent()
+        twice = int(middle[0]) + int(middle[1])  # 2 * median, an integer
+        doubled = self.scan.then(doubled_deviation, twice)
+        d = order_statistics_by(doubled, ranks, 0, max(2 * highest - twice, twice - 2 * lowest), count)
+        return {k: d[k] / 2.0 for k in ranks}
+
+    def mean_deviation(self, middle: tuple[Any, Any]) -> float:
+        twice = int(middle[0]) + int(middle[1])
+        total: int = sum(self.scan.then(doubled_deviation, twice).map(exact_sum))
+        return total / (2 * self.size())
 
     def sorted_values(self) -> np.ndarray:
         return np.sort(np.concatenate(list(self.scan.map(identity))))
