@@ -11,14 +11,12 @@ import pytest
 from conftest import heavy_tail
 from jitterlab.stats import stacked_z_test, time_windows
 from jitterlab.stats.outofcore import (
-    baseline_of_chunks,
     categories_of_chunks,
     robust_scale_chunks,
-    screen_chunks,
     stacked_z_chunks,
     time_windows_chunks,
 )
-from jitterlab.stats.screening import baseline_of, screen
+from jitterlab.stats.screening import baseline_of, baseline_of_chunks, screen, screen_chunks
 from jitterlab.stats.zscore import robust_scale
 
 N = 1_000_000

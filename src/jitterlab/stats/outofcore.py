@@ -42,11 +42,12 @@ import numpy as np
 
 from jitterlab.stats.categories import StackedResult, categories_of_ranges, categorize
 from jitterlab.stats.scan import LocalScan, Scan, identity
-from jitterlab.stats.screening import DEFAULT_ALPHA, Baseline, Verdict, screen_counts
+from jitterlab.stats.screening import baseline_scan as baseline_scan
+from jitterlab.stats.screening import screen_scan as screen_scan
 from jitterlab.stats.summary import exact_sum, extent_by, order_statistics_by
 from jitterlab.stats.type7 import type7_interpolate, type7_ranks
 from jitterlab.stats.windows import WindowTable, window_count
-from jitterlab.stats.zscore import RobustScale, robust_scale_of, robust_scale_sorted, stacked_cuts
+from jitterlab.stats.zscore import RobustScale, robust_scale_of, stacked_cuts
 
 Chunks = Callable[[], Iterable[np.ndarray]]
 TimedChunks = Callable[[], Iterable[tuple[np.ndarray, np.ndarray]]]  # (t_send_ns, latency_ns)
@@ -418,65 +419,3 @@ def narrow(
     b[rows, r] = np.minimum(start + step - 1, b[rows, r])
     a[rows, r] = start
     below[rows, r] += before
-
-
-def baseline_of_chunks(chunks: Chunks, result: StackedResult) -> Baseline:
-    """:func:`jitterlab.stats.screening.baseline_of` of a reference sample read as chunks.
-
-    Holds only the values above the last threshold (the stack's top category: the values
-    the stacked test could not split further, a handful in practice)."""
-    return baseline_scan(LocalScan(chunks), result)
-
-
-def baseline_chunk(x: np.ndarray, first_cut: float, top_cut: float) -> tuple[np.ndarray, int, int, float]:
-    """One chunk's share of a baseline: its values above ``top_cut``, how many lie above
-    ``first_cut``, its size and its largest value (−inf when empty)."""
-    v = x.astype(np.float64)
-    return v[v > top_cut], int((v > first_cut).sum()), int(v.size), float(v.max()) if v.size else -math.inf
-
-
-def baseline_scan(scan: Scan, result: StackedResult) -> Baseline:
-    """:func:`baseline_of_chunks` of a reference sample read by ``scan``."""
-    if not result.thresholds:
-        raise ValueError("the baseline has no outlier categories (all its values are equal)")
-    tops, count, outliers, highest = [], 0, 0, -math.inf
-    for top_part, above, size, largest in scan.map(
-        baseline_chunk, result.thresholds[0], result.thresholds[-1]
-    ):
-        tops.append(top_part)
-        outliers += above
-        count += size
-        highest = max(highest, largest)
-    top = np.sort(np.concatenate(tops)) if tops else np.zeros(0)
-    if top.size == 0:
-        top = np.array([highest])
-    level = robust_scale_sorted(top)
-    cut = level.center + result.threshold * level.scale if level.scale > 0 else float(top[-1])
-    return Baseline(result.thresholds, outliers / count, max(cut, float(top[-1])), count)
-
-
-def screen_chunk(x: np.ndarray, thresholds: tuple[float, ...]) -> tuple[np.ndarray, float]:
-    """One chunk's category counts under a baseline's thresholds and its largest value."""
-    counts = np.zeros(len(thresholds) + 1, np.int64)
-    if x.size == 0:
-        return counts, -math.inf
-    v = x.astype(np.float64)
-    counts += np.bincount(categorize(v, thresholds).astype(np.int64), minlength=counts.size)
-    return counts, float(v.max())
-
-
-def screen_chunks(chunks: Chunks, baseline: Baseline, alpha: float = DEFAULT_ALPHA) -> Verdict:
-    """:func:`jitterlab.stats.screening.screen` of a sample read as chunks (one pass)."""
-    return screen_scan(LocalScan(chunks), baseline, alpha)
-
-
-def screen_scan(scan: Scan, baseline: Baseline, alpha: float = DEFAULT_ALPHA) -> Verdict:
-    """:func:`screen_chunks` of a sample read by ``scan``."""
-    counts = np.zeros(len(baseline.thresholds) + 1, np.int64)
-    highest = -math.inf
-    for c, largest in scan.map(screen_chunk, baseline.thresholds):
-        counts += c
-        highest = max(highest, largest)
-    if not counts.any():
-        return screen_counts((), math.nan, baseline, alpha)
-    return screen_counts(tuple(int(c) for c in counts), highest, baseline, alpha)
