@@ -45,8 +45,7 @@ from jitterlab.stats.scan import LocalScan, Scan, identity
 from jitterlab.stats.screening import baseline_scan as baseline_scan
 from jitterlab.stats.screening import screen_scan as screen_scan
 from jitterlab.stats.summary import exact_sum, extent_by, order_statistics_by
-from jitterlab.stats.type7 import type7_interpolate, type7_ranks
-from jitterlab.stats.windows import WindowTable, window_count
+from jitterlab.stats.windows import WindowTable, no_windows, window_count, window_ranks, window_table
 from jitterlab.stats.zscore import RobustScale, robust_scale_of, stacked_cuts
 
 Chunks = Callable[[], Iterable[np.ndarray]]
@@ -260,11 +259,7 @@ def time_windows_scan(
             t0, t_last = (lo, hi) if n == 0 else (min(t0, lo), max(t_last, hi))
             n += size
     if n == 0:
-        empty = np.zeros(0)
-        return WindowTable(
-            width_ns, empty, empty.astype(np.int64), empty, empty, empty, empty, indices,
-            np.zeros((0, len(indices)), dtype=np.int64),
-        )  # fmt: skip
+        return no_windows(width_ns, indices)
     n_windows = window_count(t0, t_last, width_ns)
     first = -1 if categories is not None and categories.low_threshold is not None else 0
     n_slots = (len(categories.thresholds) + 1 - first) if categories is not None else 0
@@ -285,47 +280,6 @@ def time_windows_scan(
     value = _window_order_statistics(scan, ranks, lowest, highest, counts > 0, t0, width_ns)
     slots = by_slot.reshape(n_windows, max(n_slots, 1)) if categories is not None else None
     return window_table(width_ns, counts, sums, highest, weight, value, slots, categories, first)
-
-
-def window_ranks(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per window: the type-7 weights of p50 and p99 (:func:`jitterlab.stats.type7.type7_ranks`)
-    and the four 0-based ranks whose values make them (lo50, lo99, hi50, hi99)."""
-    lo_rank, hi_rank, weight = type7_ranks(counts[:, None], (50.0, 99.0))
-    return weight, np.concatenate([lo_rank, hi_rank], axis=1)
-
-
-def window_table(
-    width_ns: int,
-    counts: np.ndarray,
-    sums: np.ndarray,
-    highest: np.ndarray,
-    weight: np.ndarray,
-    value: np.ndarray,
-    by_slot: np.ndarray | None,
-    categories: StackedResult | None,
-    first: int,
-) -> WindowTable:
-    """The :class:`WindowTable` from per-window counts, exact sums, maxima, the values at
-    :func:`window_ranks`'s ranks and the (window × slot) category counts."""
-    n_windows = counts.size
-    filled = counts > 0
-    p = type7_interpolate(value[:, :2], value[:, 2:], weight)
-    nan = np.full(n_windows, np.nan)
-    mean = np.array([int(s) / int(c) if c else math.nan for s, c in zip(sums, counts, strict=True)])
-    indices = tuple(c.index for c in categories.categories) if categories is not None else ()
-    slots = np.asarray(indices, dtype=np.int64) - first
-    category_counts = by_slot[:, slots] if by_slot is not None else np.zeros((n_windows, 0), np.int64)
-    return WindowTable(
-        width_ns,
-        width_ns * np.arange(n_windows),
-        counts,
-        mean,
-        np.where(filled, p[:, 0], nan),
-        np.where(filled, p[:, 1], nan),
-        np.where(filled, highest.astype(np.float64), nan),
-        indices,
-        category_counts,
-    )
 
 
 WindowIntervals = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # per window: a, b, step, open

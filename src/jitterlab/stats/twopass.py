@@ -36,9 +36,9 @@ import numpy as np
 from jitterlab.stats import kernels
 from jitterlab.stats.categories import StackedResult, categories_of_ranges, categorize
 from jitterlab.stats.loglinear import layout_bounds, layout_count
-from jitterlab.stats.outofcore import IN_MEMORY_AT, narrow, window_ranks, window_table
+from jitterlab.stats.outofcore import IN_MEMORY_AT, narrow
 from jitterlab.stats.valuetable import ValueCounter, ValueTable
-from jitterlab.stats.windows import WindowTable, window_count
+from jitterlab.stats.windows import WindowTable, window_count, window_ranks, window_table
 from jitterlab.stats.zscore import RobustScale, robust_scale_of, stacked_cuts
 
 SendRecvChunks = Callable[[], Iterable[tuple[np.ndarray, np.ndarray]]]  # (t_send_ns, t_recv_ns)
