@@ -151,6 +151,8 @@ def time_windows(
     x = np.asarray(latency)
     if width_ns <= 0:
         raise ValueError("window width must be positive")
+    if x.size and x.dtype.kind not in "iu":
+        raise ValueError("time windows take integer latencies (ns)")
     indices = tuple(c.index for c in categories.categories) if categories is not None else ()
     if t.size == 0:
         return no_windows(width_ns, indices)
