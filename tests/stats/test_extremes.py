@@ -180,3 +180,11 @@ def test_float_samples_keep_their_answers() -> None:
     assert np.array_equal(ints.statistics, floats.statistics)
     assert np.array_equal(ints.outlier_values / 1024.0, floats.outlier_values)
     assert walsh_test(x).n_outliers == walsh_test(x / 1024.0).n_outliers
+
+
+def test_float_samples_are_refused_by_the_stacked_tests() -> None:
+    """The stacked tests are passes over integer chunks: a float sample is refused in one
+    line, not truncated."""
+    for test in (stacked_gesd, stacked_walsh):
+        with pytest.raises(ValueError, match="integer"):
+            test(np.linspace(0.5, 100.5, 200))
