@@ -1,5 +1,8 @@
-"""The stacked GESD and Walsh tests read in chunks (stats/extremes.py, issue 25 item 1)
-equal the in-memory tests exactly: thresholds to the bit, categories sample for sample."""
+"""The stacked GESD and Walsh tests (stats/extremes.py, written once as passes over chunks;
+a sample in memory is one chunk) equal their definition exactly, in memory and read in
+chunks: each level's sorted sample given to the single-level test (generalized_esd, checked
+against scikit-posthocs, and walsh_test, checked on the worked example, in test_stats.py),
+stacked; thresholds to the bit, categories sample for sample."""
 
 from __future__ import annotations
 
@@ -11,19 +14,35 @@ import pytest
 
 from conftest import heavy_tail, latency_clusters
 from jitterlab.stats import extremes
+from jitterlab.stats.categories import SortedLevel, StackedResult, build_result, stack_levels
 from jitterlab.stats.extremes import (
     extremes_of,
+    stacked_gesd,
     stacked_gesd_result,
+    stacked_walsh,
     stacked_walsh_result,
 )
-from jitterlab.stats.gesd import generalized_esd, gesd_critical_values, stacked_gesd
+from jitterlab.stats.gesd import generalized_esd, gesd_critical_values, gesd_cut
 from jitterlab.stats.scan import LocalScan
 from jitterlab.stats.summary import exact_squares, exact_sum
-from jitterlab.stats.walsh import stacked_walsh, walsh_test
+from jitterlab.stats.walsh import walsh_cut, walsh_test
 
 
 def scan_of(x: np.ndarray, size: int) -> LocalScan:
     return LocalScan(lambda: (x[i : i + size] for i in range(0, x.size, size)))
+
+
+def reference_gesd(x: np.ndarray, alpha: float = 0.05, max_outliers: int | None = None) -> StackedResult:
+    """The stacked GESD test by its definition: generalized_esd of each level's sorted sample."""
+    ordered = np.sort(x)
+    cuts = stack_levels(SortedLevel(ordered, lambda s: gesd_cut(s, alpha, max_outliers)))
+    return build_result(ordered, cuts, None, (), alpha, False)
+
+
+def reference_walsh(x: np.ndarray) -> StackedResult:
+    """The stacked Walsh test by its definition: walsh_test of each level's sorted sample."""
+    ordered = np.sort(x)
+    return build_result(ordered, stack_levels(SortedLevel(ordered, walsh_cut)), None, (), 0.05, False)
 
 
 SAMPLES = {
@@ -58,10 +77,10 @@ def test_one_pass_keeps_the_ends_whatever_the_chunks() -> None:
 
 @pytest.mark.parametrize("name", list(SAMPLES))
 @pytest.mark.parametrize("size", [1 << 16, 65_537, 100_003])
-def test_stacked_gesd_streamed_equals_in_memory(name: str, size: int) -> None:
+def test_stacked_gesd_in_memory_and_streamed_equal_the_definition(name: str, size: int) -> None:
     x = SAMPLES[name]
     streamed = stacked_gesd_result(scan_of(x, size))
-    assert streamed == stacked_gesd(x)
+    assert streamed == stacked_gesd(x) == reference_gesd(x)
     if name == "heavy tail":
         assert len(streamed.thresholds) >= 2
 
@@ -74,7 +93,7 @@ def test_stacked_gesd_streamed_level_by_level(name: str, max_outliers: int) -> N
     x = SAMPLES[name]
     for alpha in (0.05, 0.2):
         streamed = stacked_gesd_result(scan_of(x, 65_537), alpha, max_outliers)
-        assert streamed == stacked_gesd(x, alpha, max_outliers)
+        assert streamed == stacked_gesd(x, alpha, max_outliers) == reference_gesd(x, alpha, max_outliers)
 
 
 def test_gesd_outliers_tied_past_the_kept_values(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -88,15 +107,15 @@ def test_gesd_outliers_tied_past_the_kept_values(monkeypatch: pytest.MonkeyPatch
     count_below = extremes.count_below_chunk
     monkeypatch.setattr(extremes, "count_below_chunk", lambda c, v: counted.append(v) or count_below(c, v))
     streamed = stacked_gesd_result(scan_of(x, 999), max_outliers=20)
-    assert streamed == stacked_gesd(x, max_outliers=20)
+    assert streamed == reference_gesd(x, max_outliers=20)
     assert streamed.thresholds == (np.nextafter(5_000.0, -np.inf),) and counted and set(counted) == {5_000}
 
 
 @pytest.mark.parametrize("name", list(SAMPLES))
 @pytest.mark.parametrize("size", [1 << 16, 100_003])
-def test_stacked_walsh_streamed_equals_in_memory(name: str, size: int) -> None:
+def test_stacked_walsh_in_memory_and_streamed_equal_the_definition(name: str, size: int) -> None:
     x = SAMPLES[name]
-    assert stacked_walsh_result(scan_of(x, size)) == stacked_walsh(x)
+    assert stacked_walsh_result(scan_of(x, size)) == stacked_walsh(x) == reference_walsh(x)
 
 
 def test_walsh_with_few_largest_values_reads_again(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -105,10 +124,10 @@ def test_walsh_with_few_largest_values_reads_again(monkeypatch: pytest.MonkeyPat
     x = np.concatenate([np.arange(1, 96), [300, 600, 1200, 2400, 4800]] * 1)
     x = np.concatenate([x, np.arange(10_000, 10_000 + 3_000) * 7 + 10_000])  # 3 000 spread high values
     monkeypatch.setattr(extremes, "WALSH_FIRST_TOP", 64)
-    assert stacked_walsh_result(scan_of(x, 777)) == stacked_walsh(x)
+    assert stacked_walsh_result(scan_of(x, 777)) == reference_walsh(x)
     spread = 2 ** np.arange(40, dtype=np.int64)  # every k positive: Walsh needs them all
     sample = np.concatenate([np.zeros(2_000, np.int64), spread]) + np.arange(2_040)
-    assert stacked_walsh_result(scan_of(sample, 500)) == stacked_walsh(sample)
+    assert stacked_walsh_result(scan_of(sample, 500)) == stacked_walsh(sample) == reference_walsh(sample)
     with pytest.raises(ValueError, match="largest"):
         extremes.stacked_walsh_scan(scan_of(sample, 500), max_top=64)
 
@@ -116,8 +135,8 @@ def test_walsh_with_few_largest_values_reads_again(monkeypatch: pytest.MonkeyPat
 @pytest.mark.parametrize("n", [1, 2, 3, 10, 60, 61, 500])
 def test_tiny_samples(n: int) -> None:
     x = heavy_tail(5, n)
-    assert stacked_gesd_result(scan_of(x, 7)) == stacked_gesd(x)
-    assert stacked_walsh_result(scan_of(x, 7)) == stacked_walsh(x)
+    assert stacked_gesd_result(scan_of(x, 7)) == stacked_gesd(x) == reference_gesd(x)
+    assert stacked_walsh_result(scan_of(x, 7)) == stacked_walsh(x) == reference_walsh(x)
 
 
 def test_empty_sample_is_refused() -> None:
@@ -161,3 +180,11 @@ def test_float_samples_keep_their_answers() -> None:
     assert np.array_equal(ints.statistics, floats.statistics)
     assert np.array_equal(ints.outlier_values / 1024.0, floats.outlier_values)
     assert walsh_test(x).n_outliers == walsh_test(x / 1024.0).n_outliers
+
+
+def test_float_samples_are_refused_by_the_stacked_tests() -> None:
+    """The stacked tests are passes over integer chunks: a float sample is refused in one
+    line, not truncated."""
+    for test in (stacked_gesd, stacked_walsh):
+        with pytest.raises(ValueError, match="integer"):
+            test(np.linspace(0.5, 100.5, 200))

@@ -1,5 +1,7 @@
-"""The stacked z-score test, its categories, baseline screening and time windows read in
-chunks (stats/outofcore.py, issue 25 item 1) equal the in-memory functions exactly."""
+"""The stacked z-score test (written once over a sample's order statistics: stats/zscore.py),
+its categories, baseline screening and time windows, read in chunks (stats/outofcore.py),
+held as a table of value counts (stats/twopass.py) and in memory, equal a reference written
+from the definition with numpy, and each other, exactly."""
 
 from __future__ import annotations
 
@@ -10,16 +12,17 @@ import pytest
 
 from conftest import heavy_tail
 from jitterlab.stats import stacked_z_test, time_windows
+from jitterlab.stats.categories import Category, StackedResult
 from jitterlab.stats.outofcore import (
-    baseline_of_chunks,
     categories_of_chunks,
     robust_scale_chunks,
-    screen_chunks,
     stacked_z_chunks,
     time_windows_chunks,
 )
-from jitterlab.stats.screening import baseline_of, screen
-from jitterlab.stats.zscore import robust_scale
+from jitterlab.stats.screening import baseline_of, baseline_of_chunks, screen, screen_chunks
+from jitterlab.stats.twopass import stacked_z_table
+from jitterlab.stats.valuetable import ValueTable
+from jitterlab.stats.zscore import RobustScale, robust_scale
 
 N = 1_000_000
 
@@ -30,6 +33,64 @@ def chunked(x: np.ndarray, size: int) -> Callable[[], Iterator[np.ndarray]]:
 
 def timed(t: np.ndarray, x: np.ndarray, size: int) -> Callable[[], Iterator[tuple[np.ndarray, np.ndarray]]]:
     return lambda: ((t[i : i + size], x[i : i + size]) for i in range(0, x.size, size))
+
+
+def reference_scale(x: np.ndarray) -> RobustScale:
+    """Iglewicz & Hoaglin's scale by numpy: median, MAD, MeanAD when MAD is 0 (its sum exact)."""
+    center = float(np.median(x))
+    mad = float(np.median(np.abs(x - center)))
+    if mad > 0:
+        return RobustScale(center, mad / 0.6745, mad, fallback=False)
+    doubled = int(np.abs(2 * x - round(2 * center)).sum())
+    return RobustScale(center, 1.253314 * (doubled / (2 * x.size)), 0.0, fallback=True)
+
+
+def reference_stacked_z(x: np.ndarray, threshold: float = 3.5, two_sided: bool = False) -> StackedResult:
+    """The stacked test by its definition (Stauffert et al. 2016): cut at center + 3.5 scale,
+    test the values above again, until a level has no spread or its cut leaves all or none."""
+    cuts: list[float] = []
+    scales: list[RobustScale] = []
+    level = x
+    while level.size and len(cuts) < 64:
+        s = reference_scale(level)
+        if s.scale == 0:
+            break
+        scales.append(s)
+        cut = s.center + threshold * s.scale
+        upper = level[level > cut]
+        if upper.size in (0, level.size):
+            break
+        cuts.append(cut)
+        level = upper
+    low = scales[0].center - threshold * scales[0].scale if two_sided and scales else None
+    labels = (x[:, None] > np.asarray(cuts)[None, :]).sum(axis=1) if cuts else np.zeros(x.size, np.int64)
+    if low is not None:
+        labels[x < low] = -1
+    categories = tuple(
+        Category(int(c), float(x[labels == c].min()), float(x[labels == c].max()), int((labels == c).sum()),
+                 int((labels == c).sum()) / x.size)
+        for c in np.unique(labels)
+    )  # fmt: skip
+    return StackedResult(tuple(cuts), tuple(scales[: len(cuts)]), categories, low, threshold)
+
+
+@pytest.mark.parametrize("two_sided", [False, True])
+@pytest.mark.parametrize("sample", ["heavy tail", "quantised"])
+def test_stacked_z_in_memory_streamed_and_table_equal_the_reference(two_sided: bool, sample: str) -> None:
+    if sample == "heavy tail":
+        x = heavy_tail(8, 200_001)
+    else:
+        rng = np.random.default_rng(9)
+        x = np.full(200_000, 1_000, np.int64)
+        x[rng.random(x.size) < 0.3] = 1_001  # MAD = 0: the MeanAD form
+        x[rng.random(x.size) < 0.001] = 5_000
+    expected = reference_stacked_z(x, two_sided=two_sided)
+    assert expected.thresholds
+    assert stacked_z_test(x, two_sided=two_sided) == expected
+    assert stacked_z_chunks(chunked(x, 65_537), two_sided=two_sided, in_memory_at=1000) == expected
+    values, counts = np.unique(x, return_counts=True)
+    table = ValueTable(values, counts.astype(np.int64))
+    assert stacked_z_table(table, two_sided=two_sided, in_memory_at=10) == expected
 
 
 # 2^16 lines up with summary's blocks and the selection's buckets; 65_537 and 100_003 do not

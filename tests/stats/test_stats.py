@@ -179,3 +179,9 @@ def test_compare_verdicts() -> None:
     c = compare_samples(a, same)
     assert 0 <= c.ks_statistic < 0.02
     assert np.allclose(c.qq_a, c.qq_b, rtol=0.05)
+
+
+def test_windows_refuse_float_latencies() -> None:
+    """The window table sums latencies exactly as integers: floats are refused, not truncated."""
+    with pytest.raises(ValueError, match="integer"):
+        time_windows(np.array([0, 1]), np.array([1.5, 2.5]), 1_000_000_000)

@@ -28,8 +28,8 @@ _HOME = {
     "robust_scale": "zscore",
     "screen": "screening",
     "screen_counts": "screening",
-    "stacked_gesd": "gesd",
-    "stacked_walsh": "walsh",
+    "stacked_gesd": "extremes",
+    "stacked_walsh": "extremes",
     "stacked_z_test": "zscore",
     "summarize": "summary",
     "time_windows": "windows",
@@ -39,10 +39,11 @@ _HOME = {
 if TYPE_CHECKING:
     from jitterlab.stats.categories import Category, StackedResult, categorize
     from jitterlab.stats.compare import Comparison, compare_samples
-    from jitterlab.stats.gesd import GesdResult, generalized_esd, stacked_gesd
+    from jitterlab.stats.extremes import stacked_gesd, stacked_walsh
+    from jitterlab.stats.gesd import GesdResult, generalized_esd
     from jitterlab.stats.screening import Baseline, Verdict, baseline_of, screen, screen_counts
     from jitterlab.stats.summary import SUMMARY_PERCENTILES, Summary, percentiles, summarize
-    from jitterlab.stats.walsh import WalshResult, stacked_walsh, walsh_test
+    from jitterlab.stats.walsh import WalshResult, walsh_test
     from jitterlab.stats.windows import WindowTable, time_windows
     from jitterlab.stats.zscore import (
         RobustScale,

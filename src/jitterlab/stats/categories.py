@@ -189,12 +189,3 @@ class SortedLevel:
 
     def above(self, cut: float) -> SortedLevel:
         return SortedLevel(self.ordered[search(self.ordered, cut, "right") :], self.next_cut)
-
-
-def stack(
-    ordered: np.ndarray, next_cut: Callable[[np.ndarray], float | None], max_levels: int = 64
-) -> tuple[float, ...]:
-    """Thresholds of a stacked test on a sorted sample (:func:`stack_levels` of a
-    :class:`SortedLevel`): ``next_cut(sample)`` returns the value above which the sample's
-    outliers lie (None when there are none)."""
-    return stack_levels(SortedLevel(ordered, next_cut), max_levels)

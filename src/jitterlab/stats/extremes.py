@@ -1,6 +1,6 @@
-"""The stacked generalized ESD and Walsh tests of a sample read in chunks, in memory
-independent of its size, with results identical to the in-memory tests
-(:func:`jitterlab.stats.gesd.stacked_gesd`, :func:`jitterlab.stats.walsh.stacked_walsh`).
+"""The stacked generalized ESD and Walsh tests, written once as passes over a sample's
+chunks, in memory independent of its size; a sample in memory is the one-chunk case
+(:func:`stacked_gesd`, :func:`stacked_walsh`).
 
 Both tests only ever look at the ends of a sorted sample:
 
@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from jitterlab.stats.categories import Level, SortedLevel, StackedResult, stack_levels
-from jitterlab.stats.gesd import default_max_outliers, gesd_critical_values, gesd_cut, gesd_steps
+from jitterlab.stats.gesd import default_max_outliers, gesd_cut, gesd_outcome
 from jitterlab.stats.scan import LocalScan, Scan
 from jitterlab.stats.summary import exact_squares, exact_sum
 from jitterlab.stats.walsh import walsh_cut, walsh_of_largest
@@ -200,7 +200,7 @@ class _EndsLevel:
 
 
 def stacked_gesd_scan(scan: Scan, alpha: float = 0.05, max_outliers: int | None = None) -> tuple[float, ...]:
-    """Thresholds of :func:`jitterlab.stats.gesd.stacked_gesd` of an integer sample read
+    """Thresholds of :func:`stacked_gesd` of an integer sample read
     by ``scan`` (identical); one pass per level read from the chunks."""
     k = max_outliers or DEFAULT_GESD_EXTREMES
 
@@ -212,9 +212,7 @@ def stacked_gesd_scan(scan: Scan, alpha: float = 0.05, max_outliers: int | None 
         r = int(min(max_outliers or default_max_outliers(n), n - 2))
         lows = e.lowest[:r].tolist()
         highs = e.highest[::-1][:r].tolist()
-        sides, statistic = gesd_steps(n, e.total, e.squares, lows, highs, r)
-        hits = np.flatnonzero(statistic > gesd_critical_values(n, r, alpha))
-        found = int(hits[-1] + 1) if hits.size else 0
+        found, sides, _, _ = gesd_outcome(n, e.total, e.squares, lows, highs, r, alpha)
         removed, lo, hi = [], 0, 0
         for side in sides[:found]:
             removed.append(highs[hi] if side else lows[lo])
@@ -276,7 +274,7 @@ class _Median:
 
 
 def stacked_walsh_scan(scan: Scan, max_top: int = WALSH_MAX_TOP) -> tuple[float, ...]:
-    """Thresholds of :func:`jitterlab.stats.walsh.stacked_walsh` of an integer sample read
+    """Thresholds of :func:`stacked_walsh` of an integer sample read
     by ``scan`` (identical): one pass per level read from the chunks, or a few when the
     :data:`WALSH_FIRST_TOP` largest values do not decide the k search."""
 
@@ -303,15 +301,38 @@ def stacked_walsh_scan(scan: Scan, max_top: int = WALSH_MAX_TOP) -> tuple[float,
 
 
 def stacked_gesd_result(scan: Scan, alpha: float = 0.05, max_outliers: int | None = None) -> StackedResult:
-    """:func:`jitterlab.stats.gesd.stacked_gesd` of an integer sample read by ``scan``:
+    """:func:`stacked_gesd` of an integer sample read by ``scan``:
     the thresholds, then the categories in one more pass."""
     from jitterlab.stats.outofcore import categories_scan
 
     return categories_scan(scan, stacked_gesd_scan(scan, alpha, max_outliers), None, (), alpha, False)
 
 
-def stacked_walsh_result(scan: Scan) -> StackedResult:
-    """:func:`jitterlab.stats.walsh.stacked_walsh` of an integer sample read by ``scan``."""
+def stacked_walsh_result(scan: Scan, max_top: int = WALSH_MAX_TOP) -> StackedResult:
+    """:func:`stacked_walsh` of an integer sample read by ``scan``."""
     from jitterlab.stats.outofcore import categories_scan
 
-    return categories_scan(scan, stacked_walsh_scan(scan), None, (), 0.05, False)
+    return categories_scan(scan, stacked_walsh_scan(scan, max_top), None, (), 0.05, False)
+
+
+def _one_chunk(values: object) -> LocalScan:
+    """A sample in memory as a scan of one chunk (integers: latencies in ns)."""
+    x = np.asarray(values)
+    if x.dtype.kind not in "iu":
+        raise ValueError("the stacked GESD and Walsh tests take integer samples (latencies in ns)")
+    return LocalScan(lambda: [x])
+
+
+def stacked_gesd(values: object, alpha: float = 0.05, max_outliers: int | None = None) -> StackedResult:
+    """The generalized ESD test applied to its own high-side outliers again and again
+    (VRST'16 §3.3): categories like the stacked z-test's. ``max_outliers`` defaults to
+    :func:`~jitterlab.stats.gesd.default_max_outliers` of each level's size. A sample in
+    memory is :func:`stacked_gesd_result` of it as one chunk."""
+    return stacked_gesd_result(_one_chunk(values), alpha, max_outliers)
+
+
+def stacked_walsh(values: object) -> StackedResult:
+    """Walsh's test applied to its own outliers while they number more than 60: a sample in
+    memory is :func:`stacked_walsh_result` of it as one chunk (every largest value at hand)."""
+    x = np.asarray(values)
+    return stacked_walsh_result(_one_chunk(x), max(WALSH_MAX_TOP, x.size))

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from jitterlab.stats.categories import StackedResult, build_result, stack
 from jitterlab.stats.summary import exact_squares, exact_sum
 
 
@@ -115,7 +114,7 @@ def generalized_esd(values: npt.ArrayLike, max_outliers: int, alpha: float = 0.0
     if r < 1:
         raise ValueError("max_outliers must be at least 1")
     total, squares, lows, highs = _exact_ends(x, r)
-    sides, statistic = gesd_steps(n, total, squares, lows, highs, r)
+    found, sides, statistic, critical = gesd_outcome(n, total, squares, lows, highs, r, alpha)
     removed = np.empty(r)
     lo, hi = 0, n - 1
     for i, side in enumerate(sides):
@@ -125,10 +124,19 @@ def generalized_esd(values: npt.ArrayLike, max_outliers: int, alpha: float = 0.0
         else:
             removed[i] = x[lo]
             lo += 1
-    critical = gesd_critical_values(n, r, alpha)
+    return GesdResult(found, removed[:found], statistic, critical, alpha)
+
+
+def gesd_outcome(
+    count: int, total: int, squares: int, lowest: list[int], highest: list[int], r: int, alpha: float
+) -> tuple[int, list[bool], np.ndarray, np.ndarray]:
+    """The generalized ESD test from exact integers (:func:`gesd_steps`'s arguments):
+    how many outliers it finds, each step's side, R_i and lambda_i. The one test: in
+    memory (:func:`generalized_esd`) and read in chunks (stats/extremes.py) call it."""
+    sides, statistic = gesd_steps(count, total, squares, lowest, highest, r)
+    critical = gesd_critical_values(count, r, alpha)
     hits = np.flatnonzero(statistic > critical)
-    count = int(hits[-1] + 1) if hits.size else 0
-    return GesdResult(count, removed[:count], statistic, critical, alpha)
+    return (int(hits[-1] + 1) if hits.size else 0), sides, statistic, critical
 
 
 def _exact_ends(x: np.ndarray, r: int) -> tuple[int, int, list[int], list[int]]:
@@ -161,19 +169,8 @@ def default_max_outliers(n: int) -> int:
     return max(1, min(n // 10, 100_000))
 
 
-def stacked_gesd(
-    values: npt.ArrayLike, alpha: float = 0.05, max_outliers: int | None = None
-) -> StackedResult:
-    """The generalized ESD test applied to its own high-side outliers again and again
-    (VRST'16 §3.3): categories like the stacked z-test's. ``max_outliers`` defaults to
-    :func:`default_max_outliers` of each level's size."""
-    ordered = np.sort(np.asarray(values))
-    thresholds = stack(ordered, lambda sample: gesd_cut(sample, alpha, max_outliers))
-    return build_result(ordered, thresholds, None, (), alpha, False)
-
-
 def gesd_cut(sample: np.ndarray, alpha: float, max_outliers: int | None) -> float | None:
-    """One level of :func:`stacked_gesd` on its sorted sample: the value just below its
+    """One level of the stacked GESD test (stats/extremes.py) held sorted in memory: the value just below its
     smallest outlier above the median (None when there is none)."""
     if sample.size < 3:
         return None

@@ -36,30 +36,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from typing import Protocol
+from typing import Any
 
 import numpy as np
 
-from jitterlab.stats.categories import (
-    Level,
-    SortedLevel,
-    StackedResult,
-    categories_of_ranges,
-    categorize,
-    stack_levels,
-)
+from jitterlab.stats.categories import StackedResult, categories_of_ranges, categorize
 from jitterlab.stats.scan import LocalScan, Scan, identity
-from jitterlab.stats.screening import DEFAULT_ALPHA, Baseline, Verdict, screen_counts
+from jitterlab.stats.screening import baseline_scan as baseline_scan
+from jitterlab.stats.screening import screen_scan as screen_scan
 from jitterlab.stats.summary import exact_sum, extent_by, order_statistics_by
-from jitterlab.stats.type7 import type7_interpolate, type7_ranks
-from jitterlab.stats.windows import WindowTable, window_count
-from jitterlab.stats.zscore import (
-    MAD_CONSISTENCY,
-    MAX_LEVELS,
-    MEANAD_CONSISTENCY,
-    RobustScale,
-    robust_scale_sorted,
-)
+from jitterlab.stats.windows import WindowTable, no_windows, window_count, window_ranks, window_table
+from jitterlab.stats.zscore import RobustScale, robust_scale_of, stacked_cuts
 
 Chunks = Callable[[], Iterable[np.ndarray]]
 TimedChunks = Callable[[], Iterable[tuple[np.ndarray, np.ndarray]]]  # (t_send_ns, latency_ns)
@@ -89,29 +76,14 @@ def _above(scan: Scan, cut: float | None) -> Scan:
 
 
 def robust_scale_chunks(chunks: Chunks, count: int, lowest: int, highest: int) -> RobustScale:
-    """:func:`jitterlab.stats.zscore.robust_scale_sorted` of a non-empty integer sample read
-    as chunks, equal to it to the last bit (see the module docs)."""
+    """:func:`jitterlab.stats.zscore.robust_scale_of` of a non-empty integer sample read as
+    chunks (see the module docs)."""
     return robust_scale_scan(LocalScan(chunks), count, lowest, highest)
 
 
 def robust_scale_scan(scan: Scan, count: int, lowest: int, highest: int) -> RobustScale:
     """:func:`robust_scale_chunks` of a sample read by ``scan``."""
-    mid = count // 2
-    ranks = [mid] if count % 2 else [mid - 1, mid]
-    v = order_statistics_by(scan, ranks, lowest, highest, count)
-    center = float(v[mid]) if count % 2 else (float(v[mid - 1]) + float(v[mid])) / 2.0
-    twice = 2 * v[mid] if count % 2 else v[mid - 1] + v[mid]  # 2 * center, an integer
-    doubled = scan.then(doubled_deviation, twice)
-    k = (count - 1) // 2
-    wanted = [k] if count % 2 else [k, count // 2]
-    d = order_statistics_by(doubled, wanted, 0, max(2 * highest - twice, twice - 2 * lowest), count)
-    mad = d[k] / 2.0
-    if count % 2 == 0:
-        mad = (mad + d[count // 2] / 2.0) / 2.0
-    if mad > 0:
-        return RobustScale(center, mad / MAD_CONSISTENCY, mad, fallback=False)
-    total = sum(doubled.map(exact_sum))
-    return RobustScale(center, MEANAD_CONSISTENCY * (total / (2 * count)), 0.0, fallback=True)
+    return robust_scale_of(_ScanLevels(scan, (count, lowest, highest)))
 
 
 def stacked_z_chunks(
@@ -136,88 +108,14 @@ def stacked_z_scan(
     return categories_scan(scan, thresholds, low, levels, threshold, False)
 
 
-class Levels(Protocol):
-    """A sample as the stacked test walks it: read in chunks (:class:`_ScanLevels`) or held
-    as a table of values and counts (``jitterlab.stats.twopass``)."""
-
-    def above(self, cut: float) -> Levels:
-        """The values above ``cut``."""
-        ...
-
-    def size(self) -> int: ...
-
-    def robust_scale(self) -> RobustScale:
-        """Median, MAD and scale of a non-empty sample, as robust_scale_sorted gives them."""
-        ...
-
-    def sorted_values(self) -> np.ndarray:
-        """The values, sorted (a sample of at most ``in_memory_at`` values)."""
-        ...
-
-
-def stacked_cuts(
-    sample: Levels, threshold: float, two_sided: bool, in_memory_at: int
-) -> tuple[tuple[float, ...], tuple[RobustScale, ...], float | None]:
-    """The stacked z-score test's thresholds, the levels they came from and the low
-    threshold (:func:`jitterlab.stats.zscore.stacked_z_test`'s steps, by
-    :func:`~jitterlab.stats.categories.stack_levels`); a level of at most ``in_memory_at``
-    values is sorted and finished in memory."""
-    levels: list[RobustScale] = []
-
-    def z_cut(level: RobustScale) -> float | None:  # the in-memory test's step
-        if level.scale == 0:
-            return None
-        levels.append(level)
-        return level.center + threshold * level.scale
-
-    first = _ZLevel(sample, z_cut, in_memory_at)
-    if first.size() == 0:
-        raise ValueError("stacked test of an empty sample")
-    thresholds = stack_levels(first, MAX_LEVELS)
-    low = levels[0].center - threshold * levels[0].scale if two_sided and levels else None
-    return thresholds, tuple(levels[: len(thresholds)]), low
-
-
-class _ZLevel:
-    """A level of the stacked z-score test: its median and MAD from ``sample``'s own
-    passes, or, once it holds at most ``in_memory_at`` values, from its sorted values."""
-
-    def __init__(
-        self, sample: Levels, z_cut: Callable[[RobustScale], float | None], in_memory_at: int
-    ) -> None:
-        self.sample, self.z_cut, self.in_memory_at = sample, z_cut, in_memory_at
-        self._held: SortedLevel | None = None
-        self._size: int | None = None
-
-    def _memory(self) -> SortedLevel | None:
-        if self._held is None and self.size() <= self.in_memory_at:
-            self._held = SortedLevel(
-                self.sample.sorted_values(), lambda s: self.z_cut(robust_scale_sorted(s))
-            )
-        return self._held
-
-    def size(self) -> int:
-        if self._size is None:
-            self._size = self.sample.size()
-        return self._size
-
-    def cut(self) -> float | None:
-        held = self._memory()
-        return held.cut() if held is not None else self.z_cut(self.sample.robust_scale())
-
-    def above(self, cut: float) -> Level:
-        held = self._memory()
-        if held is not None:
-            return held.above(cut)
-        return _ZLevel(self.sample.above(cut), self.z_cut, self.in_memory_at)
-
-
 class _ScanLevels:
-    """A level read in chunks: its values through the filters of the levels below."""
+    """A level read in chunks: its values through the filters of the levels below; its
+    order statistics by radix refinement, its deviations' as those of the doubled
+    deviations |2x - 2 median| (integers), halved."""
 
-    def __init__(self, scan: Scan) -> None:
+    def __init__(self, scan: Scan, extent: tuple[int, int, int] | None = None) -> None:
         self.scan = scan
-        self._extent: tuple[int, int, int] | None = None
+        self._extent = extent
 
     def extent(self) -> tuple[int, int, int]:
         if self._extent is None:
@@ -230,8 +128,20 @@ class _ScanLevels:
     def size(self) -> int:
         return self.extent()[0]
 
-    def robust_scale(self) -> RobustScale:
-        return robust_scale_scan(self.scan, *self.extent())
+    def order_statistics(self, ranks: list[int]) -> dict[int, Any]:
+        return dict(order_statistics_by(self.scan, ranks, *self.extent()[1:], self.size()))
+
+    def deviations(self, middle: tuple[Any, Any], ranks: list[int]) -> dict[int, float]:
+        count, lowest, highest = self.extent()
+        twice = int(middle[0]) + int(middle[1])  # 2 * median, an integer
+        doubled = self.scan.then(doubled_deviation, twice)
+        d = order_statistics_by(doubled, ranks, 0, max(2 * highest - twice, twice - 2 * lowest), count)
+        return {k: d[k] / 2.0 for k in ranks}
+
+    def mean_deviation(self, middle: tuple[Any, Any]) -> float:
+        twice = int(middle[0]) + int(middle[1])
+        total: int = sum(self.scan.then(doubled_deviation, twice).map(exact_sum))
+        return total / (2 * self.size())
 
     def sorted_values(self) -> np.ndarray:
         return np.sort(np.concatenate(list(self.scan.map(identity))))
@@ -349,11 +259,7 @@ def time_windows_scan(
             t0, t_last = (lo, hi) if n == 0 else (min(t0, lo), max(t_last, hi))
             n += size
     if n == 0:
-        empty = np.zeros(0)
-        return WindowTable(
-            width_ns, empty, empty.astype(np.int64), empty, empty, empty, empty, indices,
-            np.zeros((0, len(indices)), dtype=np.int64),
-        )  # fmt: skip
+        return no_windows(width_ns, indices)
     n_windows = window_count(t0, t_last, width_ns)
     first = -1 if categories is not None and categories.low_threshold is not None else 0
     n_slots = (len(categories.thresholds) + 1 - first) if categories is not None else 0
@@ -374,47 +280,6 @@ def time_windows_scan(
     value = _window_order_statistics(scan, ranks, lowest, highest, counts > 0, t0, width_ns)
     slots = by_slot.reshape(n_windows, max(n_slots, 1)) if categories is not None else None
     return window_table(width_ns, counts, sums, highest, weight, value, slots, categories, first)
-
-
-def window_ranks(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per window: the type-7 weights of p50 and p99 (:func:`jitterlab.stats.type7.type7_ranks`)
-    and the four 0-based ranks whose values make them (lo50, lo99, hi50, hi99)."""
-    lo_rank, hi_rank, weight = type7_ranks(counts[:, None], (50.0, 99.0))
-    return weight, np.concatenate([lo_rank, hi_rank], axis=1)
-
-
-def window_table(
-    width_ns: int,
-    counts: np.ndarray,
-    sums: np.ndarray,
-    highest: np.ndarray,
-    weight: np.ndarray,
-    value: np.ndarray,
-    by_slot: np.ndarray | None,
-    categories: StackedResult | None,
-    first: int,
-) -> WindowTable:
-    """The :class:`WindowTable` from per-window counts, exact sums, maxima, the values at
-    :func:`window_ranks`'s ranks and the (window × slot) category counts."""
-    n_windows = counts.size
-    filled = counts > 0
-    p = type7_interpolate(value[:, :2], value[:, 2:], weight)
-    nan = np.full(n_windows, np.nan)
-    mean = np.array([int(s) / int(c) if c else math.nan for s, c in zip(sums, counts, strict=True)])
-    indices = tuple(c.index for c in categories.categories) if categories is not None else ()
-    slots = np.asarray(indices, dtype=np.int64) - first
-    category_counts = by_slot[:, slots] if by_slot is not None else np.zeros((n_windows, 0), np.int64)
-    return WindowTable(
-        width_ns,
-        width_ns * np.arange(n_windows),
-        counts,
-        mean,
-        np.where(filled, p[:, 0], nan),
-        np.where(filled, p[:, 1], nan),
-        np.where(filled, highest.astype(np.float64), nan),
-        indices,
-        category_counts,
-    )
 
 
 WindowIntervals = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # per window: a, b, step, open
@@ -508,65 +373,3 @@ def narrow(
     b[rows, r] = np.minimum(start + step - 1, b[rows, r])
     a[rows, r] = start
     below[rows, r] += before
-
-
-def baseline_of_chunks(chunks: Chunks, result: StackedResult) -> Baseline:
-    """:func:`jitterlab.stats.screening.baseline_of` of a reference sample read as chunks.
-
-    Holds only the values above the last threshold (the stack's top category: the values
-    the stacked test could not split further, a handful in practice)."""
-    return baseline_scan(LocalScan(chunks), result)
-
-
-def baseline_chunk(x: np.ndarray, first_cut: float, top_cut: float) -> tuple[np.ndarray, int, int, float]:
-    """One chunk's share of a baseline: its values above ``top_cut``, how many lie above
-    ``first_cut``, its size and its largest value (−inf when empty)."""
-    v = x.astype(np.float64)
-    return v[v > top_cut], int((v > first_cut).sum()), int(v.size), float(v.max()) if v.size else -math.inf
-
-
-def baseline_scan(scan: Scan, result: StackedResult) -> Baseline:
-    """:func:`baseline_of_chunks` of a reference sample read by ``scan``."""
-    if not result.thresholds:
-        raise ValueError("the baseline has no outlier categories (all its values are equal)")
-    tops, count, outliers, highest = [], 0, 0, -math.inf
-    for top_part, above, size, largest in scan.map(
-        baseline_chunk, result.thresholds[0], result.thresholds[-1]
-    ):
-        tops.append(top_part)
-        outliers += above
-        count += size
-        highest = max(highest, largest)
-    top = np.sort(np.concatenate(tops)) if tops else np.zeros(0)
-    if top.size == 0:
-        top = np.array([highest])
-    level = robust_scale_sorted(top)
-    cut = level.center + result.threshold * level.scale if level.scale > 0 else float(top[-1])
-    return Baseline(result.thresholds, outliers / count, max(cut, float(top[-1])), count)
-
-
-def screen_chunk(x: np.ndarray, thresholds: tuple[float, ...]) -> tuple[np.ndarray, float]:
-    """One chunk's category counts under a baseline's thresholds and its largest value."""
-    counts = np.zeros(len(thresholds) + 1, np.int64)
-    if x.size == 0:
-        return counts, -math.inf
-    v = x.astype(np.float64)
-    counts += np.bincount(categorize(v, thresholds).astype(np.int64), minlength=counts.size)
-    return counts, float(v.max())
-
-
-def screen_chunks(chunks: Chunks, baseline: Baseline, alpha: float = DEFAULT_ALPHA) -> Verdict:
-    """:func:`jitterlab.stats.screening.screen` of a sample read as chunks (one pass)."""
-    return screen_scan(LocalScan(chunks), baseline, alpha)
-
-
-def screen_scan(scan: Scan, baseline: Baseline, alpha: float = DEFAULT_ALPHA) -> Verdict:
-    """:func:`screen_chunks` of a sample read by ``scan``."""
-    counts = np.zeros(len(baseline.thresholds) + 1, np.int64)
-    highest = -math.inf
-    for c, largest in scan.map(screen_chunk, baseline.thresholds):
-        counts += c
-        highest = max(highest, largest)
-    if not counts.any():
-        return screen_counts((), math.nan, baseline, alpha)
-    return screen_counts(tuple(int(c) for c in counts), highest, baseline, alpha)

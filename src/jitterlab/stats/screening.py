@@ -18,12 +18,15 @@ so their verdicts agree by construction; a test checks that they do on the same 
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from jitterlab.stats.categories import StackedResult, categorize
+from jitterlab.stats.scan import LocalScan, Scan
 from jitterlab.stats.zscore import robust_scale_sorted
 
 DEFAULT_ALPHA = 0.01
@@ -65,27 +68,14 @@ class Verdict:
 
 
 def baseline_of(values: np.ndarray, result: StackedResult) -> Baseline:
-    """The screening baseline of a reference run's sorted-or-not values and its stacked test."""
-    ordered = np.sort(np.asarray(values, dtype=np.float64))
-    if not result.thresholds:
-        raise ValueError("the baseline has no outlier categories (all its values are equal)")
-    top = ordered[ordered > result.thresholds[-1]]
-    if top.size == 0:
-        top = ordered[-1:]
-    level = robust_scale_sorted(top)
-    cut = level.center + result.threshold * level.scale if level.scale > 0 else float(top[-1])
-    outliers = int((ordered > result.thresholds[0]).sum())
-    return Baseline(result.thresholds, outliers / ordered.size, max(cut, float(top[-1])), int(ordered.size))
+    """The screening baseline of a reference run's sorted-or-not values and its stacked test
+    (:func:`baseline_scan` of them as one chunk)."""
+    return baseline_scan(LocalScan(lambda: [np.asarray(values)]), result)
 
 
 def screen(values: np.ndarray, baseline: Baseline, alpha: float = DEFAULT_ALPHA) -> Verdict:
-    """The verdict on one trial's latencies."""
-    v = np.asarray(values, dtype=np.float64)
-    if v.size == 0:
-        return screen_counts((), float("nan"), baseline, alpha)
-    labels = categorize(v, baseline.thresholds)
-    counts = np.bincount(labels.astype(np.int64), minlength=len(baseline.thresholds) + 1)
-    return screen_counts(tuple(int(c) for c in counts), float(v.max()), baseline, alpha)
+    """The verdict on one trial's latencies (:func:`screen_scan` of them as one chunk)."""
+    return screen_scan(LocalScan(lambda: [np.asarray(values)]), baseline, alpha)
 
 
 def screen_counts(
@@ -111,3 +101,67 @@ def screen_counts(
     return Verdict(
         n, outliers, outliers / n, counts, max_value, p_value, bool(reasons), "; ".join(reasons) or "clean"
     )
+
+
+def baseline_of_chunks(chunks: Callable[[], Iterable[np.ndarray]], result: StackedResult) -> Baseline:
+    """:func:`jitterlab.stats.screening.baseline_of` of a reference sample read as chunks.
+
+    Holds only the values above the last threshold (the stack's top category: the values
+    the stacked test could not split further, a handful in practice)."""
+    return baseline_scan(LocalScan(chunks), result)
+
+
+def baseline_chunk(x: np.ndarray, first_cut: float, top_cut: float) -> tuple[np.ndarray, int, int, float]:
+    """One chunk's share of a baseline: its values above ``top_cut``, how many lie above
+    ``first_cut``, its size and its largest value (−inf when empty)."""
+    v = x.astype(np.float64)
+    return v[v > top_cut], int((v > first_cut).sum()), int(v.size), float(v.max()) if v.size else -math.inf
+
+
+def baseline_scan(scan: Scan, result: StackedResult) -> Baseline:
+    """:func:`baseline_of_chunks` of a reference sample read by ``scan``."""
+    if not result.thresholds:
+        raise ValueError("the baseline has no outlier categories (all its values are equal)")
+    tops, count, outliers, highest = [], 0, 0, -math.inf
+    for top_part, above, size, largest in scan.map(
+        baseline_chunk, result.thresholds[0], result.thresholds[-1]
+    ):
+        tops.append(top_part)
+        outliers += above
+        count += size
+        highest = max(highest, largest)
+    top = np.sort(np.concatenate(tops)) if tops else np.zeros(0)
+    if top.size == 0:
+        top = np.array([highest])
+    level = robust_scale_sorted(top)
+    cut = level.center + result.threshold * level.scale if level.scale > 0 else float(top[-1])
+    return Baseline(result.thresholds, outliers / count, max(cut, float(top[-1])), count)
+
+
+def screen_chunk(x: np.ndarray, thresholds: tuple[float, ...]) -> tuple[np.ndarray, float]:
+    """One chunk's category counts under a baseline's thresholds and its largest value."""
+    counts = np.zeros(len(thresholds) + 1, np.int64)
+    if x.size == 0:
+        return counts, -math.inf
+    v = x.astype(np.float64)
+    counts += np.bincount(categorize(v, thresholds).astype(np.int64), minlength=counts.size)
+    return counts, float(v.max())
+
+
+def screen_chunks(
+    chunks: Callable[[], Iterable[np.ndarray]], baseline: Baseline, alpha: float = DEFAULT_ALPHA
+) -> Verdict:
+    """:func:`jitterlab.stats.screening.screen` of a sample read as chunks (one pass)."""
+    return screen_scan(LocalScan(chunks), baseline, alpha)
+
+
+def screen_scan(scan: Scan, baseline: Baseline, alpha: float = DEFAULT_ALPHA) -> Verdict:
+    """:func:`screen_chunks` of a sample read by ``scan``."""
+    counts = np.zeros(len(baseline.thresholds) + 1, np.int64)
+    highest = -math.inf
+    for c, largest in scan.map(screen_chunk, baseline.thresholds):
+        counts += c
+        highest = max(highest, largest)
+    if not counts.any():
+        return screen_counts((), math.nan, baseline, alpha)
+    return screen_counts(tuple(int(c) for c in counts), highest, baseline, alpha)

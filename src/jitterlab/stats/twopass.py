@@ -29,21 +29,17 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from jitterlab.stats import kernels
 from jitterlab.stats.categories import StackedResult, categories_of_ranges, categorize
 from jitterlab.stats.loglinear import layout_bounds, layout_count
-from jitterlab.stats.outofcore import IN_MEMORY_AT, narrow, stacked_cuts, window_ranks, window_table
+from jitterlab.stats.outofcore import IN_MEMORY_AT, narrow
 from jitterlab.stats.valuetable import ValueCounter, ValueTable
-from jitterlab.stats.windows import WindowTable, window_count
-from jitterlab.stats.zscore import (
-    MAD_CONSISTENCY,
-    MEANAD_CONSISTENCY,
-    RobustScale,
-)
+from jitterlab.stats.windows import WindowTable, window_count, window_ranks, window_table
+from jitterlab.stats.zscore import RobustScale, robust_scale_of, stacked_cuts
 
 SendRecvChunks = Callable[[], Iterable[tuple[np.ndarray, np.ndarray]]]  # (t_send_ns, t_recv_ns)
 
@@ -129,33 +125,9 @@ def first_pass(
 # --- the stacked test on a table -------------------------------------------------------
 
 
-def _rank_value(table: ValueTable, cumulative: np.ndarray, rank: int) -> int:
-    return int(table.values[int(np.searchsorted(cumulative, rank, side="right"))])
-
-
 def robust_scale_table(table: ValueTable) -> RobustScale:
-    """:func:`jitterlab.stats.outofcore.robust_scale_scan` of a table (same figures)."""
-    cumulative = table.cumulative()
-    count = int(cumulative[-1])
-    mid = count // 2
-    if count % 2:
-        v_mid = _rank_value(table, cumulative, mid)
-        center, twice = float(v_mid), 2 * v_mid
-    else:
-        v_lo, v_hi = _rank_value(table, cumulative, mid - 1), _rank_value(table, cumulative, mid)
-        center, twice = (float(v_lo) + float(v_hi)) / 2.0, v_lo + v_hi
-    doubled = np.abs(2 * table.values - twice)
-    order = np.argsort(doubled, kind="stable")
-    deviations = ValueTable(doubled[order], table.counts[order])
-    d_cumulative = deviations.cumulative()
-    k = (count - 1) // 2
-    mad = _rank_value(deviations, d_cumulative, k) / 2.0
-    if count % 2 == 0:
-        mad = (mad + _rank_value(deviations, d_cumulative, count // 2) / 2.0) / 2.0
-    if mad > 0:
-        return RobustScale(center, mad / MAD_CONSISTENCY, mad, fallback=False)
-    total = int(np.dot(table.counts.astype(object), doubled.astype(object)))
-    return RobustScale(center, MEANAD_CONSISTENCY * (total / (2 * count)), 0.0, fallback=True)
+    """:func:`jitterlab.stats.zscore.robust_scale_of` of a sample held as a table."""
+    return robust_scale_of(_TableLevels(table))
 
 
 def _above(table: ValueTable, cut: float | None) -> ValueTable:
@@ -174,7 +146,9 @@ def stacked_z_table(
 
 
 class _TableLevels:
-    """A level of the stacked test as a suffix of the table."""
+    """A level of the stacked test as a suffix of the table: order statistics read off the
+    cumulative counts, the deviations' off the table of doubled deviations |2x - 2 median|
+    (integers) and their counts, halved."""
 
     def __init__(self, table: ValueTable) -> None:
         self.table = table
@@ -185,8 +159,23 @@ class _TableLevels:
     def size(self) -> int:
         return int(self.table.counts.sum())
 
-    def robust_scale(self) -> RobustScale:
-        return robust_scale_table(self.table)
+    def order_statistics(self, ranks: list[int]) -> dict[int, Any]:
+        return dict(zip(ranks, self.table.at_ranks(np.asarray(ranks)).tolist(), strict=True))
+
+    def _doubled(self, middle: tuple[Any, Any]) -> np.ndarray:
+        doubled: np.ndarray = np.abs(2 * self.table.values - (int(middle[0]) + int(middle[1])))
+        return doubled
+
+    def deviations(self, middle: tuple[Any, Any], ranks: list[int]) -> dict[int, float]:
+        doubled = self._doubled(middle)
+        order = np.argsort(doubled, kind="stable")
+        d = ValueTable(doubled[order], self.table.counts[order]).at_ranks(np.asarray(ranks))
+        return {k: int(v) / 2.0 for k, v in zip(ranks, d.tolist(), strict=True)}
+
+    def mean_deviation(self, middle: tuple[Any, Any]) -> float:
+        doubled = self._doubled(middle)
+        total = int(np.dot(self.table.counts.astype(object), doubled.astype(object)))
+        return total / (2 * self.size())
 
     def sorted_values(self) -> np.ndarray:
         return np.repeat(self.table.values, self.table.counts)

@@ -23,8 +23,6 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from jitterlab.stats.categories import StackedResult, build_result, stack
-
 
 @dataclass(frozen=True)
 class WalshResult:
@@ -81,14 +79,8 @@ def walsh_of_largest(top: np.ndarray, n: int) -> WalshResult | None:
     return WalshResult(count, float(top[n - count - off]), alpha, c, a)
 
 
-def stacked_walsh(values: npt.ArrayLike) -> StackedResult:
-    """Walsh's test applied to its own outliers while they number more than 60."""
-    ordered = np.sort(np.asarray(values))
-    return build_result(ordered, stack(ordered, walsh_cut), None, (), 0.05, False)
-
-
 def walsh_cut(sample: np.ndarray) -> float | None:
-    """One level of :func:`stacked_walsh` on its sorted sample: the value just below its
+    """One level of the stacked Walsh test (stats/extremes.py) held sorted in memory: the value just below its
     smallest outlier (None when there is none or the sample has 60 values or fewer)."""
     if sample.size <= 60:
         return None

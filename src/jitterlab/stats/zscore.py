@@ -21,16 +21,23 @@ increasing thresholds, so a later run can be classified with a reference run's t
 Speed: the sample is sorted once. The median is then an index, the MAD the middle of two
 sorted sequences (the deviations left and right of the median) found by binary search,
 every level's outliers a tail slice, and every category a slice.
+
+Written once: :func:`robust_scale_of` and :func:`stacked_cuts` read a sample through the
+order statistics of a :class:`Levels`; a sample in memory is the one-chunk case (a
+:class:`SortedLevels`), a run read in chunks or held as a table of values and counts
+gives the same order statistics by its own passes (stats/outofcore.py, stats/twopass.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-from jitterlab.stats.categories import StackedResult, build_result, search, stack
+from jitterlab.stats.categories import StackedResult, build_result, search, stack_levels
 from jitterlab.stats.summary import exact_sum
 
 MAD_CONSISTENCY = 0.6745  # Phi^-1(0.75): MAD / 0.6745 estimates sigma for normal data
@@ -54,6 +61,39 @@ def median_sorted(ordered: np.ndarray) -> float:
     n = ordered.size
     mid = n // 2
     return float(ordered[mid]) if n % 2 else (float(ordered[mid - 1]) + float(ordered[mid])) / 2.0
+
+
+class Levels(Protocol):
+    """A sample as the stacked test walks it, however it is held: sorted in memory
+    (:class:`SortedLevels`), read in chunks (``jitterlab.stats.outofcore``) or as a table of
+    values and counts (``jitterlab.stats.twopass``). It gives the order statistics the
+    robust scale needs; :func:`robust_scale_of` and :func:`stacked_cuts` are written once
+    over them."""
+
+    def size(self) -> int:
+        """How many values the sample holds."""
+        ...
+
+    def above(self, cut: float) -> Levels:
+        """The values above ``cut``."""
+        ...
+
+    def order_statistics(self, ranks: list[int]) -> dict[int, Any]:
+        """The value at each 0-based rank of the sorted sample (ints for integer samples)."""
+        ...
+
+    def deviations(self, middle: tuple[Any, Any], ranks: list[int]) -> dict[int, float]:
+        """The value at each 0-based rank of the sorted |x - center|, center the mean of the
+        two ``middle`` order statistics (the same one twice when the size is odd)."""
+        ...
+
+    def mean_deviation(self, middle: tuple[Any, Any]) -> float:
+        """mean |x - center| (center as for :meth:`deviations`), exact for integers."""
+        ...
+
+    def sorted_values(self) -> np.ndarray:
+        """The values, sorted."""
+        ...
 
 
 def _kth_deviation(ordered: np.ndarray, center: float, split: int, k: int) -> float:
@@ -82,30 +122,76 @@ def _kth_deviation(ordered: np.ndarray, center: float, split: int, k: int) -> fl
     raise AssertionError("unreachable: the k-th element always exists")
 
 
-def robust_scale_sorted(ordered: np.ndarray) -> RobustScale:
-    """Median, MAD and the modified z-score's scale of a **sorted** sample (see module docs)."""
-    n = ordered.size
+def _center(middle: tuple[Any, Any]) -> float:
+    """The median from its two middle order statistics (equal when the size is odd)."""
+    a, b = middle
+    return float(a) if a == b else (float(a) + float(b)) / 2.0
+
+
+class SortedLevels:
+    """A sample held sorted in memory (one chunk): every order statistic is an index, the
+    deviations' a binary search over the two sorted runs left and right of the center, and
+    a level above a cut a tail slice."""
+
+    def __init__(self, ordered: np.ndarray) -> None:
+        self.ordered = ordered
+
+    def size(self) -> int:
+        return int(self.ordered.size)
+
+    def above(self, cut: float) -> SortedLevels:
+        return SortedLevels(self.ordered[search(self.ordered, cut, "right") :])
+
+    def order_statistics(self, ranks: list[int]) -> dict[int, Any]:
+        return {r: self.ordered[r].item() for r in ranks}
+
+    def deviations(self, middle: tuple[Any, Any], ranks: list[int]) -> dict[int, float]:
+        center = _center(middle)
+        split = search(self.ordered, center, "left")
+        return {k: _kth_deviation(self.ordered, center, split, k) for k in ranks}
+
+    def mean_deviation(self, middle: tuple[Any, Any]) -> float:
+        ordered, n = self.ordered, self.ordered.size
+        center = _center(middle)
+        split = search(ordered, center, "left")
+        if ordered.dtype.kind in "iu":
+            # integers: the exact sum of the doubled deviations |2x - 2 center| (whole numbers)
+            twice = int(middle[0]) + int(middle[1])
+            deviations = (2 * exact_sum(ordered[split:]) - twice * (n - split)) + (
+                twice * split - 2 * exact_sum(ordered[:split])
+            )
+            return deviations / (2 * n)
+        below = float(ordered[:split].sum(dtype=np.float64))
+        above = float(ordered[split:].sum(dtype=np.float64))
+        return ((above - center * (n - split)) + (center * split - below)) / n
+
+    def sorted_values(self) -> np.ndarray:
+        return self.ordered
+
+
+def robust_scale_of(sample: Levels) -> RobustScale:
+    """Median, MAD and the modified z-score's scale of a non-empty sample however it is
+    held (see the module docs): the one robust scale, from the sample's order statistics
+    at ranks floor((n-1)/2) and floor(n/2), and the same ranks of its deviations."""
+    n = sample.size()
     if n == 0:
         raise ValueError("robust scale of an empty sample")
-    center = median_sorted(ordered)
-    split = search(ordered, center, "left")
-    mad = _kth_deviation(ordered, center, split, (n - 1) // 2)
+    ranks = sorted({(n - 1) // 2, n // 2})
+    v = sample.order_statistics(ranks)
+    middle = (v[(n - 1) // 2], v[n // 2])
+    center = _center(middle)
+    d = sample.deviations(middle, ranks)
+    mad = d[(n - 1) // 2]
     if n % 2 == 0:
-        mad = (mad + _kth_deviation(ordered, center, split, n // 2)) / 2.0
+        mad = (mad + d[n // 2]) / 2.0
     if mad > 0:
         return RobustScale(center, mad / MAD_CONSISTENCY, mad, fallback=False)
-    if ordered.dtype.kind in "iu":
-        # integers: the exact sum of the doubled deviations |2x - 2 center| (whole numbers),
-        # as stats/outofcore.py sums them streamed, so both give the same scale to the last bit
-        twice = round(2 * center)
-        deviations = (2 * exact_sum(ordered[split:]) - twice * (n - split)) + (
-            twice * split - 2 * exact_sum(ordered[:split])
-        )
-        return RobustScale(center, MEANAD_CONSISTENCY * (deviations / (2 * n)), 0.0, fallback=True)
-    below = float(ordered[:split].sum(dtype=np.float64))
-    above = float(ordered[split:].sum(dtype=np.float64))
-    mean_ad = ((above - center * (n - split)) + (center * split - below)) / n
-    return RobustScale(center, MEANAD_CONSISTENCY * mean_ad, 0.0, fallback=True)
+    return RobustScale(center, MEANAD_CONSISTENCY * sample.mean_deviation(middle), 0.0, fallback=True)
+
+
+def robust_scale_sorted(ordered: np.ndarray) -> RobustScale:
+    """Median, MAD and the modified z-score's scale of a **sorted** sample (see module docs)."""
+    return robust_scale_of(SortedLevels(ordered))
 
 
 def robust_scale(values: npt.ArrayLike) -> RobustScale:
@@ -174,17 +260,55 @@ def stacked_z_test(
         return build_result(
             s, baseline.thresholds, baseline.low_threshold, baseline.levels, baseline.threshold, True
         )
+    thresholds, levels, low = stacked_cuts(SortedLevels(s), threshold, two_sided, s.size)
+    return build_result(s, thresholds, low, levels, threshold, False)
+
+
+def stacked_cuts(
+    sample: Levels, threshold: float, two_sided: bool, in_memory_at: int
+) -> tuple[tuple[float, ...], tuple[RobustScale, ...], float | None]:
+    """The stacked z-score test's thresholds, the levels they came from and the low
+    threshold, by :func:`~jitterlab.stats.categories.stack_levels`, whatever holds the
+    sample: the one stacked z-score test (in memory it is given a :class:`SortedLevels`);
+    a level of at most ``in_memory_at`` values is sorted and finished in memory."""
     levels: list[RobustScale] = []
 
-    def next_cut(sample: np.ndarray) -> float | None:
-        level = robust_scale_sorted(sample)
+    def z_cut(level: RobustScale) -> float | None:
         if level.scale == 0:
             return None
         levels.append(level)
         return level.center + threshold * level.scale
 
-    thresholds = stack(s, next_cut, MAX_LEVELS)
-    low = None
-    if two_sided and levels:
-        low = levels[0].center - threshold * levels[0].scale
-    return build_result(s, thresholds, low, tuple(levels[: len(thresholds)]), threshold, False)
+    first = _ZLevel(sample, z_cut, in_memory_at)
+    if first.size() == 0:
+        raise ValueError("stacked test of an empty sample")
+    thresholds = stack_levels(first, MAX_LEVELS)
+    low = levels[0].center - threshold * levels[0].scale if two_sided and levels else None
+    return thresholds, tuple(levels[: len(thresholds)]), low
+
+
+class _ZLevel:
+    """A level of the stacked z-score test: its cut from the robust scale of ``sample``,
+    which is sorted and held in memory once it has at most ``in_memory_at`` values."""
+
+    def __init__(
+        self, sample: Levels, z_cut: Callable[[RobustScale], float | None], in_memory_at: int
+    ) -> None:
+        self.sample, self.z_cut, self.in_memory_at = sample, z_cut, in_memory_at
+        self._size: int | None = None
+
+    def _held(self) -> Levels:
+        if not isinstance(self.sample, SortedLevels) and self.size() <= self.in_memory_at:
+            self.sample = SortedLevels(self.sample.sorted_values())
+        return self.sample
+
+    def size(self) -> int:
+        if self._size is None:
+            self._size = self.sample.size()
+        return self._size
+
+    def cut(self) -> float | None:
+        return self.z_cut(robust_scale_of(self._held()))
+
+    def above(self, cut: float) -> _ZLevel:
+        return _ZLevel(self._held().above(cut), self.z_cut, self.in_memory_at)
