@@ -33,14 +33,16 @@ folder that is removed at the end.
 Answers: JSON outputs are compared without their ``context`` block (a difference is named by
 its first differing path: issue 38 changed some answers on purpose, tests/golden/EXCEPTIONS.md
 lists them), hgrm and analysis results as they are, the report's page without the minute it
-was generated in.
+was generated in: its text, then its plots (against 3dbcc49 the plots differ on purpose: issue
+38 item 6 gave every figure one palette, 3fef412).
 
 Printed: a line per case as it finishes (``  NAME: now/then R× time, M× memory; same answer
 …``, read by benchmarks/figures.toml), then the table: command, then median (range), now
 median (range), ratio now/then (below 1: faster now), the verdict (``slower`` only when every
 repeat of now is slower than every repeat of then, ``faster`` the other way round, else
-``noise``), peak MB then/now, same answer; with the host CPU, the CPU count and the load
-before and after.
+``noise``), the CPU seconds' ratio now/then (the command and the children it waited for:
+less sensitive to the load than the wall time), peak MB then/now, same answer; with the host
+CPU, the CPU count and the load before and after.
 
 Expected duration at the defaults (3 repeats, so 6 runs of each command; ``--reuse`` with the
 files already made; a quiet 2-vCPU host): about 9 minutes, most of it at 10⁹ (describe ~25 s
@@ -59,6 +61,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import sys
 import tempfile
@@ -224,19 +227,35 @@ def host() -> str:
 
 
 def measure(case: Case, env: dict[str, dict[str, str]], repeats: int) -> dict[str, Any]:
-    """Both trees, alternately, ``repeats`` times each: seconds, peak MB and the last output."""
+    """Both trees, alternately, ``repeats`` times each: seconds, CPU seconds (the command and
+    the children it waited for: on a loaded machine the wall time is this plus the wait for a
+    CPU), peak MB and the last output."""
     seconds: dict[str, list[float]] = {"then": [], "now": []}
+    cpu: dict[str, list[float]] = {"then": [], "now": []}
     peak = {"then": 0.0, "now": 0.0}
     printed: dict[str, str] = {}
     for repeat in range(repeats):
         for side in ("then", "now") if repeat % 2 == 0 else ("now", "then"):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             m = run_measured([sys.executable, *case.argv], env=env[side], interval=0.01)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu[side].append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
             if m.returncode != 0:
                 raise SystemExit(f"{case.name}: {side} failed ({m.returncode}): {m.stderr.strip()[-400:]}")
             seconds[side].append(m.seconds)
             peak[side] = max(peak[side], m.peak_tree_rss_bytes / 1e6)
             printed[side] = case.page.read_text() if case.page else m.stdout
-    return {"seconds": seconds, "peak": peak, "same": same_answer(printed["then"], printed["now"], case.form)}
+    return {
+        "seconds": seconds,
+        "cpu": cpu,
+        "peak": peak,
+        "same": same_answer(printed["then"], printed["now"], case.form),
+    }
+
+
+def ratio(values: dict[str, list[float]]) -> float:
+    """now/then of the medians."""
+    return median_range(values["now"])[0] / median_range(values["then"])[0]
 
 
 def verdict(then: list[float], now: list[float]) -> str:
@@ -304,7 +323,7 @@ def main() -> int:
         if "cluster" in sets:
             cases += cluster_cases(folder, args.cluster_samples)
         if args.make_only:
-            print(f"made: {', '.join(sorted(p.name for p in folder.iterdir()))} in {folder}")
+            print(f"made: {', '.join(sorted(p.name for p in folder.iterdir() if p.is_dir()))} in {folder}")
             return 0
         base = {k: v for k, v in os.environ.items() if k not in ("JITTERLAB_STORE", "JITTERLAB_NATIVE_DIR")}
         env = {"then": base | {"PYTHONPATH": str(then_src)}, "now": base | {"PYTHONPATH": str(now_src)}}
@@ -317,16 +336,15 @@ def main() -> int:
         rows = []
         for case in cases:
             r = measure(case, env, args.repeats)
-            t, n = (median_range(r["seconds"][k])[0] for k in ("then", "now"))
             print(
-                f"  {case.name}: now/then {n / t:.2f}× time, {r['peak']['now'] / r['peak']['then']:.2f}× memory;"
-                f" same answer {r['same']} (load {load()})",
+                f"  {case.name}: now/then {ratio(r['seconds']):.2f}× time, {r['peak']['now'] / r['peak']['then']:.2f}× memory;"
+                f" same answer {r['same']} (CPU time now/then {ratio(r['cpu']):.2f}×, load {load()})",
                 flush=True,
             )
             rows.append((case, r))
         print(f"\nthis tree against {args.against}: median (range) of {args.repeats}, seconds; peak tree RSS")
         print(
-            f"{'command':<30}{'then s':>22}{'now s':>22}{'now/then':>9}{'verdict':>8}"
+            f"{'command':<30}{'then s':>22}{'now s':>22}{'now/then':>9}{'verdict':>8}{'CPU n/t':>8}"
             f"{'MB then':>9}{'MB now':>8}  same answer"
         )
         for case, r in rows:
@@ -334,10 +352,9 @@ def main() -> int:
             for side in ("then", "now"):
                 mid, lo, hi = median_range(r["seconds"][side])
                 cells.append(f"{mid:.2f} ({lo:.2f}–{hi:.2f})")
-            ratio = median_range(r["seconds"]["now"])[0] / median_range(r["seconds"]["then"])[0]
             print(
-                f"{case.name:<30}{cells[0]:>22}{cells[1]:>22}{ratio:>8.2f}×"
-                f"{verdict(r['seconds']['then'], r['seconds']['now']):>8}"
+                f"{case.name:<30}{cells[0]:>22}{cells[1]:>22}{ratio(r['seconds']):>8.2f}×"
+                f"{verdict(r['seconds']['then'], r['seconds']['now']):>8}{ratio(r['cpu']):>7.2f}×"
                 f"{r['peak']['then']:>9.0f}{r['peak']['now']:>8.0f}  {r['same']}"
             )
         for case, r in rows:
