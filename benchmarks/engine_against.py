@@ -40,15 +40,18 @@ Printed: a line per case as it finishes (``  NAME: now/then R× time, M× memory
 …``, read by benchmarks/figures.toml), then the table: command, then median (range), now
 median (range), ratio now/then (below 1: faster now), the verdict (``slower`` only when every
 repeat of now is slower than every repeat of then, ``faster`` the other way round, else
-``noise``), the CPU seconds' ratio now/then (the command and the children it waited for:
+``noise``; ``n/a`` under 3 repeats), the CPU seconds' ratio now/then (the command and the children it waited for:
 less sensitive to the load than the wall time), peak MB then/now, same answer; with the host
 CPU, the CPU count and the load before and after.
 
 Expected duration at the defaults (3 repeats, so 6 runs of each command; ``--reuse`` with the
-files already made; a quiet 2-vCPU host): about 9 minutes, most of it at 10⁹ (describe ~25 s
-and show --recompute ~11 s a run, docs/results/scale.md), then the cluster's start-ups, the
-10⁸ analysis and the 28-run report (~6–9 s a run each). Making the files the first time adds
-about 5 minutes (the 10⁹ run: ~3 minutes quiet); ``--make-only`` makes them without timing.
+files already made; a quiet 2-vCPU host): about 10–15 minutes, an estimate: now's times from
+docs/results/scale.md (describe 10⁹ ~25 s, show --recompute 10⁹ ~11 s a run; the 10⁸
+analysis, the 28-run report and each cluster command ~6–10 s) and then's from one loaded
+repeat at 10⁸ (2026-11-28, load 14–20: then's show ~12× and describe ~4× now's), so describe
+of 10⁹ alone may take ~6 minutes. ``--sizes 1e8`` leaves 10⁹ out. Making the files the
+first time adds about 5 minutes quiet (the 10⁹ run: ~3; it took 13 at load 13 and nice 15);
+``--make-only`` makes them without timing.
 
 Usage: python benchmarks/engine_against.py [--against REV] [--sets scale,analysis,report,cluster]
        [--sizes 1e8,1e9] [--analysis-samples 1e8] [--runs 28] [--report-samples 200000]
@@ -259,7 +262,10 @@ def ratio(values: dict[str, list[float]]) -> float:
 
 
 def verdict(then: list[float], now: list[float]) -> str:
-    """slower / faster only when the two sets of repeats do not overlap; noise otherwise."""
+    """slower / faster only when the two sets of repeats (at least 3 each) do not overlap;
+    noise otherwise; n/a with fewer repeats (one repeat each never overlaps)."""
+    if min(len(then), len(now)) < 3:
+        return "n/a"
     if min(now) > max(then):
         return "slower"
     if max(now) < min(then):

@@ -79,3 +79,11 @@ def test_the_registry_reads_the_side_by_side_lines(bench) -> None:
     assert found["cluster_describe_now_over_then"] == 0.84
     assert found["describe_1e9_now_over_then"] == 0.97
     assert (found["describe_1e9_s"], found["describe_1e9_peak_mb"]) == (24.3, 281)
+
+
+def test_a_verdict_needs_three_repeats_that_do_not_overlap(bench) -> None:
+    verdict = bench["engine_against"].verdict
+    assert verdict([1.0], [2.0]) == "n/a"
+    assert verdict([1.0, 1.1, 1.2], [1.3, 1.4, 1.5]) == "slower"
+    assert verdict([1.0, 1.1, 1.2], [0.5, 0.6, 0.9]) == "faster"
+    assert verdict([1.0, 1.1, 1.5], [1.2, 1.3, 1.4]) == "noise"
