@@ -40,9 +40,9 @@ Printed: a line per case as it finishes (``  NAME: now/then R× time, M× memory
 …``, read by benchmarks/figures.toml), then the table: command, then median (range), now
 median (range), ratio now/then (below 1: faster now), the verdict (``slower`` only when every
 repeat of now is slower than every repeat of then, ``faster`` the other way round, else
-``noise``; ``n/a`` under 3 repeats), the CPU seconds' ratio now/then (the command and the children it waited for:
-less sensitive to the load than the wall time), peak MB then/now, same answer; with the host
-CPU, the CPU count and the load before and after.
+``noise``; ``n/a`` under 3 repeats), the CPU seconds' ratio now/then (the command and the
+children it waited for: less sensitive to the load than the wall time), peak MB then/now,
+same answer; with the host CPU, the CPU count and the load before and after.
 
 Expected duration at the defaults (3 repeats, so 6 runs of each command; ``--reuse`` with the
 files already made; a quiet 2-vCPU host): about 10–15 minutes, an estimate: now's times from
