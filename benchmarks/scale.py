@@ -31,9 +31,11 @@ at 10⁸ ≥ 5× DuckDB and ≥ 10× pandas (pandas is only run to 10⁷ here, a
 is printed).
 
 Disk: about 2.2 bytes per sample (delta-packed Parquet): 10⁸ → 220 MB, 10⁹ → 2.2 GB; the
-store is deleted at the end unless ``--keep``.
+store is deleted at the end unless ``--keep``. ``--reuse DIR`` keeps each size's run in
+``DIR/scale-1eN`` (a store) and reuses it the next time (the 10⁹ run takes minutes to make);
+benchmarks/engine_against.py reads the same folders.
 
-Usage: python benchmarks/scale.py [--quick] [--full] [--sizes 1e6,1e7] [--repeats 3] [--json]
+Usage: python benchmarks/scale.py [--quick] [--full] [--sizes 1e6,1e7] [--repeats 3] [--reuse DIR] [--json]
 """
 
 from __future__ import annotations
@@ -100,7 +102,7 @@ def generate(store_root: Path, n: int, seed: int = 2025) -> str:
     from jitterlab.store.writer import SampleWriter
 
     store = ResultsStore(store_root)
-    run_id = store.new_run_id("scale", f"n{n}")
+    run_id = store.new_run_id("scale", f"n{n}", f"s{seed}")
     staging = store.staging_dir(run_id)
     t0 = 1_000_000_000
     with SampleWriter(staging / SAMPLES_FILE, run_id) as writer:
@@ -122,6 +124,22 @@ def generate(store_root: Path, n: int, seed: int = 2025) -> str:
     )
     store.publish_samples(staging, meta, writer)
     return run_id
+
+
+def size_name(n: int) -> str:
+    """1e9 for 10⁹, the number itself otherwise (the folder names under ``--reuse``)."""
+    digits = str(n)
+    return f"1e{len(digits) - 1}" if digits.strip("0") == "1" else digits
+
+
+def kept(store_root: Path, n: int, seed: int = 2025) -> str:
+    """The run of n samples made with ``seed`` in the store at ``store_root``, made there (and
+    kept) the first time: a 10⁹ run takes minutes to generate and 2.2 GB of disk, so later
+    runs of the benchmark reuse it. A run is only reused once committed (a generation that was
+    interrupted leaves nothing in the store but its staging folder)."""
+    for run_json in sorted(store_root.glob(f"*-scale-n{n}-s{seed}-*/run.json")):
+        return run_json.parent.name
+    return generate(store_root, n, seed)
 
 
 def measure(cmd: list[str], repeats: int, env: dict[str, str]) -> tuple[list[float], list[float], str]:
@@ -183,6 +201,12 @@ def main() -> int:
     parser.add_argument("--plot", default=None, help="PNG of the scale curve (default: in the temp folder)")
     parser.add_argument("--dir", default=None, help="where the generated store goes (default: a temp folder)")
     parser.add_argument("--keep", action="store_true", help="keep the generated store")
+    parser.add_argument(
+        "--reuse",
+        type=Path,
+        metavar="DIR",
+        help="keep each size's run in DIR/scale-1eN and reuse it next time (10⁹: 2.2 GB, minutes to make)",
+    )
     parser.add_argument("--json", action="store_true", help="one JSON object of named figures")
     args = parser.parse_args()
     if args.sizes:
@@ -203,11 +227,12 @@ def main() -> int:
     say = (lambda *a: print(*a, file=sys.stderr)) if args.json else print
     try:
         for n in sizes:
-            run_id = generate(root / "store", n)
+            store_root = args.reuse / f"scale-{size_name(n)}" if args.reuse else root / "store"
+            run_id = kept(store_root, n) if args.reuse else generate(store_root, n)
             from jitterlab.store import ResultsStore
 
-            path = ResultsStore(root / "store").resolve(run_id) / "samples.parquet"
-            store_args = ["--store", str(root / "store")]
+            path = ResultsStore(store_root).resolve(run_id) / "samples.parquet"
+            store_args = ["--store", str(store_root)]
             row: dict[str, object] = {"n": n, "file_mb": path.stat().st_size / 1e6}
             s_show, m_show, out = measure([*jl, "show", run_id, "--json", *store_args], args.repeats, env)
             ours = json.loads(out)["summary_ns"]
@@ -250,7 +275,8 @@ def main() -> int:
                 say(f"N {n:.0e} ratio pandas/show {ratio_pd:.2f}×")
                 figures[f"pandas_over_show_{n:.0e}"] = ratio_pd
             rows.append(row)
-            shutil.rmtree(ResultsStore(root / "store").resolve(run_id))  # disk: one size at a time
+            if not args.reuse:
+                shutil.rmtree(ResultsStore(store_root).resolve(run_id))  # disk: one size at a time
         say("")
         say(table(rows))
         plot_path = Path(args.plot) if args.plot else root.parent / f"{root.name}-curve.png"
