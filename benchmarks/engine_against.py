@@ -350,7 +350,7 @@ def main() -> int:
             rows.append((case, r))
         print(f"\nthis tree against {args.against}: median (range) of {args.repeats}, seconds; peak tree RSS")
         print(
-            f"{'command':<30}{'then s':>22}{'now s':>22}{'now/then':>9}{'verdict':>8}{'CPU n/t':>8}"
+            f"{'command':<30}{'then s':>24}{'now s':>24}{'now/then':>9}{'verdict':>8}{'CPU n/t':>8}"
             f"{'MB then':>9}{'MB now':>8}  same answer"
         )
         for case, r in rows:
@@ -359,7 +359,7 @@ def main() -> int:
                 mid, lo, hi = median_range(r["seconds"][side])
                 cells.append(f"{mid:.2f} ({lo:.2f}–{hi:.2f})")
             print(
-                f"{case.name:<30}{cells[0]:>22}{cells[1]:>22}{ratio(r['seconds']):>8.2f}×"
+                f"{case.name:<30}{cells[0]:>24}{cells[1]:>24}{ratio(r['seconds']):>8.2f}×"
                 f"{verdict(r['seconds']['then'], r['seconds']['now']):>8}{ratio(r['cpu']):>7.2f}×"
                 f"{r['peak']['then']:>9.0f}{r['peak']['now']:>8.0f}  {r['same']}"
             )
