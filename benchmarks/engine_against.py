@@ -72,6 +72,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from checkout import native_dir_of_installed
 from report_speed import extract_before, make_store
 from scale import kept, size_name
 from treemem import median_range, run_measured
@@ -332,7 +333,13 @@ def main() -> int:
             print(f"made: {', '.join(sorted(p.name for p in folder.iterdir() if p.is_dir()))} in {folder}")
             return 0
         base = {k: v for k, v in os.environ.items() if k not in ("JITTERLAB_STORE", "JITTERLAB_NATIVE_DIR")}
-        env = {"then": base | {"PYTHONPATH": str(then_src)}, "now": base | {"PYTHONPATH": str(now_src)}}
+        # a checkout set up by pip install has its C++ core beside the installed package only
+        native = native_dir_of_installed()
+        core = {"JITTERLAB_NATIVE_DIR": native} if native else {}
+        env = {
+            "then": base | {"PYTHONPATH": str(then_src)} | ({} if args.then_native else core),
+            "now": base | {"PYTHONPATH": str(now_src)} | core,
+        }
         for case in cases:
             if case.form != "analysis":
                 case.argv[:0] = ["-m", "jitterlab"]

@@ -45,10 +45,10 @@ from pathlib import Path
 
 TREE = Path(__file__).resolve().parents[1]
 if (TREE / "src" / "jitterlab").is_dir():  # this checkout's jitterlab, here and in the servers
+    from checkout import environment  # the installed C++ core found from the checkout's src
+
+    os.environ.update(environment())
     sys.path.insert(0, str(TREE / "src"))
-    os.environ["PYTHONPATH"] = os.pathsep.join(
-        [str(TREE / "src"), *filter(None, [os.environ.get("PYTHONPATH")])]
-    )
 
 import jitterlab  # noqa: E402
 from jitterlab.core.programs import native_program  # noqa: E402

@@ -28,7 +28,7 @@ def test_every_registered_benchmark_exists_and_every_benchmark_is_registered(fig
     for script in scripts:
         assert (REPO / "benchmarks" / script).is_file(), script
     # every benchmark that prints figures is in the registry; the tools are not benchmarks
-    tools = {"all.py", "treemem.py", "fuzz.py"}
+    tools = {"all.py", "treemem.py", "fuzz.py", "checkout.py"}
     on_disk = {p.name for p in (REPO / "benchmarks").glob("*.py")} - tools
     assert on_disk <= scripts, f"benchmarks missing from figures.toml: {sorted(on_disk - scripts)}"
     assert all(b.patterns for b in benches)
