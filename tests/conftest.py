@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import pwd
 import secrets
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -154,6 +155,19 @@ def assert_one_line_error(err: str) -> None:
     assert len(lines) == 1, f"expected one error line, got: {err!r}"
     assert "Traceback" not in err
     assert "error" in lines[0]
+
+
+def module_nodes(
+    root: Path, leave_out: Callable[[str], bool] = lambda relative: False
+) -> Iterator[tuple[str, ast.AST]]:
+    """Every node of every module below ``root`` (by path; a module ``leave_out`` names is
+    not read), with the module's path from ``root`` (``describe/report.py``): what the
+    checks on the source walk."""
+    for path in sorted(root.rglob("*.py")):
+        relative = path.relative_to(root).as_posix()
+        if not leave_out(relative):
+            for node in ast.walk(ast.parse(path.read_text())):
+                yield relative, node
 
 
 def make_run(

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 import tomllib
 
+from conftest import module_nodes
+
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "jitterlab"
 
 # Which rooms each room may import (itself always). cli sits on top and may import any room.
@@ -165,21 +167,22 @@ def parquet_outside_store(package: Path) -> list[str]:
     """Every import of a Parquet module, and every call of a Parquet reader by name, in a
     module outside ``store/`` (function-local ones too)."""
     problems = []
-    for path in sorted(package.rglob("*.py")):
-        relative = path.relative_to(package)
-        if relative.parts[0] == "store":
-            continue
-        for node in ast.walk(ast.parse(path.read_text())):
-            names: list[str] = []
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module:
-                names = [f"{node.module}.{a.name}" for a in node.names] + [node.module]
-            elif isinstance(node, ast.Attribute) and node.attr in PARQUET_READERS:
-                problems.append(f"{relative}:{node.lineno}: reads Parquet ({node.attr})")
-            if any(n == m or n.startswith(m + ".") for n in names for m in PARQUET_MODULES):
-                problems.append(f"{relative}:{node.lineno}: imports a Parquet module")
+    for relative, node in module_nodes(package, lambda relative: relative.startswith("store/")):
+        if isinstance(node, ast.Attribute) and node.attr in PARQUET_READERS:
+            problems.append(f"{relative}:{node.lineno}: reads Parquet ({node.attr})")
+        if any(n == m or n.startswith(m + ".") for n in imported_names(node) for m in PARQUET_MODULES):
+            problems.append(f"{relative}:{node.lineno}: imports a Parquet module")
     return sorted(set(problems))
+
+
+def imported_names(node: ast.AST) -> list[str]:
+    """What an import names: ``import a.b`` a.b; ``from a import b`` a and a.b (nothing for
+    another node, or a relative ``from . import b``)."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    if isinstance(node, ast.ImportFrom) and node.module:
+        return [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+    return []
 
 
 def test_only_the_store_opens_parquet_files() -> None:
@@ -474,31 +477,23 @@ def processes_in_describe(package: Path) -> list[str]:
     """describe/ starts no program (no ``subprocess`` anywhere in it); a fork of itself
     (``multiprocessing``, ``ProcessPoolExecutor``, ``os.fork``) only in the modules named."""
     problems = []
-    for path in sorted((package / "describe").rglob("*.py")):
-        relative = path.relative_to(package).as_posix()
-        for node in ast.walk(ast.parse(path.read_text())):
-            names: list[str] = []
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module:
-                names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
-            elif isinstance(node, ast.Attribute) and node.attr in (
-                "fork",
-                "forkpty",
-                "spawnv",
-                "system",
-                "popen",
-            ):
-                names = [f"os.{node.attr}"] if ast.unparse(node.value) == "os" else []
-            for name in names:
-                if name.split(".")[0] == "subprocess" or name in ("os.system", "os.popen", "os.spawnv"):
-                    problems.append(f"{relative}:{node.lineno}: starts a program ({name})")
-                elif (
-                    name.split(".")[0] == "multiprocessing"
-                    or name.endswith("ProcessPoolExecutor")
-                    or name.startswith("os.fork")
-                ) and relative not in FORKS_IN_DESCRIBE:
-                    problems.append(f"{relative}:{node.lineno}: makes a process ({name})")
+    for relative, node in module_nodes(package, lambda relative: not relative.startswith("describe/")):
+        names = imported_names(node)
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr in ("fork", "forkpty", "spawnv", "system", "popen")
+            and ast.unparse(node.value) == "os"
+        ):
+            names = [f"os.{node.attr}"]
+        for name in names:
+            if name.split(".")[0] == "subprocess" or name in ("os.system", "os.popen", "os.spawnv"):
+                problems.append(f"{relative}:{node.lineno}: starts a program ({name})")
+            elif (
+                name.split(".")[0] == "multiprocessing"
+                or name.endswith("ProcessPoolExecutor")
+                or name.startswith("os.fork")
+            ) and relative not in FORKS_IN_DESCRIBE:
+                problems.append(f"{relative}:{node.lineno}: makes a process ({name})")
     return sorted(set(problems))
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import latency_clusters, make_run
+from conftest import latency_clusters, make_run, module_nodes
 from jitterlab.store.memory import (
     IN_MEMORY_AT_MOST,
     IN_MEMORY_BYTES_PER_SAMPLE,
@@ -17,7 +17,7 @@ from jitterlab.store.memory import (
 )
 
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "jitterlab"
-RULE = PACKAGE / "store" / "memory.py"
+RULE = "store/memory.py"  # the one module that decides
 
 
 def own_rules(package: Path) -> list[str]:
@@ -25,17 +25,15 @@ def own_rules(package: Path) -> list[str]:
     compare against ``memory_bound_bytes()`` (naming the bound in a message is fine) or
     assign a size threshold named IN_MEMORY_…_AT_MOST."""
     found = []
-    for path in (p for p in sorted(package.rglob("*.py")) if p.resolve() != RULE.resolve()):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Compare) and any(
-                isinstance(c, ast.Call) and "memory_bound_bytes" in ast.unparse(c.func)
-                for c in ast.walk(node)
-            ):
-                found.append(f"{path.relative_to(package)}:{node.lineno}: compares memory_bound_bytes")
-            targets = node.targets if isinstance(node, ast.Assign) else []
-            for t in targets:
-                if isinstance(t, ast.Name) and t.id.startswith("IN_MEMORY") and t.id.endswith("AT_MOST"):
-                    found.append(f"{path.relative_to(package)}:{node.lineno}: defines {t.id}")
+    for relative, node in module_nodes(package, lambda relative: relative == RULE):
+        if isinstance(node, ast.Compare) and any(
+            isinstance(c, ast.Call) and "memory_bound_bytes" in ast.unparse(c.func) for c in ast.walk(node)
+        ):
+            found.append(f"{relative}:{node.lineno}: compares memory_bound_bytes")
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        for t in targets:
+            if isinstance(t, ast.Name) and t.id.startswith("IN_MEMORY") and t.id.endswith("AT_MOST"):
+                found.append(f"{relative}:{node.lineno}: defines {t.id}")
     return found
 
 
