@@ -516,6 +516,17 @@ def _num(cell: str) -> float | None:
     return float(cell) if cell else None
 
 
+def _assert_levels_as_described(row: dict[str, str], d: dict[str, Any]) -> None:
+    """The row's levels (LEVELS: median, p99, p99.9, p99.99) are describe --json's: value,
+    interval, resolved and the interval's method."""
+    levels = {q["level"]: q for q in d["percentiles"]}
+    for key, level in (("median", 50.0), ("p99", 99.0), ("p99.9", 99.9), ("p99.99", 99.99)):
+        q = levels[level]
+        assert _num(row[f"{key}_ns"]) == q["value"]
+        assert _num(row[f"{key}_ci_low_ns"]) == q["ci_low"] and _num(row[f"{key}_ci_high_ns"]) == q["ci_high"]
+        assert row[f"{key}_resolved"] == str(q["resolved"]).lower() and row[f"{key}_ci_method"] == q["method"]
+
+
 def test_mtp_runs_get_their_estimators_and_windows_as_describe_gives_them(
     other_kinds: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -554,13 +565,8 @@ def test_net_runs_get_seed_004_tables_with_describes_numbers(
     )
     meta = json.loads((store / run_id / "run.json").read_text())
     assert int(row["lost"]) == meta["net"]["measured_lost"]
-    levels = {q["level"]: q for q in d["percentiles"]}
-    for key, level in (("median", 50.0), ("p99", 99.0), ("p99.9", 99.9), ("p99.99", 99.99)):
-        q = levels[level]
-        assert _num(row[f"{key}_ns"]) == q["value"]
-        assert _num(row[f"{key}_ci_low_ns"]) == q["ci_low"] and _num(row[f"{key}_ci_high_ns"]) == q["ci_high"]
-        assert row[f"{key}_resolved"] == str(q["resolved"]).lower() and row[f"{key}_ci_method"] == q["method"]
-    assert not levels[99.99]["resolved"]  # the 2 s ping's p99.99: "≥ x" in the text tables
+    _assert_levels_as_described(row, d)
+    assert not {q["level"]: q for q in d["percentiles"]}[99.99]["resolved"]  # "≥ x" in the text tables
     assert "≥ " in (out / "tables" / "net-table6.md").read_text()
     assert r"$\geq$" in (out / "tables" / "net-table6.tex").read_text()
 
@@ -709,11 +715,7 @@ def test_net_stream_open_loop_and_frame_tables_equal_describe_json(
         (row,) = _csv(out / "tables" / f"{name}.csv")
         run = runs[scenario]
         d = _describe_json(store, run.id, capsys)
-        levels = {q["level"]: q for q in d["percentiles"]}
-        for key, level in (("median", 50.0), ("p99", 99.0), ("p99.9", 99.9), ("p99.99", 99.99)):
-            q = levels[level]
-            assert _num(row[f"{key}_ns"]) == q["value"] and _num(row[f"{key}_ci_low_ns"]) == q["ci_low"]
-            assert row[f"{key}_resolved"] == str(q["resolved"]).lower()
+        _assert_levels_as_described(row, d)
         net = run.meta["net"]
         if scenario == "stream":
             assert float(row["throughput_msg/s"]) == pytest.approx(net["msg_per_s"], rel=1e-11)
