@@ -36,7 +36,12 @@ def _level_name(key: str) -> str:
     return "median" if key == "p50" else key
 
 
-def _ns_values(rows: Sequence[Sequence[object]], columns: Sequence[Column], j: int) -> list[float]:
+def _level_keys(data: PaperData) -> list[str]:
+    """The median's key, then the chosen levels' (``p99``, …): the levels a table shows."""
+    return ["p50", *[percentile_key(p) for p in data.levels if p not in (50.0, 100.0)]]
+
+
+def _ns_values(rows: Sequence[Sequence[object]], j: int) -> list[float]:
     out: list[float] = []
     for row in rows:
         cell = row[j]
@@ -49,14 +54,13 @@ def _ns_values(rows: Sequence[Sequence[object]], columns: Sequence[Column], j: i
 
 
 def _finish(table: Table) -> Table:
-    """Choose the table's unit (from its ns columns) and each column's decimals."""
-    ns = [j for j, c in enumerate(table.columns) if c.kind == "ns"]
-    values = [v for j in ns for v in _ns_values(table.rows, table.columns, j)]
-    table.unit = unit_for([v for j in ns[:1] for v in _ns_values(table.rows, table.columns, j)] or values)
-    for j in ns:
-        c = table.columns[j]
-        decimals = decimals_for(_ns_values(table.rows, table.columns, j), table.scale)
-        table.columns[j] = dataclasses.replace(c, decimals=decimals)
+    """Choose the table's unit (from its first ns column, or all of them where that one is
+    empty) and each ns column's decimals (from its own values)."""
+    ns = {j: _ns_values(table.rows, j) for j, c in enumerate(table.columns) if c.kind == "ns"}
+    first = next(iter(ns.values()), [])
+    table.unit = unit_for(first or [v for values in ns.values() for v in values])
+    for j, values in ns.items():
+        table.columns[j] = dataclasses.replace(table.columns[j], decimals=decimals_for(values, table.scale))
     if any(isinstance(cell, Estimate) and not cell.resolved for row in table.rows for cell in row):
         table.notes.append(UNRESOLVED_NOTE)
     return table
@@ -75,8 +79,9 @@ def _suffix(index: int) -> str:
 
 def table1(data: PaperData) -> list[Table]:
     tables = []
-    for i, (group, members) in enumerate(groups(data).items()):
-        keys = ["p50", *[percentile_key(p) for p in data.levels if p not in (50.0, 100.0)]]
+    by_group = groups(data)
+    keys = _level_keys(data)
+    for i, (group, members) in enumerate(by_group.items()):
         columns = [
             Column("run", "text"),
             Column("technique", "text"),
@@ -111,7 +116,7 @@ def table1(data: PaperData) -> list[Table]:
             "Table 1): n samples, type-7 percentiles with their 95 % intervals (binomial order statistics, "
             "or batch means over time blocks where the samples are dependent; the CSV names each)"
         )
-        if len(groups(data)) > 1:
+        if len(by_group) > 1:
             caption += f"; runs of kind {group}"
         tables.append(_finish(Table(f"table1{_suffix(i)}", caption, columns, rows)))  # type: ignore[arg-type]
     return tables
@@ -202,7 +207,7 @@ def histograms(data: PaperData) -> list[Table]:
     the counts; an unresolved level is "—" with its lower bound only."""
     if not data.histograms:
         return []
-    keys = ["p50", *[percentile_key(p) for p in data.levels if p not in (50.0, 100.0)]]
+    keys = _level_keys(data)
     columns = [
         Column("run", "text"),
         Column("source", "text"),
@@ -271,24 +276,32 @@ def replication(data: PaperData) -> list[Table]:
     def kb(header: str) -> Column:
         return Column(header, "value", 1, unit="KB/s")
 
+    def summary_columns(what: str) -> list[Column]:
+        """mean, SD, p50, p99 and p99.9 of the interval or the latency (the cells of
+        ``summary_cells``)."""
+        return [
+            ms(f"{what} mean", 1),
+            ms(f"{what} SD"),
+            *[ms(f"{what} {level}", resolved=True) for level in ("p50", "p99", "p99.9")],
+        ]
+
+    def summary_cells(summary: Summary) -> list[object]:
+        return [
+            summary.mean if summary.count else None,
+            summary.std if summary.count else None,
+            *_ms_levels(summary),
+        ]
+
     def shares(values: tuple[float, ...]) -> str:
         return "/".join(f"{100 * v:.1f}" for v in values[:4]) + ("/…" if len(values) > 4 else "") or "—"
 
     t3_columns = [
         Column("N", "count"),
-        ms("interval mean", 1),
-        ms("interval SD"),
-        ms("interval p50", resolved=True),
-        ms("interval p99", resolved=True),
-        ms("interval p99.9", resolved=True),
+        *summary_columns("interval"),
         Column("interval categories %", "text"),
         ms("seed interval mean", 0),
         ms("seed interval SD"),
-        ms("latency mean", 1),
-        ms("latency SD"),
-        ms("latency p50", resolved=True),
-        ms("latency p99", resolved=True),
-        ms("latency p99.9", resolved=True),
+        *summary_columns("latency"),
         Column("latency categories %", "text"),
         ms("seed movement begin mean", 0),
         ms("seed movement begin SD"),
@@ -296,24 +309,15 @@ def replication(data: PaperData) -> list[Table]:
     t3_rows: list[list[object]] = []
     t4_rows: list[list[object]] = []
     for r in rows:
-        i, lat, seed3, seed4 = (
-            r.interval_ms,
-            r.latency_ms,
-            SEED_TABLE3.get(r.clients),
-            SEED_TABLE4.get(r.clients),
-        )
+        seed3, seed4 = SEED_TABLE3.get(r.clients), SEED_TABLE4.get(r.clients)
         t3_rows.append(
             [
                 r.clients,
-                i.mean if i.count else None,
-                i.std if i.count else None,
-                *_ms_levels(i),
+                *summary_cells(r.interval_ms),
                 shares(r.interval_categories),
                 _seed(seed3, 2),
                 _seed(seed3, 3),
-                lat.mean if lat.count else None,
-                lat.std if lat.count else None,
-                *_ms_levels(lat),
+                *summary_cells(r.latency_ms),
                 shares(r.latency_categories),
                 _seed(seed3, 0),
                 _seed(seed3, 1),
@@ -413,17 +417,16 @@ def all_tables(data: PaperData) -> list[Table]:
 
 def _levels_of(r: RunData, data: PaperData) -> list[tuple[str, Estimate]]:
     """The run's median and chosen levels (describe --json's values and intervals)."""
-    keys = ["p50", *[percentile_key(p) for p in data.levels if p not in (50.0, 100.0)]]
-    return [(k, r.levels[k]) for k in keys]
+    return [(k, r.levels[k]) for k in _level_keys(data)]
 
 
 def _level_columns(data: PaperData) -> list[Column]:
-    keys = ["p50", *[percentile_key(p) for p in data.levels if p not in (50.0, 100.0)]]
-    return [Column(_level_name(k), "ns", interval=True) for k in keys]
+    return [Column(_level_name(k), "ns", interval=True) for k in _level_keys(data)]
 
 
-def _mtp_block(r: RunData) -> dict[str, Any]:
-    block = r.run.meta.get("mtp")
+def _block(r: RunData, name: str) -> dict[str, Any]:
+    """The run's ``mtp`` or ``net`` block of run.json ({} where it has none)."""
+    block = r.run.meta.get(name)
     return block if isinstance(block, dict) else {}
 
 
@@ -436,7 +439,7 @@ def mtp(data: PaperData) -> list[Table]:
         return []
     rows: list[list[object]] = []
     for r in runs:
-        block = _mtp_block(r)
+        block = _block(r, "mtp")
         method = str(block.get("method", r.run.config.get("source_format", "?")))
         estimators = block.get("estimators_ms") or {}
         windows = block.get("windows") or {}
@@ -515,11 +518,6 @@ def mtp(data: PaperData) -> list[Table]:
     return tables
 
 
-def _net(r: RunData) -> dict[str, Any]:
-    block = r.run.meta.get("net")
-    return block if isinstance(block, dict) else {}
-
-
 def network(data: PaperData) -> list[Table]:
     """Seed 004's tables of ``net`` runs (describe/network.py gives them to describe and
     report): Table 6 (ping round trip), Table 5 (throughput), the stream's one-way latency,
@@ -539,7 +537,7 @@ def network(data: PaperData) -> list[Table]:
         return "intra-node" if r.run.config.get("intra_node") else "inter-node"
 
     def lost(r: RunData) -> int:
-        net = _net(r)
+        net = _block(r, "net")
         return int(net.get("measured_lost", net.get("lost", 0)))
 
     if by["ping"]:
@@ -578,11 +576,11 @@ def network(data: PaperData) -> list[Table]:
                 f"#{r.number}",
                 str(r.run.config.get("transport")),
                 where(r),
-                _net(r).get("msg_per_s"),
+                _block(r, "net").get("msg_per_s"),
                 r.summary.count,
                 *[e for _, e in _levels_of(r, data)],
                 r.summary.max,
-                int(_net(r).get("lost", 0)),
+                int(_block(r, "net").get("lost", 0)),
             ]
             for r in by["stream"]
         ]
@@ -613,7 +611,7 @@ def network(data: PaperData) -> list[Table]:
             columns_stored = (r.run.meta.get("samples") or {}).get("columns") or []
             since = "t_actual_send_ns" if "t_actual_send_ns" in columns_stored else "t_send_ns"
             raw = LOCAL.summary(verified_samples_path(r.run), since)
-            net = _net(r)
+            net = _block(r, "net")
             rows.append(
                 [
                     f"#{r.number}",
@@ -646,7 +644,7 @@ def network(data: PaperData) -> list[Table]:
     if by["frame-sync"]:
         rows = []
         for r in by["frame-sync"]:
-            net = _net(r)
+            net = _block(r, "net")
             skew = net.get("skew") or {}
             frames = skew.get("frames")
             p99 = skew.get("frame_p99_ns")
