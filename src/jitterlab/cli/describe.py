@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import functools
 from typing import Any
 
 from jitterlab.cli.common import (
-    cluster_engine,
+    cluster_engine_opener,
     cluster_option,
     expected_interval_ns,
     expected_interval_option,
@@ -82,8 +81,7 @@ def cmd_describe(args: argparse.Namespace) -> int:
                 tag=args.tag,
                 expected_interval_ns=expected_interval_ns(args),
                 union=args.union,
-                # the one helper that builds the engine, called once the request is checked
-                engine=functools.partial(cluster_engine, args, stack) if args.cluster else None,
+                engine=cluster_engine_opener(args, stack),
             )
         )
     if args.json:
