@@ -46,6 +46,14 @@ def _summary(run: Run, since: str = SEND) -> Summary:
     return file_summary(run, path) if since == SEND else LOCAL.summary(path, since)
 
 
+def uncorrected_summary(run: Run) -> Summary:
+    """An open-loop run's latency from the actual send time (uncorrected: what a closed-loop
+    tool would report), beside its own from the intended one; a run stored without the
+    actual send times: its own."""
+    columns = (run.meta.get("samples") or {}).get("columns") or []
+    return _summary(run, ACTUAL_SEND if ACTUAL_SEND in columns else SEND)
+
+
 def _level_ms(value: float, count: int, level: float) -> str:
     """A percentile in ms, or "not resolved" where ``count`` samples do not resolve its
     level (core/percentiles.py ``is_resolved``; docs/statistics.md)."""
@@ -116,8 +124,7 @@ def open_loop_rows(runs: Sequence[Run]) -> tuple[list[str], list[list[Any]]]:
     for run in runs:
         if run.config.get("scenario") != "open-loop":
             continue
-        columns = (run.meta.get("samples") or {}).get("columns") or []
-        raw = _summary(run, ACTUAL_SEND if ACTUAL_SEND in columns else SEND)
+        raw = uncorrected_summary(run)
         net = run.meta["net"]
         rows.append(
             [

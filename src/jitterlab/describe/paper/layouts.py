@@ -523,7 +523,7 @@ def network(data: PaperData) -> list[Table]:
     report): Table 6 (ping round trip), Table 5 (throughput), the stream's one-way latency,
     the open loop (corrected beside uncorrected) and Tables 3–4 (frames per second of
     distributed rendering); latencies from each run's description (describe --json)."""
-    from jitterlab.describe.network import SEED_FPS, SEED_PING_S, SEED_THROUGHPUT
+    from jitterlab.describe.network import SEED_FPS, SEED_PING_S, SEED_THROUGHPUT, uncorrected_summary
 
     runs = [r for r in data.runs if "net" in r.run.meta]
     by = {
@@ -603,14 +603,9 @@ def network(data: PaperData) -> list[Table]:
         )
         tables.append(_finish(Table("net-table5", caption, columns, rows)))  # type: ignore[arg-type]
     if by["open-loop"]:
-        from jitterlab.store.reader import LOCAL
-        from jitterlab.store.runs import verified_samples_path
-
         rows = []
         for r in by["open-loop"]:
-            columns_stored = (r.run.meta.get("samples") or {}).get("columns") or []
-            since = "t_actual_send_ns" if "t_actual_send_ns" in columns_stored else "t_send_ns"
-            raw = LOCAL.summary(verified_samples_path(r.run), since)
+            raw = uncorrected_summary(r.run)
             net = _block(r, "net")
             rows.append(
                 [
