@@ -415,9 +415,9 @@ def all_tables(data: PaperData) -> list[Table]:
 # --- other kinds of run: their own tables -----------------------------------------------
 
 
-def _levels_of(r: RunData, data: PaperData) -> list[tuple[str, Estimate]]:
+def _levels_of(r: RunData, data: PaperData) -> list[Estimate]:
     """The run's median and chosen levels (describe --json's values and intervals)."""
-    return [(k, r.levels[k]) for k in _level_keys(data)]
+    return [r.levels[k] for k in _level_keys(data)]
 
 
 def _level_columns(data: PaperData) -> list[Column]:
@@ -548,7 +548,7 @@ def network(data: PaperData) -> list[Table]:
                 r.summary.count,
                 r.summary.mean,
                 r.summary.std,
-                *[e for _, e in _levels_of(r, data)],
+                *_levels_of(r, data),
                 r.summary.max,
                 lost(r),
             ]
@@ -578,7 +578,7 @@ def network(data: PaperData) -> list[Table]:
                 where(r),
                 _block(r, "net").get("msg_per_s"),
                 r.summary.count,
-                *[e for _, e in _levels_of(r, data)],
+                *_levels_of(r, data),
                 r.summary.max,
                 int(_block(r, "net").get("lost", 0)),
             ]
@@ -612,7 +612,7 @@ def network(data: PaperData) -> list[Table]:
                     f"#{r.number}",
                     str(r.run.config.get("transport")),
                     r.run.config.get("rate_hz"),
-                    *[e for _, e in _levels_of(r, data)],
+                    *_levels_of(r, data),
                     Estimate(raw.p99, resolved=is_resolved(raw.count, 99.0)),
                     Estimate(raw.p99_9, resolved=is_resolved(raw.count, 99.9)),
                     net.get("late_share"),

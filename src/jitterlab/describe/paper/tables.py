@@ -79,7 +79,6 @@ class Table:
 
 
 UNIT_NS = {"ns": 1.0, "µs": 1e3, "ms": 1e6, "s": 1e9}
-LATEX_UNIT = {"ns": "ns", "µs": r"\textmu{}s", "ms": "ms", "s": "s"}
 UNRESOLVED_NOTE = (
     "≥ x: not resolved (fewer than 10 samples are expected beyond this level): x is the lower end "
     "of its interval, the level is at least x; 'not resolved' where no interval is known"
@@ -131,6 +130,8 @@ def _value_of(cell: Cell) -> float | int | None:
 
 
 def header_with_unit(table: Table, column: Column) -> str:
+    """A column's header with its unit (the Markdown's; the LaTeX's escaped): the table's
+    for ``ns``, % for ``percent``, its own for ``value``."""
     if column.kind == "ns":
         return f"{column.header} ({table.unit})"
     if column.kind == "percent":
@@ -320,21 +321,12 @@ def latex(table: Table) -> str:
         else:
             strings = [_text_cell(table, c, row[j]) for row in table.rows]
             specs.append(_dcolumn(strings))
-            unit = (
-                f" ({LATEX_UNIT[table.unit]})"
-                if c.kind == "ns"
-                else r" (\%)"
-                if c.kind == "percent"
-                else f" ({latex_escape(c.unit)})"
-                if c.kind == "value" and c.unit
-                else ""
-            )
-            headers.append(_centred(latex_escape(c.header) + unit))
+            headers.append(_centred(latex_escape(header_with_unit(table, c))))
             for i, s in enumerate(strings):
                 body[i].append(s if _is_number(s) else _centred(latex_escape(s)))
         if c.interval:
             specs.append("c")
-            headers.append(rf"95\,\% CI ({LATEX_UNIT[table.unit]})")
+            headers.append(rf"95\,\% CI ({latex_escape(table.unit)})")
             for i, row in enumerate(table.rows):
                 body[i].append(latex_escape(interval_text(table, c, row[j])))
     lines = [
