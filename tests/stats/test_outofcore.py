@@ -19,7 +19,16 @@ from jitterlab.stats.outofcore import (
     stacked_z_chunks,
     time_windows_chunks,
 )
-from jitterlab.stats.screening import baseline_of, baseline_of_chunks, screen, screen_chunks
+from jitterlab.stats.scan import LocalScan
+from jitterlab.stats.screening import (
+    Baseline,
+    Verdict,
+    baseline_of,
+    baseline_scan,
+    screen,
+    screen_counts,
+    screen_scan,
+)
 from jitterlab.stats.twopass import stacked_z_table
 from jitterlab.stats.valuetable import ValueTable
 from jitterlab.stats.zscore import RobustScale, robust_scale
@@ -33,6 +42,28 @@ def chunked(x: np.ndarray, size: int) -> Callable[[], Iterator[np.ndarray]]:
 
 def timed(t: np.ndarray, x: np.ndarray, size: int) -> Callable[[], Iterator[tuple[np.ndarray, np.ndarray]]]:
     return lambda: ((t[i : i + size], x[i : i + size]) for i in range(0, x.size, size))
+
+
+def reference_baseline(values: np.ndarray, result: StackedResult) -> Baseline:
+    """The screening baseline by numpy, the whole sample sorted (seed 003 §4.3; the module
+    docs of stats/screening.py): outlier share above t_0, the top category's cut."""
+    ordered = np.sort(values.astype(np.float64))
+    top = ordered[ordered > result.thresholds[-1]]
+    if top.size == 0:
+        top = ordered[-1:]
+    level = robust_scale(top)
+    cut = level.center + result.threshold * level.scale if level.scale > 0 else float(top[-1])
+    outliers = int((ordered > result.thresholds[0]).sum())
+    return Baseline(result.thresholds, outliers / ordered.size, max(cut, float(top[-1])), int(ordered.size))
+
+
+def reference_verdict(values: np.ndarray, baseline: Baseline) -> Verdict:
+    """A trial's verdict from its category counts by numpy (np.digitize, right-closed)."""
+    v = values.astype(np.float64)
+    counts = np.bincount(
+        np.digitize(v, baseline.thresholds, right=True), minlength=len(baseline.thresholds) + 1
+    )
+    return screen_counts(tuple(int(c) for c in counts), float(v.max()), baseline)
 
 
 def reference_scale(x: np.ndarray) -> RobustScale:
@@ -137,9 +168,10 @@ def test_baseline_categories_and_screening_streamed() -> None:
     )
     assert got == expected
     base = baseline_of(reference, ref)
-    assert baseline_of_chunks(chunked(reference, 100_003), ref) == base
-    verdict = screen_chunks(chunked(trial, 100_003), base)
-    assert verdict == screen(trial, base)
+    assert base == reference_baseline(reference, ref)
+    assert baseline_scan(LocalScan(chunked(reference, 100_003)), ref) == base
+    verdict = screen_scan(LocalScan(chunked(trial, 100_003)), base)
+    assert verdict == screen(trial, base) == reference_verdict(trial, base)
     assert verdict.contaminated
 
 

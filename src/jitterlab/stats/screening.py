@@ -19,7 +19,6 @@ so their verdicts agree by construction; a test checks that they do on the same 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,14 +102,6 @@ def screen_counts(
     )
 
 
-def baseline_of_chunks(chunks: Callable[[], Iterable[np.ndarray]], result: StackedResult) -> Baseline:
-    """:func:`jitterlab.stats.screening.baseline_of` of a reference sample read as chunks.
-
-    Holds only the values above the last threshold (the stack's top category: the values
-    the stacked test could not split further, a handful in practice)."""
-    return baseline_scan(LocalScan(chunks), result)
-
-
 def baseline_chunk(x: np.ndarray, first_cut: float, top_cut: float) -> tuple[np.ndarray, int, int, float]:
     """One chunk's share of a baseline: its values above ``top_cut``, how many lie above
     ``first_cut``, its size and its largest value (−inf when empty)."""
@@ -119,7 +110,10 @@ def baseline_chunk(x: np.ndarray, first_cut: float, top_cut: float) -> tuple[np.
 
 
 def baseline_scan(scan: Scan, result: StackedResult) -> Baseline:
-    """:func:`baseline_of_chunks` of a reference sample read by ``scan``."""
+    """The screening baseline of a reference sample read by ``scan`` and its stacked test
+    ``result``: its thresholds, outlier share and top cut (the module docs). Holds only the
+    values above the last threshold (the stack's top category: the values the stacked test
+    could not split further, a handful in practice)."""
     if not result.thresholds:
         raise ValueError("the baseline has no outlier categories (all its values are equal)")
     tops, count, outliers, highest = [], 0, 0, -math.inf
@@ -148,15 +142,9 @@ def screen_chunk(x: np.ndarray, thresholds: tuple[float, ...]) -> tuple[np.ndarr
     return counts, float(v.max())
 
 
-def screen_chunks(
-    chunks: Callable[[], Iterable[np.ndarray]], baseline: Baseline, alpha: float = DEFAULT_ALPHA
-) -> Verdict:
-    """:func:`jitterlab.stats.screening.screen` of a sample read as chunks (one pass)."""
-    return screen_scan(LocalScan(chunks), baseline, alpha)
-
-
 def screen_scan(scan: Scan, baseline: Baseline, alpha: float = DEFAULT_ALPHA) -> Verdict:
-    """:func:`screen_chunks` of a sample read by ``scan``."""
+    """The verdict on a trial's latencies read by ``scan`` against ``baseline``, in one pass
+    (its category counts and largest value, then :func:`screen_counts`)."""
     counts = np.zeros(len(baseline.thresholds) + 1, np.int64)
     highest = -math.inf
     for c, largest in scan.map(screen_chunk, baseline.thresholds):
