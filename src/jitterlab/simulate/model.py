@@ -43,7 +43,7 @@ from jitterlab.stats.summary import (
     refine_by,
 )
 from jitterlab.store import Run
-from jitterlab.store.memory import fits_in_memory, memory_bound_bytes
+from jitterlab.store.memory import fits_in_memory, memory_bound_bytes, stored_rows
 from jitterlab.store.reader import LOCAL, Engine
 from jitterlab.store.runs import verified_samples_path
 from jitterlab.store.schema import strict_json
@@ -152,7 +152,7 @@ IN_MEMORY_MODEL_BYTES_PER_SAMPLE = 104
 def _check_fits_in_memory(run: Run, kde: bool) -> None:
     """Refuse, in one line and before reading a sample, a run whose in-memory model would
     not fit the memory available (the one rule: :func:`jitterlab.store.memory.fits_in_memory`)."""
-    rows = int((run.meta.get("samples") or {}).get("rows") or 0)
+    rows = stored_rows(run) or 0
     if not fits_in_memory(rows, IN_MEMORY_MODEL_BYTES_PER_SAMPLE):
         need, bound = rows * IN_MEMORY_MODEL_BYTES_PER_SAMPLE, memory_bound_bytes()
         what = "--kde" if kde else "--scale 0"
