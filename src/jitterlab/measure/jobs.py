@@ -138,6 +138,14 @@ def common_meta(run_id: str, started: dt.datetime) -> dict[str, Any]:
     return run_meta(run_id, started, environment=environment.collect(), doctor=doctor_facts())
 
 
+def measured_meta(run_id: str, started: dt.datetime, load_before: dict[str, Any] | None) -> dict[str, Any]:
+    """:func:`common_meta` of a measurement that has just ended: its environment holds the
+    load average read before it started (``load_before``, ``environment.loadavg()``) and now."""
+    meta = common_meta(run_id, started)
+    meta["environment"]["load_average"] = environment.load_during(load_before)
+    return meta
+
+
 def _execute(
     ctx: Context, job: NativeJob, staging: Path
 ) -> tuple[tuple[Path, RawSamples, dict[str, Any]] | None, bool, str]:
@@ -177,9 +185,7 @@ def _execute(
     if interrupted and not reasons:
         reasons.append("interrupted")
     partial = raw.partial or bool(reasons) or harness.get("status") == "partial"
-    meta = common_meta(run_id, started)
-    meta["environment"]["load_average"] = environment.load_during(load_before)
-    meta |= {
+    meta = measured_meta(run_id, started, load_before) | {
         "status": "partial" if partial else "complete",
         "partial_reason": "; ".join(reasons),
         "config": job.config,

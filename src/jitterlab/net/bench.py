@@ -27,7 +27,7 @@ from jitterlab.core.fileio import atomic_write_json
 from jitterlab.core.progress import ProgressBar
 from jitterlab.core.warnings import CodedWarning, Warn
 from jitterlab.measure import environment
-from jitterlab.measure.jobs import common_meta
+from jitterlab.measure.jobs import common_meta, measured_meta
 from jitterlab.measure.jvm import choose_jdk, harness_jar, jvm_sources
 from jitterlab.measure.runner import Context, Done, Plan, Point, run_plan
 from jitterlab.net.agents import Agent, parse_result
@@ -316,9 +316,7 @@ def _measure(
         "runtime_versions": versions,
         **({"render_nodes": count - 1} if scenario == "frame-sync" else {}),
     }
-    meta = common_meta(run_id, started)
-    meta["environment"]["load_average"] = environment.load_during(load_before)
-    meta |= {
+    meta = measured_meta(run_id, started, load_before) | {
         "config": config,
         "timing": {"t_start_ns": t_start, "t_end_ns": t_end},
         "net": net_block,
