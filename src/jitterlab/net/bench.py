@@ -436,13 +436,15 @@ def _skew(records: RawSamples) -> dict[str, Any]:
         return {}
     order = np.lexsort((records.t_recv_ns, records.seq))
     seq, t = records.seq[order], records.t_recv_ns[order]
-    first = np.minimum.reduceat(t, np.flatnonzero(np.r_[True, seq[1:] != seq[:-1]]))
+    frames = np.flatnonzero(np.r_[True, seq[1:] != seq[:-1]])  # where each frame's records start
+    first = np.minimum.reduceat(t, frames)
     frame_index = np.searchsorted(np.unique(seq), seq)
     skew = t - first[frame_index]
-    per_frame = np.maximum.reduceat(skew, np.flatnonzero(np.r_[True, seq[1:] != seq[:-1]]))
+    per_frame = np.maximum.reduceat(skew, frames)
+    nodes = records.records["dst_node"][order]
     per_node = {}
-    for node in np.unique(records.records["dst_node"][order]):
-        mine = skew[records.records["dst_node"][order] == node]
+    for node in np.unique(nodes):
+        mine = skew[nodes == node]
         per_node[str(int(node))] = {"p50_ns": float(percentiles(mine, (50.0,))[0]), "max_ns": int(mine.max())}
     frame_p = percentiles(per_frame, (50.0, 99.0))
     return {
