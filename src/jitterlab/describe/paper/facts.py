@@ -112,8 +112,13 @@ def _pinned(meta: dict[str, Any]) -> str | None:
     return f"{one} of {len(placements)} threads pinned to one CPU"
 
 
+def _load1(meta: dict[str, Any], when: str) -> Any:
+    """The 1-minute load average run.json records ``before`` or ``after`` the measurement."""
+    return _get(meta, "environment", "load_average", when, "load1")
+
+
 def _load_range(metas: Sequence[dict[str, Any]], when: str) -> str:
-    values = [_get(m, "environment", "load_average", when, "load1") for m in metas]
+    values = [_load1(m, when) for m in metas]
     known = [float(v) for v in values if isinstance(v, (int, float))]
     if not known:
         return ""
@@ -124,7 +129,7 @@ def _load_range(metas: Sequence[dict[str, Any]], when: str) -> str:
 def _load_average(metas: Sequence[dict[str, Any]]) -> str:
     """The 1-minute load average recorded before and after the runs (run.json's
     ``environment.load_average``), with how many runs recorded it; empty when none did."""
-    recorded = [m for m in metas if _get(m, "environment", "load_average", "before", "load1") is not None]
+    recorded = [m for m in metas if _load1(m, "before") is not None]
     if not recorded:
         return ""
     before, after = _load_range(recorded, "before"), _load_range(recorded, "after")
@@ -339,11 +344,7 @@ def checklist(data: PaperData) -> list[Item]:
     drawn = [r for r in runs if r.panels is not None]
     floors = [m for m in metas if _get(m, "floor", "clock_overhead_ns", "median") is not None]
     env = [m for m in metas if m.get("environment")]
-    loads = [
-        m
-        for m in metas
-        if m.get("load") or _get(m, "environment", "load_average", "before", "load1") is not None
-    ]
+    loads = [m for m in metas if m.get("load") or _load1(m, "before") is not None]
     averages = _load_average(metas)
     warm = [r for r in runs if r.run.config.get("warmup") is not None]
     hashed = [m for m in metas if _get(m, "samples", "sha256")]
