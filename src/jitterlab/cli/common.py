@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import functools
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -196,15 +195,6 @@ def cluster_engine(args: argparse.Namespace, stack: contextlib.ExitStack) -> Eng
     from jitterlab.cluster.engine import engine
 
     return stack.enter_context(engine(args.cluster))
-
-
-def cluster_engine_opener(
-    args: argparse.Namespace, stack: contextlib.ExitStack
-) -> Callable[[], Engine | None] | None:
-    """:func:`cluster_engine` for a request to open (describe's, compare's) once it has
-    checked its runs and options, so that a refused request starts no cluster; None
-    without ``--cluster``."""
-    return functools.partial(cluster_engine, args, stack) if args.cluster else None
 
 
 def warn(w: CodedWarning) -> None:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 from typing import Any
 
 from jitterlab.cli.common import (
-    cluster_engine_opener,
+    cluster_engine,
     cluster_option,
     non_negative_float,
     percentile_list,
@@ -43,7 +44,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
                 ResultsStore(args.store),
                 args.noise,
                 args.percentiles,
-                cluster_engine_opener(args, stack),
+                # the one helper that builds the engine, called once both runs are found
+                functools.partial(cluster_engine, args, stack) if args.cluster else None,
             )
         )
     for w in d.comparison.warnings:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 from typing import Any
 
 from jitterlab.cli.common import (
-    cluster_engine_opener,
+    cluster_engine,
     cluster_option,
     expected_interval_ns,
     expected_interval_option,
@@ -81,7 +82,8 @@ def cmd_describe(args: argparse.Namespace) -> int:
                 tag=args.tag,
                 expected_interval_ns=expected_interval_ns(args),
                 union=args.union,
-                engine=cluster_engine_opener(args, stack),
+                # the one helper that builds the engine, called once the request is checked
+                engine=functools.partial(cluster_engine, args, stack) if args.cluster else None,
             )
         )
     if args.json:
