@@ -560,3 +560,38 @@ def test_the_results_store_is_its_three_concerns() -> None:
         "jitterlab.store.listing",
     }
     assert len((PACKAGE / "store" / "runs.py").read_text().splitlines()) <= 100
+
+
+def describe_run_users(package: Path) -> list[str]:
+    """The modules of ``package`` that name ``describe_run`` (an import, a call, a reference)
+    besides analysis.py, which defines it (issue 37 item 4: only describe/description.py
+    calls it; the report, ``paper``, ``show`` and the notebook render its typed description)."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        relative = path.relative_to(package).as_posix()
+        if relative == "describe/analysis.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            named = (
+                (isinstance(node, ast.Name) and node.id == "describe_run")
+                or (isinstance(node, ast.Attribute) and node.attr == "describe_run")
+                or (isinstance(node, ast.alias) and node.name == "describe_run")
+            )
+            if named:
+                found.append(relative)
+                break
+    return found
+
+
+def test_only_the_description_calls_describe_run(tmp_path: Path) -> None:
+    assert describe_run_users(PACKAGE) == ["describe/description.py"]
+    # the check sees an import inside a function and a call through the module
+    (tmp_path / "describe").mkdir()
+    (tmp_path / "describe" / "report.py").write_text(
+        "def section(run):\n    from jitterlab.describe.analysis import describe_run\n    return describe_run(run)\n"
+    )
+    (tmp_path / "paper.py").write_text(
+        "from jitterlab.describe import analysis\nd = analysis.describe_run(None)\n"
+    )
+    (tmp_path / "describe" / "analysis.py").write_text("def describe_run(run):\n    return run\n")
+    assert describe_run_users(tmp_path) == ["describe/report.py", "paper.py"]

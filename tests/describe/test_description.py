@@ -1,6 +1,6 @@
-"""``describe`` and ``compare`` are one call each (issue 37 item 4): a request in, one typed
-description out, and each CLI command calls exactly that one describe-room function, then
-one renderer."""
+"""``describe``, ``compare`` and ``show`` are one call each (issue 37 item 4): a request in,
+one typed description out, and each CLI command calls exactly that one describe-room
+function, then one renderer."""
 
 from __future__ import annotations
 
@@ -19,17 +19,25 @@ from jitterlab.describe.compare import ComparedRuns, CompareRequest, compare, co
 from jitterlab.describe.description import (
     DescribeRequest,
     SampleDescription,
+    ShownRun,
+    ShowRequest,
     UnionDescription,
     describe,
+    show,
 )
-from jitterlab.describe.text import description_text
-from jitterlab.store import ResultsStore
+from jitterlab.describe.text import description_text, shown_text
+from jitterlab.store import ResultsStore, load_run
 from jitterlab.store.reader import LOCAL, Engine
 
 CLI = Path(__file__).resolve().parents[2] / "src" / "jitterlab" / "cli"
-BUILDERS = {"describe", "compare"}  # what a command calls to get its numbers
-RENDERERS = {"description_text", "comparison_text"}  # what formats them
-REQUESTS = {"DescribeRequest", "CompareRequest"}  # the requests' types: built, not computations
+BUILDERS = {"describe", "compare", "show"}  # what a command calls to get its numbers
+RENDERERS = {"description_text", "comparison_text", "shown_text"}  # what formats them
+REQUESTS = {
+    "DescribeRequest",
+    "CompareRequest",
+    "ShowRequest",
+}  # the requests' types: built, not computations
+GOLDEN_STORE = Path(__file__).resolve().parents[1] / "fixtures" / "golden" / "store"
 
 
 def describe_room_calls(source: str) -> dict[str, list[str]]:
@@ -82,6 +90,13 @@ def test_the_command_calls_one_describe_function(module: str, expected: dict[str
     source = (CLI / module).read_text()
     assert describe_room_calls(source) == expected
     assert thin_command_problems(source) == []
+
+
+def test_show_calls_one_describe_function() -> None:
+    """``show`` (cli/runs.py, beside commands that are not descriptions) is one call too."""
+    source = (CLI / "runs.py").read_text()
+    assert describe_room_calls(source)["cmd_show"] == ["show", "ShowRequest", "shown_text"]
+    assert [p for p in thin_command_problems(source) if p.startswith("cmd_show:")] == []
 
 
 def test_the_check_catches_a_command_that_assembles_numbers() -> None:
@@ -191,3 +206,61 @@ def test_the_comparison_is_what_compare_prints(store: Path, capsys: pytest.Captu
     assert code == 0 and out == json.dumps(tidy_json(d.to_json()), indent=2) + "\n"
     code, out, _ = run_main(args, capsys)
     assert code == 0 and out == comparison_text(d) + "\n"
+
+
+def test_show_is_what_the_command_prints(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``show --json`` prints the shown run's JSON and the text its renderer's, to the byte;
+    the engine is opened once (here: the local one, as a cluster's would be)."""
+    ref = run_ids(store)[0]
+    opened: list[Engine] = []
+
+    def engine() -> Engine:
+        opened.append(LOCAL)
+        return LOCAL
+
+    asked = ShowRequest(ref, ResultsStore(store), percentiles=(50.0, 99.9), recompute=True)
+    shown = show(dataclasses.replace(asked, engine=engine))
+    assert isinstance(shown, ShownRun) and opened == [LOCAL]
+    here = show(asked)
+    assert shown.to_json() == here.to_json() and shown.intervals == here.intervals
+    assert here.chosen is not None and set(here.chosen) == {"p50", "p99.9"}
+    args = ["show", ref, "--percentiles", "50,99.9", "--recompute", "--store", str(store)]
+    code, out, _ = run_main([*args, "--json"], capsys)
+    assert code == 0 and out == json.dumps(tidy_json(here.to_json()), indent=2) + "\n"
+    code, out, _ = run_main(args, capsys)
+    assert code == 0 and out == shown_text(here) + "\n"
+
+
+def test_show_of_a_histogram_import_opens_no_engine(capsys: pytest.CaptureFixture[str]) -> None:
+    """A histogram-only import is shown here from its stored summary: no cluster started."""
+    folder = next(p.parent for p in sorted(GOLDEN_STORE.glob("*-import-ycsb*/run.json")))
+    opened: list[Engine] = []
+
+    def engine() -> Engine:
+        opened.append(LOCAL)
+        return LOCAL
+
+    shown = show(ShowRequest(str(folder), engine=engine))
+    assert shown.run.histogram_only and opened == [] and shown.summary["count"] > 0
+    code, out, _ = run_main(["show", str(folder), "--json"], capsys)
+    assert code == 0 and out == json.dumps(tidy_json(shown.to_json()), indent=2) + "\n"
+
+
+def test_a_run_given_is_described_as_it_is_and_keeps_no_columns(store: Path) -> None:
+    """The report and the paper hand ``describe`` the runs they opened: with ``hold`` the
+    one memory rule holds the run (the description's copy, not the caller's object); the
+    numbers are those of the run read in row groups, as ``describe`` reads it."""
+    run = load_run(run_ids(store)[0], ResultsStore(store))
+    held = describe(DescribeRequest((run,), hold=True, views=False, sources=False))
+    assert isinstance(held, SampleDescription)
+    assert held.run.run.loaded and held.run.ordered is not None and not run.loaded
+    assert held.views is None and held.span is None
+    streamed = describe(DescribeRequest((run,)))
+    assert isinstance(streamed, SampleDescription)
+    assert not streamed.run.run.loaded and streamed.run.ordered is None and not run.loaded
+    assert streamed.run.summary == held.run.summary
+    assert streamed.run.categories == held.run.categories
+    assert [q.value for q in streamed.intervals] == [q.value for q in held.intervals]
+    spanned = describe(DescribeRequest((run,), from_s=0.5, to_s=1.5))
+    assert isinstance(spanned, SampleDescription) and spanned.span is not None
+    assert spanned.run.summary.count < held.run.summary.count

@@ -63,3 +63,24 @@ def test_dir_lists_the_public_names_and_import_stays_light() -> None:
     code = "import sys, jitterlab\nprint(','.join(m for m in ('numpy', 'pandas', 'pyarrow', 'polars') if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == ""
+
+
+def test_the_objects_wrap_the_typed_description_and_comparison(
+    walked: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``Run.describe()`` and ``jitterlab.compare`` are ``describe``'s and ``compare``'s typed
+    results (issue 37 item 4): their ``to_dict()`` is the command's ``--json``, to the byte."""
+    import json
+
+    from jitterlab.core.tidy import tidy_json
+    from jitterlab.describe.compare import ComparedRuns
+    from jitterlab.describe.description import SampleDescription
+
+    store = walked["__store__"]
+    description, comparison = walked["description"], walked["comparison"]
+    assert isinstance(description.described, SampleDescription)
+    assert isinstance(comparison.compared, ComparedRuns)
+    code, out, _ = run_main(["describe", "before", "--json", "--store", str(store)], capsys)
+    assert code == 0 and out == json.dumps(tidy_json(description.to_dict()), indent=2) + "\n"
+    code, out, _ = run_main(["compare", "before", "after", "--json", "--store", str(store)], capsys)
+    assert code == 0 and out == json.dumps(tidy_json(comparison.to_dict()), indent=2) + "\n"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,6 @@ from jitterlab.cli.common import (
 from jitterlab.core.errors import CorruptRunError, JitterlabError
 from jitterlab.core.fileio import check_writable_file
 from jitterlab.core.percentiles import percentile_key
-from jitterlab.core.render import render
 from jitterlab.core.tidy import counted
 from jitterlab.core.warnings import CodedWarning, from_stored, normalized
 from jitterlab.describe.run_filter import add_filter_options, select_runs  # light: run.json only
@@ -133,40 +133,26 @@ def cmd_recover(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from jitterlab.describe.analysis import (
-        file_summary,
-        resolved_only,
-        run_intervals,
-        run_percentiles,
-        run_summary,
-    )
-    from jitterlab.describe.tables import INTERVAL_TABLE_HEADERS, interval_caption, interval_rows
-    from jitterlab.describe.text import show_json, show_text
-    from jitterlab.stats.summary import SUMMARY_PERCENTILES
+    from jitterlab.describe.description import ShowRequest, show
+    from jitterlab.describe.text import shown_text
 
     run = load(args.run, args)
     if run.histogram_only:
         note("note: histogram-only run (imported); percentiles use HdrHistogram's definition")
-    levels = tuple(sorted({*SUMMARY_PERCENTILES, *(args.percentiles or ())}))
-    if args.cluster and not run.histogram_only:
-        from jitterlab.cluster.engine import engine
-        from jitterlab.store.runs import verified_samples_path
-
-        with engine(args.cluster) as cluster:
-            summary = file_summary(run, verified_samples_path(run), args.recompute, cluster).to_dict()
-            asked = run_percentiles(run, args.percentiles, cluster) if args.percentiles else None
-            intervals = run_intervals(run, levels, cluster, stored=not args.recompute)
-    else:
-        summary = run_summary(run, recompute=args.recompute)  # verifies the samples file
-        asked = run_percentiles(run, args.percentiles) if args.percentiles else None
-        intervals = run_intervals(run, levels, stored=not args.recompute)
-    chosen = resolved_only(asked, intervals) if asked is not None else None
+    with contextlib.ExitStack() as stack:
+        shown = show(
+            ShowRequest(
+                run=run,
+                percentiles=args.percentiles,
+                recompute=args.recompute,
+                # the one helper that builds the engine, called for a sample run only
+                engine=functools.partial(cluster_engine, args, stack) if args.cluster else None,
+            )
+        )
     if args.json:
-        print_json(show_json(run, summary, chosen) | {"percentiles": [q.to_dict() for q in intervals]})
+        print_json(shown.to_json())
         return 0
-    print(show_text(run, summary, intervals))
-    print(interval_caption(intervals))
-    print(render(INTERVAL_TABLE_HEADERS, interval_rows(intervals, int(summary.get("count") or 0)), "lrll"))
+    print(shown_text(shown))
     for w in normalized((run.meta.get("obtained") or {}).get("warnings")):
         warn(from_stored(w))
     return 0

@@ -270,12 +270,12 @@ def chosen_percentiles(
 @dataclass(frozen=True)
 class CompareRequest:
     """What ``compare`` is asked: run B (``b``) judged against run A (``a``), references
-    resolved in ``store``; ``noise`` the noise threshold (a fraction); ``percentiles`` levels
+    resolved in ``store`` (or runs already opened: a notebook's); ``noise`` the noise threshold (a fraction); ``percentiles`` levels
     asked beside the verdict's; ``engine`` opens where the passes run (a cluster's; None:
     here), called once, after both runs are found."""
 
-    a: str
-    b: str
+    a: str | Run
+    b: str | Run
     store: ResultsStore
     noise: float = 0.05
     percentiles: tuple[float, ...] | None = None
@@ -312,7 +312,7 @@ def compare(request: CompareRequest) -> ComparedRuns:
         The comparison with its warnings; ``to_json()`` is ``compare --json``,
         :func:`comparison_text` its text.
     """
-    a, b = load_run(request.a, request.store), load_run(request.b, request.store)
+    a, b = (r if isinstance(r, Run) else load_run(r, request.store) for r in (request.a, request.b))
     engine = request.engine() if request.engine is not None else None
     rc = compare_runs(a, b, request.noise, engine)
     chosen = chosen_percentiles(rc, request.percentiles, engine) if request.percentiles else None

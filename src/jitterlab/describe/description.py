@@ -7,12 +7,20 @@ run's (:class:`SampleDescription`), a histogram-only import's
 every number ``describe`` prints: the summary, the percentiles with their intervals and
 resolution, the categories, the windows, the baseline's verdict, the per-source table and
 the context block. ``to_json()`` is ``describe --json``'s document;
-:func:`jitterlab.describe.text.description_text` is its terminal text. The numbers
-themselves come from :func:`jitterlab.describe.analysis.describe_run` and its helpers.
+:func:`jitterlab.describe.text.description_text` is its terminal text. The HTML report's run
+sections, ``paper`` and the notebook build a request too (a run they already opened, held
+in memory where the one memory rule lets it) and render the same description.
+
+:func:`show` does the same for ``show``: a :class:`ShowRequest` in, one :class:`ShownRun`
+(the summary, the percentiles with their intervals, the chosen levels) out.
+
+The numbers themselves come from :func:`jitterlab.describe.analysis.describe_run` and its
+helpers; this module is the only one that calls ``describe_run`` (tests/test_architecture.py).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +30,7 @@ from jitterlab.describe.analysis import (
     RunDescription,
     describe_run,
     description_json,
+    file_summary,
     intervals_json,
     latency_views,
     refuse_on_cluster,
@@ -29,6 +38,7 @@ from jitterlab.describe.analysis import (
     restrict,
     run_intervals,
     run_percentiles,
+    run_summary,
 )
 from jitterlab.describe.context import command_context, context_block
 from jitterlab.describe.histograms import (
@@ -39,8 +49,12 @@ from jitterlab.describe.histograms import (
 )
 from jitterlab.describe.sources import SourceTable, describe_union, open_union, source_table
 from jitterlab.stats.quantile_ci import QuantileInterval
+from jitterlab.stats.summary import SUMMARY_PERCENTILES
 from jitterlab.store import ResultsStore, Run, load_run
-from jitterlab.store.reader import LOCAL, Engine
+from jitterlab.store.memory import hold_in_memory
+from jitterlab.store.reader import LOCAL, Engine, Span
+from jitterlab.store.runs import verified_samples_path
+from jitterlab.store.schema import summary_fields
 
 EngineOpener = Callable[[], Engine | None]  # opens where the passes run (a cluster's engine)
 
@@ -52,9 +66,11 @@ class DescribeRequest:
     Parameters
     ----------
     runs
-        The runs' references (ids, names, folders); several only with ``union``.
+        The runs' references (ids, names, folders), or runs already opened (the report's,
+        the paper's, a notebook's: described as they are, held or not; the caller's objects
+        keep none of the columns read here); several only with ``union``.
     store
-        The store the references resolve in.
+        The store the references resolve in (None: the default store).
     test, two_sided, threshold, alpha
         The outlier test (``stacked-z``, ``gesd``, ``walsh``) and its options.
     window_ns
@@ -75,10 +91,20 @@ class DescribeRequest:
         Opens where the passes run (a cluster's engine; None: here, in this process):
         called once, only after the request has been checked, so a refused request starts
         no cluster.
+    hold
+        Hold the run in memory when the one memory rule lets it
+        (:func:`jitterlab.store.memory.hold_in_memory`; never with an engine): one read and
+        one sort serve the summary, the test and the caller's figures (the report, the
+        paper); else (``describe``) the run is read in row groups.
+    views
+        Also the latency's other summaries (from the actual send; corrected): False where
+        only the run's own is shown (the report, the paper), which saves their pass.
+    sources
+        Also the per-source table of a merged run: False where it is not shown (the paper).
     """
 
-    runs: tuple[str, ...]
-    store: ResultsStore
+    runs: tuple[str | Run, ...]
+    store: ResultsStore | None = None
     test: str = "stacked-z"
     window_ns: int = 1_000_000_000
     baseline: str | None = None
@@ -92,6 +118,9 @@ class DescribeRequest:
     expected_interval_ns: int | None = None
     union: bool = False
     engine: EngineOpener | None = field(default=None, compare=False)
+    hold: bool = False
+    views: bool = True
+    sources: bool = True
 
 
 @dataclass(frozen=True)
@@ -101,7 +130,10 @@ class SampleDescription:
     ``run`` holds the summary, categories, windows, baseline verdict and attribution;
     ``intervals`` the percentiles with their intervals (``--percentiles``' levels added);
     ``chosen`` the ``--percentiles`` values (None where unresolved); ``views`` the other
-    summaries of the latency; ``sources`` the per-source table of a merged run.
+    summaries of the latency; ``sources`` the per-source table of a merged run; ``span`` the
+    reader's filter the run was read through (``--from/--to`` of a run not held), else None.
+    ``run.run`` is the run as described: held in memory (and restricted to ``--from/--to``)
+    or not.
     """
 
     run: RunDescription
@@ -111,6 +143,7 @@ class SampleDescription:
     chosen: dict[str, float | None] | None = None
     sources: SourceTable | None = None
     expected_interval_ns: int | None = None
+    span: Span | None = None
 
     def to_json(self) -> dict[str, Any]:
         """``describe RUN --json``'s document."""
@@ -206,11 +239,13 @@ def describe(request: DescribeRequest) -> Description:
         raise JitterlabError(
             f"describe takes one run ({len(request.runs)} given): add --union to describe them as one"
         )
-    run = load_run(request.runs[0], request.store)
+    run = _open(request.runs[0], request.store)
     if run.histogram_only:
         return _describe_histogram(run, request)
     if request.tag is not None:
         raise JitterlabError("--tag selects a stream of an imported HdrHistogram log; this run has samples")
+    if request.hold and request.engine is None and not run.loaded and hold_in_memory(run):
+        _ = run.table  # read once here: describe_run then works on the columns in memory
     run, span = restrict(run, request.from_s, request.to_s)  # a span streams; a traced run is read
     baseline = load_run(request.baseline, request.store) if request.baseline else None
     _check_window(request.window_ns)
@@ -229,7 +264,7 @@ def describe(request: DescribeRequest) -> Description:
         span,
     )
     passes = opened or LOCAL
-    views = latency_views(run, request.expected_interval_ns, passes, span)
+    views = latency_views(run, request.expected_interval_ns, passes, span) if request.views else None
     asked = run_percentiles(run, request.percentiles, passes, span) if request.percentiles else None
     intervals = list(d.intervals)
     if request.percentiles and not set(request.percentiles) <= {q.level for q in intervals}:
@@ -242,9 +277,16 @@ def describe(request: DescribeRequest) -> Description:
         tuple(intervals),
         views,
         resolved_only(asked, intervals) if asked is not None else None,
-        source_table(run, d.summary, d.categories) if span is None else None,
+        source_table(run, d.summary, d.categories) if span is None and request.sources else None,
         request.expected_interval_ns,
+        span,
     )
+
+
+def _open(ref: str | Run, store: ResultsStore | None) -> Run:
+    """A run reference resolved in ``store``, or a run already opened as a copy (what is
+    read into it here goes with the description, not with the caller's object)."""
+    return dataclasses.replace(ref) if isinstance(ref, Run) else load_run(ref, store)
 
 
 def _check_window(window_ns: int) -> None:
@@ -280,7 +322,7 @@ def _describe_union(request: DescribeRequest) -> UnionDescription:
     if request.from_s is not None or request.to_s is not None or request.expected_interval_ns is not None:
         raise JitterlabError("--union describes whole stored runs: drop --from/--to and --expected-interval")
     _check_window(request.window_ns)
-    runs = [load_run(ref, request.store) for ref in request.runs]
+    runs = [_open(ref, request.store) for ref in request.runs]
     union = open_union(runs)
     d, table = describe_union(union, request.window_ns, request.two_sided, request.threshold)
     each = [
@@ -297,3 +339,91 @@ def _describe_union(request: DescribeRequest) -> UnionDescription:
         for e in each
     )
     return UnionDescription(d, table, command_context(runs), described)
+
+
+@dataclass(frozen=True)
+class ShowRequest:
+    """What ``show`` is asked.
+
+    Parameters
+    ----------
+    run
+        The run's reference (id, name, folder) or a run already opened.
+    store
+        The store the reference resolves in (None: the default store).
+    percentiles
+        Levels asked beside the summary's (``--percentiles``), or None.
+    recompute
+        Read every sample, not the summary and intervals stored at commit.
+    engine
+        Opens where the passes run (a cluster's engine; None: here): called once, for a
+        sample run only (a histogram-only import starts no cluster).
+    """
+
+    run: str | Run
+    store: ResultsStore | None = None
+    percentiles: tuple[float, ...] | None = None
+    recompute: bool = False
+    engine: EngineOpener | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class ShownRun:
+    """A run as ``show`` prints it: its summary (the stored one unless recomputed; a
+    histogram-only import's by HdrHistogram's definition), the summary's percentiles and the
+    asked levels with their intervals, and the asked levels' values (None where the run does
+    not resolve them). ``to_json()`` is ``show --json``;
+    :func:`jitterlab.describe.text.shown_text` its terminal text."""
+
+    run: Run
+    summary: dict[str, Any]
+    intervals: tuple[QuantileInterval, ...]
+    chosen: dict[str, float | None] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """``show RUN --json``'s document."""
+        run = self.run
+        return {
+            "id": run.id,
+            "status": run.meta.get("status"),
+            "partial_reason": run.meta.get("partial_reason"),
+            "context": context_block(run),
+            "config": run.config,
+            **summary_fields(self.summary),
+            "percentiles_ns": self.chosen,
+            "floor": run.meta.get("floor"),
+            "percentiles": [q.to_dict() for q in self.intervals],
+        }
+
+
+def show(request: ShowRequest) -> ShownRun:
+    """Everything ``show`` says about one run, as one typed result.
+
+    Parameters
+    ----------
+    request
+        The run and what is asked of it (:class:`ShowRequest`).
+
+    Returns
+    -------
+    ShownRun
+        ``to_json()`` is ``show --json``, :func:`jitterlab.describe.text.shown_text` its text.
+
+    Raises
+    ------
+    JitterlabError
+        A run that cannot be shown (damaged, or ``--percentiles`` of a histogram-only import,
+        naming the export that has them): one line.
+    """
+    run = _open(request.run, request.store)
+    levels = tuple(sorted({*SUMMARY_PERCENTILES, *(request.percentiles or ())}))
+    passes: Engine = LOCAL
+    if request.engine is not None and not run.histogram_only:
+        passes = request.engine() or LOCAL
+        summary = file_summary(run, verified_samples_path(run), request.recompute, passes).to_dict()
+    else:
+        summary = run_summary(run, recompute=request.recompute)  # verifies the samples file
+    asked = run_percentiles(run, request.percentiles, passes) if request.percentiles else None
+    intervals = run_intervals(run, levels, passes, stored=not request.recompute)
+    chosen = resolved_only(asked, intervals) if asked is not None else None
+    return ShownRun(run, summary, tuple(intervals), chosen)

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     import pandas as pd
     import polars as pl
 
+    from jitterlab.describe import description
+    from jitterlab.describe.compare import ComparedRuns
     from jitterlab.store import ResultsStore, Run
 
 # the columns of `jitterlab runs --json` (describe/tables.py summary_row), in its order
@@ -120,10 +122,23 @@ def open_store(path: str | Path | None = None) -> Store:
 @dataclass(frozen=True)
 class Description:
     """What ``jitterlab describe RUN`` prints (``str()``, and in a notebook), with its JSON
-    (:meth:`to_dict`, as ``describe --json``) and its summary as a DataFrame (:meth:`to_pandas`)."""
+    (:meth:`to_dict`, as ``describe --json``) and its summary as a DataFrame (:meth:`to_pandas`):
+    the typed description :func:`jitterlab.describe.description.describe` returns
+    (``.described``), rendered by the command's own renderers."""
 
-    text: str
-    document: dict[str, Any]
+    described: description.Description
+
+    @property
+    def text(self) -> str:
+        """``jitterlab describe RUN``'s text (its notes, stderr there, left out)."""
+        from jitterlab.describe.text import description_text
+
+        return description_text(self.described)[0]
+
+    @property
+    def document(self) -> dict[str, Any]:
+        """``describe RUN --json``'s document."""
+        return self.described.to_json()
 
     def __str__(self) -> str:
         return self.text
@@ -148,43 +163,43 @@ class Description:
 
 def describe(run: Run | str, store: str | Path | None = None) -> Description:
     """``jitterlab describe RUN`` with its defaults (stacked-z test, 1 s windows), as an
-    object: the same text the command prints, and its JSON."""
-    from jitterlab.core.warnings import CodedWarning  # noqa: F401  (the analysis warns through it)
-    from jitterlab.describe.analysis import describe_run, description_json, latency_views
-    from jitterlab.describe.context import context_block
-    from jitterlab.describe.histograms import describe_histogram, histogram_json
-    from jitterlab.describe.sources import source_table
-    from jitterlab.describe.text import describe_text, histogram_text
-    from jitterlab.store import load_run
-    from jitterlab.store.reader import LOCAL
+    object: :func:`jitterlab.describe.description.describe`'s typed description, printed
+    as the command prints it, and its JSON."""
+    from jitterlab.describe.description import DescribeRequest
+    from jitterlab.describe.description import describe as describe_request
 
-    run = load_run(run, store) if isinstance(run, str) else run
-    if run.histogram_only:
-        h = describe_histogram(run, None, None, None, None)
-        return Description(histogram_text(h), histogram_json(h) | {"context": context_block(run)})
-    d = describe_run(run, "stacked-z", 1_000_000_000, None, False, 3.5, 0.05, None, None)
-    views = latency_views(run, None, LOCAL, None)
-    sources = source_table(run, d.summary, d.categories)
-    document = {"context": context_block(run)} | description_json(d)
-    document |= {f"summary_{name}_ns": view for name, view in views.items()}
-    if sources is not None:
-        document["sources"] = sources.to_dict()
-    return Description(describe_text(d, views, sources, intervals=list(d.intervals)), document)
+    return Description(describe_request(DescribeRequest((run,), _store(store))))
 
 
 @dataclass(frozen=True)
 class Comparison:
-    """What ``jitterlab compare A B`` prints, with its verdict, JSON and rows."""
+    """What ``jitterlab compare A B`` prints, with its verdict, JSON and rows: the typed
+    comparison :func:`jitterlab.describe.compare.compare` returns (``.compared``)."""
 
-    text: str
-    document: dict[str, Any]
-    verdict: str
+    compared: ComparedRuns
+
+    @property
+    def text(self) -> str:
+        """``jitterlab compare A B``'s text."""
+        from jitterlab.describe.compare import comparison_text
+
+        return comparison_text(self.compared)
+
+    @property
+    def document(self) -> dict[str, Any]:
+        """``compare A B --json``'s document."""
+        return self.compared.to_json()
+
+    @property
+    def verdict(self) -> str:
+        return str(self.compared.verdict)
 
     def __str__(self) -> str:
         return self.text
 
     def __repr__(self) -> str:
-        return f"<Comparison {self.document.get('a', {}).get('id')} → {self.document.get('b', {}).get('id')}: {self.verdict}>"
+        rc = self.compared.comparison
+        return f"<Comparison {rc.a.id} → {rc.b.id}: {self.verdict}>"
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         p.text(self.text)
@@ -203,26 +218,17 @@ class Comparison:
 def compare(a: Run | str, b: Run | str, noise: float = 0.05, store: str | Path | None = None) -> Comparison:
     """``jitterlab compare A B`` (B judged against A) as an object: the text the command
     prints, its verdict and its JSON."""
-    from jitterlab.core.render import render
-    from jitterlab.describe import compare as cmp
-    from jitterlab.describe.context import context_header
-    from jitterlab.store import load_run
+    from jitterlab.describe.compare import CompareRequest
+    from jitterlab.describe.compare import compare as compare_request
 
-    ra = load_run(a, store) if isinstance(a, str) else a
-    rb = load_run(b, store) if isinstance(b, str) else b
-    rc = cmp.compare_runs(ra, rb, noise, None)
-    c = rc.result
-    headers = [*cmp.HEADERS[:4], f"{c.confidence:.0%} CI", cmp.HEADERS[5]]
-    text = "\n".join(
-        [
-            context_header([rc.a, rc.b]),
-            f"A  {rc.a.id}  ({rc.a.label})\nB  {rc.b.id}  ({rc.b.label})",
-            render(headers, cmp.comparison_rows(c), "lrrrrl"),
-            cmp.tests_line(c),
-            f"verdict: {c.verdict} (noise threshold ±{c.noise_threshold:.0%})",
-        ]
-    )
-    return Comparison(text, cmp.comparison_json(rc), str(c.verdict))
+    return Comparison(compare_request(CompareRequest(a, b, _store(store), noise)))
+
+
+def _store(store: str | Path | None) -> ResultsStore:
+    """The store references resolve in (None: the default one)."""
+    from jitterlab.store import ResultsStore
+
+    return ResultsStore(store)
 
 
 def _register() -> None:

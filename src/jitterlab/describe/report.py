@@ -8,7 +8,6 @@ number comes from :mod:`jitterlab.describe.analysis` and :mod:`jitterlab.stats`.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import datetime as dt
 import gc
 import multiprocessing
@@ -36,8 +35,9 @@ from jitterlab.core.tidy import counted
 from jitterlab.core.units import format_count, format_ns
 from jitterlab.core.version import __version__
 from jitterlab.core.warnings import fix_for, normalized
-from jitterlab.describe.analysis import RunDescription, describe_run, pauses_in_run, run_percentiles
+from jitterlab.describe.analysis import RunDescription, pauses_in_run, run_percentiles
 from jitterlab.describe.context import context_lines, contexts
+from jitterlab.describe.description import DescribeRequest, SampleDescription, describe
 from jitterlab.describe.histograms import describe_histogram
 from jitterlab.describe.overview import (
     RunDigest,
@@ -56,7 +56,6 @@ from jitterlab.describe.sources import (
     open_union,
     source_caption,
     source_rows,
-    source_table,
 )
 from jitterlab.describe.tables import (
     ATTRIBUTION_HEADERS,
@@ -80,7 +79,6 @@ from jitterlab.describe.tables import (
 )
 from jitterlab.stats.summary import percentiles_sorted
 from jitterlab.store import Run
-from jitterlab.store.memory import hold_in_memory
 from jitterlab.store.reader import LOCAL, Engine, send_time_extent
 from jitterlab.store.reader import warm as warm_reader
 from jitterlab.store.runs import verified_samples_path
@@ -352,9 +350,8 @@ def _chosen_overview(runs: Sequence[Run], chosen: Sequence[dict[str, float | Non
     return "<h3>Chosen percentiles (exact, type 7)</h3>" + html_table(["run", *present[0][1]], rows)
 
 
-def _source_table(d: RunDescription, table: SourceTable | None = None) -> str:
+def _source_table(table: SourceTable | None) -> str:
     """A merged run's (or a union's) table split by source, or nothing."""
-    table = table if table is not None else source_table(d.run, d.summary, d.categories)
     if table is None:
         return ""
     headers, rows = source_rows(table)
@@ -419,7 +416,7 @@ def _run_section(
     return f"""<section class="card" id="{anchor}"><h3>{_esc(run.label)}</h3>
 <div class="muted">{"<br>".join(facts)}</div>{f"<ul class='muted'>{warnings}</ul>" if warnings else ""}
 {_summary_table(d)}{_chosen_table(chosen)}{_attribution(d.attribution)}<div class="muted">outlier categories ({_esc(d.test)}{baseline})</div>{_category_table(d)}
-{_source_table(d, sources)}{run_figure(d, panels)}</section>"""
+{_source_table(sources)}{run_figure(d, panels)}</section>"""
 
 
 UNDERSTANDING = """<h2 id="understanding">Understanding this report</h2><div class="card">
@@ -500,30 +497,34 @@ need raw samples, which an HdrHistogram log does not hold, so they are not shown
 def _section_job(
     run: Run, anchor: str, ps: tuple[float, ...] = (), engine: Engine | None = None
 ) -> tuple[str, RunDigest, dict[str, float | None] | None]:
-    """One run's section and the overview's numbers of it (in a worker process); ``ps``:
-    the percentiles ``--percentiles`` chose, the same type-7 values ``show --percentiles``
-    prints, taken from the sorted samples the section already holds.
+    """One run's section and the overview's numbers of it (in a worker process), rendered
+    from the run's description (:func:`jitterlab.describe.description.describe`, as
+    ``describe`` gives it); ``ps``: the percentiles ``--percentiles`` chose, the same type-7
+    values ``show --percentiles`` prints, taken from the sorted samples the description holds.
 
-    A run the one memory rule lets hold (store/memory.py ``hold_in_memory``) is read once
-    and described in memory (one sort serves the summary, the stacked test, the digest and
-    the chosen percentiles):
-    about 4x faster than the row-group passes at the main job's sizes, identical numbers,
-    and its plots need the whole columns anyway. ``engine`` (``report --cluster``): every
-    number from passes on the cluster's workers, whatever the size; the panels from one
-    local streamed pass (the M4 timeline and the log-linear histogram are drawings)."""
-    # a copy of the run: its columns, read here, go with it when the job ends, also when the
-    # jobs run in this process (one CPU), where the caller's Run would keep every run's table
-    run = dataclasses.replace(run)
-    if engine is None and hold_in_memory(run):
-        run.table  # noqa: B018 (read here: describe_run then works on the columns in memory)
-    d = describe_run(run, engine=engine)
+    The description holds the run when the one memory rule lets it (store/memory.py
+    ``hold_in_memory``): read once and described in memory (one sort serves the summary,
+    the stacked test, the digest and the chosen percentiles): about 4x faster than the
+    row-group passes at the main job's sizes, identical numbers, and its plots need the
+    whole columns anyway. ``engine`` (``report --cluster``): every number from passes on
+    the cluster's workers, whatever the size; the panels from one local streamed pass (the
+    M4 timeline and the log-linear histogram are drawings). The caller's ``run`` keeps none
+    of the columns read here (the description holds its own copy, gone when the job ends)."""
+    described = describe(
+        DescribeRequest(
+            (run,), engine=(lambda: engine) if engine is not None else None, hold=True, views=False
+        )
+    )
+    assert isinstance(described, SampleDescription)  # a sample run (histogram-only runs: their section)
+    d = described.run
+    run = d.run
     if not run.loaded:  # too large to hold: every panel from one streamed pass, nothing subsampled
         path = verified_samples_path(run)
         panels, histogram = streamed_panels(
             LOCAL.timed(path), d.summary, d.categories, SCATTER_COLUMNS, send_time_extent(path)
         )
         chosen = _resolved_chosen(run_percentiles(run, ps, engine or LOCAL) if ps else None, d.summary.count)
-        section = _run_section(d, anchor, chosen, panels)
+        section = _run_section(d, anchor, chosen, panels, described.sources)
         return section, digest_of_histogram(run, d.summary, histogram), chosen
     ordered = d.ordered if d.ordered is not None else np.sort(run.latency_ns)
     chosen = _resolved_chosen(
@@ -532,7 +533,7 @@ def _section_job(
         else None,
         d.summary.count,
     )
-    section = _run_section(d, anchor, chosen)
+    section = _run_section(d, anchor, chosen, sources=described.sources)
     return section, digest(run, d.summary, ordered), chosen
 
 

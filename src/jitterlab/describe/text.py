@@ -11,7 +11,12 @@ from jitterlab.core.tidy import counted
 from jitterlab.core.units import format_count, format_ns
 from jitterlab.describe.analysis import RunDescription, pauses_in_run
 from jitterlab.describe.context import context_header
-from jitterlab.describe.description import Description, HistogramRunDescription, UnionDescription
+from jitterlab.describe.description import (
+    Description,
+    HistogramRunDescription,
+    ShownRun,
+    UnionDescription,
+)
 from jitterlab.describe.histograms import HistogramDescription
 from jitterlab.describe.sources import SourceTable, source_caption, source_rows
 from jitterlab.describe.tables import (
@@ -34,7 +39,7 @@ from jitterlab.describe.tables import (
 )
 from jitterlab.stats.quantile_ci import QuantileInterval
 from jitterlab.store import Run
-from jitterlab.store.schema import samples_per_pair, summary_fields
+from jitterlab.store.schema import samples_per_pair
 
 WINDOW_ROWS = 20  # window rows `describe` prints; more are the first and last ten
 
@@ -51,22 +56,6 @@ def stored_line(run: Run) -> str:
     if run.partial:
         line += f"  PARTIAL ({run.meta.get('partial_reason')})"
     return line
-
-
-def show_json(run: Run, summary: dict[str, Any], chosen: dict[str, float | None] | None) -> dict[str, Any]:
-    """``show --json``: the run, its context block, its summary and the chosen percentiles."""
-    from jitterlab.describe.context import context_block
-
-    return {
-        "id": run.id,
-        "status": run.meta.get("status"),
-        "partial_reason": run.meta.get("partial_reason"),
-        "context": context_block(run),
-        "config": run.config,
-        **summary_fields(summary),
-        "percentiles_ns": chosen,
-        "floor": run.meta.get("floor"),
-    }
 
 
 def show_text(run: Run, summary: dict[str, Any], intervals: list[QuantileInterval] | None = None) -> str:
@@ -90,6 +79,21 @@ def show_text(run: Run, summary: dict[str, Any], intervals: list[QuantileInterva
             f"obtained policy {', '.join(obtained['policies'])}; spin mode {obtained.get('spin_mode')}"
         )
     return "\n".join(lines)
+
+
+def shown_text(shown: ShownRun) -> str:
+    """``jitterlab show``'s terminal text of a shown run (:func:`describe.description.show`):
+    what the run is, its summary, floor and policy, then every percentile with its interval."""
+    intervals = list(shown.intervals)
+    return "\n".join(
+        [
+            show_text(shown.run, shown.summary, intervals),
+            interval_caption(intervals),
+            render(
+                INTERVAL_TABLE_HEADERS, interval_rows(intervals, int(shown.summary.get("count") or 0)), "lrll"
+            ),
+        ]
+    )
 
 
 def c2c_text(floor: dict[str, Any]) -> str:

@@ -1,7 +1,7 @@
 """What ``jitterlab paper`` draws and tabulates, computed once from the runs' descriptions.
 
-Each run is described by :func:`jitterlab.describe.analysis.describe_run` (the numbers of
-``describe --json``), its chosen percentiles are ``run_percentiles``' type-7 values and
+Each run is described by :func:`jitterlab.describe.description.describe` (the numbers of
+``describe --json``: one request per run, the typed description rendered), its chosen percentiles are ``run_percentiles``' type-7 values and
 each level's interval is :func:`jitterlab.stats.quantile_ci.intervals_of_sample` (the
 one interval: binomial order statistics, or batch means over time blocks where the
 dispersion test finds the samples dependent; ``describe --json`` gives the same), and each
@@ -20,8 +20,9 @@ import numpy as np
 
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.percentiles import percentile_key
-from jitterlab.describe.analysis import describe_run, pauses_in_run, restrict, run_percentiles, time_range
+from jitterlab.describe.analysis import pauses_in_run, run_percentiles, time_range
 from jitterlab.describe.compare import RunComparison, compare_runs
+from jitterlab.describe.description import DescribeRequest, SampleDescription, describe
 from jitterlab.describe.overview import comparison_groups, technique_of
 from jitterlab.describe.panels import Panels, memory_panels
 from jitterlab.describe.paper.tables import Estimate
@@ -142,19 +143,29 @@ def describe_for_paper(
     to_s: float | None,
     engine: Engine | None,
 ) -> tuple[RunData, Held | None]:
-    """One run's description (as ``describe`` gives it), its levels and its figures' data;
-    and, when it was held in memory, the held run with its sorted latencies (for its
-    comparisons: not read nor sorted again), else None."""
+    """One run's description (:func:`jitterlab.describe.description.describe`, as
+    ``describe`` gives it), its levels and its figures' data; and, when the description held
+    it in memory (the one memory rule, store/memory.py ``hold_in_memory``), the held run with
+    its sorted latencies (for its comparisons: not read nor sorted again), else None."""
     levels = (50.0, *[p for p in ps if p != 50.0])
-    run = dataclasses.replace(run)  # its columns go when the caller drops it
+    described = describe(
+        DescribeRequest(
+            (run,),
+            from_s=from_s,
+            to_s=to_s,
+            engine=(lambda: engine) if engine is not None else None,
+            hold=True,
+            views=False,
+            sources=False,
+        )
+    )
+    assert isinstance(described, SampleDescription)  # histogram-only runs are tabulated apart
+    d = described.run
+    run = d.run  # as described: held (restricted to --from/--to) or not
     held: Held | None = None
-    if engine is None and hold_in_memory(run):
-        run.table  # noqa: B018 (held: one sort serves the description, the levels and the panels)
-        run = time_range(run, from_s, to_s)
-        d = describe_run(run)
-        assert d.ordered is not None
+    if d.ordered is not None:  # held: one sort serves the description, the levels and the panels
         held = (run, d.ordered)
-        chosen = estimates(run.latency_ns, run.t_send_ns, d.ordered, levels, d.intervals)
+        chosen = estimates(run.latency_ns, run.t_send_ns, d.ordered, levels, described.intervals)
         panels = memory_panels(
             run.latency_ns,
             run.t_send_ns,
@@ -166,9 +177,7 @@ def describe_for_paper(
         )
         pauses = pauses_in_run(run)
     else:  # read in row groups (or on the cluster): exact values, no interval, no per-run figures
-        run, span = restrict(run, from_s, to_s)
-        d = describe_run(run, engine=engine, span=span)
-        values = run_percentiles(run, levels, engine or LOCAL, span)
+        values = run_percentiles(run, levels, engine or LOCAL, described.span)
         chosen = {k: Estimate(v) for k, v in values.items()}
         panels, pauses = None, []
     bare = Run(run.path, run.meta)
@@ -225,7 +234,7 @@ def build(
     held: dict[int, Held | None] = {}
     pending = [sum(i in pair for pair in pairs) for i in range(len(sample_runs))]
 
-    def describe(i: int) -> None:
+    def describe_at(i: int) -> None:
         if i in described:
             return
         data, kept = describe_for_paper(sample_runs[i], levels, from_s, to_s, engine)
@@ -235,8 +244,8 @@ def build(
 
     comparisons: list[RunComparison] = []
     for a, b in pairs:  # the runs of each comparison first (in the order of the comparisons)
-        describe(a)
-        describe(b)
+        describe_at(a)
+        describe_at(b)
         comparisons.append(
             _compare(sample_runs[a], sample_runs[b], held[a], held[b], from_s, to_s, engine, noise)
         )
@@ -245,7 +254,7 @@ def build(
             if not pending[i]:
                 del held[i]
     for i in range(len(sample_runs)):
-        describe(i)
+        describe_at(i)
     data = [described[i] for i in range(len(sample_runs))]
     numbers = {(sample_runs[a].id, sample_runs[b].id): (a + 1, b + 1) for a, b in pairs}
     histograms = [
