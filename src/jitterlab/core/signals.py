@@ -13,6 +13,10 @@ command went on as if nothing had arrived (issue 24: a SIGTERM about 0.1 s after
 made its namespaces, while it started its agents, let the run finish complete, exit 0).
 :func:`stop_on_signals` installs a ``sys.unraisablehook`` that delivers such a stop again a
 moment later, from outside that code.
+
+:func:`noted_stops` is for a loop with threads that share a lock (``monitor serve``): there a
+stop is only noted, and the loop reads it between its steps; an exception raised wherever
+the main thread happened to be could leave such a lock held for ever.
 """
 
 from __future__ import annotations
