@@ -129,6 +129,28 @@ def test_noted_stops_notes_the_first_stop_and_raises_the_second() -> None:
         assert stopped() is None
 
 
+def test_noted_stops_in_another_thread_leaves_the_main_threads_stops_alone() -> None:
+    inside, leave = threading.Event(), threading.Event()
+    answers: list[int | None] = []
+
+    def block() -> None:
+        with noted_stops() as stopped:
+            inside.set()
+            leave.wait(10)
+            answers.append(stopped())
+
+    thread = threading.Thread(target=block)
+    thread.start()
+    try:
+        assert inside.wait(10)
+        with pytest.raises(KeyboardInterrupt):  # the main thread's stop: raised as ever
+            signal.raise_signal(signal.SIGINT)
+    finally:
+        leave.set()
+        thread.join(10)
+    assert answers == [None]
+
+
 def test_a_drain_thread_that_cannot_end_is_said_not_waited_for(
     store: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

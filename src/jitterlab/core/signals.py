@@ -105,14 +105,15 @@ def noted_stops() -> Iterator[Callable[[], int | None]]:
     the next bytecode boundary, before ``with`` can release it) leaves the lock held for ever,
     and the thread waiting for it with it (``monitor serve``: its drain thread, which the
     server then joined without end). A second stop is raised at once (the way out of a block
-    that hangs). In the main thread, SIGINT's default handler gives way to this module's for
-    the block; elsewhere no stop is raised anyway."""
+    that hangs). SIGINT's default handler gives way to this module's for the block. Outside
+    the main thread it changes nothing (no stop is raised there; the main thread's stays its
+    own) and its function always answers None."""
     global _noting
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: None
+        return
     restore = None
-    if (
-        threading.current_thread() is threading.main_thread()
-        and signal.getsignal(signal.SIGINT) is signal.default_int_handler
-    ):
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         restore = signal.signal(signal.SIGINT, _raise)
     _noting += 1
     try:
