@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from jitterlab.core import signals
 from jitterlab.core.errors import JitterlabError
 from jitterlab.core.signals import noted_stops
 from jitterlab.monitor import live, recorder
@@ -139,6 +140,8 @@ def test_noted_stops_in_another_thread_leaves_the_main_threads_stops_alone() -> 
             leave.wait(10)
             answers.append(stopped())
 
+    # the handler the CLI installs (stop_on_signals), which is the one that notes stops
+    previous = signal.signal(signal.SIGINT, signals._raise)
     thread = threading.Thread(target=block)
     thread.start()
     try:
@@ -148,6 +151,7 @@ def test_noted_stops_in_another_thread_leaves_the_main_threads_stops_alone() -> 
     finally:
         leave.set()
         thread.join(10)
+        signal.signal(signal.SIGINT, previous)
     assert answers == [None]
 
 
