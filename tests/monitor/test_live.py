@@ -100,9 +100,13 @@ def test_the_page_gives_the_percentiles_and_intervals_describe_gives(
     port = free_port()
     proc = start_serve(channel, store, f"127.0.0.1:{port}", "--duration", "60s")
     try:
+        # spans at a fixed spacing, not record() at whatever moment a loaded machine lets the
+        # loop run: describe cuts the run in time blocks, and its dependence test (at 5 %) on
+        # blocks that the load made uneven chose "block" now and then (1 run of 13 in a loop at load 6)
+        t_end = time.monotonic_ns() + 10_000 * np.arange(1, latency.size + 1)
         with Monitor(channel) as m:
-            for v in latency.tolist():
-                m.record(v)
+            for start, end in zip((t_end - latency).tolist(), t_end.tolist(), strict=True):
+                m.span(start, end)
         page = first_event(port, lambda snap: snap["counts"]["drained"] == latency.size)
     finally:
         proc.send_signal(signal.SIGINT)

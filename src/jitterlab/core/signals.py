@@ -13,6 +13,10 @@ command went on as if nothing had arrived (issue 24: a SIGTERM about 0.1 s after
 made its namespaces, while it started its agents, let the run finish complete, exit 0).
 :func:`stop_on_signals` installs a ``sys.unraisablehook`` that delivers such a stop again a
 moment later, from outside that code.
+
+:func:`noted_stops` is for a loop with threads that share a lock (``monitor serve``): there a
+stop is only noted, and the loop reads it between its steps; an exception raised wherever
+the main thread happened to be could leave such a lock held for ever.
 """
 
 from __future__ import annotations
@@ -21,8 +25,9 @@ import _thread
 import os
 import signal
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
 from typing import Any
@@ -41,6 +46,8 @@ class Interrupted(KeyboardInterrupt):
 _received: list[int] = []
 _held = 0  # held_stops() blocks open: a stop waits for the outermost to end
 _pending: list[int] = []  # stops that arrived meanwhile
+_noting = 0  # noted_stops() blocks open: a stop is noted for the block to ask about
+_noted: list[int] = []  # the stop noted meanwhile
 
 
 def _stop(signum: int) -> KeyboardInterrupt:
@@ -53,6 +60,9 @@ def _raise(signum: int, _frame: FrameType | None) -> None:
     _received.append(signum)
     if _in_hook:  # the hook below is running: raised here, the stop would be swallowed again
         _late = signum
+        return
+    if _noting and not _noted:  # noted_stops(): the block asks for it where it can stop
+        _noted.append(signum)
         return
     if _held and not _pending:  # a second stop while held is not held: a way out of a hang
         _pending.append(signum)
@@ -84,6 +94,36 @@ def held_stops() -> Iterator[None]:
                 raise _stop(signum)
             if not isinstance(error, KeyboardInterrupt):
                 _deliver_again(signum)
+
+
+@contextmanager
+def noted_stops() -> Iterator[Callable[[], int | None]]:
+    """A stop that arrives while the block runs is only noted, never raised: the block asks
+    the function it is given (the signal, None before one came) at the one point of its loop
+    where it can stop. For a block whose threads share a lock: a ``KeyboardInterrupt`` raised
+    in the main thread just after ``Condition.__enter__`` took the lock (the handler runs at
+    the next bytecode boundary, before ``with`` can release it) leaves the lock held for ever,
+    and the thread waiting for it with it (``monitor serve``: its drain thread, which the
+    server then joined without end). A second stop is raised at once (the way out of a block
+    that hangs). SIGINT's default handler gives way to this module's for the block. Outside
+    the main thread it changes nothing (no stop is raised there; the main thread's stays its
+    own) and its function always answers None."""
+    global _noting
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: None
+        return
+    restore = None
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        restore = signal.signal(signal.SIGINT, _raise)
+    _noting += 1
+    try:
+        yield lambda: _noted[0] if _noted else None
+    finally:
+        _noting -= 1
+        if not _noting:
+            _noted.clear()  # the block stopped for it: not raised again
+        if restore is not None:
+            signal.signal(signal.SIGINT, restore)
 
 
 _REDELIVER_S = 0.01  # long enough for the main thread to have left the code that swallowed it

@@ -44,6 +44,7 @@ PUBLISH_S = 0.2  # a sample reaches the page within this plus the drain and the 
 IDLE_PUBLISH_S = 1.0
 MAX_STREAMS = 32
 WRITE_TIMEOUT_S = 5.0
+SHUTDOWN_S = 10.0  # serve_forever sees a shutdown within 0.5 s: one not seen after this is stuck
 PAGE_PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99)
 TIMELINE_SENT_BINS = 600  # 5 minutes of 0.5 s bins
 
@@ -396,9 +397,17 @@ class Endpoint:
         self.thread = threading.Thread(target=httpd.serve_forever, name="live-http", daemon=True)
         self.thread.start()
 
-    def shutdown(self) -> None:
+    def shutdown(self, timeout: float = SHUTDOWN_S) -> None:
+        """Stop the streams and the server; one that has not stopped within ``timeout``
+        seconds is said and left to end with the process (never waited for without end)."""
         self.publisher.stop()
-        self.httpd.shutdown()
+        stopper = threading.Thread(target=self.httpd.shutdown, name="live-http-stop", daemon=True)
+        stopper.start()
+        stopper.join(timeout)
+        if stopper.is_alive():
+            log_line(
+                f"the live page's HTTP server did not stop within {timeout:g} s; it ends with the process"
+            )
         self.httpd.server_close()
 
 

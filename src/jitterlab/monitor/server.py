@@ -26,7 +26,7 @@ import numpy as np
 
 from jitterlab.core.errors import JitterlabError, escape_controls
 from jitterlab.core.fileio import atomic_write_json, os_error_text, owner_name
-from jitterlab.core.signals import last_signal
+from jitterlab.core.signals import noted_stops
 from jitterlab.core.warnings import CodedWarning
 from jitterlab.measure import environment
 from jitterlab.measure.doctor import doctor_facts
@@ -79,6 +79,9 @@ DRAIN_IDLE_S = 0.01
 DRAIN_WAIT_S = 0.1
 DRAIN_BATCH = 65_536
 DRAIN_CHUNK = 1 << 18
+# the drain thread ends within DRAIN_WAIT_S of a stop; one that has not after this long is
+# stuck, and the server says so instead of waiting for it for ever
+DRAIN_STOP_S = 10.0
 NO_WRITER = "no writer recorded on channel '{channel}' while it was served: no run stored"
 
 
@@ -226,11 +229,12 @@ class Drainer:
             self.cond.notify_all()
         return taken
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = DRAIN_STOP_S) -> bool:
+        """End the thread (it sees ``stopped`` within :data:`DRAIN_WAIT_S`; no lock is taken
+        here); False when it did not end within ``timeout`` seconds."""
         self.stopped = True
-        with self.cond:
-            self.cond.notify_all()
-        self.thread.join()
+        self.thread.join(timeout)
+        return not self.thread.is_alive()
 
 
 class Server:
@@ -341,7 +345,11 @@ class Server:
     def stop_draining(self) -> None:
         """Stop the drain thread; what it drained and nobody took yet stays to be processed."""
         if self.drainer is not None:
-            self.drainer.stop()
+            if not self.drainer.stop(DRAIN_STOP_S):
+                raise JitterlabError(
+                    f"the drain thread did not end within {DRAIN_STOP_S:g} s: run {self.run_id} "
+                    f"stays staged in {self.staging}; `jitterlab recover` stores what it holds"
+                )
             rest = self.drainer.take(0.0)
             self.drainer = None
             for events in rest:
@@ -609,24 +617,27 @@ def serve_loop(
     arrives the moment the server says it serves still stores the run."""
     deadline = time.monotonic() + duration_s if duration_s else None
     try:
-        with server.store.staging_lock(server.run_id):
+        # a stop is a flag the loop reads between steps, never an exception raised wherever
+        # the main thread is (inside the drainer's lock it left the lock held: the drain
+        # thread, and the server's join with it, waited for ever)
+        with server.store.staging_lock(server.run_id), noted_stops() as stopped_by:
             server.flush()
             server.start()
             last_tick = time.monotonic()
-            try:
-                on_started(server)
-                while deadline is None or time.monotonic() < deadline:
-                    server.step()  # waits up to DRAIN_WAIT_S for the drain thread
-                    if time.monotonic() - last_tick > 1.0:
-                        on_tick(server)
-                        last_tick = time.monotonic()
-            except KeyboardInterrupt:
-                return server.finish(signal.Signals(last_signal()).name, partial=duration_s is not None)
+            on_started(server)
+            while stopped_by() is None and (deadline is None or time.monotonic() < deadline):
+                server.step()  # waits up to DRAIN_WAIT_S for the drain thread
+                if time.monotonic() - last_tick > 1.0:
+                    on_tick(server)
+                    last_tick = time.monotonic()
+            signum = stopped_by()
+            if signum is not None:
+                return server.finish(signal.Signals(signum).name, partial=duration_s is not None)
             return server.finish("--duration", partial=False)
     except OSError as e:
         raise JitterlabError(f"cannot write to results store {server.store.root}: {e.strerror or e}") from e
     finally:
-        if server.drainer is not None:  # an error ended the loop: its thread ends with it
+        if server.drainer is not None:  # an error (or a second stop) ended the loop: its thread ends with it
             server.drainer.stop()
 
 
