@@ -73,7 +73,7 @@ from jitterlab.store.reader import (
 )
 from jitterlab.store.runs import verified_samples_path
 from jitterlab.store.schema import SAMPLES_FILE, summary_fields
-from jitterlab.store.span import time_span
+from jitterlab.store.span import no_samples_sent, time_span
 from jitterlab.store.writer import stored_intervals, stored_summary
 
 DESCRIBED_LEVELS = (*SUMMARY_PERCENTILES, 100.0)  # the levels describe gives intervals for
@@ -340,7 +340,7 @@ def time_range(run: Run, from_s: float | None, to_s: float | None) -> Run:
     if to_s is not None:
         keep &= t <= t0 + round(to_s * 1e9)
     if not keep.any():
-        raise JitterlabError(f"run {run.id}: no samples sent between {from_s or 0:g} s and {to_s} s")
+        raise no_samples_sent(run, from_s, to_s)
     return dataclasses.replace(run, _table=run.table.filter(pa.array(keep)))
 
 
