@@ -473,11 +473,12 @@ def run_intervals(
     )
 
 
-def resolved_only(chosen: dict[str, float], intervals: list[QuantileInterval]) -> dict[str, float | None]:
-    """``--percentiles``' values by key with None for a level the run does not resolve (the
-    ``percentiles`` block says what it is at least)."""
-    unresolved = {percentile_key(q.level) for q in intervals if not q.resolved}
-    return {k: (None if k in unresolved else v) for k, v in chosen.items()}
+def asked_values(ps: tuple[float, ...], intervals: list[QuantileInterval]) -> dict[str, float | None]:
+    """``--percentiles``' values by key, taken from ``intervals`` (which hold every level of
+    ``ps``: their type-7 values are :func:`run_percentiles`' own), with None for a level the
+    run does not resolve (the ``percentiles`` block says what it is at least)."""
+    by_level = {q.level: q for q in intervals}
+    return {percentile_key(p): (by_level[p].value if by_level[p].resolved else None) for p in ps}
 
 
 def resolution_warning(run: Run, levels: tuple[float, ...] = SUMMARY_PERCENTILES) -> CodedWarning | None:
