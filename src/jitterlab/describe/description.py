@@ -21,7 +21,6 @@ helpers; this module is the only one that calls ``describe_run`` (tests/test_arc
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +39,7 @@ from jitterlab.describe.analysis import (
     run_percentiles,
     run_summary,
 )
+from jitterlab.describe.compare import EngineOpener
 from jitterlab.describe.context import command_context, context_block
 from jitterlab.describe.histograms import (
     HISTOGRAM_ONLY,
@@ -55,8 +55,6 @@ from jitterlab.store.memory import hold_in_memory
 from jitterlab.store.reader import LOCAL, Engine, Span
 from jitterlab.store.runs import verified_samples_path
 from jitterlab.store.schema import summary_fields
-
-EngineOpener = Callable[[], Engine | None]  # opens where the passes run (a cluster's engine)
 
 
 @dataclass(frozen=True)
