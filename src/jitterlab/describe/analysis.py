@@ -141,7 +141,7 @@ def describe_run(
             "samples (show and export work on it)"
         )
     if engine is not None:
-        refuse_on_cluster(test, run.loaded or (baseline is not None and baseline.loaded))
+        refuse_on_cluster(run.loaded or (baseline is not None and baseline.loaded))
         return _describe_streamed(run, test, window_ns, baseline, two_sided, threshold, alpha, engine, span)
     if not run.loaded and (baseline is None or not baseline.loaded):
         return _describe_streamed(run, test, window_ns, baseline, two_sided, threshold, alpha, LOCAL, span)
@@ -171,10 +171,10 @@ def describe_run(
     )
 
 
-def refuse_on_cluster(test: str, loaded: bool) -> None:
+def refuse_on_cluster(loaded: bool) -> None:
     """What describe cannot run on a cluster, refused in one line (before one is started):
     a run already held in memory here (a traced run's --from/--to range). Every test and a
-    stored run's --from/--to run there (``test`` is kept for callers)."""
+    stored run's --from/--to run there."""
     if loaded:
         raise JitterlabError(
             "--cluster describes stored runs read by its workers, not a run held here: drop --cluster"

@@ -248,7 +248,7 @@ def describe(request: DescribeRequest) -> Description:
     baseline = load_run(request.baseline, request.store) if request.baseline else None
     _check_window(request.window_ns)
     if request.engine is not None:
-        refuse_on_cluster(request.test, run.loaded)
+        refuse_on_cluster(run.loaded)
     opened = request.engine() if request.engine is not None else None
     d = describe_run(
         run,
