@@ -64,6 +64,7 @@ from jitterlab.stats.valuetable import ValueTable
 from jitterlab.store import Run
 from jitterlab.store.hdr.streams import corrected_figures
 from jitterlab.store.reader import (
+    ACTUAL_SEND,
     LOCAL,
     Engine,
     Span,
@@ -361,15 +362,15 @@ def latency_views(
     if run.loaded:
         if expected_interval_ns:
             views["corrected"] = corrected_figures(run.latency_ns, expected_interval_ns)
-        if "t_actual_send_ns" in run.table.column_names:
-            views["from_actual_send"] = summarize(run.t_recv_ns - run.column("t_actual_send_ns")).to_dict()
+        if ACTUAL_SEND in run.table.column_names:
+            views["from_actual_send"] = summarize(run.t_recv_ns - run.column(ACTUAL_SEND)).to_dict()
         return views
     # not read yet: in row groups (summarize_chunks equals summarize to the last bit)
     path = verified_samples_path(run)
     if expected_interval_ns:
         views["corrected"] = corrected_figures(latency_chunks(path, where=span), expected_interval_ns)
-    if has_column(path, "t_actual_send_ns"):
-        views["from_actual_send"] = engine.summary(path, since="t_actual_send_ns", where=span).to_dict()
+    if has_column(path, ACTUAL_SEND):
+        views["from_actual_send"] = engine.summary(path, since=ACTUAL_SEND, where=span).to_dict()
     return views
 
 
