@@ -342,13 +342,20 @@ NAMES_A_COLUMN_ALLOWED = {
 }
 
 
-def column_names_outside_store(package: Path) -> list[str]:
-    """Every string constant equal to a samples column's name (store/schema.py's
-    ``SAMPLE_COLUMNS``) used as a subscript, a call's argument or a comparison's operand in a
-    module outside ``store/`` (docstrings and comments are not code, so they may name it)."""
+def samples_column_names() -> set[str]:
+    """Every samples column's name: store/schema.py's ``SAMPLE_COLUMNS`` and the optional
+    ones store/reader.py names (``ACTUAL_SEND``: net's open-loop runs)."""
+    from jitterlab.store.reader import ACTUAL_SEND
     from jitterlab.store.schema import SAMPLE_COLUMNS
 
-    names = set(SAMPLE_COLUMNS)
+    return {*SAMPLE_COLUMNS, ACTUAL_SEND}
+
+
+def column_names_outside_store(package: Path) -> list[str]:
+    """Every string constant equal to a samples column's name (:func:`samples_column_names`)
+    used as a subscript, a call's argument or a comparison's operand in a module outside
+    ``store/`` (docstrings and comments are not code, so they may name it)."""
+    names = samples_column_names()
     problems = []
     for path in sorted(package.rglob("*.py")):
         relative = path.relative_to(package)
@@ -380,8 +387,6 @@ def test_nothing_outside_the_store_names_a_samples_column() -> None:
 
 def test_every_allowed_column_name_is_still_used() -> None:
     """An allow-list entry whose file no longer names a column goes (so the list only shrinks)."""
-    from jitterlab.store.schema import SAMPLE_COLUMNS
-
     for relative in NAMES_A_COLUMN_ALLOWED:
         path = PACKAGE / relative
         assert path.exists(), relative
@@ -389,7 +394,9 @@ def test_every_allowed_column_name_is_still_used() -> None:
         constants = {
             n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
         }
-        assert constants & set(SAMPLE_COLUMNS), f"{relative} no longer names a column: drop it from the list"
+        assert constants & samples_column_names(), (
+            f"{relative} no longer names a column: drop it from the list"
+        )
 
 
 def test_the_column_check_catches_each_form(tmp_path: Path) -> None:
@@ -403,7 +410,7 @@ def test_the_column_check_catches_each_form(tmp_path: Path) -> None:
         "        pass\n"
         "    cols = ['t_send_ns', 'latency']\n"
         "    '''t_send_ns in a docstring is prose'''\n"
-        "    return run.meta['summary']['latency_ns']\n"
+        "    return run.meta['summary']['latency_ns'], run.column('t_actual_send_ns')\n"
     )
     (tmp_path / "store").mkdir()
     (tmp_path / "store" / "reader.py").write_text("SEND = 't_send_ns'\nx = b['seq']\n")
@@ -413,6 +420,7 @@ def test_the_column_check_catches_each_form(tmp_path: Path) -> None:
         "describe/a.py:4: names the samples column 't_send_ns'",
         "describe/a.py:5: names the samples column 'pair'",
         "describe/a.py:7: names the samples column 't_send_ns'",
+        "describe/a.py:9: names the samples column 't_actual_send_ns'",
     ]
 
 

@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import assert_one_line_error, make_run, run_main, spiky
+from jitterlab.core.errors import JitterlabError
 from jitterlab.core.tidy import tidy_json
 from jitterlab.describe.analysis import (
     describe_run,
@@ -144,7 +145,9 @@ def test_tiny_runs_and_empty_spans_are_refused_in_one_line(
     cases = [
         (["describe", tiny.id, "--test", "walsh"], "needs more than 60 samples (this run has 50)"),
         (["describe", big.id, "--test", "walsh", "--from", "1", "--to", "1.0002"], f"(this run has {few})"),
-        (["describe", big.id, "--from", "500", "--to", "600"], "no samples sent between 500 s and 600.0 s"),
+        (["describe", big.id, "--from", "500", "--to", "600"], "no samples sent between 500 s and 600 s"),
+        (["describe", big.id, "--from", "500"], "no samples sent between 500 s and the end"),
+        (["describe", big.id, "--to", "-1"], "no samples sent between the start and -1 s"),
         (
             ["describe", big.id, "--test", "gesd", "--baseline", tiny.id],
             "--baseline works with --test stacked-z",
@@ -158,6 +161,10 @@ def test_tiny_runs_and_empty_spans_are_refused_in_one_line(
     code, out, err = run_main(["describe", tiny.id, "--test", "gesd", "--json", "--store", store], capsys)
     assert code == 0, err
     assert json.loads(out)["summary_ns"]["count"] == 50
+    for from_s, to_s, between in [(500.0, None, "500 s and the end"), (None, -1.0, "the start and -1 s")]:
+        for restrict in (time_range, time_span):  # in memory and as the reader's span: one message
+            with pytest.raises(JitterlabError, match=f"no samples sent between {between}$"):
+                restrict(big, from_s, to_s)
 
 
 @pytest.mark.parametrize("fmt", ["hgrm", "hlog"])

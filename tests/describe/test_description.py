@@ -264,3 +264,15 @@ def test_a_run_given_is_described_as_it_is_and_keeps_no_columns(store: Path) -> 
     spanned = describe(DescribeRequest((run,), from_s=0.5, to_s=1.5))
     assert isinstance(spanned, SampleDescription) and spanned.span is not None
     assert spanned.run.summary.count < held.run.summary.count
+
+
+def test_an_unavailable_attribution_is_one_note_on_stderr_and_not_in_the_text(store: Path) -> None:
+    d = describe(DescribeRequest((run_ids(store)[0],), ResultsStore(store)))
+    assert isinstance(d, SampleDescription)
+    plain, notes = description_text(d)
+    assert notes == []
+    block = {"available": False, "reason": "the run was not traced"}
+    untraced = dataclasses.replace(d, run=dataclasses.replace(d.run, attribution=block))
+    text, notes = description_text(untraced)
+    assert notes == ["spike attribution: unavailable (the run was not traced)"]
+    assert text == plain

@@ -812,3 +812,19 @@ def test_build_reads_and_sorts_each_run_once(tmp_path: Path, monkeypatch: pytest
         mine = [repr((d.verdict, d.relative, d.ci_low, d.ci_high)) for d in rc.result.percentiles]
         assert mine == [repr((d.verdict, d.relative, d.ci_low, d.ci_high)) for d in fresh.percentiles]
         assert rc.result.ks_statistic == fresh.ks_statistic  # from the held sorts; scipy's there
+
+
+def test_a_run_the_memory_bound_refuses_is_not_blamed_on_its_sample_count(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "store"
+    ids = [make_run(store, latency_clusters(seed, 3_000), technique="mutex").id for seed in (1, 2)]
+    monkeypatch.setenv("JITTERLAB_MEMORY_LIMIT_MB", "0.05")  # 3 000 samples take 0.24 MB
+    code, _, err = run_main(
+        ["paper", *ids, "--from", "0.001", "-o", str(tmp_path / "p"), "--store", str(store)], capsys
+    )
+    assert code == 2
+    assert_one_line_error(err.splitlines()[-1])
+    last = err.strip().splitlines()[-1]
+    assert "MB available" in last and "0.05 MB" in last, last
+    assert "16,777,216" not in last, last

@@ -64,6 +64,7 @@ from jitterlab.stats.valuetable import ValueTable
 from jitterlab.store import Run
 from jitterlab.store.hdr.streams import corrected_figures
 from jitterlab.store.reader import (
+    ACTUAL_SEND,
     LOCAL,
     Engine,
     Span,
@@ -73,7 +74,7 @@ from jitterlab.store.reader import (
 )
 from jitterlab.store.runs import verified_samples_path
 from jitterlab.store.schema import SAMPLES_FILE, summary_fields
-from jitterlab.store.span import time_span
+from jitterlab.store.span import no_samples_sent, time_span
 from jitterlab.store.writer import stored_intervals, stored_summary
 
 DESCRIBED_LEVELS = (*SUMMARY_PERCENTILES, 100.0)  # the levels describe gives intervals for
@@ -141,7 +142,7 @@ def describe_run(
             "samples (show and export work on it)"
         )
     if engine is not None:
-        refuse_on_cluster(test, run.loaded or (baseline is not None and baseline.loaded))
+        refuse_on_cluster(run.loaded or (baseline is not None and baseline.loaded))
         return _describe_streamed(run, test, window_ns, baseline, two_sided, threshold, alpha, engine, span)
     if not run.loaded and (baseline is None or not baseline.loaded):
         return _describe_streamed(run, test, window_ns, baseline, two_sided, threshold, alpha, LOCAL, span)
@@ -171,10 +172,10 @@ def describe_run(
     )
 
 
-def refuse_on_cluster(test: str, loaded: bool) -> None:
+def refuse_on_cluster(loaded: bool) -> None:
     """What describe cannot run on a cluster, refused in one line (before one is started):
     a run already held in memory here (a traced run's --from/--to range). Every test and a
-    stored run's --from/--to run there (``test`` is kept for callers)."""
+    stored run's --from/--to run there."""
     if loaded:
         raise JitterlabError(
             "--cluster describes stored runs read by its workers, not a run held here: drop --cluster"
@@ -340,7 +341,7 @@ def time_range(run: Run, from_s: float | None, to_s: float | None) -> Run:
     if to_s is not None:
         keep &= t <= t0 + round(to_s * 1e9)
     if not keep.any():
-        raise JitterlabError(f"run {run.id}: no samples sent between {from_s or 0:g} s and {to_s} s")
+        raise no_samples_sent(run, from_s, to_s)
     return dataclasses.replace(run, _table=run.table.filter(pa.array(keep)))
 
 
@@ -361,15 +362,15 @@ def latency_views(
     if run.loaded:
         if expected_interval_ns:
             views["corrected"] = corrected_figures(run.latency_ns, expected_interval_ns)
-        if "t_actual_send_ns" in run.table.column_names:
-            views["from_actual_send"] = summarize(run.t_recv_ns - run.column("t_actual_send_ns")).to_dict()
+        if ACTUAL_SEND in run.table.column_names:
+            views["from_actual_send"] = summarize(run.t_recv_ns - run.column(ACTUAL_SEND)).to_dict()
         return views
     # not read yet: in row groups (summarize_chunks equals summarize to the last bit)
     path = verified_samples_path(run)
     if expected_interval_ns:
         views["corrected"] = corrected_figures(latency_chunks(path, where=span), expected_interval_ns)
-    if has_column(path, "t_actual_send_ns"):
-        views["from_actual_send"] = engine.summary(path, since="t_actual_send_ns", where=span).to_dict()
+    if has_column(path, ACTUAL_SEND):
+        views["from_actual_send"] = engine.summary(path, since=ACTUAL_SEND, where=span).to_dict()
     return views
 
 
@@ -473,11 +474,12 @@ def run_intervals(
     )
 
 
-def resolved_only(chosen: dict[str, float], intervals: list[QuantileInterval]) -> dict[str, float | None]:
-    """``--percentiles``' values by key with None for a level the run does not resolve (the
-    ``percentiles`` block says what it is at least)."""
-    unresolved = {percentile_key(q.level) for q in intervals if not q.resolved}
-    return {k: (None if k in unresolved else v) for k, v in chosen.items()}
+def asked_values(ps: tuple[float, ...], intervals: list[QuantileInterval]) -> dict[str, float | None]:
+    """``--percentiles``' values by key, taken from ``intervals`` (which hold every level of
+    ``ps``: their type-7 values are :func:`run_percentiles`' own), with None for a level the
+    run does not resolve (the ``percentiles`` block says what it is at least)."""
+    by_level = {q.level: q for q in intervals}
+    return {percentile_key(p): (by_level[p].value if by_level[p].resolved else None) for p in ps}
 
 
 def resolution_warning(run: Run, levels: tuple[float, ...] = SUMMARY_PERCENTILES) -> CodedWarning | None:

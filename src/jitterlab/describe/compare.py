@@ -36,6 +36,8 @@ from jitterlab.store.memory import hold_in_memory
 from jitterlab.store.reader import LOCAL, Engine, latency_chunks
 from jitterlab.store.runs import verified_samples_path
 
+EngineOpener = Callable[[], Engine | None]  # opens where the passes run (a cluster's engine)
+
 HEADERS = ["percentile", "A", "B", "change", "CI", "verdict"]
 
 
@@ -279,7 +281,7 @@ class CompareRequest:
     store: ResultsStore
     noise: float = 0.05
     percentiles: tuple[float, ...] | None = None
-    engine: Callable[[], Engine | None] | None = field(default=None, compare=False)
+    engine: EngineOpener | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

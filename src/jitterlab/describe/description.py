@@ -21,25 +21,25 @@ helpers; this module is the only one that calls ``describe_run`` (tests/test_arc
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from jitterlab.core.errors import JitterlabError
 from jitterlab.describe.analysis import (
     RunDescription,
+    asked_values,
     describe_run,
     description_json,
     file_summary,
     intervals_json,
     latency_views,
     refuse_on_cluster,
-    resolved_only,
     restrict,
     run_intervals,
     run_percentiles,
     run_summary,
 )
+from jitterlab.describe.compare import EngineOpener
 from jitterlab.describe.context import command_context, context_block
 from jitterlab.describe.histograms import (
     HISTOGRAM_ONLY,
@@ -55,8 +55,6 @@ from jitterlab.store.memory import hold_in_memory
 from jitterlab.store.reader import LOCAL, Engine, Span
 from jitterlab.store.runs import verified_samples_path
 from jitterlab.store.schema import summary_fields
-
-EngineOpener = Callable[[], Engine | None]  # opens where the passes run (a cluster's engine)
 
 
 @dataclass(frozen=True)
@@ -250,7 +248,7 @@ def describe(request: DescribeRequest) -> Description:
     baseline = load_run(request.baseline, request.store) if request.baseline else None
     _check_window(request.window_ns)
     if request.engine is not None:
-        refuse_on_cluster(request.test, run.loaded)
+        refuse_on_cluster(run.loaded)
     opened = request.engine() if request.engine is not None else None
     d = describe_run(
         run,
@@ -265,7 +263,6 @@ def describe(request: DescribeRequest) -> Description:
     )
     passes = opened or LOCAL
     views = latency_views(run, request.expected_interval_ns, passes, span) if request.views else None
-    asked = run_percentiles(run, request.percentiles, passes, span) if request.percentiles else None
     intervals = list(d.intervals)
     if request.percentiles and not set(request.percentiles) <= {q.level for q in intervals}:
         levels = tuple(sorted({*(q.level for q in intervals), *request.percentiles}))
@@ -276,7 +273,7 @@ def describe(request: DescribeRequest) -> Description:
         context_block(run),
         tuple(intervals),
         views,
-        resolved_only(asked, intervals) if asked is not None else None,
+        asked_values(request.percentiles, intervals) if request.percentiles else None,
         source_table(run, d.summary, d.categories) if span is None and request.sources else None,
         request.expected_interval_ns,
         span,
@@ -423,7 +420,8 @@ def show(request: ShowRequest) -> ShownRun:
         summary = file_summary(run, verified_samples_path(run), request.recompute, passes).to_dict()
     else:
         summary = run_summary(run, recompute=request.recompute)  # verifies the samples file
-    asked = run_percentiles(run, request.percentiles, passes) if request.percentiles else None
+    if request.percentiles and run.histogram_only:
+        run_percentiles(run, request.percentiles)  # refuses, naming the export that has them
     intervals = run_intervals(run, levels, passes, stored=not request.recompute)
-    chosen = resolved_only(asked, intervals) if asked is not None else None
+    chosen = asked_values(request.percentiles, intervals) if request.percentiles else None
     return ShownRun(run, summary, tuple(intervals), chosen)

@@ -157,6 +157,18 @@ def describe_text(
     views of its latency (:func:`describe.analysis.latency_views`) as rows beside; a merged
     run's (or a union's) table split by source after its categories; ``header``: the lines
     that head it instead of the run's context and id (a union's)."""
+    return _describe_text(d, views, sources, header, intervals)[0]
+
+
+def _describe_text(
+    d: RunDescription,
+    views: dict[str, dict[str, Any]] | None,
+    sources: SourceTable | None,
+    header: list[str] | None,
+    intervals: list[QuantileInterval] | None,
+) -> tuple[str, str]:
+    """:func:`describe_text`'s text and the spike attribution's note for stderr (empty when
+    none), the attribution rendered once for both."""
     run = d.run
     headers, values = summary_cells(d.summary.to_dict(), intervals)
     lines = header or [
@@ -217,10 +229,10 @@ def describe_text(
             f"{window_start(w.start_ns[10], w.width_ns)} to {window_start(w.start_ns[n - 11], w.width_ns)}; "
             f"jitterlab describe {d.run.id} --json has them all)"
         )
-    out, _ = attribution_text(d.attribution)
+    out, unavailable = attribution_text(d.attribution)
     if out:
         lines.append(out)
-    return "\n".join(lines)
+    return "\n".join(lines), unavailable
 
 
 def histogram_text(d: HistogramDescription) -> str:
@@ -287,6 +299,5 @@ def description_text(d: Description) -> tuple[str, list[str]]:
         parts = [describe_text(d.union, None, d.table, header, list(d.union.intervals))]
         parts += ["\n" + describe_text(e.run, None, e.sources, intervals=list(e.intervals)) for e in d.runs]
         return "\n".join(parts), []
-    _, unavailable = attribution_text(d.run.attribution)
-    text = describe_text(d.run, d.views, d.sources, intervals=list(d.intervals))
+    text, unavailable = _describe_text(d.run, d.views, d.sources, None, list(d.intervals))
     return text, [unavailable] if unavailable else []

@@ -56,12 +56,27 @@ def fits_in_memory(rows: int, bytes_per_sample: int = IN_MEMORY_BYTES_PER_SAMPLE
     return rows * bytes_per_sample <= memory_bound_bytes()
 
 
-def hold_in_memory(run: Run) -> bool:
-    """Whether an analysis that may either hold a run or stream it holds it: at most
-    :data:`IN_MEMORY_AT_MOST` samples that fit the bound (a run that does not say how many
-    samples it has streams)."""
+def why_not_held(run: Run) -> str | None:
+    """Why an analysis that may either hold a run or stream it does not hold it (the rule
+    that refused, as a phrase), or None when it holds it: at most :data:`IN_MEMORY_AT_MOST`
+    samples that fit the bound (a run that does not say how many samples it has streams)."""
     rows = stored_rows(run)
-    return rows is not None and rows <= IN_MEMORY_AT_MOST and fits_in_memory(rows)
+    if rows is None:
+        return "run.json does not say how many samples it holds"
+    if rows > IN_MEMORY_AT_MOST:
+        return f"{rows:,} samples, more than the {IN_MEMORY_AT_MOST:,} held at most"
+    if not fits_in_memory(rows):
+        need, bound = rows * IN_MEMORY_BYTES_PER_SAMPLE, memory_bound_bytes()
+        return (
+            f"{rows:,} samples take about {need / 1e6:.3g} MB, more than the {bound / 1e6:.3g} MB available"
+        )
+    return None
+
+
+def hold_in_memory(run: Run) -> bool:
+    """Whether an analysis that may either hold a run or stream it holds it
+    (:func:`why_not_held` finds no reason not to)."""
+    return why_not_held(run) is None
 
 
 def _check_fits(run: Run, rows: int) -> None:

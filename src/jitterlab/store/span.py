@@ -26,5 +26,13 @@ def time_span(run: Run, from_s: float | None, to_s: float | None) -> Span | None
         t0 + round(to_s * 1e9) if to_s is not None else None,
     )
     if count_kept(path, span) == 0:
-        raise JitterlabError(f"run {run.id}: no samples sent between {from_s or 0:g} s and {to_s} s")
+        raise no_samples_sent(run, from_s, to_s)
     return span
+
+
+def no_samples_sent(run: Run, from_s: float | None, to_s: float | None) -> JitterlabError:
+    """The one-line refusal of a ``--from``/``--to`` that keeps no sample of ``run``: both
+    ends as given (``:g``), "the start" and "the end" for the one not given."""
+    start = "the start" if from_s is None else f"{from_s:g} s"
+    end = "the end" if to_s is None else f"{to_s:g} s"
+    return JitterlabError(f"run {run.id}: no samples sent between {start} and {end}")

@@ -31,7 +31,7 @@ from jitterlab.stats.quantile_ci import QuantileInterval, intervals_of_sample
 from jitterlab.stats.summary import percentiles_sorted
 from jitterlab.stats.windows import WindowTable
 from jitterlab.store import Run
-from jitterlab.store.memory import IN_MEMORY_AT_MOST, hold_in_memory
+from jitterlab.store.memory import why_not_held
 from jitterlab.store.reader import LOCAL, Engine
 
 DEFAULT_PERCENTILES = (99.0, 99.9, 99.99)
@@ -304,12 +304,12 @@ def _held(run: Run, from_s: float | None, to_s: float | None, engine: Engine | N
     the same numbers, stats/quantile_ci.py and stats/compare.py are exact either way), and
     restricted to ``--from``/``--to``."""
     whole = from_s is None and to_s is None
-    if whole and (engine is not None or not hold_in_memory(run)):
+    why = why_not_held(run)
+    if whole and (engine is not None or why is not None):
         return run
-    if not hold_in_memory(run):
+    if why is not None:
         raise JitterlabError(
-            f"run {run.id} is too large to hold: --from/--to with comparisons need runs of at most "
-            f"{IN_MEMORY_AT_MOST:,} samples"
+            f"run {run.id} is not held in memory ({why}): --from/--to with comparisons need a held run"
         )
     run = dataclasses.replace(run)
     run.table  # noqa: B018
