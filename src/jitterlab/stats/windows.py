@@ -291,8 +291,7 @@ def window_order_statistics(values: np.ndarray, ranks: np.ndarray) -> np.ndarray
     (the refinement passes only narrow which of a window's values reach it)."""
     if ranks.size == 0:
         return np.zeros(0, values.dtype)
-    kth = np.unique(ranks)
-    return np.asarray(np.partition(values, kth)[ranks])
+    return np.asarray(np.partition(values, ranks)[ranks])
 
 
 WindowIntervals = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # per window: a, b, step, open
@@ -356,7 +355,9 @@ def window_order_statistics_by(
     """The value at ``ranks[w, r]`` (0-based) of each window's sorted latencies. Every
     (window, rank) keeps a closed interval of values holding it, from the window's extremes;
     while the values inside the open intervals are more than ``gather_at`` (None: no bound,
-    the sample is in memory), a refinement pass splits each interval into buckets (counts
+    the sample is in memory; a bound from :data:`GATHER_AT` up is raised to the counters a
+    refinement pass holds, since gathering as many values takes no more memory; a smaller
+    one is taken as given), a refinement pass splits each interval into buckets (counts
     only) and keeps the one holding the rank. Then one pass gathers the values inside the
     intervals and :func:`window_order_statistics` reads each window's ranks among them
     (an interval one value wide is its value, nothing to gather)."""
@@ -369,6 +370,9 @@ def window_order_statistics_by(
     # buckets per window and rank: as many as 2^18 counters over all windows allow (2 MiB
     # per rank), at least 2^8
     nb = max(_WINDOW_BUCKETS, min(1 << 16, (1 << 18) // n_windows))
+    if gather_at is not None and gather_at >= GATHER_AT:
+        # gathering no more values than a refinement pass holds counters costs no more memory
+        gather_at = max(gather_at, n_ranks * n_windows * nb)
     narrowed = False
     while bool((a < b).any()) and gather_at is not None and int(inside[a < b].sum()) > gather_at:
         _refine(scan, ranks, a, b, below, inside, t0, width_ns, nb)
@@ -399,19 +403,20 @@ def window_order_statistics_by(
             jobs.append((w, cols[open_[w, cols]], xs[lo:hi]))
     value = a
 
-    def read(job: tuple[int, np.ndarray, np.ndarray]) -> None:
-        w, cols, xs = job
-        value[w, cols] = window_order_statistics(xs, ranks[w, cols] - below[w, cols])
+    def read(batch: list[tuple[int, np.ndarray, np.ndarray]]) -> None:
+        for w, cols, xs in batch:
+            value[w, cols] = window_order_statistics(xs, ranks[w, cols] - below[w, cols])
 
-    # numpy releases the GIL while partitioning, so large windows use every CPU; each job
-    # writes its own cells
+    # numpy releases the GIL while partitioning, so large windows use every CPU (each
+    # batch of windows writes its own cells); small windows are read in this thread
     workers = min(os.cpu_count() or 1, 8)
-    if workers > 1 and len(jobs) >= 4 * workers and sum(j[2].size for j in jobs) >= 1_000_000:
+    gathered_values = sum(j[2].size for j in jobs)
+    if workers > 1 and len(jobs) >= 4 * workers and gathered_values >= max(1 << 20, len(jobs) << 14):
+        per = -(-len(jobs) // (4 * workers))
         with ThreadPoolExecutor(workers) as pool:
-            list(pool.map(read, jobs))
+            list(pool.map(read, [jobs[i : i + per] for i in range(0, len(jobs), per)]))
     else:
-        for job in jobs:
-            read(job)
+        read(jobs)
     return value
 
 
