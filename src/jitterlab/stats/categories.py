@@ -20,7 +20,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from jitterlab.stats.scan import LocalScan, Scan
+from jitterlab.stats.scan import Scan
 
 _CHUNK = 1 << 23  # values per pass of the chunked labelling (bounds temporary memory)
 
@@ -193,8 +193,9 @@ def build_result(
     keep_empty: bool,
 ) -> StackedResult:
     """Count, range and share of every category of the **sorted** sample ``ordered``:
-    :func:`categories_scan` of it as one sorted chunk."""
-    return categories_scan(LocalScan(lambda: [ordered]), thresholds, low, levels, threshold, keep_empty, True)
+    :func:`categories_scan` of it as one sorted chunk (the fold of one chunk is the chunk's)."""
+    ranges = category_ranges(ordered, thresholds, low, ordered=True)
+    return stacked_result(ranges, thresholds, low, levels, threshold, keep_empty)
 
 
 def categories_of_ranges(
