@@ -1,7 +1,8 @@
 """The stacked z-score test (written once over a sample's order statistics: stats/zscore.py),
-its categories, baseline screening and time windows, read in chunks (stats/outofcore.py),
-held as a table of value counts (stats/twopass.py) and in memory, equal a reference written
-from the definition with numpy, and each other, exactly."""
+its categories and baseline screening, read in chunks (stats/outofcore.py), held as a
+table of value counts (stats/twopass.py) and in memory, equal a reference written from the
+definition with numpy, and each other, exactly. (Categories and windows on every feed:
+test_windows_categories.py.)"""
 
 from __future__ import annotations
 
@@ -11,13 +12,12 @@ import numpy as np
 import pytest
 
 from conftest import heavy_tail
-from jitterlab.stats import stacked_z_test, time_windows
+from jitterlab.stats import stacked_z_test
 from jitterlab.stats.categories import Category, StackedResult
 from jitterlab.stats.outofcore import (
     categories_of_chunks,
     robust_scale_chunks,
     stacked_z_chunks,
-    time_windows_chunks,
 )
 from jitterlab.stats.scan import LocalScan
 from jitterlab.stats.screening import (
@@ -38,10 +38,6 @@ N = 1_000_000
 
 def chunked(x: np.ndarray, size: int) -> Callable[[], Iterator[np.ndarray]]:
     return lambda: (x[i : i + size] for i in range(0, x.size, size))
-
-
-def timed(t: np.ndarray, x: np.ndarray, size: int) -> Callable[[], Iterator[tuple[np.ndarray, np.ndarray]]]:
-    return lambda: ((t[i : i + size], x[i : i + size]) for i in range(0, x.size, size))
 
 
 def reference_baseline(values: np.ndarray, result: StackedResult) -> Baseline:
@@ -175,31 +171,6 @@ def test_baseline_categories_and_screening_streamed() -> None:
     assert verdict.contaminated
 
 
-@pytest.mark.parametrize("width_ns", [1_000_000_000, 37_000_000])
-def test_windows_streamed_equal_in_memory_for_several_pairs(width_ns: int) -> None:
-    """Four pairs stored pair after pair: send times are not in order across the file."""
-    rng = np.random.default_rng(6)
-    pairs = 4
-    per_pair = N // pairs
-    t = np.concatenate(
-        [np.sort(rng.integers(0, 20_000_000_000, per_pair)) + 1_000_000_000 for _ in range(pairs)]
-    )
-    t[t.size // 2 : t.size // 2 + 1000] += 40_000_000_000  # a gap: empty windows between
-    x = heavy_tail(7, t.size)
-    x[:50] = x[50]  # ties inside a window
-    categories = stacked_z_test(x, two_sided=True)
-    expected = time_windows(t, x, width_ns, categories)
-    got = time_windows_chunks(timed(t, x, 100_003), width_ns, categories)
-    assert (expected.count == 0).any()
-    for field in ("start_ns", "count", "mean", "p50", "p99", "max", "category_counts"):
-        a, b = getattr(expected, field), getattr(got, field)
-        assert a.shape == b.shape and np.array_equal(a, b, equal_nan=True), field
-    assert (got.width_ns, got.categories) == (expected.width_ns, expected.categories)
-    plain = time_windows_chunks(timed(t, x, 1 << 16), width_ns)
-    assert np.array_equal(plain.p99, expected.p99, equal_nan=True) and plain.category_counts.shape[1] == 0
-
-
 def test_empty_sample_is_refused() -> None:
     with pytest.raises(ValueError):
         stacked_z_chunks(chunked(np.zeros(0, np.int64), 10))
-    assert time_windows_chunks(timed(np.zeros(0, np.int64), np.zeros(0, np.int64), 10)).count.size == 0

@@ -20,9 +20,11 @@ from test_merge import write_hlog
 
 from conftest import assert_one_line_error, latency_clusters, make_run, run_main
 from jitterlab.stats import stacked_z_test
+from jitterlab.stats.categories import categories_scan
 from jitterlab.stats.outofcore import stacked_z_chunks, stacked_z_scan
+from jitterlab.stats.windows import GATHER_AT, time_windows, time_windows_scan
 from jitterlab.store.merge import merge
-from jitterlab.store.reader import latency_chunks, summarize_file
+from jitterlab.store.reader import latency_chunks, summarize_file, timed_latency_chunks
 from jitterlab.store.runs import ResultsStore, load_run, verified_samples_path
 
 distributed = pytest.importorskip("distributed", reason="the cluster extra (scripts/setup.sh installs it)")
@@ -98,6 +100,27 @@ def test_stacked_z_levels_on_the_cluster_equal_the_in_memory_test(client, big) -
     assert on_cluster == here
     assert on_cluster.thresholds == whole.thresholds
     assert on_cluster.categories == whole.categories
+
+
+@pytest.mark.slow
+def test_categories_and_windows_on_the_cluster_equal_the_in_memory_ones(client, big) -> None:
+    """categories.category_ranges and windows.window_chunk / window_refine_chunk /
+    window_values_chunk run on the workers (one row group each) give the in-memory numbers,
+    under the default bound on gathered values and a small one (more refinement passes)."""
+    from jitterlab.cluster.engine import ClusterEngine
+
+    store, ids = big
+    path = verified_samples_path(load_run(ids[0], ResultsStore(store)))
+    t, x = (np.concatenate(c) for c in zip(*timed_latency_chunks(path), strict=True))
+    engine = ClusterEngine(client)
+    expected = stacked_z_test(x, two_sided=True)
+    cuts = (expected.thresholds, expected.low_threshold, expected.levels, expected.threshold)
+    assert categories_scan(engine.latency(path), *cuts, False) == expected
+    in_memory = time_windows(t, x, 700_000_000, expected)
+    for gather_at in (GATHER_AT, 5_000):
+        found = time_windows_scan(engine.timed(path), 700_000_000, expected, gather_at=gather_at)
+        for field in ("start_ns", "count", "mean", "p50", "p99", "max", "category_counts"):
+            assert np.array_equal(getattr(found, field), getattr(in_memory, field), equal_nan=True), field
 
 
 @pytest.mark.slow

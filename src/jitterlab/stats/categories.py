@@ -3,8 +3,11 @@
 Every stacked test (modified z-score, generalized ESD, Walsh) ends in the same shape: a
 main cluster, then categories 1..k above thresholds t_0 < t_1 < ... < t_(k-1), where a
 value x belongs to category j when t_(j-1) < x <= t_j. Keeping only the thresholds lets a
-later run be classified with a reference run's cuts (baseline mode). On a sorted sample
-every category is a slice, so counts and ranges are binary searches.
+later run be classified with a reference run's cuts (baseline mode). Every
+representation (a sorted array, chunks streamed or read on a cluster's workers, a table
+of value counts) gets each category's count and range from one per-chunk function,
+:func:`category_ranges`, folded by :func:`add_ranges`; on a sorted chunk it takes the
+binary-search shortcut (every category is a slice).
 """
 
 from __future__ import annotations
@@ -12,11 +15,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from itertools import pairwise
 from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
+
+from jitterlab.stats.scan import Scan
 
 _CHUNK = 1 << 23  # values per pass of the chunked labelling (bounds temporary memory)
 
@@ -84,14 +88,100 @@ def search(ordered: np.ndarray, value: float, side: str) -> int:
     return int(np.searchsorted(ordered, value, side=side))  # type: ignore[call-overload]
 
 
-def category_edges(ordered: np.ndarray, thresholds: tuple[float, ...], low: float | None) -> list[int]:
-    """Slice bounds of the categories (-1 first when ``low`` is set, then 0..k) in a sorted sample."""
-    edges = [0]
-    if low is not None:
-        edges.append(search(ordered, low, "left"))
-    edges += [search(ordered, t, "right") for t in thresholds]
-    edges.append(ordered.size)
-    return edges
+Ranges = tuple[np.ndarray, np.ndarray, np.ndarray]  # per value range: count, smallest, largest
+
+
+def _sentinels(dtype: np.dtype, slots: int) -> tuple[np.ndarray, np.ndarray]:
+    """Smallest and largest of ``slots`` empty ranges: the extremes of ``dtype`` reversed."""
+    if np.issubdtype(dtype, np.integer):
+        info = np.iinfo(dtype)
+        return np.full(slots, info.max, dtype), np.full(slots, info.min, dtype)
+    return np.full(slots, np.inf, dtype), np.full(slots, -np.inf, dtype)
+
+
+def category_ranges(
+    x: np.ndarray,
+    thresholds: tuple[float, ...],
+    low: float | None,
+    weights: np.ndarray | None = None,
+    ordered: bool = False,
+) -> Ranges:
+    """Count, smallest and largest value of each category's value range in one chunk
+    (-1 first when ``low`` is set, then 0..k; an empty range has count 0 and the reversed
+    extremes of the dtype as its smallest and largest): the one per-chunk function of
+    every representation's categories, folded by :func:`add_ranges`.
+
+    ``weights``: how often each value occurs (a value table's counts, all positive);
+    ``ordered``: the caller says ``x`` is sorted, so every range is a slice found by
+    binary search instead of a label per value.
+    """
+    slots = len(thresholds) + 1 + (low is not None)
+    lowest, highest = _sentinels(x.dtype, slots)
+    if ordered:
+        edges = [0]
+        if low is not None:
+            edges.append(search(x, low, "left"))
+        edges += [search(x, t, "right") for t in thresholds]
+        edges.append(x.size)
+        starts, ends = np.asarray(edges[:-1]), np.asarray(edges[1:])
+        filled = ends > starts
+        lowest[filled] = x[starts[filled]]
+        highest[filled] = x[ends[filled] - 1]
+        if weights is None:
+            return (ends - starts).astype(np.int64), lowest, highest
+        cumulative = np.concatenate([[0], np.cumsum(weights, dtype=np.int64)])
+        return cumulative[ends] - cumulative[starts], lowest, highest
+    labels = categorize(x, thresholds, low).astype(np.intp) + (low is not None)
+    np.minimum.at(lowest, labels, x)
+    np.maximum.at(highest, labels, x)
+    counts = np.bincount(labels, weights, minlength=slots)
+    return counts.astype(np.int64), lowest, highest
+
+
+def add_ranges(total: Ranges | None, more: Ranges) -> Ranges:
+    """The fold of :func:`category_ranges`: counts added, extremes kept (in any order of
+    the chunks; ``total`` None before the first)."""
+    if total is None:
+        return more
+    return total[0] + more[0], np.minimum(total[1], more[1]), np.maximum(total[2], more[2])
+
+
+def stacked_result(
+    ranges: Ranges,
+    thresholds: tuple[float, ...],
+    low: float | None,
+    levels: tuple[object, ...],
+    threshold: float,
+    keep_empty: bool,
+) -> StackedResult:
+    """The :class:`StackedResult` of the folded :func:`category_ranges` of a whole sample."""
+    counts, lowest, highest = ranges
+    found = [
+        (int(c), float(a) if c else math.nan, float(b) if c else math.nan)
+        for c, a, b in zip(counts.tolist(), lowest.tolist(), highest.tolist(), strict=True)
+    ]
+    categories = categories_of_ranges(found, -1 if low is not None else 0, keep_empty, int(counts.sum()))
+    return StackedResult(thresholds, levels, categories, low, threshold)
+
+
+def categories_scan(
+    scan: Scan,
+    thresholds: tuple[float, ...],
+    low: float | None,
+    levels: tuple[object, ...],
+    threshold: float,
+    keep_empty: bool,
+    ordered: bool = False,
+) -> StackedResult:
+    """Count, range and share of every category of a sample read by ``scan`` (in memory,
+    streamed or on a cluster's workers): :func:`category_ranges` of every chunk, folded.
+    ``ordered``: every chunk is sorted (a sorted sample held as one chunk)."""
+    total: Ranges | None = None
+    for more in scan.map(category_ranges, thresholds, low, None, ordered):
+        total = add_ranges(total, more)
+    if total is None:  # no chunk at all: every range empty
+        total = category_ranges(np.zeros(0, np.int64), thresholds, low)
+    return stacked_result(total, thresholds, low, levels, threshold, keep_empty)
 
 
 def build_result(
@@ -102,19 +192,10 @@ def build_result(
     threshold: float,
     keep_empty: bool,
 ) -> StackedResult:
-    """Count, range and share of every category of the **sorted** sample ``ordered``."""
-    n = ordered.size
-    edges = category_edges(ordered, thresholds, low)
-    ranges = [
-        (
-            hi - lo,
-            float(ordered[lo]) if hi > lo else math.nan,
-            float(ordered[hi - 1]) if hi > lo else math.nan,
-        )
-        for lo, hi in pairwise(edges)
-    ]
-    categories = categories_of_ranges(ranges, -1 if low is not None else 0, keep_empty, n)
-    return StackedResult(thresholds, levels, categories, low, threshold)
+    """Count, range and share of every category of the **sorted** sample ``ordered``:
+    :func:`categories_scan` of it as one sorted chunk (the fold of one chunk is the chunk's)."""
+    ranges = category_ranges(ordered, thresholds, low, ordered=True)
+    return stacked_result(ranges, thresholds, low, levels, threshold, keep_empty)
 
 
 def categories_of_ranges(

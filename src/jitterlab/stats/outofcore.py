@@ -1,6 +1,8 @@
-"""The stacked modified z-score test and the time windows of a sample read in chunks, in
-memory independent of its size, with results identical to the in-memory functions
-(:func:`jitterlab.stats.zscore.stacked_z_test`, :func:`jitterlab.stats.windows.time_windows`).
+"""The stacked modified z-score test of a sample read in chunks, in memory independent of
+its size, with results identical to the in-memory function
+(:func:`jitterlab.stats.zscore.stacked_z_test`); its categories and the time windows are
+passes written once in :mod:`jitterlab.stats.categories` and :mod:`jitterlab.stats.windows`
+(re-exported here: ``categories_scan``, ``time_windows_scan``, ``time_windows_chunks``).
 
 Nothing is estimated. Every median and MAD is the order statistic itself, found by radix
 refinement over the chunks (:func:`jitterlab.stats.summary.percentiles_by`'s selection):
@@ -14,10 +16,9 @@ refinement over the chunks (:func:`jitterlab.stats.summary.percentiles_by`'s sel
 - once a level's sample holds at most ``in_memory_at`` values it is gathered and the rest
   of the stack runs in memory on it (the same functions as the in-memory test).
 
-Categories (count, smallest and largest member) and the per-window count, exact sum, max
-and category counts are one pass each; each window's p50 and p99 are order statistics
-found by refinement per window (2^18 / windows buckets, at least 2^8, per window and rank
-per pass).
+Categories (count, smallest and largest member) are one pass
+(:func:`jitterlab.stats.categories.category_ranges` per chunk); the windows are
+:func:`jitterlab.stats.windows.time_windows_scan`'s passes.
 
 With a baseline, the screening (:mod:`jitterlab.stats.screening`) is a pass over the reference
 for its outlier share and its top category, and one over the run for its category counts.
@@ -40,21 +41,20 @@ from typing import Any
 
 import numpy as np
 
-from jitterlab.stats.categories import StackedResult, categories_of_ranges, categorize
+from jitterlab.stats.categories import StackedResult
+from jitterlab.stats.categories import categories_scan as categories_scan
 from jitterlab.stats.scan import LocalScan, Scan, identity
 from jitterlab.stats.screening import baseline_scan as baseline_scan
 from jitterlab.stats.screening import screen_scan as screen_scan
 from jitterlab.stats.summary import exact_sum, extent_by, order_statistics_by
-from jitterlab.stats.windows import WindowTable, no_windows, window_count, window_ranks, window_table
+from jitterlab.stats.windows import time_extent_chunk as time_extent_chunk
+from jitterlab.stats.windows import time_windows_chunks as time_windows_chunks
+from jitterlab.stats.windows import time_windows_scan as time_windows_scan
 from jitterlab.stats.zscore import RobustScale, robust_scale_of, stacked_cuts
 
 Chunks = Callable[[], Iterable[np.ndarray]]
-TimedChunks = Callable[[], Iterable[tuple[np.ndarray, np.ndarray]]]  # (t_send_ns, latency_ns)
 
 IN_MEMORY_AT = 1 << 22  # values of a level gathered to finish the stack in memory (32 MiB)
-_WINDOW_BUCKETS = 1 << 8  # buckets per window and rank in one refinement pass
-_INT64_MAX = np.iinfo(np.int64).max
-_INT64_MIN = np.iinfo(np.int64).min
 
 
 def keep_above(x: np.ndarray, key: int) -> np.ndarray:
@@ -155,221 +155,5 @@ def categories_of_chunks(
     threshold: float,
     keep_empty: bool,
 ) -> StackedResult:
-    """:func:`jitterlab.stats.categories.build_result` of a sample read as chunks (one pass)."""
+    """:func:`jitterlab.stats.categories.categories_scan` of a sample read as chunks (one pass)."""
     return categories_scan(LocalScan(chunks), thresholds, low, levels, threshold, keep_empty)
-
-
-def category_chunk(
-    x: np.ndarray, thresholds: tuple[float, ...], low: float | None, slots: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Count, smallest and largest value of each category slot in one chunk (slot 0 is
-    category -1 when there is a low threshold)."""
-    first = -1 if low is not None else 0
-    labels = categorize(x, thresholds, low).astype(np.intp) - first
-    lowest = np.full(slots, _INT64_MAX)
-    highest = np.full(slots, _INT64_MIN)
-    np.minimum.at(lowest, labels, x)
-    np.maximum.at(highest, labels, x)
-    return np.bincount(labels, minlength=slots).astype(np.int64), lowest, highest
-
-
-def categories_scan(
-    scan: Scan,
-    thresholds: tuple[float, ...],
-    low: float | None,
-    levels: tuple[object, ...],
-    threshold: float,
-    keep_empty: bool,
-) -> StackedResult:
-    """:func:`categories_of_chunks` of a sample read by ``scan``."""
-    first = -1 if low is not None else 0
-    slots = len(thresholds) + 1 - first
-    counts = np.zeros(slots, np.int64)
-    lowest = np.full(slots, _INT64_MAX)
-    highest = np.full(slots, _INT64_MIN)
-    for c, lo, hi in scan.map(category_chunk, thresholds, low, slots):
-        counts += c
-        np.minimum(lowest, lo, out=lowest)
-        np.maximum(highest, hi, out=highest)
-    ranges = [
-        (int(c), float(a) if c else math.nan, float(b) if c else math.nan)
-        for c, a, b in zip(counts, lowest, highest, strict=True)
-    ]
-    categories = categories_of_ranges(ranges, first, keep_empty, int(counts.sum()))
-    return StackedResult(thresholds, levels, categories, low, threshold)
-
-
-def time_extent_chunk(chunk: tuple[np.ndarray, np.ndarray]) -> tuple[int, int, int]:
-    """(count, first, last send time) of a timed chunk (0, 0, 0 when empty)."""
-    t = chunk[0]
-    return (int(t.size), int(t.min()), int(t.max())) if t.size else (0, 0, 0)
-
-
-def window_chunk(
-    chunk: tuple[np.ndarray, np.ndarray],
-    t0: int,
-    width_ns: int,
-    thresholds: tuple[float, ...] | None,
-    low: float | None,
-    n_slots: int,
-) -> tuple[np.ndarray, ...]:
-    """One timed chunk's share of the window table, for the windows it touches only:
-    (windows, count, exact sum, min, max of each; (window, slot) keys and their counts)."""
-    t, x = chunk
-    w = (t - t0) // width_ns
-    # per window sum, min and max by reductions over the chunk ordered by window (a stable
-    # sort of nearly sorted keys: cheap); exact integer sums
-    order = np.argsort(w, kind="stable")
-    ws, xs = w[order], x[order]
-    starts = np.flatnonzero(np.concatenate([[True], ws[1:] != ws[:-1]])) if ws.size else np.zeros(0, np.intp)
-    at = ws[starts]
-    counts = np.diff(np.append(starts, ws.size)).astype(np.int64)
-    if ws.size:
-        sums = np.add.reduceat(xs, starts)
-        lows, highs = np.minimum.reduceat(xs, starts), np.maximum.reduceat(xs, starts)
-    else:
-        sums = lows = highs = np.zeros(0, np.int64)
-    keys = slot_counts = np.zeros(0, np.int64)
-    if thresholds is not None:
-        first = -1 if low is not None else 0
-        labels = categorize(x, thresholds, low).astype(np.int64)
-        keys, found = np.unique(w * n_slots + labels - first, return_counts=True)
-        slot_counts = found.astype(np.int64)
-    return at, counts, sums, lows, highs, keys, slot_counts
-
-
-def time_windows_chunks(
-    chunks: TimedChunks, width_ns: int = 1_000_000_000, categories: StackedResult | None = None
-) -> WindowTable:
-    """:func:`jitterlab.stats.windows.time_windows` of (send time, latency) chunks, in any
-    order; identical results. Memory: a few arrays per window, none per sample."""
-    return time_windows_scan(LocalScan(chunks), width_ns, categories)
-
-
-def time_windows_scan(
-    scan: Scan, width_ns: int = 1_000_000_000, categories: StackedResult | None = None
-) -> WindowTable:
-    """:func:`time_windows_chunks` of a timed sample read by ``scan``."""
-    if width_ns <= 0:
-        raise ValueError("window width must be positive")
-    indices = tuple(c.index for c in categories.categories) if categories is not None else ()
-    t0, t_last, n = 0, 0, 0
-    for size, lo, hi in scan.map(time_extent_chunk):
-        if size:
-            t0, t_last = (lo, hi) if n == 0 else (min(t0, lo), max(t_last, hi))
-            n += size
-    if n == 0:
-        return no_windows(width_ns, indices)
-    n_windows = window_count(t0, t_last, width_ns)
-    first = -1 if categories is not None and categories.low_threshold is not None else 0
-    n_slots = (len(categories.thresholds) + 1 - first) if categories is not None else 0
-    counts = np.zeros(n_windows, np.int64)
-    sums = np.zeros(n_windows, np.int64)  # exact: a window's latencies sum far below 2^63
-    lowest = np.full(n_windows, _INT64_MAX)
-    highest = np.full(n_windows, _INT64_MIN)
-    by_slot = np.zeros(n_windows * max(n_slots, 1), np.int64)
-    cuts = categories.thresholds if categories is not None else None
-    low = categories.low_threshold if categories is not None else None
-    for at, c, s, lo, hi, keys, slot_counts in scan.map(window_chunk, t0, width_ns, cuts, low, n_slots):
-        counts[at] += c
-        sums[at] += s
-        lowest[at] = np.minimum(lowest[at], lo)
-        highest[at] = np.maximum(highest[at], hi)
-        by_slot[keys] += slot_counts
-    weight, ranks = window_ranks(counts)
-    value = _window_order_statistics(scan, ranks, lowest, highest, counts > 0, t0, width_ns)
-    slots = by_slot.reshape(n_windows, max(n_slots, 1)) if categories is not None else None
-    return window_table(width_ns, counts, sums, highest, weight, value, slots, categories, first)
-
-
-WindowIntervals = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # per window: a, b, step, open
-
-
-def window_refine_chunk(
-    chunk: tuple[np.ndarray, np.ndarray],
-    t0: int,
-    width_ns: int,
-    intervals: list[WindowIntervals],
-    nb: int,
-) -> list[tuple[np.ndarray, np.ndarray]]:
-    """One timed chunk's bucket counts of a window refinement pass, per set of intervals
-    (one per window): the (window × nb + bucket) keys it touches and their counts."""
-    t, x = chunk
-    w = (t - t0) // width_ns
-    shares = []
-    for a, b, step, open_ in intervals:
-        lower = a[w]
-        inside = (x >= lower) & (x <= b[w])  # one mask and one compaction: no per-array copies
-        if not open_.all():
-            inside &= open_[w]
-        counts = np.bincount((w * nb + (x - lower) // step[w])[inside], minlength=a.size * nb)
-        keys = np.flatnonzero(counts)
-        shares.append((keys, counts[keys]))
-    return shares
-
-
-def _window_order_statistics(
-    scan: Scan,
-    ranks: np.ndarray,
-    lowest: np.ndarray,
-    highest: np.ndarray,
-    filled: np.ndarray,
-    t0: int,
-    width_ns: int,
-) -> np.ndarray:
-    """The value at ``ranks[w, r]`` (0-based) of each window's sorted latencies: every
-    (window, rank) keeps a closed interval of values holding it, split into 2^8 buckets
-    per pass (counts only) until it is one value wide."""
-    n_windows, n_ranks = ranks.shape
-    # buckets per window and rank: as many as 2^18 counters over all windows allow (2 MiB
-    # per rank), at least 2^8
-    nb = max(_WINDOW_BUCKETS, min(1 << 16, (1 << 18) // n_windows))
-    a = np.where(filled, lowest, 0)[:, None].repeat(n_ranks, axis=1)
-    b = np.where(filled, highest, 0)[:, None].repeat(n_ranks, axis=1)
-    below = np.zeros_like(a)
-    while bool((a < b).any()):
-        step = -(-(b - a + 1) // nb)
-        open_ = a < b
-        # ranks whose intervals are the same in every window (a percentile's two neighbouring
-        # ranks, mostly) share one histogram: counted once per pass
-        groups: dict[bytes, list[int]] = {}
-        for r in range(n_ranks):
-            if open_[:, r].any():
-                key = a[:, r].tobytes() + b[:, r].tobytes() + open_[:, r].tobytes()
-                groups.setdefault(key, []).append(r)
-        intervals = [tuple(m[:, rs[0]].copy() for m in (a, b, step, open_)) for rs in groups.values()]
-        hist = np.zeros((n_ranks, n_windows * nb), np.int64)
-        for shares in scan.map(window_refine_chunk, t0, width_ns, intervals, nb):
-            for rs, (keys, found) in zip(groups.values(), shares, strict=True):
-                hist[rs[0]][keys] += found
-        for rs in groups.values():
-            hist[rs[1:]] = hist[rs[0]]
-        for r in range(n_ranks):
-            rows = np.flatnonzero(open_[:, r])
-            if rows.size == 0:
-                continue
-            narrow(hist[r].reshape(n_windows, nb)[rows], rows, r, ranks, a, b, below, step[rows, r])
-    return a
-
-
-def narrow(
-    counts: np.ndarray,
-    rows: np.ndarray,
-    r: int,
-    ranks: np.ndarray,
-    a: np.ndarray,
-    b: np.ndarray,
-    below: np.ndarray,
-    step: np.ndarray,
-) -> None:
-    """Narrow rank column ``r``'s interval [a, b] in the windows ``rows`` to the bucket that
-    holds the rank, from those windows' bucket counts (rows × buckets, buckets ``step`` wide
-    from a); ``below`` gains the values of the buckets before it. In place."""
-    cumulative = np.cumsum(counts, axis=1)
-    target = ranks[rows, r] - below[rows, r]
-    j = (cumulative <= target[:, None]).sum(axis=1)
-    before = np.where(j > 0, cumulative[np.arange(rows.size), np.maximum(j - 1, 0)], 0)
-    start = a[rows, r] + j * step
-    b[rows, r] = np.minimum(start + step - 1, b[rows, r])
-    a[rows, r] = start
-    below[rows, r] += before

@@ -34,11 +34,11 @@ from typing import Any, Protocol
 import numpy as np
 
 from jitterlab.stats import kernels
-from jitterlab.stats.categories import StackedResult, categories_of_ranges, categorize
+from jitterlab.stats.categories import StackedResult, category_ranges, stacked_result
 from jitterlab.stats.loglinear import layout_bounds, layout_count
-from jitterlab.stats.outofcore import IN_MEMORY_AT, narrow
+from jitterlab.stats.outofcore import IN_MEMORY_AT
 from jitterlab.stats.valuetable import ValueCounter, ValueTable
-from jitterlab.stats.windows import WindowTable, window_count, window_ranks, window_table
+from jitterlab.stats.windows import WindowTable, narrow, window_count, window_ranks, window_table
 from jitterlab.stats.zscore import RobustScale, robust_scale_of, stacked_cuts
 
 SendRecvChunks = Callable[[], Iterable[tuple[np.ndarray, np.ndarray]]]  # (t_send_ns, t_recv_ns)
@@ -189,18 +189,11 @@ def categories_table(
     threshold: float,
     keep_empty: bool = False,
 ) -> StackedResult:
-    """:func:`jitterlab.stats.outofcore.categories_scan` of a table."""
-    first = -1 if low is not None else 0
-    slots = categorize(table.values, thresholds, low).astype(np.intp) - first
-    ranges = []
-    for s in range(len(thresholds) + 1 - first):
-        at = np.flatnonzero(slots == s)
-        c = int(table.counts[at].sum())
-        ranges.append(
-            (c, float(table.values[at[0]]) if c else math.nan, float(table.values[at[-1]]) if c else math.nan)
-        )
-    categories = categories_of_ranges(ranges, first, keep_empty, int(table.counts.sum()))
-    return StackedResult(thresholds, levels, categories, low, threshold)
+    """:func:`jitterlab.stats.categories.categories_scan` of a table: the one per-chunk
+    :func:`~jitterlab.stats.categories.category_ranges` of its sorted values weighted by
+    their counts."""
+    ranges = category_ranges(table.values, thresholds, low, table.counts, ordered=True)
+    return stacked_result(ranges, thresholds, low, levels, threshold, keep_empty)
 
 
 # --- the windows --------------------------------------------------------------------------
