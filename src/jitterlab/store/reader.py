@@ -288,9 +288,24 @@ def send_recv_chunks(path: Path, readers: int | None = None) -> Iterator[tuple[n
     Decoding (DELTA_BINARY_PACKED) is the pass's bottleneck, and one row group's columns do
     not split evenly across threads (t_send_ns is nearly free), so whole row groups are
     decoded side by side, one per allowed CPU (at most :data:`_READERS`; ``readers`` to
-    choose), each on one thread. At most ``readers + 1`` row groups are in memory.
+    choose), each on one thread. At most ``readers + 1`` row groups are in memory, and
+    what they took is handed back to the system when the pass ends (:func:`_release`).
     """
     readers = readers or _reader_count()
+    try:
+        yield from _decoded_ahead(path, readers)
+    finally:
+        _release()
+
+
+def _release() -> None:
+    """Hand the memory pyarrow's pool keeps after a pass back to the system: mimalloc keeps
+    the pages of the decoding threads' freed row groups (59 MB after describe's first pass
+    over 10⁹ samples, with nothing allocated), under the next pass's tables and histograms."""
+    pa.default_memory_pool().release_unused()
+
+
+def _decoded_ahead(path: Path, readers: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     with pq.ParquetFile(path, pre_buffer=False) as f, ThreadPoolExecutor(readers) as pool:
 
         def read(i: int) -> tuple[np.ndarray, np.ndarray]:
