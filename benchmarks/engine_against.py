@@ -49,13 +49,16 @@ files already made; a quiet 2-vCPU host): about 10–15 minutes, an estimate: no
 docs/results/scale.md (describe 10⁹ ~25 s, show --recompute 10⁹ ~11 s a run; the 10⁸
 analysis, the 28-run report and each cluster command ~6–10 s) and then's from one loaded
 repeat at 10⁸ (2026-11-28, load 14–20: then's show ~12× and describe ~4× now's), so describe
-of 10⁹ alone may take ~6 minutes. ``--sizes 1e8`` leaves 10⁹ out. Making the files the
+of 10⁹ alone may take ~6 minutes. ``--sizes 1e8`` leaves 10⁹ out; ``--only NAMES`` runs only
+the commands of those names (as the table prints them: ``--sets scale --sizes 1e9 --only
+'describe 1e9'`` is describe's issue-37 target alone). Making the files the
 first time adds about 5 minutes quiet (the 10⁹ run: ~3; it took 13 at load 13 and nice 15);
 ``--make-only`` makes them without timing.
 
 Usage: python benchmarks/engine_against.py [--against REV] [--sets scale,analysis,report,cluster]
        [--sizes 1e8,1e9] [--analysis-samples 1e8] [--runs 28] [--report-samples 200000]
        [--cluster-samples 1e7] [--repeats 3] [--reuse DIR [--make-only]] [--then-native PKG]
+       [--only 'describe 1e9,…']
 """
 
 from __future__ import annotations
@@ -293,6 +296,12 @@ def main() -> int:
     )
     parser.add_argument("--make-only", action="store_true", help="make the files (with --reuse) and stop")
     parser.add_argument("--then-native", type=Path, default=None, metavar="PKG", help="REV's built package")
+    parser.add_argument(
+        "--only",
+        default="",
+        metavar="NAMES",
+        help="only these commands, by name (e.g. 'describe 1e9'), comma-separated",
+    )
     args = parser.parse_args()
     sets = [s for s in args.sets.split(",") if s]
     try:
@@ -329,6 +338,17 @@ def main() -> int:
             cases.append(report_case(folder, args.runs, args.report_samples, root))
         if "cluster" in sets:
             cases += cluster_cases(folder, args.cluster_samples)
+        only = [o.strip() for o in args.only.split(",") if o.strip()]
+        unknown = [o for o in only if o not in {c.name for c in cases}]
+        if unknown:
+            names = ", ".join(c.name for c in cases)
+            print(
+                f"engine_against.py: --only {', '.join(unknown)}: not a command of these sets ({names})",
+                file=sys.stderr,
+            )
+            return 2
+        if only:
+            cases = [c for c in cases if c.name in only]
         if args.make_only:
             print(f"made: {', '.join(sorted(p.name for p in folder.iterdir() if p.is_dir()))} in {folder}")
             return 0

@@ -87,3 +87,30 @@ def test_a_verdict_needs_three_repeats_that_do_not_overlap(bench) -> None:
     assert verdict([1.0, 1.1, 1.2], [1.3, 1.4, 1.5]) == "slower"
     assert verdict([1.0, 1.1, 1.2], [0.5, 0.6, 0.9]) == "faster"
     assert verdict([1.0, 1.1, 1.5], [1.2, 1.3, 1.4]) == "noise"
+
+
+def test_only_runs_the_named_commands_and_refuses_an_unknown_name(
+    bench, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ea = bench["engine_against"]
+    common = [
+        "engine_against.py",
+        "--sets",
+        "scale",
+        "--sizes",
+        "1e3",
+        "--reuse",
+        str(tmp_path),
+        "--repeats",
+        "1",
+    ]
+    monkeypatch.setattr(sys, "argv", [*common, "--only", "describe 1e9"])
+    assert ea.main() == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("engine_against.py: --only describe 1e9: not a command of these sets (show 1e3, ")
+    monkeypatch.setattr(sys, "argv", [*common, "--only", "describe 1e3", "--against", "HEAD"])
+    assert ea.main() == 0
+    lines = [
+        line.split(":")[0].strip() for line in capsys.readouterr().out.splitlines() if line.startswith("  ")
+    ]
+    assert lines == ["describe 1e3"]
