@@ -15,7 +15,7 @@ from conftest import heavy_tail
 from jitterlab.stats import stacked_z_test
 from jitterlab.stats.categories import Category, StackedResult
 from jitterlab.stats.outofcore import (
-    categories_of_chunks,
+    categories_scan,
     robust_scale_chunks,
     stacked_z_chunks,
 )
@@ -159,8 +159,8 @@ def test_baseline_categories_and_screening_streamed() -> None:
     trial[::500] += 3_000_000  # contaminated: more spikes than the baseline
     ref = stacked_z_test(reference)
     expected = stacked_z_test(trial, baseline=ref)
-    got = categories_of_chunks(
-        chunked(trial, 65_537), ref.thresholds, ref.low_threshold, ref.levels, ref.threshold, True
+    got = categories_scan(
+        LocalScan(chunked(trial, 65_537)), ref.thresholds, ref.low_threshold, ref.levels, ref.threshold, True
     )
     assert got == expected
     base = baseline_of(reference, ref)

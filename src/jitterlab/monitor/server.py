@@ -387,7 +387,7 @@ class Server:
         )
         native_counts = np.bincount(native, minlength=len(self.state.native_counts))
         # float64 adds integers below 2^53 exactly (a batch's sum is ns of latency) and never wraps
-        latency_sum_s = float(latency.sum(dtype=np.float64)) / 1e9
+        latency_sum_ns = float(latency.sum(dtype=np.float64))
         categories = None
         baseline = self.state.baseline
         if baseline is not None:
@@ -400,13 +400,15 @@ class Server:
         else:
             w, c = np.unique(writers, return_counts=True)
             by_writer = (w.tolist(), c.tolist())
-        bins = self._timeline_bins(t_recv, latency, baseline.thresholds[0] if baseline else None)
+        bins = self._timeline_bins(
+            t_recv, latency, baseline.thresholds[0] if baseline else None, latency_sum_ns
+        )
         last = int(t_recv.max())
         with self.state.lock:
             self.state.version += 1
             self.state.samples += n
             self.state.bucket_counts += buckets
-            self.state.latency_sum_s += latency_sum_s
+            self.state.latency_sum_s += latency_sum_ns / 1e9
             self.state.native_counts += native_counts
             self.state.native_zero += n - n_positive
             for writer, count in zip(*by_writer, strict=True):
@@ -451,10 +453,11 @@ class Server:
 
     @staticmethod
     def _timeline_bins(
-        t_recv: np.ndarray, latency: np.ndarray, outlier_above: float | None
+        t_recv: np.ndarray, latency: np.ndarray, outlier_above: float | None, latency_sum_ns: float
     ) -> dict[int, list[float]]:
         """Per time bin of the batch: count, min, max, sum and outliers of its latencies
-        (the page draws min…max per bin: a spike is never decimated away)."""
+        (the page draws min…max per bin: a spike is never decimated away). ``latency_sum_ns``
+        is the batch's sum, already taken for the totals (the usual batch is one bin)."""
         first, last = int(t_recv.min()) // TIMELINE_BIN_NS, int(t_recv.max()) // TIMELINE_BIN_NS
         if first == last:  # the usual: a batch is a fraction of a bin
             n_out = int(np.count_nonzero(latency > outlier_above)) if outlier_above is not None else 0
@@ -463,7 +466,7 @@ class Server:
                     float(latency.size),
                     float(latency.min()),
                     float(latency.max()),
-                    float(latency.sum(dtype=np.float64)),
+                    latency_sum_ns,
                     float(n_out),
                 ]
             }

@@ -145,15 +145,3 @@ class _ScanLevels:
 
     def sorted_values(self) -> np.ndarray:
         return np.sort(np.concatenate(list(self.scan.map(identity))))
-
-
-def categories_of_chunks(
-    chunks: Chunks,
-    thresholds: tuple[float, ...],
-    low: float | None,
-    levels: tuple[object, ...],
-    threshold: float,
-    keep_empty: bool,
-) -> StackedResult:
-    """:func:`jitterlab.stats.categories.categories_scan` of a sample read as chunks (one pass)."""
-    return categories_scan(LocalScan(chunks), thresholds, low, levels, threshold, keep_empty)
